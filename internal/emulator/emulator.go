@@ -1,0 +1,261 @@
+// Package emulator runs moto's server, a local implementation of the DynamoDB,
+// DynamoDB Streams and EventBridge Scheduler APIs, on loopback, for tests and for
+// the local runner. Clients reach it through a small proxy that lets one request in
+// at a time, because moto does not make concurrent requests atomic (see
+// docs/decisions/0001-serialize-requests-to-moto.md).
+package emulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// MotoVersion is the version of moto the project is built and tested against.
+const MotoVersion = "5.2.1"
+
+// Region is the region the emulator's clients use; moto accepts any.
+const Region = "us-east-1"
+
+// ErrNotInstalled reports that no moto_server executable could be found.
+var ErrNotInstalled = errors.New("emulator: moto_server not found (install it with `make moto`, or put it on PATH, or set MOTO_SERVER)")
+
+// Server is a running moto server and the proxy in front of it.
+type Server struct {
+	// Endpoint is the URL clients use, e.g. "http://127.0.0.1:41234".
+	Endpoint string
+
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	proxy   *http.Server
+	logFile *os.File
+	stop    sync.Once
+}
+
+// Find returns the path of the moto_server executable: $MOTO_SERVER if set, else
+// moto_server on PATH, else .venv/bin/moto_server in the module's root directory
+// (where `make moto` installs it).
+func Find() (string, error) {
+	if p := os.Getenv("MOTO_SERVER"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("moto_server"); err == nil {
+		return p, nil
+	}
+	if root, err := moduleRoot(); err == nil {
+		p := filepath.Join(root, ".venv", "bin", "moto_server")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", ErrNotInstalled
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Start starts moto_server on a free loopback port and waits, until ctx is done, for
+// it to answer. The server's log goes to a temporary file whose tail is quoted in
+// any start-up error. Stop it with Stop.
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := Find()
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for range 3 { // the free port can be taken between choosing it and moto binding it
+		s, err := start(ctx, bin)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func start(ctx context.Context, bin string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.CreateTemp("", "moto-*.log")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		os.Remove(logFile.Name())
+		return nil, fmt.Errorf("emulator: start %s: %w", bin, err)
+	}
+	s := &Server{cmd: cmd, exited: make(chan struct{}), logFile: logFile}
+	go func() { cmd.Wait(); close(s.exited) }()
+
+	backend := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	if err := s.waitReady(ctx, backend.String()); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := s.serveProxy(backend); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("emulator: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) waitReady(ctx context.Context, backend string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, backend+"/moto-api/", nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("emulator: moto_server exited during start-up: %s", s.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("emulator: moto_server did not answer at %s: %w: %s", backend, ctx.Err(), s.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+// serveProxy puts a loopback reverse proxy in front of moto that handles one request
+// at a time. moto applies a TransactWriteItems by deep-copying the table and restores
+// that copy when the transaction is cancelled, which silently drops whatever other
+// requests wrote meanwhile; DynamoDB has no such behaviour, so the emulator must not
+// either.
+func (s *Server) serveProxy(backend *url.URL) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("emulator: listen for proxy: %w", err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(backend)
+	rp.ErrorLog = nil
+	var one sync.Mutex
+	s.proxy = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			one.Lock()
+			defer one.Unlock()
+			rp.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go s.proxy.Serve(l)
+	s.Endpoint = "http://" + l.Addr().String()
+	return nil
+}
+
+func (s *Server) logTail() string {
+	const max = 4000
+	b, err := os.ReadFile(s.logFile.Name())
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// Stop stops the proxy and the moto server and removes its log. It is safe to call
+// more than once.
+func (s *Server) Stop() error {
+	s.stop.Do(func() {
+		if s.proxy != nil {
+			s.proxy.Close()
+		}
+		if s.cmd.Process != nil {
+			s.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-s.exited:
+			case <-time.After(5 * time.Second):
+				s.cmd.Process.Kill()
+				<-s.exited
+			}
+		}
+		s.logFile.Close()
+		os.Remove(s.logFile.Name())
+	})
+	return nil
+}
+
+// Reset deletes every resource in the emulator, through moto's /moto-api/reset.
+func (s *Server) Reset(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint+"/moto-api/reset", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("emulator: reset: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("emulator: reset: status %s", resp.Status)
+	}
+	return nil
+}
+
+// Config returns the SDK's default configuration (retryer, HTTP client and all) with
+// every client sent to endpoint, with the dummy credentials the emulator accepts.
+func Config(ctx context.Context, endpoint string) (aws.Config, error) {
+	return config.LoadDefaultConfig(ctx,
+		config.WithRegion(Region),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithBaseEndpoint(endpoint),
+	)
+}
+
+// Config returns Config for this server's endpoint.
+func (s *Server) Config(ctx context.Context) (aws.Config, error) { return Config(ctx, s.Endpoint) }

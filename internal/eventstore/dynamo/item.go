@@ -1,0 +1,146 @@
+package dynamo
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/schema"
+)
+
+// EncodeRecord returns the Events table item for r.
+func EncodeRecord(r eventstore.Record) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		schema.EventsStreamID:   &types.AttributeValueMemberS{Value: r.StreamID},
+		schema.EventsVersion:    &types.AttributeValueMemberN{Value: strconv.FormatInt(r.Version, 10)},
+		schema.EventsEventID:    &types.AttributeValueMemberS{Value: r.ID},
+		schema.EventsType:       &types.AttributeValueMemberS{Value: r.Type},
+		schema.EventsData:       &types.AttributeValueMemberS{Value: string(r.Data)},
+		schema.EventsRecordedAt: &types.AttributeValueMemberS{Value: r.RecordedAt.UTC().Format(time.RFC3339Nano)},
+	}
+	if len(r.Tags) > 0 {
+		tags := make([]types.AttributeValue, len(r.Tags))
+		for i, t := range r.Tags {
+			tags[i] = &types.AttributeValueMemberS{Value: t}
+		}
+		item[schema.EventsTags] = &types.AttributeValueMemberL{Value: tags}
+	}
+	if r.CorrelationID != "" {
+		item[schema.EventsCorrelationID] = &types.AttributeValueMemberS{Value: r.CorrelationID}
+	}
+	if r.CausationID != "" {
+		item[schema.EventsCausationID] = &types.AttributeValueMemberS{Value: r.CausationID}
+	}
+	return item
+}
+
+// DecodeRecord reads an Events table item back into a Record. An item that lacks a
+// required attribute or holds one of the wrong type yields an error matching
+// eventstore.ErrCorruptRecord.
+func DecodeRecord(item map[string]types.AttributeValue) (eventstore.Record, error) {
+	var r eventstore.Record
+	var err error
+	str := func(name string, required bool) string {
+		v, ok := item[name]
+		if !ok {
+			if required && err == nil {
+				err = fmt.Errorf("%w: missing %s", eventstore.ErrCorruptRecord, name)
+			}
+			return ""
+		}
+		s, ok := v.(*types.AttributeValueMemberS)
+		if !ok {
+			if err == nil {
+				err = fmt.Errorf("%w: %s is not a string", eventstore.ErrCorruptRecord, name)
+			}
+			return ""
+		}
+		return s.Value
+	}
+	r.StreamID = str(schema.EventsStreamID, true)
+	r.ID = str(schema.EventsEventID, true)
+	r.Type = str(schema.EventsType, true)
+	r.Data = []byte(str(schema.EventsData, true))
+	recordedAt := str(schema.EventsRecordedAt, true)
+	r.CorrelationID = str(schema.EventsCorrelationID, false)
+	r.CausationID = str(schema.EventsCausationID, false)
+	if err != nil {
+		return eventstore.Record{}, err
+	}
+	v, ok := item[schema.EventsVersion].(*types.AttributeValueMemberN)
+	if !ok {
+		return eventstore.Record{}, fmt.Errorf("%w: %s missing or not a number", eventstore.ErrCorruptRecord, schema.EventsVersion)
+	}
+	if r.Version, err = strconv.ParseInt(v.Value, 10, 64); err != nil || r.Version < 1 {
+		return eventstore.Record{}, fmt.Errorf("%w: %s %q is not a positive integer", eventstore.ErrCorruptRecord, schema.EventsVersion, v.Value)
+	}
+	if r.RecordedAt, err = time.Parse(time.RFC3339Nano, recordedAt); err != nil {
+		return eventstore.Record{}, fmt.Errorf("%w: %s: %v", eventstore.ErrCorruptRecord, schema.EventsRecordedAt, err)
+	}
+	if tags, ok := item[schema.EventsTags]; ok {
+		list, ok := tags.(*types.AttributeValueMemberL)
+		if !ok {
+			return eventstore.Record{}, fmt.Errorf("%w: %s is not a list", eventstore.ErrCorruptRecord, schema.EventsTags)
+		}
+		for _, t := range list.Value {
+			s, ok := t.(*types.AttributeValueMemberS)
+			if !ok {
+				return eventstore.Record{}, fmt.Errorf("%w: a tag is not a string", eventstore.ErrCorruptRecord)
+			}
+			r.Tags = append(r.Tags, s.Value)
+		}
+	}
+	return r, nil
+}
+
+// RecordSize is the size DynamoDB bills and limits for r's item, by its published
+// rules: each attribute's name plus its value (strings by UTF-8 length, numbers at
+// most 21 bytes, lists 3 bytes plus 1 byte and the size of each element).
+func RecordSize(r eventstore.Record) int {
+	return ItemSize(EncodeRecord(r))
+}
+
+// ItemSize computes an item's size by DynamoDB's published rules, rounding numbers up.
+func ItemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return (len(v.Value)+1)/2 + 1
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	default:
+		return 0
+	}
+}

@@ -1,0 +1,69 @@
+// Package schema defines the DynamoDB tables of the service in one place: their keys,
+// indexes and streams. Local tests and the local runner create tables from these
+// definitions, and template.yaml must agree with them.
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Attribute names of the Events table. Each item is one event record.
+const (
+	EventsStreamID      = "streamId"      // partition key (S)
+	EventsVersion       = "version"       // sort key (N), 1, 2, 3, ... within a stream
+	EventsEventID       = "eventId"       // S
+	EventsType          = "type"          // S
+	EventsData          = "data"          // S, the JSON payload
+	EventsTags          = "tags"          // L of S, absent when there are none
+	EventsRecordedAt    = "recordedAt"    // S, RFC 3339 with nanoseconds, UTC
+	EventsCorrelationID = "correlationId" // S, absent when empty
+	EventsCausationID   = "causationId"   // S, absent when empty
+)
+
+// Events returns the definition of the Events table named name: stream id and version
+// as keys, on-demand billing, and a stream of new images for the process and the
+// projector.
+func Events(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(EventsStreamID), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(EventsVersion), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(EventsStreamID), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(EventsVersion), KeyType: types.KeyTypeRange},
+		},
+		StreamSpecification: &types.StreamSpecification{
+			StreamEnabled:  aws.Bool(true),
+			StreamViewType: types.StreamViewTypeNewImage,
+		},
+	}
+}
+
+// Create creates the table that def describes and waits until it is active. A table
+// of that name that already exists is left as it is and is not an error, so Create
+// is safe to call on every start.
+func Create(ctx context.Context, client *dynamodb.Client, def *dynamodb.CreateTableInput) error {
+	_, err := client.CreateTable(ctx, def)
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("create table %s: %w", aws.ToString(def.TableName), err)
+	}
+	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 100 * time.Millisecond
+		o.MaxDelay = 2 * time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: def.TableName}, 5*time.Minute); err != nil {
+		return fmt.Errorf("wait for table %s: %w", aws.ToString(def.TableName), err)
+	}
+	return nil
+}
