@@ -1,0 +1,329 @@
+// Package payment is the decider for payments: one event stream per payment
+// reference, derived from a rental id, records a payment being prepared and how
+// it settled (confirmed, rejected or cancelled). Decide and Evolve are pure.
+package payment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors returned by Decide, DecodeEvent and RentalIDFor. Business
+// refusals are meant to reach API clients as they are.
+var (
+	// ErrInvalidCommand wraps every refusal of a malformed command (malformed
+	// reference, empty payment id, non-positive amount, bad currency, a command
+	// for another reference's stream, an unknown command).
+	ErrInvalidCommand = errors.New("invalid command")
+	// ErrInvalidReference is returned, wrapped, by RentalIDFor for a string that
+	// ReferenceFor did not make.
+	ErrInvalidReference = errors.New("invalid payment reference")
+	// ErrPaymentNotFound is returned when no payment was prepared for the reference.
+	ErrPaymentNotFound = errors.New("payment not found")
+	// ErrPaymentCancelled is returned when confirming or rejecting a cancelled payment.
+	ErrPaymentCancelled = errors.New("payment is cancelled")
+	// ErrPaymentRejected is returned when confirming a rejected payment.
+	ErrPaymentRejected = errors.New("payment is rejected")
+	// ErrPaymentAlreadyConfirmed is returned when rejecting or cancelling a
+	// confirmed payment; a cancellation is declined this way.
+	ErrPaymentAlreadyConfirmed = errors.New("payment is already confirmed")
+	// ErrUnknownEventType is returned, wrapped with the type name, by DecodeEvent
+	// for a type not listed in EventTypes.
+	ErrUnknownEventType = errors.New("unknown event type")
+)
+
+const referencePrefix = "rp_"
+
+// ReferenceFor returns the payment reference of a rental: "rp_" + rentalID.
+// For a rental id matching [A-Za-z0-9_-]{1,64}, RentalIDFor reverses it.
+func ReferenceFor(rentalID string) string { return referencePrefix + rentalID }
+
+// RentalIDFor returns the rental id that ReferenceFor turned into reference. It
+// returns an error wrapping ErrInvalidReference when reference lacks the prefix
+// or the rest is not a valid rental id ([A-Za-z0-9_-]{1,64}).
+func RentalIDFor(reference string) (string, error) {
+	id, ok := strings.CutPrefix(reference, referencePrefix)
+	if !ok || !validRentalID(id) {
+		return "", fmt.Errorf("payment: %w: %q", ErrInvalidReference, reference)
+	}
+	return id, nil
+}
+
+// validRentalID reports whether id matches [A-Za-z0-9_-]{1,64}.
+func validRentalID(id string) bool {
+	if len(id) < 1 || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// StreamID returns the event stream id of a payment: "payment-" + reference.
+func StreamID(reference string) string { return "payment-" + reference }
+
+// Status is where a payment is in its lifecycle.
+type Status string
+
+// Payment statuses. The zero Payment has an empty Status and is treated as StatusNone.
+const (
+	StatusNone      Status = "none"
+	StatusPrepared  Status = "prepared"
+	StatusConfirmed Status = "confirmed"
+	StatusRejected  Status = "rejected"
+	StatusCancelled Status = "cancelled"
+)
+
+// Payment is the state of one payment reference's stream. Amount is in minor
+// units of Currency (ISO 4217); Reason is set once the payment is rejected.
+type Payment struct {
+	Reference string
+	PaymentID string
+	Amount    int64
+	Currency  string
+	Status    Status
+	Reason    string
+}
+
+// Event is a fact in a payment's stream. EventType returns the struct's type
+// name, which is the stored event type: renaming an event is a schema change.
+type Event interface{ EventType() string }
+
+// PaymentPrepared records that a payment was prepared and awaits the provider.
+type PaymentPrepared struct {
+	PaymentID string `json:"paymentId"`
+	Reference string `json:"reference"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+// PaymentConfirmed records that the provider confirmed the payment.
+type PaymentConfirmed struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+}
+
+// PaymentRejected records that the provider rejected the payment.
+type PaymentRejected struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+	Reason    string `json:"reason"`
+}
+
+// PaymentCancelled records that the payment was called off before it settled.
+type PaymentCancelled struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+}
+
+// EventType returns "PaymentPrepared".
+func (PaymentPrepared) EventType() string { return "PaymentPrepared" }
+
+// EventType returns "PaymentConfirmed".
+func (PaymentConfirmed) EventType() string { return "PaymentConfirmed" }
+
+// EventType returns "PaymentRejected".
+func (PaymentRejected) EventType() string { return "PaymentRejected" }
+
+// EventType returns "PaymentCancelled".
+func (PaymentCancelled) EventType() string { return "PaymentCancelled" }
+
+var decoders = map[string]func([]byte) (Event, error){
+	PaymentPrepared{}.EventType():  decode[PaymentPrepared],
+	PaymentConfirmed{}.EventType(): decode[PaymentConfirmed],
+	PaymentRejected{}.EventType():  decode[PaymentRejected],
+	PaymentCancelled{}.EventType(): decode[PaymentCancelled],
+}
+
+// EventTypes returns the type name of every event of this package, in a new slice.
+func EventTypes() []string {
+	return []string{
+		PaymentPrepared{}.EventType(),
+		PaymentConfirmed{}.EventType(),
+		PaymentRejected{}.EventType(),
+		PaymentCancelled{}.EventType(),
+	}
+}
+
+// DecodeEvent decodes stored JSON data into the event struct (a value, not a
+// pointer) named by eventType. Unknown JSON fields are ignored so that older code
+// reads newer events; invalid JSON is an error wrapping the json error. An
+// unknown eventType yields an error wrapping ErrUnknownEventType.
+func DecodeEvent(eventType string, data []byte) (Event, error) {
+	dec, ok := decoders[eventType]
+	if !ok {
+		return nil, fmt.Errorf("payment: %w %q", ErrUnknownEventType, eventType)
+	}
+	e, err := dec(data)
+	if err != nil {
+		return nil, fmt.Errorf("payment: decode %s: %w", eventType, err)
+	}
+	return e, nil
+}
+
+func decode[E Event](data []byte) (Event, error) {
+	var e E
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Command is a request to a payment's stream. Only this package's command
+// structs implement it.
+type Command interface{ isCommand() }
+
+// PreparePayment asks to prepare a payment of Amount minor units of Currency
+// under a caller-chosen PaymentID. It is idempotent on Reference.
+type PreparePayment struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+// ConfirmPayment asks to confirm a prepared payment (the provider's callback).
+type ConfirmPayment struct {
+	Reference string `json:"reference"`
+}
+
+// RejectPayment asks to reject a prepared payment (the provider's callback).
+type RejectPayment struct {
+	Reference string `json:"reference"`
+	Reason    string `json:"reason"`
+}
+
+// CancelPayment asks to call off a payment that has not settled. It is declined
+// with ErrPaymentAlreadyConfirmed once the payment is confirmed.
+type CancelPayment struct {
+	Reference string `json:"reference"`
+}
+
+func (PreparePayment) isCommand() {}
+func (ConfirmPayment) isCommand() {}
+func (RejectPayment) isCommand()  {}
+func (CancelPayment) isCommand()  {}
+
+// Fold applies events in order to the initial state, a Payment with StatusNone.
+func Fold(events []Event) Payment {
+	s := Payment{Status: StatusNone}
+	for _, e := range events {
+		s = Evolve(s, e)
+	}
+	return s
+}
+
+// Evolve returns the state after event e. It is pure, and unknown events return
+// s unchanged. A PaymentPrepared for a payment that already exists changes
+// nothing, so a duplicate can never reopen a settled payment.
+func Evolve(s Payment, e Event) Payment {
+	switch e := e.(type) {
+	case PaymentPrepared:
+		if !s.exists() {
+			s = Payment{Reference: e.Reference, PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency, Status: StatusPrepared}
+		}
+	case PaymentConfirmed:
+		s.Status = StatusConfirmed
+	case PaymentRejected:
+		s.Status, s.Reason = StatusRejected, e.Reason
+	case PaymentCancelled:
+		s.Status = StatusCancelled
+	}
+	return s
+}
+
+func (s Payment) exists() bool { return s.Status != "" && s.Status != StatusNone }
+
+// Decide returns the events that command c produces on payment s, or the reason
+// it is refused. It returns nil, nil when c finds its work already done (every
+// command is safe to send twice): preparing an existing reference, in any status
+// and whatever the amount, confirming a confirmed payment, rejecting a rejected
+// one, and cancelling a cancelled or rejected one. Malformed commands yield an
+// error wrapping ErrInvalidCommand; business refusals are the other sentinels.
+func Decide(s Payment, c Command) ([]Event, error) {
+	if err := validate(s, c); err != nil {
+		return nil, fmt.Errorf("payment: %w: %w", ErrInvalidCommand, err)
+	}
+	if _, ok := c.(PreparePayment); !ok && !s.exists() {
+		return nil, ErrPaymentNotFound
+	}
+	switch c := c.(type) {
+	case PreparePayment:
+		if s.exists() {
+			return nil, nil
+		}
+		return []Event{PaymentPrepared{PaymentID: c.PaymentID, Reference: c.Reference, Amount: c.Amount, Currency: c.Currency}}, nil
+
+	case ConfirmPayment:
+		switch s.Status {
+		case StatusConfirmed:
+			return nil, nil
+		case StatusCancelled:
+			return nil, ErrPaymentCancelled
+		case StatusRejected:
+			return nil, ErrPaymentRejected
+		}
+		return []Event{PaymentConfirmed{Reference: s.Reference, PaymentID: s.PaymentID}}, nil
+
+	case RejectPayment:
+		switch s.Status {
+		case StatusRejected:
+			return nil, nil
+		case StatusConfirmed:
+			return nil, ErrPaymentAlreadyConfirmed
+		case StatusCancelled:
+			return nil, ErrPaymentCancelled
+		}
+		return []Event{PaymentRejected{Reference: s.Reference, PaymentID: s.PaymentID, Reason: c.Reason}}, nil
+
+	case CancelPayment:
+		switch s.Status {
+		case StatusCancelled, StatusRejected:
+			return nil, nil
+		case StatusConfirmed:
+			return nil, ErrPaymentAlreadyConfirmed
+		}
+		return []Event{PaymentCancelled{Reference: s.Reference, PaymentID: s.PaymentID}}, nil
+	}
+	return nil, fmt.Errorf("payment: %w: unknown command %T", ErrInvalidCommand, c)
+}
+
+func validate(s Payment, c Command) error {
+	var ref string
+	switch c := c.(type) {
+	case PreparePayment:
+		ref = c.Reference
+		switch {
+		case c.PaymentID == "":
+			return errors.New("paymentId is required")
+		case c.Amount <= 0:
+			return fmt.Errorf("amount %d must be positive", c.Amount)
+		case !validCurrency(c.Currency):
+			return fmt.Errorf("currency %q must be 3 upper-case letters (ISO 4217)", c.Currency)
+		}
+	case ConfirmPayment:
+		ref = c.Reference
+	case RejectPayment:
+		ref = c.Reference
+	case CancelPayment:
+		ref = c.Reference
+	default:
+		return fmt.Errorf("unknown command %T", c)
+	}
+	if _, err := RentalIDFor(ref); err != nil {
+		return err
+	}
+	if s.exists() && s.Reference != ref {
+		return fmt.Errorf("command for reference %q sent to reference %q", ref, s.Reference)
+	}
+	return nil
+}
+
+func validCurrency(c string) bool {
+	return len(c) == 3 && strings.Trim(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == ""
+}

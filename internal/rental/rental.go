@@ -1,0 +1,403 @@
+// Package rental is the decider for bikes: one event stream per bike records its
+// registration and every rental request, approval, rejection and return.
+// Decide and Evolve are pure; ids are chosen by the caller.
+package rental
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+)
+
+// Sentinel errors returned by Decide. Business refusals are meant to reach API
+// clients as they are; ErrInvalidCommand marks a malformed command.
+var (
+	// ErrInvalidCommand wraps every refusal of a malformed command (empty or
+	// malformed ids, a command for another bike's stream, an unknown command).
+	ErrInvalidCommand = errors.New("invalid command")
+	// ErrBikeNotRegistered is returned for any command but RegisterBike on a bike
+	// that was never registered.
+	ErrBikeNotRegistered = errors.New("bike is not registered")
+	// ErrBikeUnavailable is returned by RequestBike while the bike is requested or rented.
+	ErrBikeUnavailable = errors.New("bike is not available")
+	// ErrRentalIDInUse is returned by RequestBike when the rental id was already
+	// used on this bike by another renter.
+	ErrRentalIDInUse = errors.New("rental id is already used by another renter")
+	// ErrNoPendingRequest is returned when no pending request matches the
+	// command's renter and rental id (including a rental that was rejected).
+	ErrNoPendingRequest = errors.New("no pending request for this renter and rental")
+	// ErrRequestAlreadyApproved is returned by RejectRequest for a rental that was
+	// approved; the bike stays rented.
+	ErrRequestAlreadyApproved = errors.New("request is already approved")
+	// ErrBikeNotRented is returned by ReturnBike when the bike is not rented.
+	ErrBikeNotRented = errors.New("bike is not rented")
+	// ErrUnknownEventType is returned, wrapped with the type name, by DecodeEvent
+	// for a type not listed in EventTypes.
+	ErrUnknownEventType = errors.New("unknown event type")
+)
+
+// StreamID returns the event stream id of a bike: "bike-" + bikeID.
+func StreamID(bikeID string) string { return "bike-" + bikeID }
+
+// Status is where a bike is in its lifecycle.
+type Status string
+
+// Bike statuses. The zero Bike has an empty Status and is treated as unregistered.
+const (
+	StatusUnregistered Status = "unregistered"
+	StatusAvailable    Status = "available"
+	StatusRequested    Status = "requested"
+	StatusRented       Status = "rented"
+)
+
+// Outcome is how far a rental got, or how it ended.
+type Outcome string
+
+// Rental outcomes. A returned rental had been approved.
+const (
+	OutcomeRequested Outcome = "requested"
+	OutcomeApproved  Outcome = "approved"
+	OutcomeRejected  Outcome = "rejected"
+	OutcomeReturned  Outcome = "returned"
+)
+
+// Rental is what the bike remembers of one rental, so that repeated commands
+// about an already settled rental can be recognised.
+type Rental struct {
+	Renter  string
+	Outcome Outcome
+}
+
+// Bike is the state of one bike's stream. RentalID and Renter describe the
+// current pending or active rental and are empty while the bike is available.
+// Rentals holds every rental the bike has seen, by rental id; Evolve never
+// mutates a Rentals map it was given, so earlier Bike values stay valid.
+type Bike struct {
+	ID         string
+	Registered bool
+	Status     Status
+	RentalID   string
+	Renter     string
+	Rentals    map[string]Rental
+}
+
+// Event is a fact in a bike's stream. EventType returns the struct's type name,
+// which is the stored event type: renaming an event is a schema change.
+type Event interface{ EventType() string }
+
+// BikeRegistered records that a bike exists and is available.
+type BikeRegistered struct {
+	BikeID string `json:"bikeId"`
+}
+
+// BikeRequested records that a renter asked for the bike under a new rental id.
+type BikeRequested struct {
+	BikeID   string `json:"bikeId"`
+	Renter   string `json:"renter"`
+	RentalID string `json:"rentalId"`
+}
+
+// RequestApproved records that a pending request was approved; the bike is rented.
+type RequestApproved struct {
+	BikeID   string `json:"bikeId"`
+	Renter   string `json:"renter"`
+	RentalID string `json:"rentalId"`
+}
+
+// RequestRejected records that a pending request was rejected; the bike is available.
+type RequestRejected struct {
+	BikeID   string `json:"bikeId"`
+	Renter   string `json:"renter"`
+	RentalID string `json:"rentalId"`
+}
+
+// BikeReturned records that the renter of an approved rental returned the bike.
+type BikeReturned struct {
+	BikeID   string `json:"bikeId"`
+	Renter   string `json:"renter"`
+	RentalID string `json:"rentalId"`
+}
+
+// EventType returns "BikeRegistered".
+func (BikeRegistered) EventType() string { return "BikeRegistered" }
+
+// EventType returns "BikeRequested".
+func (BikeRequested) EventType() string { return "BikeRequested" }
+
+// EventType returns "RequestApproved".
+func (RequestApproved) EventType() string { return "RequestApproved" }
+
+// EventType returns "RequestRejected".
+func (RequestRejected) EventType() string { return "RequestRejected" }
+
+// EventType returns "BikeReturned".
+func (BikeReturned) EventType() string { return "BikeReturned" }
+
+var decoders = map[string]func([]byte) (Event, error){
+	BikeRegistered{}.EventType():  decode[BikeRegistered],
+	BikeRequested{}.EventType():   decode[BikeRequested],
+	RequestApproved{}.EventType(): decode[RequestApproved],
+	RequestRejected{}.EventType(): decode[RequestRejected],
+	BikeReturned{}.EventType():    decode[BikeReturned],
+}
+
+// EventTypes returns the type name of every event of this package, in a new slice.
+func EventTypes() []string {
+	return []string{
+		BikeRegistered{}.EventType(),
+		BikeRequested{}.EventType(),
+		RequestApproved{}.EventType(),
+		RequestRejected{}.EventType(),
+		BikeReturned{}.EventType(),
+	}
+}
+
+// DecodeEvent decodes stored JSON data into the event struct (a value, not a
+// pointer) named by eventType. Unknown JSON fields are ignored so that older code
+// reads newer events; invalid JSON is an error wrapping the json error. An
+// unknown eventType yields an error wrapping ErrUnknownEventType.
+func DecodeEvent(eventType string, data []byte) (Event, error) {
+	dec, ok := decoders[eventType]
+	if !ok {
+		return nil, fmt.Errorf("rental: %w %q", ErrUnknownEventType, eventType)
+	}
+	e, err := dec(data)
+	if err != nil {
+		return nil, fmt.Errorf("rental: decode %s: %w", eventType, err)
+	}
+	return e, nil
+}
+
+func decode[E Event](data []byte) (Event, error) {
+	var e E
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Command is a request to a bike's stream. Only this package's command structs
+// implement it.
+type Command interface{ isCommand() }
+
+// RegisterBike asks to register a bike; repeating it changes nothing.
+type RegisterBike struct {
+	BikeID string `json:"bikeId"`
+}
+
+// RequestBike asks for an available bike under a fresh, caller-chosen rental id.
+type RequestBike struct {
+	BikeID   string `json:"bikeId"`
+	Renter   string `json:"renter"`
+	RentalID string `json:"rentalId"`
+}
+
+// ApproveRequest asks to approve the pending request of Renter under RentalID.
+type ApproveRequest struct {
+	BikeID   string `json:"bikeId"`
+	Renter   string `json:"renter"`
+	RentalID string `json:"rentalId"`
+}
+
+// RejectRequest asks to reject the pending request of Renter under RentalID,
+// releasing the bike. It never affects any other rental.
+type RejectRequest struct {
+	BikeID   string `json:"bikeId"`
+	Renter   string `json:"renter"`
+	RentalID string `json:"rentalId"`
+}
+
+// ReturnBike asks to end the bike's active rental.
+type ReturnBike struct {
+	BikeID string `json:"bikeId"`
+}
+
+func (RegisterBike) isCommand()   {}
+func (RequestBike) isCommand()    {}
+func (ApproveRequest) isCommand() {}
+func (RejectRequest) isCommand()  {}
+func (ReturnBike) isCommand()     {}
+
+// Fold applies events in order to the initial state, an unregistered Bike.
+func Fold(events []Event) Bike {
+	s := Bike{Status: StatusUnregistered}
+	for _, e := range events {
+		s = Evolve(s, e)
+	}
+	return s
+}
+
+// Evolve returns the state after event e. It is pure: it never mutates s
+// (Rentals is copied on write), and unknown events return s unchanged. An
+// approval, rejection or return only moves the bike's status when it concerns
+// the bike's current rental.
+func Evolve(s Bike, e Event) Bike {
+	switch e := e.(type) {
+	case BikeRegistered:
+		if !s.Registered {
+			s.ID, s.Registered, s.Status = e.BikeID, true, StatusAvailable
+		}
+	case BikeRequested:
+		s.Status, s.RentalID, s.Renter = StatusRequested, e.RentalID, e.Renter
+		s.Rentals = with(s.Rentals, e.RentalID, Rental{e.Renter, OutcomeRequested})
+	case RequestApproved:
+		s.Rentals = with(s.Rentals, e.RentalID, Rental{e.Renter, OutcomeApproved})
+		if s.RentalID == e.RentalID {
+			s.Status = StatusRented
+		}
+	case RequestRejected:
+		s.Rentals = with(s.Rentals, e.RentalID, Rental{e.Renter, OutcomeRejected})
+		if s.RentalID == e.RentalID {
+			s.Status, s.RentalID, s.Renter = StatusAvailable, "", ""
+		}
+	case BikeReturned:
+		s.Rentals = with(s.Rentals, e.RentalID, Rental{e.Renter, OutcomeReturned})
+		if s.RentalID == e.RentalID {
+			s.Status, s.RentalID, s.Renter = StatusAvailable, "", ""
+		}
+	}
+	return s
+}
+
+func with(m map[string]Rental, id string, r Rental) map[string]Rental {
+	m = maps.Clone(m)
+	if m == nil {
+		m = make(map[string]Rental, 1)
+	}
+	m[id] = r
+	return m
+}
+
+// Decide returns the events that command c produces on bike s, or the reason it
+// is refused. It returns nil, nil when c repeats a command that already took
+// effect (safe to call twice), except ReturnBike, whose repeat finds the bike
+// not rented. Malformed commands yield an error wrapping ErrInvalidCommand;
+// business refusals are the package's other sentinel errors.
+func Decide(s Bike, c Command) ([]Event, error) {
+	if err := validate(s, c); err != nil {
+		return nil, fmt.Errorf("rental: %w: %w", ErrInvalidCommand, err)
+	}
+	if _, ok := c.(RegisterBike); !ok && !s.Registered {
+		return nil, ErrBikeNotRegistered
+	}
+	switch c := c.(type) {
+	case RegisterBike:
+		if s.Registered {
+			return nil, nil
+		}
+		return []Event{BikeRegistered{BikeID: c.BikeID}}, nil
+
+	case RequestBike:
+		if r, ok := s.Rentals[c.RentalID]; ok {
+			if r.Renter != c.Renter {
+				return nil, ErrRentalIDInUse
+			}
+			return nil, nil // a retry of a request that already took effect
+		}
+		if s.Status != StatusAvailable {
+			return nil, ErrBikeUnavailable
+		}
+		return []Event{BikeRequested{BikeID: c.BikeID, Renter: c.Renter, RentalID: c.RentalID}}, nil
+
+	case ApproveRequest:
+		if s.pending(c.Renter, c.RentalID) {
+			return []Event{RequestApproved{BikeID: c.BikeID, Renter: c.Renter, RentalID: c.RentalID}}, nil
+		}
+		if o := s.outcome(c.Renter, c.RentalID); o == OutcomeApproved || o == OutcomeReturned {
+			return nil, nil
+		}
+		return nil, ErrNoPendingRequest
+
+	case RejectRequest:
+		if s.pending(c.Renter, c.RentalID) {
+			return []Event{RequestRejected{BikeID: c.BikeID, Renter: c.Renter, RentalID: c.RentalID}}, nil
+		}
+		switch s.outcome(c.Renter, c.RentalID) {
+		case OutcomeRejected:
+			return nil, nil
+		case OutcomeApproved, OutcomeReturned:
+			return nil, ErrRequestAlreadyApproved
+		}
+		return nil, ErrNoPendingRequest
+
+	case ReturnBike:
+		if s.Status != StatusRented {
+			return nil, ErrBikeNotRented
+		}
+		return []Event{BikeReturned{BikeID: s.ID, Renter: s.Renter, RentalID: s.RentalID}}, nil
+	}
+	return nil, fmt.Errorf("rental: %w: unknown command %T", ErrInvalidCommand, c)
+}
+
+// pending reports whether renter's request under rentalID is the bike's current,
+// undecided one.
+func (s Bike) pending(renter, rentalID string) bool {
+	return s.Status == StatusRequested && s.RentalID == rentalID && s.Renter == renter
+}
+
+// outcome returns how renter's rental under rentalID ended, or "" if the bike
+// has no such rental.
+func (s Bike) outcome(renter, rentalID string) Outcome {
+	if r, ok := s.Rentals[rentalID]; ok && r.Renter == renter {
+		return r.Outcome
+	}
+	return ""
+}
+
+func validate(s Bike, c Command) error {
+	var bikeID string
+	switch c := c.(type) {
+	case RegisterBike:
+		bikeID = c.BikeID
+	case ReturnBike:
+		bikeID = c.BikeID
+	case RequestBike:
+		bikeID = c.BikeID
+		if err := validateRental(c.Renter, c.RentalID); err != nil {
+			return err
+		}
+	case ApproveRequest:
+		bikeID = c.BikeID
+		if err := validateRental(c.Renter, c.RentalID); err != nil {
+			return err
+		}
+	case RejectRequest:
+		bikeID = c.BikeID
+		if err := validateRental(c.Renter, c.RentalID); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown command %T", c)
+	}
+	switch {
+	case bikeID == "":
+		return errors.New("bikeId is required")
+	case s.Registered && s.ID != bikeID:
+		return fmt.Errorf("command for bike %q sent to bike %q", bikeID, s.ID)
+	}
+	return nil
+}
+
+func validateRental(renter, rentalID string) error {
+	if renter == "" {
+		return errors.New("renter is required")
+	}
+	if !validRentalID(rentalID) {
+		return fmt.Errorf("rentalId %q must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -", rentalID)
+	}
+	return nil
+}
+
+// validRentalID reports whether id matches [A-Za-z0-9_-]{1,64}.
+func validRentalID(id string) bool {
+	if len(id) < 1 || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
