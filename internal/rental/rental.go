@@ -32,6 +32,9 @@ var (
 	ErrRequestAlreadyApproved = errors.New("request is already approved")
 	// ErrBikeNotRented is returned by ReturnBike when the bike is not rented.
 	ErrBikeNotRented = errors.New("bike is not rented")
+	// ErrInvalidRentalID is returned by BikeIDOf for a string that is not a rental
+	// id made by NewRentalID.
+	ErrInvalidRentalID = errors.New("not a valid rental id")
 	// ErrUnknownEventType is returned, wrapped with the type name, by DecodeEvent
 	// for a type not listed in EventTypes.
 	ErrUnknownEventType = errors.New("unknown event type")
@@ -39,6 +42,59 @@ var (
 
 // StreamID returns the event stream id of a bike: "bike-" + bikeID.
 func StreamID(bikeID string) string { return "bike-" + bikeID }
+
+// Identifier limits. A rental id is its bike's id, "_" and a RentalSuffixLength
+// character alphanumeric suffix, so that the rental's bike can be found from the
+// rental id alone (docs/decisions/0002-rental-ids-carry-their-bike.md); bike ids are
+// kept short enough for the rental id, and the payment reference made from it, to
+// stay within the 64 characters every id of the API may have.
+const (
+	MaxBikeIDLength    = 36
+	RentalSuffixLength = 22
+	MaxIDLength        = 64
+)
+
+// ValidBikeID reports whether id can name a bike: 1 to MaxBikeIDLength characters
+// of A-Z, a-z, 0-9, _ and -.
+func ValidBikeID(id string) bool { return len(id) <= MaxBikeIDLength && ValidID(id) }
+
+// ValidID reports whether id matches [A-Za-z0-9_-]{1,64}, the form of every id the
+// service accepts (renters, rentals, bikes within their shorter limit).
+func ValidID(id string) bool {
+	if len(id) < 1 || len(id) > MaxIDLength {
+		return false
+	}
+	for _, r := range id {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// NewRentalID returns the rental id for a request of bikeID, made unique by suffix,
+// which must be RentalSuffixLength characters of A-Z, a-z and 0-9 (random, or
+// derived from an idempotency key). BikeIDOf reverses it.
+func NewRentalID(bikeID, suffix string) string { return bikeID + "_" + suffix }
+
+// BikeIDOf returns the bike a rental id belongs to, or ErrInvalidRentalID if id is
+// not of the form NewRentalID makes.
+func BikeIDOf(rentalID string) (string, error) {
+	cut := len(rentalID) - RentalSuffixLength - 1
+	if cut < 1 || rentalID[cut] != '_' || !alphanumeric(rentalID[cut+1:]) || !ValidBikeID(rentalID[:cut]) {
+		return "", fmt.Errorf("%w: %q", ErrInvalidRentalID, rentalID)
+	}
+	return rentalID[:cut], nil
+}
+
+func alphanumeric(s string) bool {
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // Status is where a bike is in its lifecycle.
 type Status string
@@ -354,17 +410,17 @@ func validate(s Bike, c Command) error {
 		bikeID = c.BikeID
 	case RequestBike:
 		bikeID = c.BikeID
-		if err := validateRental(c.Renter, c.RentalID); err != nil {
+		if err := validateRental(c.BikeID, c.Renter, c.RentalID); err != nil {
 			return err
 		}
 	case ApproveRequest:
 		bikeID = c.BikeID
-		if err := validateRental(c.Renter, c.RentalID); err != nil {
+		if err := validateRental(c.BikeID, c.Renter, c.RentalID); err != nil {
 			return err
 		}
 	case RejectRequest:
 		bikeID = c.BikeID
-		if err := validateRental(c.Renter, c.RentalID); err != nil {
+		if err := validateRental(c.BikeID, c.Renter, c.RentalID); err != nil {
 			return err
 		}
 	default:
@@ -373,31 +429,27 @@ func validate(s Bike, c Command) error {
 	switch {
 	case bikeID == "":
 		return errors.New("bikeId is required")
+	case !ValidBikeID(bikeID):
+		return fmt.Errorf("bikeId %q must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", bikeID, MaxBikeIDLength)
 	case s.Registered && s.ID != bikeID:
 		return fmt.Errorf("command for bike %q sent to bike %q", bikeID, s.ID)
 	}
 	return nil
 }
 
-func validateRental(renter, rentalID string) error {
+func validateRental(bikeID, renter, rentalID string) error {
 	if renter == "" {
 		return errors.New("renter is required")
 	}
-	if !validRentalID(rentalID) {
-		return fmt.Errorf("rentalId %q must be 1 to 64 characters of A-Z, a-z, 0-9, _ or -", rentalID)
+	if !ValidID(renter) {
+		return fmt.Errorf("renter %q must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", renter, MaxIDLength)
+	}
+	owner, err := BikeIDOf(rentalID)
+	if err != nil {
+		return fmt.Errorf("rentalId: %w", err)
+	}
+	if owner != bikeID {
+		return fmt.Errorf("rentalId %q belongs to bike %q, not %q", rentalID, owner, bikeID)
 	}
 	return nil
-}
-
-// validRentalID reports whether id matches [A-Za-z0-9_-]{1,64}.
-func validRentalID(id string) bool {
-	if len(id) < 1 || len(id) > 64 {
-		return false
-	}
-	for _, r := range id {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }

@@ -14,8 +14,8 @@ const (
 	bike  = "b1"
 	alice = "alice"
 	bob   = "bob"
-	r1    = "r-1"
-	r2    = "r-2"
+	r1    = bike + "_AAAAAAAAAAAAAAAAAAAAA1"
+	r2    = bike + "_AAAAAAAAAAAAAAAAAAAAA2"
 )
 
 var (
@@ -108,8 +108,11 @@ func TestDecide(t *testing.T) {
 		{"request without rental id", []Event{registered}, RequestBike{BikeID: bike, Renter: alice}, nil, ErrInvalidCommand},
 		{"request with malformed rental id", []Event{registered}, request(alice, "r 1"), nil, ErrInvalidCommand},
 		{"request with too long rental id", []Event{registered}, request(alice, strings.Repeat("a", 65)), nil, ErrInvalidCommand},
-		{"request with longest rental id", []Event{registered}, request(alice, strings.Repeat("a", 64)),
-			[]Event{BikeRequested{BikeID: bike, Renter: alice, RentalID: strings.Repeat("a", 64)}}, nil},
+		{"request with short suffix", []Event{registered}, request(alice, bike+"_AAAA"), nil, ErrInvalidCommand},
+		{"request with another bike's rental id", []Event{registered}, request(alice, NewRentalID("b2", "AAAAAAAAAAAAAAAAAAAAA1")), nil, ErrInvalidCommand},
+		{"request with malformed renter", []Event{registered}, request("a lice", r1), nil, ErrInvalidCommand},
+		{"register a bike id over 36 characters", nil, RegisterBike{BikeID: strings.Repeat("b", 37)}, nil, ErrInvalidCommand},
+		{"register a bike id with a slash", nil, RegisterBike{BikeID: "b/1"}, nil, ErrInvalidCommand},
 		{"approve without renter", []Event{registered, requested1}, approve("", r1), nil, ErrInvalidCommand},
 		{"reject without rental id", []Event{registered, requested1}, reject(alice, ""), nil, ErrInvalidCommand},
 		{"command for another bike", []Event{registered}, RequestBike{BikeID: "b2", Renter: alice, RentalID: r1}, nil, ErrInvalidCommand},
@@ -239,7 +242,7 @@ func TestDecodeEvent(t *testing.T) {
 		want                  Event
 		err                   error
 	}{
-		{"camelCase fields", "BikeRequested", `{"bikeId":"b1","renter":"alice","rentalId":"r-1"}`, requested1, nil},
+		{"camelCase fields", "BikeRequested", `{"bikeId":"b1","renter":"alice","rentalId":"b1_AAAAAAAAAAAAAAAAAAAAA1"}`, requested1, nil},
 		{"unknown fields are ignored", "BikeRegistered", `{"bikeId":"b1","colour":"red"}`, registered, nil},
 		{"unknown event type", "BikeStolen", `{}`, nil, ErrUnknownEventType},
 	}
@@ -263,5 +266,25 @@ func TestDecodeEvent(t *testing.T) {
 func TestStreamID(t *testing.T) {
 	if got := StreamID("b1"); got != "bike-b1" {
 		t.Fatalf(`StreamID("b1") = %q, want "bike-b1"`, got)
+	}
+}
+
+func TestRentalIDCarriesItsBike(t *testing.T) {
+	longest := strings.Repeat("b", MaxBikeIDLength)
+	for _, bikeID := range []string{"b1", "bike_with_underscores", "x", longest} {
+		id := NewRentalID(bikeID, "Zz09Zz09Zz09Zz09Zz09Zz")
+		got, err := BikeIDOf(id)
+		if err != nil || got != bikeID {
+			t.Errorf("BikeIDOf(%q) = %q, %v; want %q", id, got, err, bikeID)
+		}
+		if !ValidID(id) {
+			t.Errorf("rental id %q is not a valid id", id)
+		}
+	}
+	for _, bad := range []string{"", "_AAAAAAAAAAAAAAAAAAAAA1", "b1-AAAAAAAAAAAAAAAAAAAAA1", "b1_AAAAAAAAAAAAAAAAAAAA-1", "b1_short",
+		strings.Repeat("b", MaxBikeIDLength+1) + "_AAAAAAAAAAAAAAAAAAAAA1", "b 1_AAAAAAAAAAAAAAAAAAAAA1"} {
+		if _, err := BikeIDOf(bad); !errors.Is(err, ErrInvalidRentalID) {
+			t.Errorf("BikeIDOf(%q): err = %v, want ErrInvalidRentalID", bad, err)
+		}
 	}
 }
