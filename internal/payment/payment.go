@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/bikerental/bikerental/internal/ident"
 )
 
 // Sentinel errors returned by Decide, DecodeEvent and RentalIDFor. Business
@@ -45,23 +47,10 @@ func ReferenceFor(rentalID string) string { return referencePrefix + rentalID }
 // or the rest is not a valid rental id ([A-Za-z0-9_-]{1,64}).
 func RentalIDFor(reference string) (string, error) {
 	id, ok := strings.CutPrefix(reference, referencePrefix)
-	if !ok || !validRentalID(id) {
+	if !ok || !ident.Valid(id) {
 		return "", fmt.Errorf("payment: %w: %q", ErrInvalidReference, reference)
 	}
 	return id, nil
-}
-
-// validRentalID reports whether id matches [A-Za-z0-9_-]{1,64}.
-func validRentalID(id string) bool {
-	if len(id) < 1 || len(id) > 64 {
-		return false
-	}
-	for _, r := range id {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // StreamID returns the event stream id of a payment: "payment-" + reference.

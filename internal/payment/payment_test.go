@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bikerental/bikerental/internal/ident"
 )
 
 var (
@@ -220,7 +222,7 @@ func FuzzReference(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		// Every valid rental id survives the round trip.
-		if validRentalID(s) {
+		if ident.Valid(s) {
 			if got, err := RentalIDFor(ReferenceFor(s)); err != nil || got != s {
 				t.Fatalf("RentalIDFor(ReferenceFor(%q)) = %q, %v", s, got, err)
 			}

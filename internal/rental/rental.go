@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+
+	"github.com/bikerental/bikerental/internal/ident"
 )
 
 // Sentinel errors returned by Decide. Business refusals are meant to reach API
@@ -51,26 +53,11 @@ func StreamID(bikeID string) string { return "bike-" + bikeID }
 const (
 	MaxBikeIDLength    = 36
 	RentalSuffixLength = 22
-	MaxIDLength        = 64
 )
 
 // ValidBikeID reports whether id can name a bike: 1 to MaxBikeIDLength characters
 // of A-Z, a-z, 0-9, _ and -.
-func ValidBikeID(id string) bool { return len(id) <= MaxBikeIDLength && ValidID(id) }
-
-// ValidID reports whether id matches [A-Za-z0-9_-]{1,64}, the form of every id the
-// service accepts (renters, rentals, bikes within their shorter limit).
-func ValidID(id string) bool {
-	if len(id) < 1 || len(id) > MaxIDLength {
-		return false
-	}
-	for _, r := range id {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+func ValidBikeID(id string) bool { return len(id) <= MaxBikeIDLength && ident.Valid(id) }
 
 // NewRentalID returns the rental id for a request of bikeID, made unique by suffix,
 // which must be RentalSuffixLength characters of A-Z, a-z and 0-9 (random, or
@@ -81,19 +68,10 @@ func NewRentalID(bikeID, suffix string) string { return bikeID + "_" + suffix }
 // not of the form NewRentalID makes.
 func BikeIDOf(rentalID string) (string, error) {
 	cut := len(rentalID) - RentalSuffixLength - 1
-	if cut < 1 || rentalID[cut] != '_' || !alphanumeric(rentalID[cut+1:]) || !ValidBikeID(rentalID[:cut]) {
+	if cut < 1 || rentalID[cut] != '_' || !ident.Alphanumeric(rentalID[cut+1:]) || !ValidBikeID(rentalID[:cut]) {
 		return "", fmt.Errorf("%w: %q", ErrInvalidRentalID, rentalID)
 	}
 	return rentalID[:cut], nil
-}
-
-func alphanumeric(s string) bool {
-	for _, r := range s {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // Status is where a bike is in its lifecycle.
@@ -441,8 +419,8 @@ func validateRental(bikeID, renter, rentalID string) error {
 	if renter == "" {
 		return errors.New("renter is required")
 	}
-	if !ValidID(renter) {
-		return fmt.Errorf("renter %q must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", renter, MaxIDLength)
+	if !ident.Valid(renter) {
+		return fmt.Errorf("renter %q must match %s", renter, ident.Pattern)
 	}
 	owner, err := BikeIDOf(rentalID)
 	if err != nil {

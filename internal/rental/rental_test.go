@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bikerental/bikerental/internal/ident"
 )
 
 const (
@@ -277,7 +279,7 @@ func TestRentalIDCarriesItsBike(t *testing.T) {
 		if err != nil || got != bikeID {
 			t.Errorf("BikeIDOf(%q) = %q, %v; want %q", id, got, err, bikeID)
 		}
-		if !ValidID(id) {
+		if !ident.Valid(id) {
 			t.Errorf("rental id %q is not a valid id", id)
 		}
 	}
