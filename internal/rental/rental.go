@@ -168,6 +168,22 @@ func (RequestRejected) EventType() string { return "RequestRejected" }
 // EventType returns "BikeReturned".
 func (BikeReturned) EventType() string { return "BikeReturned" }
 
+// RentalOf returns the rental id an event concerns, or "" for an event about the
+// bike alone (BikeRegistered).
+func RentalOf(e Event) string {
+	switch e := e.(type) {
+	case BikeRequested:
+		return e.RentalID
+	case RequestApproved:
+		return e.RentalID
+	case RequestRejected:
+		return e.RentalID
+	case BikeReturned:
+		return e.RentalID
+	}
+	return ""
+}
+
 var decoders = map[string]func([]byte) (Event, error){
 	BikeRegistered{}.EventType():  decode[BikeRegistered],
 	BikeRequested{}.EventType():   decode[BikeRequested],

@@ -1,0 +1,143 @@
+// Package rentalview builds what an operator reads about one rental: its status and
+// its history, every event of its bike, its payment and its process that belongs to
+// it, in order. It reads the event store alone.
+package rentalview
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+)
+
+// ErrNotFound reports that no bike was ever requested under the rental id.
+var ErrNotFound = errors.New("rental not found")
+
+// Status is where a rental stands.
+type Status string
+
+// Rental statuses.
+const (
+	StatusRequested       Status = "requested"        // the bike is held, no payment yet
+	StatusAwaitingPayment Status = "awaiting-payment" // a payment is prepared
+	StatusApproved        Status = "approved"         // paid, the renter has the bike
+	StatusReturned        Status = "returned"         // approved and the bike came back
+	StatusRejected        Status = "rejected"         // the payment was refused
+	StatusCancelled       Status = "cancelled"        // the payment was called off
+)
+
+// View is one rental as an operator sees it.
+type View struct {
+	RentalID         string  `json:"rentalId"`
+	BikeID           string  `json:"bikeId"`
+	Renter           string  `json:"renter"`
+	Status           Status  `json:"status"`
+	PaymentReference string  `json:"paymentReference"`
+	History          []Entry `json:"history"`
+}
+
+// Entry is one event of the rental's history.
+type Entry struct {
+	At            time.Time       `json:"at"`
+	Stream        string          `json:"stream"`
+	Version       int64           `json:"version"`
+	Type          string          `json:"type"`
+	Data          json.RawMessage `json:"data"`
+	CorrelationID string          `json:"correlationId,omitempty"`
+	CausationID   string          `json:"causationId,omitempty"`
+}
+
+// Load reads the rental's three streams and builds its view. It returns an error
+// matching ErrNotFound if the rental id is not one the bike's stream knows, and
+// rental.ErrInvalidRentalID if it cannot be a rental id at all.
+func Load(ctx context.Context, store eventstore.Store, rentalID string) (View, error) {
+	bikeID, err := rental.BikeIDOf(rentalID)
+	if err != nil {
+		return View{}, err
+	}
+	ref := payment.ReferenceFor(rentalID)
+	streams := []string{rental.StreamID(bikeID), payment.StreamID(ref), rentalpayment.StreamID(rentalID)}
+	records := make([][]eventstore.Record, len(streams))
+	errs := make([]error, len(streams))
+	done := make(chan struct{}, len(streams))
+	for i, s := range streams {
+		go func() {
+			records[i], errs[i] = store.Read(ctx, s, 0)
+			done <- struct{}{}
+		}()
+	}
+	for range streams {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return View{}, err
+	}
+
+	v := View{RentalID: rentalID, BikeID: bikeID, PaymentReference: ref, History: []Entry{}}
+	var bikeEvents []rental.Event
+	for _, r := range records[0] {
+		e, err := rental.DecodeEvent(r.Type, r.Data)
+		if err != nil {
+			return View{}, fmt.Errorf("rentalview: %w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		bikeEvents = append(bikeEvents, e)
+		if rental.RentalOf(e) == rentalID {
+			v.History = append(v.History, entry(r))
+		}
+	}
+	rec, ok := rental.Fold(bikeEvents).Rentals[rentalID]
+	if !ok {
+		return View{}, fmt.Errorf("%w: %s", ErrNotFound, rentalID)
+	}
+	v.Renter = rec.Renter
+	paymentStatus := payment.StatusNone
+	var paymentEvents []payment.Event
+	for _, r := range records[1] {
+		e, err := payment.DecodeEvent(r.Type, r.Data)
+		if err != nil {
+			return View{}, fmt.Errorf("rentalview: %w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		paymentEvents = append(paymentEvents, e)
+		v.History = append(v.History, entry(r))
+	}
+	if len(paymentEvents) > 0 {
+		paymentStatus = payment.Fold(paymentEvents).Status
+	}
+	processStarted := false
+	for _, r := range records[2] {
+		processStarted = processStarted || r.Type == rentalpayment.TypeRequested
+		v.History = append(v.History, entry(r))
+	}
+	// Events of one stream are in version order; across streams, order by time.
+	sort.SliceStable(v.History, func(i, j int) bool { return v.History[i].At.Before(v.History[j].At) })
+	v.Status = status(rec.Outcome, paymentStatus, processStarted)
+	return v, nil
+}
+
+func status(bike rental.Outcome, pay payment.Status, processStarted bool) Status {
+	switch {
+	case bike == rental.OutcomeReturned:
+		return StatusReturned
+	case bike == rental.OutcomeApproved:
+		return StatusApproved
+	case pay == payment.StatusCancelled:
+		return StatusCancelled
+	case bike == rental.OutcomeRejected || pay == payment.StatusRejected:
+		return StatusRejected
+	case pay != payment.StatusNone || processStarted:
+		return StatusAwaitingPayment
+	}
+	return StatusRequested
+}
+
+func entry(r eventstore.Record) Entry {
+	return Entry{At: r.RecordedAt, Stream: r.StreamID, Version: r.Version, Type: r.Type, Data: r.Data,
+		CorrelationID: r.CorrelationID, CausationID: r.CausationID}
+}
