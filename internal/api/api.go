@@ -1,0 +1,241 @@
+// Package api is the service's HTTP API as an API Gateway HTTP API (payload format
+// 2.0) handler: it validates requests, turns them into commands and queries, and
+// answers with JSON, or with application/problem+json (RFC 9457) when it refuses.
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/webhook"
+)
+
+// MaxBodyBytes is the largest request body accepted; larger ones get 413.
+const MaxBodyBytes = 16 * 1024
+
+// Outcome is the answer to CancelRentalPayment.
+type Outcome string
+
+// The outcomes of CancelRentalPayment.
+const (
+	OutcomeCancelled   Outcome = "cancelled"     // the payment was called off
+	OutcomeDeclined    Outcome = "declined"      // the payment was already confirmed
+	OutcomeNothingToDo Outcome = "nothing-to-do" // no process, or it already ended
+)
+
+// Canceller sends CancelRentalPayment to the rental-payment process.
+type Canceller interface {
+	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (Outcome, error)
+}
+
+// Config is what the API needs.
+type Config struct {
+	Commands *command.Handler
+	// Webhook verifies the payment provider's signatures. Required.
+	Webhook *webhook.Verifier
+	// Canceller handles cancel-payment; while nil that route answers 501.
+	Canceller Canceller
+	Logger    *slog.Logger
+	// Now is the clock the webhook signatures are checked against.
+	Now func() time.Time
+}
+
+// API handles HTTP API requests. It is safe for concurrent use.
+type API struct {
+	cfg    Config
+	routes []route
+}
+
+// New returns the API for cfg.
+func New(cfg Config) *API {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &API{cfg: cfg}
+	a.routes = []route{
+		{http.MethodPut, "/bikes/{bikeId}", a.registerBike},
+		{http.MethodGet, "/bikes/{bikeId}", a.getBike},
+		{http.MethodPost, "/bikes/{bikeId}/return", a.returnBike},
+		{http.MethodPost, "/rentals", a.requestBike},
+		{http.MethodGet, "/rentals/{rentalId}", a.getRental},
+		{http.MethodPost, "/rentals/{rentalId}/cancel-payment", a.cancelPayment},
+		{http.MethodPost, "/payments/{paymentReference}/confirm", a.confirmPayment},
+		{http.MethodPost, "/payments/{paymentReference}/reject", a.rejectPayment},
+		{http.MethodGet, "/payments/pending", a.pendingPayments},
+	}
+	return a
+}
+
+type route struct {
+	method  string
+	pattern string
+	handle  func(*request) response
+}
+
+// request is one API call being handled.
+type request struct {
+	ctx       context.Context
+	raw       *events.APIGatewayV2HTTPRequest
+	params    map[string]string
+	requestID string
+	body      []byte
+}
+
+func (r *request) header(name string) string {
+	for k, v := range r.raw.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// response is what a route answers; toEvent turns it into API Gateway's shape.
+type response struct {
+	status  int
+	headers map[string]string
+	body    []byte
+	problem *Problem // sent as the body, with the request id, when set
+	err     error    // logged, never sent
+}
+
+// Handle answers one HTTP API request. It never returns an error: every failure,
+// a panic included, is an HTTP response carrying the request id, so API Gateway
+// never answers with a bare 502.
+func (a *API) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, _ error) {
+	start := time.Now()
+	r := &request{ctx: ctx, raw: &req, requestID: req.RequestContext.RequestID}
+	if r.requestID == "" {
+		r.requestID = ident.UUID()
+	}
+	method := req.RequestContext.HTTP.Method
+	path := req.RawPath
+	if path == "" {
+		path = req.RequestContext.HTTP.Path
+	}
+	pattern := "unmatched"
+	var out response
+	defer func() {
+		if p := recover(); p != nil {
+			out = internalError(fmt.Errorf("panic: %v", p))
+			resp = out.toEvent(r.requestID)
+		}
+		a.log(r, method, pattern, out, time.Since(start))
+	}()
+	out = a.dispatch(r, method, path, &pattern)
+	return out.toEvent(r.requestID), nil
+}
+
+func (a *API) dispatch(r *request, method, path string, pattern *string) response {
+	segments := strings.Split(strings.Trim(path, "/"), "/")
+	var allowed []string
+	for _, rt := range a.routes {
+		params, ok := match(rt.pattern, segments)
+		if !ok {
+			continue
+		}
+		if rt.method != method {
+			allowed = append(allowed, rt.method)
+			continue
+		}
+		*pattern = rt.pattern
+		r.params = params
+		body, failure := readBody(r.raw)
+		if failure != nil {
+			return *failure
+		}
+		r.body = body
+		return rt.handle(r)
+	}
+	if len(allowed) > 0 {
+		resp := problem(http.StatusMethodNotAllowed, "about:blank", fmt.Sprintf("%s is not allowed on %s", method, path))
+		resp.headers["Allow"] = strings.Join(allowed, ", ")
+		return resp
+	}
+	return problem(http.StatusNotFound, "about:blank", fmt.Sprintf("no route %s %s", method, path))
+}
+
+// match matches path segments against a pattern such as "/bikes/{bikeId}/return".
+// Literal segments win over parameters: "/payments/pending" is not a reference.
+func match(pattern string, segments []string) (map[string]string, bool) {
+	parts := strings.Split(strings.Trim(pattern, "/"), "/")
+	if len(parts) != len(segments) {
+		return nil, false
+	}
+	params := map[string]string{}
+	for i, p := range parts {
+		if strings.HasPrefix(p, "{") {
+			if segments[i] == "pending" && p == "{paymentReference}" {
+				return nil, false
+			}
+			params[strings.Trim(p, "{}")] = segments[i]
+			continue
+		}
+		if p != segments[i] {
+			return nil, false
+		}
+	}
+	return params, true
+}
+
+func readBody(req *events.APIGatewayV2HTTPRequest) ([]byte, *response) {
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		decoded, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			p := problem(http.StatusBadRequest, "about:blank", "the request body is not valid base64")
+			return nil, &p
+		}
+		body = decoded
+	}
+	if len(body) > MaxBodyBytes {
+		p := problem(http.StatusRequestEntityTooLarge, "about:blank", fmt.Sprintf("the request body is %d bytes, at most %d are accepted", len(body), MaxBodyBytes))
+		return nil, &p
+	}
+	return body, nil
+}
+
+func (a *API) log(r *request, method, pattern string, out response, took time.Duration) {
+	attrs := []slog.Attr{
+		slog.String("requestId", r.requestID),
+		slog.String("method", method),
+		slog.String("route", pattern),
+		slog.Int("status", out.status),
+		slog.Float64("durationMs", float64(took.Microseconds())/1000),
+	}
+	level := slog.LevelInfo
+	if out.status >= 500 {
+		level = slog.LevelError
+	}
+	if out.err != nil {
+		attrs = append(attrs, slog.String("error", out.err.Error()))
+	}
+	a.cfg.Logger.LogAttrs(r.ctx, level, "request", attrs...)
+}
+
+func (o response) toEvent(requestID string) events.APIGatewayV2HTTPResponse {
+	headers := map[string]string{"X-Request-Id": requestID}
+	for k, v := range o.headers {
+		headers[k] = v
+	}
+	body := o.body
+	if o.problem != nil {
+		p := *o.problem
+		p.RequestID = requestID
+		body, _ = json.Marshal(p) // a Problem always marshals
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: o.status, Headers: headers, Body: string(body)}
+}

@@ -1,0 +1,601 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/webhook"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }
+
+var secret = []byte("test-webhook-secret-0123456789")
+
+// stores runs fn once against the in-memory store and once against DynamoDB in the
+// local emulator.
+func stores(t *testing.T, fn func(t *testing.T, store eventstore.Store)) {
+	t.Run("memory", func(t *testing.T) { fn(t, eventstore.NewMemory()) })
+	t.Run("dynamodb", func(t *testing.T) {
+		client, table := emulatortest.EventsTable(t)
+		fn(t, dynamo.New(client, table))
+	})
+}
+
+// harness is an API over a store, with a log buffer and helpers to call it.
+type harness struct {
+	t        *testing.T
+	api      *api.API
+	store    eventstore.Store
+	commands *command.Handler
+	logs     *syncBuffer
+	now      time.Time
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newHarness(t *testing.T, store eventstore.Store, canceller api.Canceller) *harness {
+	t.Helper()
+	verifier, err := webhook.NewVerifier(secret, webhook.DefaultTolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, store: store, commands: command.New(store), logs: &syncBuffer{}, now: time.Now()}
+	h.api = api.New(api.Config{
+		Commands:  h.commands,
+		Webhook:   verifier,
+		Canceller: canceller,
+		Logger:    slog.New(slog.NewJSONHandler(h.logs, nil)),
+		Now:       func() time.Time { return h.now },
+	})
+	return h
+}
+
+// reply is a decoded response.
+type reply struct {
+	status  int
+	headers map[string]string
+	body    map[string]any
+	raw     string
+}
+
+func (r reply) str(key string) string { s, _ := r.body[key].(string); return s }
+
+var requestCount int
+
+func (h *harness) do(method, path, body string, headers map[string]string) reply {
+	h.t.Helper()
+	requestCount++
+	req := events.APIGatewayV2HTTPRequest{
+		Version:  "2.0",
+		RouteKey: "$default",
+		RawPath:  path,
+		Headers:  map[string]string{},
+		Body:     body,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RequestID: fmt.Sprintf("req-%d", requestCount),
+			HTTP:      events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path},
+		},
+	}
+	if body != "" {
+		req.Headers["content-type"] = "application/json"
+	}
+	for k, v := range headers {
+		req.Headers[strings.ToLower(k)] = v
+	}
+	resp, err := h.api.Handle(context.Background(), req)
+	if err != nil {
+		h.t.Fatalf("%s %s: Handle returned an error: %v", method, path, err)
+	}
+	out := reply{status: resp.StatusCode, headers: resp.Headers, raw: resp.Body}
+	if resp.Headers["X-Request-Id"] != req.RequestContext.RequestID {
+		h.t.Errorf("%s %s: X-Request-Id = %q, want %q", method, path, resp.Headers["X-Request-Id"], req.RequestContext.RequestID)
+	}
+	if resp.Body != "" {
+		if err := json.Unmarshal([]byte(resp.Body), &out.body); err != nil {
+			h.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, resp.Body)
+		}
+	}
+	if resp.StatusCode >= 400 {
+		if ct := resp.Headers["Content-Type"]; ct != "application/problem+json" {
+			h.t.Errorf("%s %s: %d with Content-Type %q, want application/problem+json", method, path, resp.StatusCode, ct)
+		}
+		if out.body["status"] != float64(resp.StatusCode) || out.str("title") == "" || out.str("type") == "" ||
+			out.str("requestId") != req.RequestContext.RequestID {
+			h.t.Errorf("%s %s: problem body %s lacks status, title, type or requestId", method, path, resp.Body)
+		}
+	}
+	return out
+}
+
+func (h *harness) expect(method, path, body string, headers map[string]string, status int) reply {
+	h.t.Helper()
+	r := h.do(method, path, body, headers)
+	if r.status != status {
+		h.t.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.status, status, r.raw)
+	}
+	return r
+}
+
+// signed returns the headers of a webhook signed with key at time at.
+func signed(key []byte, body string, at time.Time) map[string]string {
+	return map[string]string{webhook.Header: webhook.Sign(key, []byte(body), at)}
+}
+
+func (h *harness) streamLen(stream string) int {
+	h.t.Helper()
+	recs, err := h.store.Read(context.Background(), stream, 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return len(recs)
+}
+
+// rentBike registers bikeID and requests it for renter, returning the rental id.
+func (h *harness) rentBike(bikeID, renter string) string {
+	h.t.Helper()
+	h.do(http.MethodPut, "/bikes/"+bikeID, "", nil)
+	r := h.expect(http.MethodPost, "/rentals", fmt.Sprintf(`{"bikeId":%q,"renter":%q}`, bikeID, renter), nil, http.StatusAccepted)
+	return r.str("rentalId")
+}
+
+// prepare plays the process preparing the rental's payment.
+func (h *harness) prepare(rentalID string) string {
+	h.t.Helper()
+	ref := payment.ReferenceFor(rentalID)
+	_, err := h.commands.Payment(context.Background(), payment.PreparePayment{Reference: ref, PaymentID: "pay-" + rentalID, Amount: 1500, Currency: "EUR"}, command.Meta{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return ref
+}
+
+func TestBikes(t *testing.T) {
+	stores(t, func(t *testing.T, store eventstore.Store) {
+		h := newHarness(t, store, nil)
+		r := h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusCreated)
+		if r.headers["Location"] != "/bikes/b1" || r.str("status") != "available" || r.str("bikeId") != "b1" {
+			t.Errorf("register: %v %s", r.headers, r.raw)
+		}
+		h.expect(http.MethodPut, "/bikes/b1", `{}`, nil, http.StatusOK)
+		if n := h.streamLen(rental.StreamID("b1")); n != 1 {
+			t.Errorf("registering twice wrote %d events, want 1", n)
+		}
+		r = h.expect(http.MethodGet, "/bikes/b1", "", nil, http.StatusOK)
+		if r.str("status") != "available" {
+			t.Errorf("GET bike: %s", r.raw)
+		}
+		h.expect(http.MethodGet, "/bikes/nope", "", nil, http.StatusNotFound)
+		r = h.expect(http.MethodPost, "/bikes/b1/return", "", nil, http.StatusConflict)
+		if !strings.Contains(r.str("detail"), "not rented") {
+			t.Errorf("return of an available bike: detail %q", r.str("detail"))
+		}
+		h.expect(http.MethodPost, "/bikes/nope/return", "", nil, http.StatusNotFound)
+
+		rentalID := h.rentBike("b1", "alice")
+		r = h.expect(http.MethodGet, "/bikes/b1", "", nil, http.StatusOK)
+		if r.str("status") != "requested" || r.str("rentalId") != rentalID || r.str("renter") != "alice" {
+			t.Errorf("GET requested bike: %s", r.raw)
+		}
+		approve(t, h, rentalID, "alice")
+		r = h.expect(http.MethodPost, "/bikes/b1/return", "", nil, http.StatusOK)
+		if r.str("status") != "available" {
+			t.Errorf("return: %s", r.raw)
+		}
+	})
+}
+
+func approve(t *testing.T, h *harness, rentalID, renter string) {
+	t.Helper()
+	bikeID, _ := rental.BikeIDOf(rentalID)
+	if _, err := h.commands.Bike(context.Background(), rental.ApproveRequest{BikeID: bikeID, Renter: renter, RentalID: rentalID}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadInputNeverReachesTheStore(t *testing.T) {
+	stores(t, func(t *testing.T, store eventstore.Store) {
+		h := newHarness(t, store, nil)
+		h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusCreated)
+		long := strings.Repeat("x", 65)
+		for _, tc := range []struct {
+			name, method, path, body string
+			headers                  map[string]string
+			status                   int
+			invalid                  string // a field invalidParams must name
+		}{
+			{"malformed JSON", "POST", "/rentals", `{"bikeId":"b1",`, nil, 400, "body"},
+			{"not an object", "POST", "/rentals", `["b1"]`, nil, 400, "body"},
+			{"unknown field", "POST", "/rentals", `{"bikeId":"b1","renter":"alice","price":0}`, nil, 400, "body"},
+			{"trailing data", "POST", "/rentals", `{"bikeId":"b1","renter":"alice"} {}`, nil, 400, "body"},
+			{"missing renter", "POST", "/rentals", `{"bikeId":"b1"}`, nil, 400, "renter"},
+			{"empty bike id", "POST", "/rentals", `{"bikeId":"","renter":"alice"}`, nil, 400, "bikeId"},
+			{"wrong type", "POST", "/rentals", `{"bikeId":7,"renter":"alice"}`, nil, 400, "body"},
+			{"renter with a space", "POST", "/rentals", `{"bikeId":"b1","renter":"al ice"}`, nil, 400, "renter"},
+			{"renter too long", "POST", "/rentals", `{"bikeId":"b1","renter":"` + long + `"}`, nil, 400, "renter"},
+			{"no body", "POST", "/rentals", ``, nil, 400, "body"},
+			{"bad idempotency key", "POST", "/rentals", `{"bikeId":"b1","renter":"alice"}`, map[string]string{"Idempotency-Key": "é"}, 400, "Idempotency-Key"},
+			{"text body", "POST", "/rentals", `bikeId=b1`, map[string]string{"Content-Type": "text/plain"}, 415, ""},
+			{"form body", "PUT", "/bikes/b2", `a=b`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, ""},
+			{"body too large", "POST", "/rentals", `{"bikeId":"b1","renter":"` + strings.Repeat("a", api.MaxBodyBytes) + `"}`, nil, 413, ""},
+			{"bike id with a dot", "PUT", "/bikes/b.2", ``, nil, 400, "bikeId"},
+			{"bike id too long", "PUT", "/bikes/" + strings.Repeat("b", 37), ``, nil, 400, "bikeId"},
+			{"unknown field on register", "PUT", "/bikes/b3", `{"colour":"red"}`, nil, 400, "body"},
+			{"rental id too long", "GET", "/rentals/" + long, ``, nil, 400, "rentalId"},
+			{"unknown route", "GET", "/bicycles", ``, nil, 404, ""},
+			{"nested unknown route", "POST", "/bikes/b1/paint", ``, nil, 404, ""},
+			{"wrong method", "DELETE", "/bikes/b1", ``, nil, 405, ""},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := h.expect(tc.method, tc.path, tc.body, tc.headers, tc.status)
+				if tc.invalid != "" {
+					found := false
+					for _, p := range r.body["invalidParams"].([]any) {
+						found = found || p.(map[string]any)["name"] == tc.invalid
+					}
+					if !found {
+						t.Errorf("invalidParams of %s do not name %s", r.raw, tc.invalid)
+					}
+				}
+			})
+		}
+		if n := h.streamLen(rental.StreamID("b1")); n != 1 {
+			t.Errorf("bad requests appended to the bike: %d events, want 1", n)
+		}
+		for _, b := range []string{"b2", "b3"} {
+			if n := h.streamLen(rental.StreamID(b)); n != 0 {
+				t.Errorf("a refused register wrote %d events to %s", n, b)
+			}
+		}
+		r := h.do("DELETE", "/bikes/b1", "", nil)
+		if allow := r.headers["Allow"]; allow != "PUT, GET" {
+			t.Errorf("405 Allow = %q, want %q", allow, "PUT, GET")
+		}
+	})
+}
+
+func TestRentals(t *testing.T) {
+	stores(t, func(t *testing.T, store eventstore.Store) {
+		h := newHarness(t, store, nil)
+		h.expect(http.MethodPost, "/rentals", `{"bikeId":"ghost","renter":"alice"}`, nil, http.StatusNotFound)
+		h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusCreated)
+		r := h.expect(http.MethodPost, "/rentals", `{"bikeId":"b1","renter":"alice"}`, nil, http.StatusAccepted)
+		rentalID := r.str("rentalId")
+		if bike, err := rental.BikeIDOf(rentalID); err != nil || bike != "b1" {
+			t.Fatalf("rental id %q does not name bike b1: %v", rentalID, err)
+		}
+		if r.headers["Location"] != "/rentals/"+rentalID || r.str("status") != "requested" || r.str("paymentReference") != payment.ReferenceFor(rentalID) {
+			t.Errorf("POST /rentals: headers %v body %s", r.headers, r.raw)
+		}
+		r = h.expect(http.MethodPost, "/rentals", `{"bikeId":"b1","renter":"bob"}`, nil, http.StatusConflict)
+		if !strings.Contains(r.str("detail"), "not available") {
+			t.Errorf("second request: %s", r.raw)
+		}
+
+		view := h.expect(http.MethodGet, "/rentals/"+rentalID, "", nil, http.StatusOK)
+		if view.str("status") != "requested" || view.str("renter") != "alice" || view.str("bikeId") != "b1" {
+			t.Errorf("rental view: %s", view.raw)
+		}
+		assertHistory(t, view, "BikeRequested")
+
+		ref := h.prepare(rentalID)
+		view = h.expect(http.MethodGet, "/rentals/"+rentalID, "", nil, http.StatusOK)
+		if view.str("status") != "awaiting-payment" {
+			t.Errorf("after PaymentPrepared the status is %q", view.str("status"))
+		}
+		body := `{}`
+		h.expect(http.MethodPost, "/payments/"+ref+"/confirm", body, signed(secret, body, h.now), http.StatusOK)
+		approve(t, h, rentalID, "alice")
+		view = h.expect(http.MethodGet, "/rentals/"+rentalID, "", nil, http.StatusOK)
+		if view.str("status") != "approved" {
+			t.Errorf("after approval the status is %q", view.str("status"))
+		}
+		assertHistory(t, view, "BikeRequested", "PaymentPrepared", "PaymentConfirmed", "RequestApproved")
+		h.expect(http.MethodPost, "/bikes/b1/return", "", nil, http.StatusOK)
+		view = h.expect(http.MethodGet, "/rentals/"+rentalID, "", nil, http.StatusOK)
+		if view.str("status") != "returned" {
+			t.Errorf("after the return the status is %q", view.str("status"))
+		}
+
+		// The bike's next rental does not show up in this one's history.
+		next := h.expect(http.MethodPost, "/rentals", `{"bikeId":"b1","renter":"bob"}`, nil, http.StatusAccepted).str("rentalId")
+		assertHistory(t, h.expect(http.MethodGet, "/rentals/"+rentalID, "", nil, http.StatusOK), "BikeRequested", "PaymentPrepared", "PaymentConfirmed", "RequestApproved", "BikeReturned")
+		assertHistory(t, h.expect(http.MethodGet, "/rentals/"+next, "", nil, http.StatusOK), "BikeRequested")
+
+		h.expect(http.MethodGet, "/rentals/b1_AAAAAAAAAAAAAAAAAAAAAA", "", nil, http.StatusNotFound)
+		h.expect(http.MethodGet, "/rentals/not-a-rental", "", nil, http.StatusNotFound)
+	})
+}
+
+func assertHistory(t *testing.T, view reply, types ...string) {
+	t.Helper()
+	history, _ := view.body["history"].([]any)
+	var got []string
+	var last time.Time
+	for _, e := range history {
+		entry := e.(map[string]any)
+		got = append(got, entry["type"].(string))
+		at, err := time.Parse(time.RFC3339Nano, entry["at"].(string))
+		if err != nil || at.Before(last) {
+			t.Errorf("history entry %v is out of order or has no time", entry)
+		}
+		last = at
+	}
+	if strings.Join(got, ",") != strings.Join(types, ",") {
+		t.Errorf("history = %v, want %v", got, types)
+	}
+}
+
+func TestRentalStatusWhenPaymentFails(t *testing.T) {
+	stores(t, func(t *testing.T, store eventstore.Store) {
+		h := newHarness(t, store, nil)
+		rejected := h.rentBike("b1", "alice")
+		ref := h.prepare(rejected)
+		body := `{"reason":"card declined"}`
+		r := h.expect(http.MethodPost, "/payments/"+ref+"/reject", body, signed(secret, body, h.now), http.StatusOK)
+		if r.str("status") != "rejected" {
+			t.Errorf("reject webhook: %s", r.raw)
+		}
+		if s := h.expect(http.MethodGet, "/rentals/"+rejected, "", nil, 200).str("status"); s != "rejected" {
+			t.Errorf("status after a rejected payment = %q", s)
+		}
+		cancelled := h.rentBike("b2", "bob")
+		ref = h.prepare(cancelled)
+		if _, err := h.commands.Payment(context.Background(), payment.CancelPayment{Reference: ref}, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if s := h.expect(http.MethodGet, "/rentals/"+cancelled, "", nil, 200).str("status"); s != "cancelled" {
+			t.Errorf("status after a cancelled payment = %q", s)
+		}
+		body = `{}`
+		r = h.expect(http.MethodPost, "/payments/"+ref+"/confirm", body, signed(secret, body, h.now), http.StatusConflict)
+		if !strings.Contains(r.str("detail"), "cancelled") {
+			t.Errorf("confirming a cancelled payment: %s", r.raw)
+		}
+	})
+}
+
+func TestIdempotencyKeyReturnsTheFirstAnswer(t *testing.T) {
+	stores(t, func(t *testing.T, store eventstore.Store) {
+		h := newHarness(t, store, nil)
+		h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusCreated)
+		key := map[string]string{"Idempotency-Key": "order-42"}
+		body := `{"bikeId":"b1","renter":"alice"}`
+		first := h.expect(http.MethodPost, "/rentals", body, key, http.StatusAccepted)
+		again := h.expect(http.MethodPost, "/rentals", body, key, http.StatusAccepted)
+		if first.raw != again.raw || first.headers["Location"] != again.headers["Location"] {
+			t.Errorf("retry answered %s, first answer was %s", again.raw, first.raw)
+		}
+		if n := h.streamLen(rental.StreamID("b1")); n != 2 {
+			t.Errorf("bike stream has %d events, want 2 (registered, requested once)", n)
+		}
+		h.expect(http.MethodPost, "/rentals", body, map[string]string{"Idempotency-Key": "order-43"}, http.StatusConflict)
+		h.expect(http.MethodPost, "/rentals", body, nil, http.StatusConflict)
+	})
+}
+
+func TestWebhooks(t *testing.T) {
+	stores(t, func(t *testing.T, store eventstore.Store) {
+		h := newHarness(t, store, nil)
+		rentalID := h.rentBike("b1", "alice")
+		ref := h.prepare(rentalID)
+		stream := payment.StreamID(ref)
+		confirm := "/payments/" + ref + "/confirm"
+		body := `{}`
+		for _, tc := range []struct {
+			name    string
+			path    string
+			body    string
+			headers map[string]string
+		}{
+			{"no signature", confirm, body, nil},
+			{"wrong secret", confirm, body, signed([]byte("another-secret-0123456789"), body, h.now)},
+			{"replayed old signature", confirm, body, signed(secret, body, h.now.Add(-6*time.Minute))},
+			{"tampered body", "/payments/" + ref + "/reject", `{"reason":"fraud"}`, signed(secret, `{"reason":"fraud!"}`, h.now)},
+			{"malformed signature", confirm, body, map[string]string{webhook.Header: "v1=abc"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := h.expect(http.MethodPost, tc.path, tc.body, tc.headers, http.StatusUnauthorized)
+				if strings.Contains(r.raw, string(secret)) {
+					t.Errorf("401 body reveals the secret: %s", r.raw)
+				}
+			})
+		}
+		if n := h.streamLen(stream); n != 1 {
+			t.Fatalf("refused webhooks appended: payment stream has %d events, want 1", n)
+		}
+		for range 2 {
+			r := h.expect(http.MethodPost, confirm, body, signed(secret, body, h.now), http.StatusOK)
+			if r.str("status") != "confirmed" || r.str("paymentReference") != ref {
+				t.Errorf("confirm: %s", r.raw)
+			}
+		}
+		if n := h.streamLen(stream); n != 2 {
+			t.Errorf("confirming twice left %d events, want 2", n)
+		}
+		reject := `{"reason":"too late"}`
+		r := h.expect(http.MethodPost, "/payments/"+ref+"/reject", reject, signed(secret, reject, h.now), http.StatusConflict)
+		if !strings.Contains(r.str("detail"), "already confirmed") {
+			t.Errorf("rejecting a confirmed payment: %s", r.raw)
+		}
+		unknown := payment.ReferenceFor(rental.NewRentalID("b9", "AAAAAAAAAAAAAAAAAAAAAA"))
+		h.expect(http.MethodPost, "/payments/"+unknown+"/confirm", body, signed(secret, body, h.now), http.StatusNotFound)
+		h.expect(http.MethodPost, "/payments/not-a-reference/confirm", body, signed(secret, body, h.now), http.StatusNotFound)
+		h.expect(http.MethodPost, confirm, `{"amount":1}`, signed(secret, `{"amount":1}`, h.now), http.StatusBadRequest)
+		if strings.Contains(h.logs.String(), string(secret)) || strings.Contains(h.logs.String(), "v1=") {
+			t.Errorf("the logs carry the secret or a signature")
+		}
+	})
+}
+
+type fakeCanceller struct {
+	outcome api.Outcome
+	err     error
+	calls   []string
+}
+
+func (f *fakeCanceller) CancelRentalPayment(_ context.Context, rentalID string, meta command.Meta) (api.Outcome, error) {
+	f.calls = append(f.calls, rentalID)
+	return f.outcome, f.err
+}
+
+func TestCancelPayment(t *testing.T) {
+	h := newHarness(t, eventstore.NewMemory(), nil)
+	h.expect(http.MethodPost, "/rentals/b1_AAAAAAAAAAAAAAAAAAAAAA/cancel-payment", "", nil, http.StatusNotImplemented)
+	h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusNotImplemented)
+
+	for _, outcome := range []api.Outcome{api.OutcomeCancelled, api.OutcomeDeclined, api.OutcomeNothingToDo} {
+		fake := &fakeCanceller{outcome: outcome}
+		h := newHarness(t, eventstore.NewMemory(), fake)
+		r := h.expect(http.MethodPost, "/rentals/b1_AAAAAAAAAAAAAAAAAAAAAA/cancel-payment", "", nil, http.StatusOK)
+		if r.str("outcome") != string(outcome) || len(fake.calls) != 1 || fake.calls[0] != "b1_AAAAAAAAAAAAAAAAAAAAAA" {
+			t.Errorf("cancel-payment answered %s after calls %v, want outcome %s", r.raw, fake.calls, outcome)
+		}
+	}
+	fake := &fakeCanceller{}
+	h = newHarness(t, eventstore.NewMemory(), fake)
+	h.expect(http.MethodPost, "/rentals/bad!id/cancel-payment", "", nil, http.StatusBadRequest)
+	if len(fake.calls) != 0 {
+		t.Errorf("a bad rental id reached the process")
+	}
+}
+
+func TestConcurrentRequestsForOneBike(t *testing.T) {
+	stores(t, func(t *testing.T, store eventstore.Store) {
+		h := newHarness(t, store, nil)
+		h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusCreated)
+		const renters = 20
+		statuses := make(chan int, renters)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range renters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := events.APIGatewayV2HTTPRequest{
+					RawPath: "/rentals",
+					Headers: map[string]string{"content-type": "application/json"},
+					Body:    fmt.Sprintf(`{"bikeId":"b1","renter":"renter-%d"}`, i),
+					RequestContext: events.APIGatewayV2HTTPRequestContext{
+						RequestID: fmt.Sprintf("concurrent-%d", i),
+						HTTP:      events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/rentals"},
+					},
+				}
+				<-start
+				resp, _ := h.api.Handle(context.Background(), req)
+				statuses <- resp.StatusCode
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(statuses)
+		count := map[int]int{}
+		for s := range statuses {
+			count[s]++
+		}
+		if count[http.StatusAccepted] != 1 || count[http.StatusConflict] != renters-1 {
+			t.Fatalf("statuses %v, want one 202 and %d 409", count, renters-1)
+		}
+		if n := h.streamLen(rental.StreamID("b1")); n != 2 {
+			t.Errorf("bike stream holds %d events, want 2", n)
+		}
+	})
+}
+
+// failing is a store whose appends always fail with err.
+type failing struct {
+	eventstore.Store
+	err error
+}
+
+func (f failing) Append(context.Context, string, int64, ...eventstore.Event) ([]eventstore.Record, error) {
+	return nil, f.err
+}
+
+func TestUnavailableAndUnexpectedErrors(t *testing.T) {
+	conflicts := failing{Store: eventstore.NewMemory(), err: &eventstore.ConflictError{StreamID: "bike-b1"}}
+	h := newHarness(t, conflicts, nil)
+	r := h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusServiceUnavailable)
+	if r.headers["Retry-After"] == "" {
+		t.Errorf("503 without Retry-After: %v", r.headers)
+	}
+
+	internal := failing{Store: eventstore.NewMemory(), err: errors.New("dynamo: table arn:aws:dynamodb:eu-west-1:123456789012:table/Events is gone")}
+	h = newHarness(t, internal, nil)
+	r = h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusInternalServerError)
+	if strings.Contains(r.raw, "arn:aws") || strings.Contains(r.raw, "dynamo") {
+		t.Errorf("500 body leaks internals: %s", r.raw)
+	}
+	if !strings.Contains(h.logs.String(), "table/Events is gone") {
+		t.Errorf("the 500's cause is not in the logs: %s", h.logs.String())
+	}
+}
+
+func TestEveryLogLineCarriesTheRequestID(t *testing.T) {
+	h := newHarness(t, eventstore.NewMemory(), nil)
+	h.do(http.MethodPut, "/bikes/b1", "", nil)
+	h.do(http.MethodGet, "/nowhere", "", nil)
+	h.do(http.MethodPost, "/rentals", `{`, nil)
+	lines := strings.Split(strings.TrimSpace(h.logs.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d log lines for 3 requests, want 3:\n%s", len(lines), h.logs.String())
+	}
+	for _, line := range lines {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("log line is not JSON: %s", line)
+		}
+		if id, _ := entry["requestId"].(string); !strings.HasPrefix(id, "req-") {
+			t.Errorf("log line without the request id: %s", line)
+		}
+		if entry["status"] == nil || entry["method"] == nil {
+			t.Errorf("log line without status or method: %s", line)
+		}
+	}
+}
+
+func TestHandleNeverPanics(t *testing.T) {
+	h := newHarness(t, eventstore.NewMemory(), nil)
+	for _, req := range []events.APIGatewayV2HTTPRequest{
+		{},
+		{RawPath: "/rentals", Body: "%%%", IsBase64Encoded: true, RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST"}}},
+		{RawPath: "//bikes//b1", RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}}},
+	} {
+		resp, err := h.api.Handle(context.Background(), req)
+		if err != nil || resp.StatusCode < 400 || resp.Headers["X-Request-Id"] == "" {
+			t.Errorf("request %+v: %d %v, want a 4xx with a request id", req, resp.StatusCode, err)
+		}
+	}
+}

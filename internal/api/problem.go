@@ -1,0 +1,169 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalview"
+	"github.com/bikerental/bikerental/internal/webhook"
+)
+
+// problemBase prefixes the type URI of every problem this API defines; the README
+// lists them.
+const problemBase = "https://github.com/bikerental/bikerental/blob/main/README.md#problem-"
+
+// Problem is an RFC 9457 problem details body.
+type Problem struct {
+	Type          string         `json:"type"`
+	Title         string         `json:"title"`
+	Status        int            `json:"status"`
+	Detail        string         `json:"detail,omitempty"`
+	RequestID     string         `json:"requestId,omitempty"`
+	InvalidParams []InvalidParam `json:"invalidParams,omitempty"`
+}
+
+// InvalidParam names one field of the request that was wrong, and why.
+type InvalidParam struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+func problem(status int, typ, detail string) response {
+	title := http.StatusText(status)
+	if typ != "about:blank" {
+		typ = problemBase + typ
+	}
+	return problemResponse(Problem{Type: typ, Title: title, Status: status, Detail: detail})
+}
+
+func problemResponse(p Problem) response {
+	return response{status: p.Status, headers: map[string]string{"Content-Type": "application/problem+json"}, problem: &p}
+}
+
+func invalid(params ...InvalidParam) response {
+	p := Problem{Type: problemBase + "invalid-request", Title: http.StatusText(http.StatusBadRequest), Status: http.StatusBadRequest,
+		Detail: "the request is not valid: see invalidParams", InvalidParams: params}
+	return problemResponse(p)
+}
+
+func internalError(err error) response {
+	resp := problem(http.StatusInternalServerError, "about:blank", "an unexpected error occurred; quote the request id when reporting it")
+	resp.err = err
+	return resp
+}
+
+// errorResponse is the one place where errors become HTTP statuses.
+func errorResponse(err error) response {
+	type mapping struct {
+		target error
+		status int
+		typ    string
+	}
+	for _, m := range []mapping{
+		{webhook.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
+		{rental.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
+		{payment.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
+		{eventstore.ErrInvalidInput, http.StatusBadRequest, "invalid-request"},
+		{rental.ErrBikeNotRegistered, http.StatusNotFound, "bike-not-found"},
+		{payment.ErrPaymentNotFound, http.StatusNotFound, "payment-not-found"},
+		{rentalview.ErrNotFound, http.StatusNotFound, "rental-not-found"},
+		{rental.ErrBikeUnavailable, http.StatusConflict, "bike-unavailable"},
+		{rental.ErrRentalIDInUse, http.StatusConflict, "rental-id-in-use"},
+		{rental.ErrNoPendingRequest, http.StatusConflict, "no-pending-request"},
+		{rental.ErrRequestAlreadyApproved, http.StatusConflict, "request-already-approved"},
+		{rental.ErrBikeNotRented, http.StatusConflict, "bike-not-rented"},
+		{payment.ErrPaymentAlreadyConfirmed, http.StatusConflict, "payment-already-confirmed"},
+		{payment.ErrPaymentCancelled, http.StatusConflict, "payment-cancelled"},
+		{payment.ErrPaymentRejected, http.StatusConflict, "payment-rejected"},
+	} {
+		if errors.Is(err, m.target) {
+			resp := problem(m.status, m.typ, detailOf(err, m.target))
+			return resp
+		}
+	}
+	if errors.Is(err, eventstore.ErrConcurrency) || errors.Is(err, context.DeadlineExceeded) {
+		resp := problem(http.StatusServiceUnavailable, "busy", "the resource is changing too quickly; retry after the delay in Retry-After")
+		resp.headers["Retry-After"] = "1"
+		resp.err = err
+		return resp
+	}
+	return internalError(err)
+}
+
+// detailOf returns the message of a business refusal for the client: the sentinel's
+// own text, which the domain packages write for people, or for input errors the
+// full message, which names the field. Other internals never reach the client.
+func detailOf(err, target error) string {
+	switch target {
+	case rental.ErrInvalidCommand, payment.ErrInvalidCommand, eventstore.ErrInvalidInput:
+		return err.Error()
+	case webhook.ErrUnauthorized:
+		return "the Payment-Signature header is missing, malformed, stale or wrong"
+	}
+	return target.Error()
+}
+
+// decodeJSON decodes a JSON object body into v, refusing other content types,
+// unknown fields and trailing data. An empty body decodes as {} when emptyOK.
+func decodeJSON(r *request, v any, emptyOK bool) *response {
+	if len(bytes.TrimSpace(r.body)) == 0 {
+		if emptyOK {
+			return nil
+		}
+		resp := invalid(InvalidParam{Name: "body", Reason: "a JSON object is required"})
+		return &resp
+	}
+	ct := r.header("Content-Type")
+	mediaType, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mediaType != "application/json" && !(len(mediaType) > 5 && mediaType[len(mediaType)-5:] == "+json")) {
+		resp := problem(http.StatusUnsupportedMediaType, "about:blank", fmt.Sprintf("Content-Type %q is not accepted; send application/json", ct))
+		return &resp
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		resp := invalid(InvalidParam{Name: "body", Reason: jsonReason(err)})
+		return &resp
+	}
+	if dec.More() {
+		resp := invalid(InvalidParam{Name: "body", Reason: "unexpected data after the JSON object"})
+		return &resp
+	}
+	return nil
+}
+
+func jsonReason(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return fmt.Sprintf("field %q must be a %s", typ.Field, typ.Type)
+		}
+		return "the body must be a JSON object"
+	}
+	// encoding/json reports unknown fields as `json: unknown field "x"`.
+	msg := err.Error()
+	if len(msg) > 6 && msg[:6] == "json: " {
+		msg = msg[6:]
+	}
+	return msg
+}
+
+func jsonResponse(status int, v any) response {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return internalError(err)
+	}
+	return response{status: status, headers: map[string]string{"Content-Type": "application/json"}, body: body}
+}

@@ -1,0 +1,286 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"unicode"
+
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalview"
+	"github.com/bikerental/bikerental/internal/webhook"
+)
+
+// BikeView is the JSON form of a bike.
+type BikeView struct {
+	BikeID   string `json:"bikeId"`
+	Status   string `json:"status"`
+	RentalID string `json:"rentalId,omitempty"`
+	Renter   string `json:"renter,omitempty"`
+}
+
+func bikeView(b rental.Bike) BikeView {
+	return BikeView{BikeID: b.ID, Status: string(b.Status), RentalID: b.RentalID, Renter: b.Renter}
+}
+
+// RentalRequest is the body of POST /rentals.
+type RentalRequest struct {
+	BikeID string `json:"bikeId"`
+	Renter string `json:"renter"`
+}
+
+// RentalAccepted is the answer to POST /rentals.
+type RentalAccepted struct {
+	RentalID         string `json:"rentalId"`
+	BikeID           string `json:"bikeId"`
+	Renter           string `json:"renter"`
+	Status           string `json:"status"`
+	PaymentReference string `json:"paymentReference"`
+}
+
+// PaymentView is the answer to the payment webhooks.
+type PaymentView struct {
+	PaymentReference string `json:"paymentReference"`
+	Status           string `json:"status"`
+}
+
+// CancelPaymentResult is the answer to POST /rentals/{rentalId}/cancel-payment.
+type CancelPaymentResult struct {
+	RentalID string  `json:"rentalId"`
+	Outcome  Outcome `json:"outcome"`
+}
+
+// RejectionNotice is the body of the reject webhook.
+type RejectionNotice struct {
+	Reason string `json:"reason"`
+}
+
+// MaxIdempotencyKeyLength bounds the Idempotency-Key header.
+const MaxIdempotencyKeyLength = 255
+
+// MaxReasonLength bounds a rejection reason.
+const MaxReasonLength = 500
+
+func (r *request) meta() command.Meta { return command.Meta{CausationID: "request:" + r.requestID} }
+
+func bikeParam(r *request) (string, *response) {
+	id := r.params["bikeId"]
+	if !rental.ValidBikeID(id) {
+		resp := invalid(InvalidParam{Name: "bikeId", Reason: fmt.Sprintf("must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", rental.MaxBikeIDLength)})
+		return "", &resp
+	}
+	return id, nil
+}
+
+func idParam(r *request, name string) (string, *response) {
+	id := r.params[name]
+	if !ident.Valid(id) {
+		resp := invalid(InvalidParam{Name: name, Reason: "must match " + ident.Pattern})
+		return "", &resp
+	}
+	return id, nil
+}
+
+func (a *API) registerBike(r *request) response {
+	id, bad := bikeParam(r)
+	if bad != nil {
+		return *bad
+	}
+	if bad := decodeJSON(r, &struct{}{}, true); bad != nil {
+		return *bad
+	}
+	res, err := a.cfg.Commands.Bike(r.ctx, rental.RegisterBike{BikeID: id}, r.meta())
+	if err != nil {
+		return errorResponse(err)
+	}
+	if len(res.Appended) == 0 {
+		return jsonResponse(http.StatusOK, bikeView(res.State))
+	}
+	resp := jsonResponse(http.StatusCreated, bikeView(res.State))
+	resp.headers["Location"] = "/bikes/" + id
+	return resp
+}
+
+func (a *API) getBike(r *request) response {
+	id, bad := bikeParam(r)
+	if bad != nil {
+		return *bad
+	}
+	bike, _, err := a.cfg.Commands.LoadBike(r.ctx, id)
+	if err != nil {
+		return errorResponse(err)
+	}
+	if !bike.Registered {
+		return errorResponse(rental.ErrBikeNotRegistered)
+	}
+	return jsonResponse(http.StatusOK, bikeView(bike))
+}
+
+func (a *API) returnBike(r *request) response {
+	id, bad := bikeParam(r)
+	if bad != nil {
+		return *bad
+	}
+	if bad := decodeJSON(r, &struct{}{}, true); bad != nil {
+		return *bad
+	}
+	res, err := a.cfg.Commands.Bike(r.ctx, rental.ReturnBike{BikeID: id}, r.meta())
+	if err != nil {
+		return errorResponse(err)
+	}
+	return jsonResponse(http.StatusOK, bikeView(res.State))
+}
+
+func (a *API) requestBike(r *request) response {
+	var body RentalRequest
+	if bad := decodeJSON(r, &body, false); bad != nil {
+		return *bad
+	}
+	var params []InvalidParam
+	if !rental.ValidBikeID(body.BikeID) {
+		params = append(params, InvalidParam{Name: "bikeId", Reason: fmt.Sprintf("required, 1 to %d characters of A-Z, a-z, 0-9, _ or -", rental.MaxBikeIDLength)})
+	}
+	if !ident.Valid(body.Renter) {
+		params = append(params, InvalidParam{Name: "renter", Reason: "required, must match " + ident.Pattern})
+	}
+	key := r.header("Idempotency-Key")
+	if key != "" && !validKey(key) {
+		params = append(params, InvalidParam{Name: "Idempotency-Key", Reason: fmt.Sprintf("must be 1 to %d printable ASCII characters", MaxIdempotencyKeyLength)})
+	}
+	if len(params) > 0 {
+		return invalid(params...)
+	}
+	// With an Idempotency-Key the rental id is derived from it, so a retry asks for
+	// the same rental and the decider recognises it: the first answer comes back.
+	suffix := ident.Random(rental.RentalSuffixLength)
+	if key != "" {
+		suffix = ident.Derived(rental.RentalSuffixLength, body.BikeID, body.Renter, key)
+	}
+	rentalID := rental.NewRentalID(body.BikeID, suffix)
+	meta := r.meta()
+	meta.CorrelationID = rentalID
+	if _, err := a.cfg.Commands.Bike(r.ctx, rental.RequestBike{BikeID: body.BikeID, Renter: body.Renter, RentalID: rentalID}, meta); err != nil {
+		return errorResponse(err)
+	}
+	resp := jsonResponse(http.StatusAccepted, RentalAccepted{
+		RentalID: rentalID, BikeID: body.BikeID, Renter: body.Renter,
+		Status: string(rentalview.StatusRequested), PaymentReference: payment.ReferenceFor(rentalID),
+	})
+	resp.headers["Location"] = "/rentals/" + rentalID
+	return resp
+}
+
+func validKey(k string) bool {
+	if len(k) > MaxIdempotencyKeyLength {
+		return false
+	}
+	for _, c := range k {
+		if c > unicode.MaxASCII || !unicode.IsPrint(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *API) getRental(r *request) response {
+	id, bad := idParam(r, "rentalId")
+	if bad != nil {
+		return *bad
+	}
+	view, err := rentalview.Load(r.ctx, a.cfg.Commands.Store(), id)
+	if errors.Is(err, rental.ErrInvalidRentalID) {
+		return errorResponse(fmt.Errorf("%w: %s", rentalview.ErrNotFound, id))
+	}
+	if err != nil {
+		return errorResponse(err)
+	}
+	return jsonResponse(http.StatusOK, view)
+}
+
+func (a *API) cancelPayment(r *request) response {
+	id, bad := idParam(r, "rentalId")
+	if bad != nil {
+		return *bad
+	}
+	if bad := decodeJSON(r, &struct{}{}, true); bad != nil {
+		return *bad
+	}
+	if a.cfg.Canceller == nil {
+		return problem(http.StatusNotImplemented, "about:blank", "the rental-payment process is not available in this deployment")
+	}
+	outcome, err := a.cfg.Canceller.CancelRentalPayment(r.ctx, id, r.meta())
+	if err != nil {
+		return errorResponse(err)
+	}
+	return jsonResponse(http.StatusOK, CancelPaymentResult{RentalID: id, Outcome: outcome})
+}
+
+// verified checks the webhook's signature over the raw body before anything else
+// is looked at, so that unsigned requests learn nothing.
+func (a *API) verified(r *request) *response {
+	if err := a.cfg.Webhook.Verify(r.header(webhook.Header), r.body, a.cfg.Now()); err != nil {
+		resp := errorResponse(err)
+		resp.err = err
+		return &resp
+	}
+	return nil
+}
+
+func referenceParam(r *request) (string, *response) {
+	ref, bad := idParam(r, "paymentReference")
+	if bad != nil {
+		return "", bad
+	}
+	if _, err := payment.RentalIDFor(ref); err != nil {
+		resp := errorResponse(payment.ErrPaymentNotFound)
+		return "", &resp
+	}
+	return ref, nil
+}
+
+func (a *API) confirmPayment(r *request) response {
+	if bad := a.verified(r); bad != nil {
+		return *bad
+	}
+	ref, bad := referenceParam(r)
+	if bad != nil {
+		return *bad
+	}
+	if bad := decodeJSON(r, &struct{}{}, true); bad != nil {
+		return *bad
+	}
+	res, err := a.cfg.Commands.Payment(r.ctx, payment.ConfirmPayment{Reference: ref}, r.meta())
+	if err != nil {
+		return errorResponse(err)
+	}
+	return jsonResponse(http.StatusOK, PaymentView{PaymentReference: ref, Status: string(res.State.Status)})
+}
+
+func (a *API) rejectPayment(r *request) response {
+	if bad := a.verified(r); bad != nil {
+		return *bad
+	}
+	ref, bad := referenceParam(r)
+	if bad != nil {
+		return *bad
+	}
+	var body RejectionNotice
+	if bad := decodeJSON(r, &body, true); bad != nil {
+		return *bad
+	}
+	if len(body.Reason) > MaxReasonLength {
+		return invalid(InvalidParam{Name: "reason", Reason: fmt.Sprintf("at most %d bytes", MaxReasonLength)})
+	}
+	res, err := a.cfg.Commands.Payment(r.ctx, payment.RejectPayment{Reference: ref, Reason: body.Reason}, r.meta())
+	if err != nil {
+		return errorResponse(err)
+	}
+	return jsonResponse(http.StatusOK, PaymentView{PaymentReference: ref, Status: string(res.State.Status)})
+}
+
+func (a *API) pendingPayments(r *request) response {
+	return problem(http.StatusNotImplemented, "about:blank", "the pending-payment projection is not available in this deployment")
+}
