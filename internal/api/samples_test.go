@@ -1,0 +1,214 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/webhook"
+)
+
+// The sample events in events/ are written by `go test ./internal/api -run
+// TestSampleEvents -update` and checked by every run of the test.
+var update = flag.Bool("update", false, "rewrite the sample events in events/")
+
+// LocalWebhookSecret is the documented webhook secret of local runs; the sample
+// webhooks are signed with it.
+const LocalWebhookSecret = "local-webhook-secret-not-for-production"
+
+const (
+	sampleBike   = "bike-42"
+	sampleRenter = "alice"
+	sampleKey    = "3c0b6a2e-rental-request-1"
+)
+
+var (
+	sampleTime   = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	sampleRental = rental.NewRentalID(sampleBike, ident.Derived(rental.RentalSuffixLength, sampleBike, sampleRenter, sampleKey))
+	sampleRef    = payment.ReferenceFor(sampleRental)
+)
+
+type sample struct {
+	file, method, route, path, body string
+	headers                         map[string]string
+	iam                             bool // an operator route: API Gateway has checked AWS_IAM
+	setup                           func(h *harness)
+	canceller                       api.Canceller
+	status                          int
+}
+
+func samples() []sample {
+	register := func(h *harness) { h.expect("PUT", "/bikes/"+sampleBike, "", nil, http.StatusCreated) }
+	request := func(h *harness) {
+		register(h)
+		h.expect("POST", "/rentals", fmt.Sprintf(`{"bikeId":%q,"renter":%q}`, sampleBike, sampleRenter), map[string]string{"Idempotency-Key": sampleKey}, http.StatusAccepted)
+	}
+	prepared := func(h *harness) { request(h); h.prepare(sampleRental) }
+	rented := func(h *harness) { request(h); approve(h.t, h, sampleRental, sampleRenter) }
+	confirmBody := `{}`
+	rejectBody := `{"reason":"card declined"}`
+	return []sample{
+		{file: "register-bike.json", method: "PUT", route: "/bikes/{bikeId}", path: "/bikes/" + sampleBike, iam: true, status: 201},
+		{file: "get-bike.json", method: "GET", route: "/bikes/{bikeId}", path: "/bikes/" + sampleBike, setup: register, status: 200},
+		{file: "return-bike.json", method: "POST", route: "/bikes/{bikeId}/return", path: "/bikes/" + sampleBike + "/return", iam: true, setup: rented, status: 200},
+		{file: "request-rental.json", method: "POST", route: "/rentals", path: "/rentals",
+			body:    fmt.Sprintf(`{"bikeId":%q,"renter":%q}`, sampleBike, sampleRenter),
+			headers: map[string]string{"content-type": "application/json", "idempotency-key": sampleKey}, setup: register, status: 202},
+		{file: "get-rental.json", method: "GET", route: "/rentals/{rentalId}", path: "/rentals/" + sampleRental, setup: prepared, status: 200},
+		{file: "cancel-payment.json", method: "POST", route: "/rentals/{rentalId}/cancel-payment", path: "/rentals/" + sampleRental + "/cancel-payment",
+			iam: true, setup: prepared, canceller: &fakeCanceller{outcome: api.OutcomeCancelled}, status: 200},
+		{file: "confirm-payment.json", method: "POST", route: "/payments/{paymentReference}/confirm", path: "/payments/" + sampleRef + "/confirm",
+			body:    confirmBody,
+			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(confirmBody), sampleTime)},
+			setup:   prepared, status: 200},
+		{file: "reject-payment.json", method: "POST", route: "/payments/{paymentReference}/reject", path: "/payments/" + sampleRef + "/reject",
+			body:    rejectBody,
+			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(rejectBody), sampleTime)},
+			setup:   prepared, status: 200},
+		{file: "pending-payments.json", method: "GET", route: "/payments/pending", path: "/payments/pending", iam: true, status: 501},
+	}
+}
+
+// event builds the request exactly as API Gateway's HTTP API (payload 2.0) sends it.
+func (s sample) event() events.APIGatewayV2HTTPRequest {
+	headers := map[string]string{
+		"accept":            "*/*",
+		"host":              "a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com",
+		"user-agent":        "curl/8.5.0",
+		"x-amzn-trace-id":   "Root=1-6749ad40-0b3c6e4a5f1d2c3b4a596877",
+		"x-forwarded-for":   "203.0.113.10",
+		"x-forwarded-port":  "443",
+		"x-forwarded-proto": "https",
+	}
+	if s.body != "" {
+		headers["content-length"] = fmt.Sprint(len(s.body))
+	}
+	for k, v := range s.headers {
+		headers[k] = v
+	}
+	params := map[string]string{}
+	routeParts, pathParts := strings.Split(s.route, "/"), strings.Split(s.path, "/")
+	for i, p := range routeParts {
+		if strings.HasPrefix(p, "{") {
+			params[strings.Trim(p, "{}")] = pathParts[i]
+		}
+	}
+	if len(params) == 0 {
+		params = nil
+	}
+	routeKey := s.method + " " + s.route
+	ctx := events.APIGatewayV2HTTPRequestContext{
+		RouteKey:     routeKey,
+		AccountID:    "123456789012",
+		Stage:        "$default",
+		RequestID:    "CdtVxjKuoAMEJfA=",
+		APIID:        "a1b2c3d4e5",
+		DomainName:   "a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com",
+		DomainPrefix: "a1b2c3d4e5",
+		Time:         sampleTime.Format("02/Jan/2006:15:04:05 -0700"),
+		TimeEpoch:    sampleTime.UnixMilli(),
+		HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+			Method: s.method, Path: s.path, Protocol: "HTTP/1.1", SourceIP: "203.0.113.10", UserAgent: "curl/8.5.0",
+		},
+	}
+	if s.iam {
+		ctx.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+			AccessKey: "ASIAEXAMPLEOPERATOR1", AccountID: "123456789012", CallerID: "AROAEXAMPLEOPERATOR:operator",
+			UserARN: "arn:aws:sts::123456789012:assumed-role/BikeRentalOperator/operator", UserID: "AROAEXAMPLEOPERATOR:operator",
+		}}
+	}
+	return events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: routeKey, RawPath: s.path, Headers: headers,
+		PathParameters: params, RequestContext: ctx, Body: s.body,
+	}
+}
+
+func TestSampleEvents(t *testing.T) {
+	dir := filepath.Join("..", "..", "events")
+	all := samples()
+	if *update {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range all {
+			b, err := sampleJSON(s.event())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, s.file), append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != len(all) {
+		t.Errorf("events/ holds %d files, want %d (one per route): run with -update", len(files), len(all))
+	}
+	for _, s := range all {
+		t.Run(s.file, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, s.file))
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			var req events.APIGatewayV2HTTPRequest
+			if err := json.Unmarshal(raw, &req); err != nil {
+				t.Fatalf("%s is not an HTTP API event: %v", s.file, err)
+			}
+			h := newHarness(t, eventstore.NewMemory(), s.canceller)
+			h.api = api.New(api.Config{Commands: h.commands, Webhook: mustVerifier(t), Canceller: s.canceller, Now: func() time.Time { return sampleTime }})
+			if s.setup != nil {
+				s.setup(h)
+			}
+			resp, err := h.api.Handle(context.Background(), req)
+			if err != nil || resp.StatusCode != s.status {
+				t.Fatalf("%s answered %d (%v), want %d: %s", s.file, resp.StatusCode, err, s.status, resp.Body)
+			}
+			if s.file == "request-rental.json" && !strings.Contains(resp.Body, sampleRental) {
+				t.Errorf("the sample rental request did not create %s: %s", sampleRental, resp.Body)
+			}
+		})
+	}
+}
+
+// sampleJSON renders an event as API Gateway sends it: aws-lambda-go's struct always
+// writes requestContext.authentication, which API Gateway only sends with mutual TLS,
+// and empty strings where API Gateway's IAM authorizer context has nulls.
+func sampleJSON(e events.APIGatewayV2HTTPRequest) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	rc := m["requestContext"].(map[string]any)
+	delete(rc, "authentication")
+	if auth, ok := rc["authorizer"].(map[string]any); ok {
+		iam := auth["iam"].(map[string]any)
+		iam["cognitoIdentity"], iam["principalOrgId"] = nil, nil
+	}
+	return json.MarshalIndent(m, "", "  ")
+}
+
+func mustVerifier(t *testing.T) *webhook.Verifier {
+	v, err := webhook.NewVerifier([]byte(LocalWebhookSecret), webhook.DefaultTolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
