@@ -1,5 +1,5 @@
-# The interface for people: `make test`, `make bench`, `make lint`, `make moto`.
-# CI runs `make test` (see .ci/run).
+# The interface for people: `make run`, `make test`, `make build`, `make lint`,
+# `make bench`. CI runs `make test` (see .ci/run).
 
 SHELL := /bin/bash
 GO ?= go
@@ -7,10 +7,18 @@ MOTO_VERSION := 5.2.1
 VENV := .venv
 PKGS := ./...
 
-.PHONY: help test lint vet fmt bench moto clean
+FUNCTIONS := command
+# Lambda binaries: static, no RPC mode, stripped; provided.al2023 on arm64.
+LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
+LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
+
+.PHONY: help run test lint vet fmt bench build moto clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+run: moto ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
+	$(GO) run ./cmd/local
 
 test: moto lint ## go vet, gofmt check and every test, the DynamoDB ones against a local moto
 	$(GO) test -count=1 -timeout 15m $(PKGS)
@@ -27,6 +35,12 @@ fmt: ## format the code
 
 bench: moto ## benchmarks of the event store, both implementations
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/eventstore/...
+
+build: ## build every Lambda function into bin/<function>/bootstrap (linux/arm64)
+	@for f in $(FUNCTIONS); do \
+		echo "build functions/$$f"; \
+		$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
 
 # moto: make sure a moto_server is available: on PATH (as on the project's machines),
 # or installed here into $(VENV) from PyPI at the pinned version.

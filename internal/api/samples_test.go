@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/webhook"
@@ -28,7 +29,7 @@ var update = flag.Bool("update", false, "rewrite the sample events in events/")
 
 // LocalWebhookSecret is the documented webhook secret of local runs; the sample
 // webhooks are signed with it.
-const LocalWebhookSecret = "local-webhook-secret-not-for-production"
+const LocalWebhookSecret = local.DefaultWebhookSecret
 
 const (
 	sampleBike   = "bike-42"
