@@ -17,25 +17,17 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
 // MaxBodyBytes is the largest request body accepted; larger ones get 413.
 const MaxBodyBytes = 16 * 1024
 
-// Outcome is the answer to CancelRentalPayment.
-type Outcome string
-
-// The outcomes of CancelRentalPayment.
-const (
-	OutcomeCancelled   Outcome = "cancelled"     // the payment was called off
-	OutcomeDeclined    Outcome = "declined"      // the payment was already confirmed
-	OutcomeNothingToDo Outcome = "nothing-to-do" // no process, or it already ended
-)
-
-// Canceller sends CancelRentalPayment to the rental-payment process.
+// Canceller sends CancelRentalPayment to the rental-payment process;
+// *rentalpayment.Process is one.
 type Canceller interface {
-	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (Outcome, error)
+	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error)
 }
 
 // Config is what the API needs.

@@ -22,6 +22,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -461,12 +462,12 @@ func TestWebhooks(t *testing.T) {
 }
 
 type fakeCanceller struct {
-	outcome api.Outcome
+	outcome rentalpayment.Outcome
 	err     error
 	calls   []string
 }
 
-func (f *fakeCanceller) CancelRentalPayment(_ context.Context, rentalID string, meta command.Meta) (api.Outcome, error) {
+func (f *fakeCanceller) CancelRentalPayment(_ context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error) {
 	f.calls = append(f.calls, rentalID)
 	return f.outcome, f.err
 }
@@ -476,7 +477,7 @@ func TestCancelPayment(t *testing.T) {
 	h.expect(http.MethodPost, "/rentals/b1_AAAAAAAAAAAAAAAAAAAAAA/cancel-payment", "", nil, http.StatusNotImplemented)
 	h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusNotImplemented)
 
-	for _, outcome := range []api.Outcome{api.OutcomeCancelled, api.OutcomeDeclined, api.OutcomeNothingToDo} {
+	for _, outcome := range []rentalpayment.Outcome{rentalpayment.OutcomeCancelled, rentalpayment.OutcomeDeclined, rentalpayment.OutcomeNothingToDo} {
 		fake := &fakeCanceller{outcome: outcome}
 		h := newHarness(t, eventstore.NewMemory(), fake)
 		r := h.expect(http.MethodPost, "/rentals/b1_AAAAAAAAAAAAAAAAAAAAAA/cancel-payment", "", nil, http.StatusOK)

@@ -10,6 +10,7 @@ import (
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
@@ -49,8 +50,8 @@ type PaymentView struct {
 
 // CancelPaymentResult is the answer to POST /rentals/{rentalId}/cancel-payment.
 type CancelPaymentResult struct {
-	RentalID string  `json:"rentalId"`
-	Outcome  Outcome `json:"outcome"`
+	RentalID string                `json:"rentalId"`
+	Outcome  rentalpayment.Outcome `json:"outcome"`
 }
 
 // RejectionNotice is the body of the reject webhook.

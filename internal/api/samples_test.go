@@ -20,6 +20,7 @@ import (
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -71,7 +72,7 @@ func samples() []sample {
 			headers: map[string]string{"content-type": "application/json", "idempotency-key": sampleKey}, setup: register, status: 202},
 		{file: "get-rental.json", method: "GET", route: "/rentals/{rentalId}", path: "/rentals/" + sampleRental, setup: prepared, status: 200},
 		{file: "cancel-payment.json", method: "POST", route: "/rentals/{rentalId}/cancel-payment", path: "/rentals/" + sampleRental + "/cancel-payment",
-			iam: true, setup: prepared, canceller: &fakeCanceller{outcome: api.OutcomeCancelled}, status: 200},
+			iam: true, setup: prepared, canceller: &fakeCanceller{outcome: rentalpayment.OutcomeCancelled}, status: 200},
 		{file: "confirm-payment.json", method: "POST", route: "/payments/{paymentReference}/confirm", path: "/payments/" + sampleRef + "/confirm",
 			body:    confirmBody,
 			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(confirmBody), sampleTime)},

@@ -1,14 +1,140 @@
 // Package rentalpayment is the rental-payment process: it asks the payment side for
 // money when a bike is requested, approves or rejects the request when the payment
 // settles, and gives up when asked to. It keeps its state as its own events, in one
-// stream per rental.
+// stream per rental, and decides from those alone.
 package rentalpayment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
 
 // StreamID returns the id of the process's stream for a rental.
 func StreamID(rentalID string) string { return "rentalpayment-" + rentalID }
 
-// The types of the process's own events.
+// The types of the process's own events, as stored.
 const (
 	TypeRequested = "RentalPaymentRequested"
 	TypeCompleted = "RentalPaymentProcessCompleted"
 )
+
+// RentalPaymentRequested records that the process asked for the rental's payment: it
+// is written only after PreparePayment succeeded.
+type RentalPaymentRequested struct {
+	RentalID string `json:"rentalId"`
+	BikeID   string `json:"bikeId"`
+	Renter   string `json:"renter"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+// RentalPaymentProcessCompleted records the process's end: it is written only after
+// the rental side was told ApproveRequest or RejectRequest.
+type RentalPaymentProcessCompleted struct {
+	RentalID string     `json:"rentalId"`
+	Outcome  Completion `json:"outcome"`
+}
+
+// Completion is how a process ended.
+type Completion string
+
+// The ways a process ends.
+const (
+	CompletedApproved  Completion = "approved"  // the payment was confirmed
+	CompletedRejected  Completion = "rejected"  // the payment was rejected
+	CompletedCancelled Completion = "cancelled" // the payment was called off
+)
+
+// Status is where a process stands.
+type Status string
+
+// Process statuses.
+const (
+	StatusNotStarted Status = "not-started"
+	StatusRequested  Status = "requested"
+	StatusCompleted  Status = "completed"
+)
+
+// State is the process's state, read back from its own events only.
+type State struct {
+	Status   Status
+	RentalID string
+	BikeID   string
+	Renter   string
+	Amount   int64
+	Currency string
+	Outcome  Completion
+}
+
+// Started reports whether the process has asked for the payment (and may have ended).
+func (s State) Started() bool { return s.Status == StatusRequested || s.Status == StatusCompleted }
+
+// ErrUnknownEventType reports an event type the process does not write.
+var ErrUnknownEventType = errors.New("rentalpayment: unknown event type")
+
+// Evolve returns the state after an event of the process's own stream, given by its
+// stored type and data.
+func Evolve(s State, eventType string, data []byte) (State, error) {
+	switch eventType {
+	case TypeRequested:
+		var e RentalPaymentRequested
+		if err := json.Unmarshal(data, &e); err != nil {
+			return s, fmt.Errorf("rentalpayment: decode %s: %w", eventType, err)
+		}
+		if s.Status == "" || s.Status == StatusNotStarted {
+			s = State{Status: StatusRequested, RentalID: e.RentalID, BikeID: e.BikeID, Renter: e.Renter, Amount: e.Amount, Currency: e.Currency}
+		}
+	case TypeCompleted:
+		var e RentalPaymentProcessCompleted
+		if err := json.Unmarshal(data, &e); err != nil {
+			return s, fmt.Errorf("rentalpayment: decode %s: %w", eventType, err)
+		}
+		if s.Status != StatusCompleted {
+			s.Status, s.Outcome = StatusCompleted, e.Outcome
+		}
+	default:
+		return s, fmt.Errorf("%w %q", ErrUnknownEventType, eventType)
+	}
+	return s, nil
+}
+
+// Event is one of the process's own events.
+type Event interface{ eventType() string }
+
+func (RentalPaymentRequested) eventType() string        { return TypeRequested }
+func (RentalPaymentProcessCompleted) eventType() string { return TypeCompleted }
+
+// ErrProcessNotStarted reports an event that implies the process exists (a payment
+// settled) arriving before the process recorded RentalPaymentRequested. Its stream
+// record must fail and be retried until the state appears; it is never dropped.
+var ErrProcessNotStarted = errors.New("rentalpayment: process not started yet")
+
+// RecordPaymentRequested is the command that records RentalPaymentRequested.
+type RecordPaymentRequested struct{ RentalPaymentRequested }
+
+// RecordProcessCompleted is the command that records RentalPaymentProcessCompleted.
+type RecordProcessCompleted struct{ RentalPaymentProcessCompleted }
+
+// Decide returns what recording command c appends to a process in state s. Both
+// commands are idempotent: recording the start of a started process, or the end of
+// an ended one, appends nothing. Ending a process that has not started is
+// ErrProcessNotStarted.
+func Decide(s State, c any) ([]Event, error) {
+	switch c := c.(type) {
+	case RecordPaymentRequested:
+		if s.Started() {
+			return nil, nil
+		}
+		return []Event{c.RentalPaymentRequested}, nil
+	case RecordProcessCompleted:
+		switch s.Status {
+		case StatusCompleted:
+			return nil, nil
+		case StatusRequested:
+			return []Event{c.RentalPaymentProcessCompleted}, nil
+		}
+		return nil, fmt.Errorf("%w: rental %s", ErrProcessNotStarted, c.RentalID)
+	}
+	return nil, fmt.Errorf("rentalpayment: unknown command %T", c)
+}

@@ -1,0 +1,339 @@
+package rentalpayment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+)
+
+// Commands sends commands to the rental and payment sides. *command.Handler is one.
+type Commands interface {
+	Bike(ctx context.Context, c rental.Command, meta command.Meta) (command.Result[rental.Bike], error)
+	Payment(ctx context.Context, c payment.Command, meta command.Meta) (command.Result[payment.Payment], error)
+}
+
+var _ Commands = (*command.Handler)(nil)
+
+// Outcome is the answer to CancelRentalPayment.
+type Outcome string
+
+// The outcomes of CancelRentalPayment.
+const (
+	OutcomeCancelled   Outcome = "cancelled"     // the payment was called off
+	OutcomeDeclined    Outcome = "declined"      // the payment was already confirmed
+	OutcomeNothingToDo Outcome = "nothing-to-do" // no process, or it already ended
+)
+
+// RecordingMode selects how the process writes its own events. Both are proven by
+// the same tests.
+type RecordingMode string
+
+const (
+	// RecordByAppend appends directly from the reaction, at the version of the state
+	// the reaction read: a concurrent writer makes the append fail.
+	RecordByAppend RecordingMode = "append"
+	// RecordByCommand sends RecordPaymentRequested or RecordProcessCompleted to the
+	// process's own command handler, the only writer of its stream, which reads the
+	// stream again and appends idempotently.
+	RecordByCommand RecordingMode = "command"
+)
+
+// ParseRecordingMode reads a RECORDING_MODE setting; empty means RecordByAppend.
+func ParseRecordingMode(s string) (RecordingMode, error) {
+	switch RecordingMode(s) {
+	case "", RecordByAppend:
+		return RecordByAppend, nil
+	case RecordByCommand:
+		return RecordByCommand, nil
+	}
+	return "", fmt.Errorf("rentalpayment: recording mode %q: want %q or %q", s, RecordByAppend, RecordByCommand)
+}
+
+// Price is what a rental costs.
+type Price struct {
+	Amount   int64  // in minor units (cents)
+	Currency string // ISO 4217
+}
+
+// Config configures a Process.
+type Config struct {
+	Store    eventstore.Store
+	Commands Commands
+	Mode     RecordingMode
+	Price    Price
+	Logger   *slog.Logger
+	// Retry bounds how often a reaction is run again after a concurrency conflict
+	// on the process's stream.
+	Retry eventstore.RetryPolicy
+}
+
+// Process is the rental-payment process. It is safe for concurrent use; every
+// method is idempotent, because deliveries and commands arrive at least once.
+type Process struct {
+	store    eventstore.Store
+	commands Commands
+	recorder recorder
+	price    Price
+	logger   *slog.Logger
+	retry    eventstore.RetryPolicy
+	newID    func() string
+}
+
+// New returns the process for cfg.
+func New(cfg Config) (*Process, error) {
+	mode, err := ParseRecordingMode(string(cfg.Mode))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Price.Amount <= 0 || len(cfg.Price.Currency) != 3 {
+		return nil, fmt.Errorf("rentalpayment: invalid price %d %q", cfg.Price.Amount, cfg.Price.Currency)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Retry.MaxAttempts == 0 {
+		cfg.Retry = eventstore.DefaultRetryPolicy
+	}
+	p := &Process{store: cfg.Store, commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, newID: ident.UUID}
+	if mode == RecordByCommand {
+		p.recorder = commandRecorder{p}
+	} else {
+		p.recorder = appendRecorder{p}
+	}
+	return p, nil
+}
+
+// Snapshot is the process's state as read from its stream, with the version it was
+// read at. Only Process.load makes a usable one, so nothing can record an event
+// without having read the state that event is guarded by.
+type Snapshot struct {
+	State   State
+	version int64
+	read    bool
+}
+
+func (p *Process) load(ctx context.Context, rentalID string) (Snapshot, error) {
+	records, err := p.store.Read(ctx, StreamID(rentalID), 0)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	s := State{Status: StatusNotStarted, RentalID: rentalID}
+	for _, r := range records {
+		if s, err = Evolve(s, r.Type, r.Data); err != nil {
+			return Snapshot{}, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+	}
+	version := int64(0)
+	if n := len(records); n > 0 {
+		version = records[n-1].Version
+	}
+	return Snapshot{State: s, version: version, read: true}, nil
+}
+
+// recorder writes the process's own events, by one of the two mechanisms.
+type recorder interface {
+	record(ctx context.Context, rentalID string, snap Snapshot, c any, meta command.Meta) error
+}
+
+// errUnread is what recording from a Snapshot that did not come from a read gets.
+var errUnread = errors.New("rentalpayment: refusing to record without having read the process state")
+
+// appendRecorder appends at the version of the snapshot the reaction read.
+type appendRecorder struct{ p *Process }
+
+func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapshot, c any, meta command.Meta) error {
+	if !snap.read {
+		return errUnread
+	}
+	decided, err := Decide(snap.State, c)
+	if err != nil || len(decided) == 0 {
+		return err
+	}
+	events, err := a.p.encode(rentalID, decided, meta)
+	if err != nil {
+		return err
+	}
+	_, err = a.p.store.Append(ctx, StreamID(rentalID), snap.version, events...)
+	return err
+}
+
+// commandRecorder sends the recording command to the process's command handler.
+type commandRecorder struct{ p *Process }
+
+func (c commandRecorder) record(ctx context.Context, rentalID string, snap Snapshot, cmd any, meta command.Meta) error {
+	if !snap.read {
+		return errUnread
+	}
+	return c.p.HandleRecording(ctx, rentalID, cmd, meta)
+}
+
+// HandleRecording is the command handler of RecordPaymentRequested and
+// RecordProcessCompleted, the only writer of the process's stream in command mode:
+// it reads the stream, decides, and appends, retrying concurrency conflicts.
+// Recording what is already recorded succeeds and appends nothing.
+func (p *Process) HandleRecording(ctx context.Context, rentalID string, cmd any, meta command.Meta) error {
+	_, _, err := eventstore.Execute(ctx, p.store, StreamID(rentalID), func(history []eventstore.Record) ([]eventstore.Event, error) {
+		s := State{Status: StatusNotStarted, RentalID: rentalID}
+		for _, r := range history {
+			var err error
+			if s, err = Evolve(s, r.Type, r.Data); err != nil {
+				return nil, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+			}
+		}
+		decided, err := Decide(s, cmd)
+		if err != nil {
+			return nil, err
+		}
+		return p.encode(rentalID, decided, meta)
+	}, p.retry)
+	return err
+}
+
+func (p *Process) encode(rentalID string, decided []Event, meta command.Meta) ([]eventstore.Event, error) {
+	out := make([]eventstore.Event, len(decided))
+	for i, e := range decided {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = eventstore.Event{
+			ID: p.newID(), Type: e.eventType(), Data: data,
+			Tags:          []string{"rental:" + rentalID},
+			CorrelationID: rentalID, CausationID: meta.CausationID,
+		}
+	}
+	return out, nil
+}
+
+// Handle reacts to one event record of the Events table: BikeRequested starts the
+// process, PaymentConfirmed, PaymentRejected and PaymentCancelled end it; every other
+// type is ignored. It is idempotent: a record handled twice, or handled again after
+// a crash anywhere inside, ends in the same state as handled once. A settled payment
+// whose process has not started yet returns an error matching ErrProcessNotStarted,
+// so that the record is retried rather than dropped.
+func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
+	var react func() error
+	switch r.Type {
+	case "BikeRequested":
+		var e rental.BikeRequested
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		react = func() error { return p.onBikeRequested(ctx, r, e) }
+	case "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
+		e, err := payment.DecodeEvent(r.Type, r.Data)
+		if err != nil {
+			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		react = func() error { return p.onPaymentSettled(ctx, r, e) }
+	default:
+		return nil
+	}
+	// A conflict means another delivery wrote the process's stream meanwhile: run the
+	// reaction again from a fresh read; it finds its work done or does what is left.
+	var err error
+	for attempt := 1; attempt <= p.retry.MaxAttempts; attempt++ {
+		if err = react(); !errors.Is(err, eventstore.ErrConcurrency) {
+			return err
+		}
+	}
+	return err
+}
+
+func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e rental.BikeRequested) error {
+	snap, err := p.load(ctx, e.RentalID)
+	if err != nil || snap.State.Started() {
+		return err
+	}
+	meta := command.Meta{CorrelationID: e.RentalID, CausationID: r.ID}
+	ref := payment.ReferenceFor(e.RentalID)
+	prepare := payment.PreparePayment{
+		Reference: ref,
+		PaymentID: "pay_" + ident.Derived(22, ref),
+		Amount:    p.price.Amount,
+		Currency:  p.price.Currency,
+	}
+	if _, err := p.commands.Payment(ctx, prepare, meta); err != nil {
+		return fmt.Errorf("rentalpayment: prepare payment for rental %s: %w", e.RentalID, err)
+	}
+	return p.recorder.record(ctx, e.RentalID, snap, RecordPaymentRequested{RentalPaymentRequested{
+		RentalID: e.RentalID, BikeID: e.BikeID, Renter: e.Renter, Amount: prepare.Amount, Currency: prepare.Currency,
+	}}, meta)
+}
+
+func (p *Process) onPaymentSettled(ctx context.Context, r eventstore.Record, e payment.Event) error {
+	var ref string
+	var completion Completion
+	switch e := e.(type) {
+	case payment.PaymentConfirmed:
+		ref, completion = e.Reference, CompletedApproved
+	case payment.PaymentRejected:
+		ref, completion = e.Reference, CompletedRejected
+	case payment.PaymentCancelled:
+		ref, completion = e.Reference, CompletedCancelled
+	}
+	rentalID, err := payment.RentalIDFor(ref)
+	if err != nil {
+		return nil // not a rental's payment: not this process's business
+	}
+	snap, err := p.load(ctx, rentalID)
+	if err != nil {
+		return err
+	}
+	switch snap.State.Status {
+	case StatusCompleted:
+		return nil
+	case StatusNotStarted:
+		return fmt.Errorf("%w: rental %s, %s at %s version %d", ErrProcessNotStarted, rentalID, r.Type, r.StreamID, r.Version)
+	}
+	s := snap.State
+	meta := command.Meta{CorrelationID: rentalID, CausationID: r.ID}
+	var tell rental.Command = rental.RejectRequest{BikeID: s.BikeID, Renter: s.Renter, RentalID: rentalID}
+	if completion == CompletedApproved {
+		tell = rental.ApproveRequest{BikeID: s.BikeID, Renter: s.Renter, RentalID: rentalID}
+	}
+	if _, err := p.commands.Bike(ctx, tell, meta); err != nil {
+		return fmt.Errorf("rentalpayment: tell bike %s about rental %s: %w", s.BikeID, rentalID, err)
+	}
+	return p.recorder.record(ctx, rentalID, snap, RecordProcessCompleted{RentalPaymentProcessCompleted{
+		RentalID: rentalID, Outcome: completion,
+	}}, meta)
+}
+
+// CancelRentalPayment asks the process to give up on a rental's payment. For an
+// unknown or completed process there is nothing to do. Otherwise it sends
+// CancelPayment: the outcome is OutcomeCancelled if the payment was called off,
+// OutcomeDeclined if it was already confirmed, and OutcomeNothingToDo if it had
+// already been cancelled or rejected. It records nothing itself: the bike is released
+// when the PaymentCancelled that follows reaches the process. Safe to send twice,
+// late, and from anywhere.
+func (p *Process) CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (Outcome, error) {
+	snap, err := p.load(ctx, rentalID)
+	if err != nil {
+		return "", err
+	}
+	if snap.State.Status != StatusRequested {
+		return OutcomeNothingToDo, nil
+	}
+	if meta.CorrelationID == "" {
+		meta.CorrelationID = rentalID
+	}
+	res, err := p.commands.Payment(ctx, payment.CancelPayment{Reference: payment.ReferenceFor(rentalID)}, meta)
+	switch {
+	case errors.Is(err, payment.ErrPaymentAlreadyConfirmed):
+		return OutcomeDeclined, nil
+	case err != nil:
+		return "", fmt.Errorf("rentalpayment: cancel payment of rental %s: %w", rentalID, err)
+	case len(res.Appended) == 0:
+		return OutcomeNothingToDo, nil
+	}
+	return OutcomeCancelled, nil
+}

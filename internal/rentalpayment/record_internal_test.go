@@ -1,0 +1,53 @@
+package rentalpayment
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// TestNoRecordingWithoutARead checks the guard that makes an unguarded append
+// impossible: a Snapshot that did not come from a read is refused, in both modes.
+func TestNoRecordingWithoutARead(t *testing.T) {
+	for _, mode := range []RecordingMode{RecordByAppend, RecordByCommand} {
+		store := eventstore.NewMemory()
+		p, err := New(Config{Store: store, Commands: command.New(store), Mode: mode, Price: Price{Amount: 1, Currency: "EUR"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := RecordPaymentRequested{RentalPaymentRequested{RentalID: "b1_AAAAAAAAAAAAAAAAAAAAAA"}}
+		if err := p.recorder.record(context.Background(), "b1_AAAAAAAAAAAAAAAAAAAAAA", Snapshot{}, cmd, command.Meta{}); !errors.Is(err, errUnread) {
+			t.Errorf("%s: recording from an unread snapshot: err = %v, want errUnread", mode, err)
+		}
+		if recs, _ := store.Read(context.Background(), StreamID("b1_AAAAAAAAAAAAAAAAAAAAAA"), 0); len(recs) != 0 {
+			t.Errorf("%s: %d events written", mode, len(recs))
+		}
+	}
+}
+
+// TestAppendModeIsGuardedByTheVersionRead shows the append mechanism's guard: a
+// snapshot that went stale because another writer recorded meanwhile fails with a
+// concurrency conflict instead of writing a second start.
+func TestAppendModeIsGuardedByTheVersionRead(t *testing.T) {
+	store := eventstore.NewMemory()
+	p, _ := New(Config{Store: store, Commands: command.New(store), Mode: RecordByAppend, Price: Price{Amount: 1, Currency: "EUR"}})
+	ctx := context.Background()
+	const rentalID = "b1_AAAAAAAAAAAAAAAAAAAAAA"
+	stale, err := p.load(ctx, rentalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := RecordPaymentRequested{RentalPaymentRequested{RentalID: rentalID, BikeID: "b1", Renter: "alice", Amount: 1, Currency: "EUR"}}
+	if err := p.HandleRecording(ctx, rentalID, cmd, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.recorder.record(ctx, rentalID, stale, cmd, command.Meta{}); !errors.Is(err, eventstore.ErrConcurrency) {
+		t.Fatalf("append from a stale snapshot: err = %v, want ErrConcurrency", err)
+	}
+	if recs, _ := store.Read(ctx, StreamID(rentalID), 0); len(recs) != 1 {
+		t.Fatalf("the process stream holds %d events, want 1", len(recs))
+	}
+}
