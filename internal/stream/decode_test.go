@@ -1,0 +1,93 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/stream"
+)
+
+// sample decodes a Lambda DynamoDB stream event from testdata.
+func sample(t *testing.T, name string) events.DynamoDBEvent {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.DynamoDBEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return ev
+}
+
+func TestDecodeImageReadsWhatTheStoreWrote(t *testing.T) {
+	f := newFixture(t)
+	bare := event("Bare")
+	bare.Tags, bare.CorrelationID, bare.CausationID, bare.RecordedAt = nil, "", "", time.Time{}
+	f.append(t, "bike-1", 0, event("BikeRegistered"))
+	f.append(t, "bike-1", 1, event("BikeRequested"), event("RequestApproved"), bare)
+	f.append(t, "payment-1", 0, event("PaymentPrepared"), event("PaymentConfirmed"))
+	f.append(t, "bike-1", 4, event("BikeReturned"))
+
+	r := &recorder{}
+	drain(t, f.poller(r, 3), 10)
+	got := map[string][]eventstore.Record{}
+	for _, b := range r.batches {
+		for _, rec := range decoded(t, b) {
+			got[rec.StreamID] = append(got[rec.StreamID], rec)
+		}
+	}
+	for _, streamID := range []string{"bike-1", "payment-1"} {
+		want, err := f.store.Read(context.Background(), streamID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got[streamID], want) {
+			t.Errorf("stream %s through the stream:\n%+v\nread from the store:\n%+v", streamID, got[streamID], want)
+		}
+	}
+}
+
+func TestDecodeImageOfASample(t *testing.T) {
+	ev := sample(t, "batch.json")
+	got, err := stream.DecodeImage(ev.Records[0].Change.NewImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := eventstore.Record{
+		StreamID: "bike-b1",
+		Version:  1,
+		Event: eventstore.Event{
+			ID:            "0b6a1c1e-5f3a-4c62-9d1e-2f4a8c7e9b01",
+			Type:          "BikeRegistered",
+			Data:          json.RawMessage(`{"bikeId":"b1","secret":"PAYLOAD-1"}`),
+			Tags:          []string{"bike:b1"},
+			RecordedAt:    time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC),
+			CorrelationID: "corr-1",
+			CausationID:   "cmd-1",
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestDecodeImageRejectsCorruptImages(t *testing.T) {
+	for _, rec := range sample(t, "corrupt.json").Records {
+		t.Run(rec.EventID, func(t *testing.T) {
+			r, err := stream.DecodeImage(rec.Change.NewImage)
+			if !errors.Is(err, eventstore.ErrCorruptRecord) {
+				t.Errorf("got %+v, %v; want an error matching ErrCorruptRecord", r, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,320 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+)
+
+// StreamsAPI is the part of the DynamoDB Streams client that Poller uses.
+// *dynamodbstreams.Client has it.
+type StreamsAPI interface {
+	DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
+	GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+}
+
+var _ StreamsAPI = (*dynamodbstreams.Client)(nil)
+
+// BatchHandler has the signature of a Lambda function subscribed to a DynamoDB stream
+// with batch item failures reported: HandleBatch wrapped in a closure, for example.
+type BatchHandler func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
+
+// Batch sizes of a Poller: the default, and the most one GetRecords call returns.
+const (
+	DefaultBatchSize = 100
+	MaxBatchSize     = 1000
+)
+
+const defaultInterval = 250 * time.Millisecond // Lambda polls a shard four times a second
+
+// Poller plays one Lambda event source mapping over a table's stream, for local runs
+// and tests: it reads each shard from its beginning and delivers the records, in
+// stream order, to Handler in batches, at least once each. Like Lambda, it moves a
+// shard's position past a batch only as far as the handler's response allows: up to
+// the record before the first one reported in BatchItemFailures (none, if a reported
+// identifier is not in the batch), or not at all if the handler returns an error or
+// panics. Lambda's retry limits, bisection and dead-letter destinations are not
+// played: a record that keeps failing is delivered again on every poll.
+//
+// The positions are kept in memory, per shard. A Poller is not safe for concurrent
+// use: call Poll and Run from one goroutine at a time. Set the exported fields
+// before the first Poll and leave them alone afterwards.
+//
+// Poller is built for moto's stream, which has one shard that never closes. It does
+// not hold back a child shard until its parent is exhausted, and as it asks for a
+// fresh shard iterator for every read instead of following NextShardIterator (see
+// Poll), it can stall on the empty stretches of a real, long-lived shard. On AWS,
+// Lambda reads the stream.
+type Poller struct {
+	// Client reads the stream. Required.
+	Client StreamsAPI
+	// StreamARN is the stream to read: the table's LatestStreamArn. Required.
+	StreamARN string
+	// BatchSize is the most records delivered in one batch: DefaultBatchSize if zero
+	// or negative, at most MaxBatchSize.
+	BatchSize int
+	// Handler receives the batches. Required.
+	Handler BatchHandler
+	// Logger receives the errors Run keeps going after. Nil means slog.Default().
+	Logger *slog.Logger
+
+	positions map[string]string // shard id → sequence number of the last record handled
+}
+
+// HandlerError reports that the handler returned an error or panicked instead of
+// answering for a batch. The shard's position did not move: the whole batch is
+// delivered again by the next Poll, as Lambda retries a failed invocation.
+type HandlerError struct {
+	ShardID string // the shard whose batch failed
+	Err     error  // what the handler returned, or the panic it raised
+}
+
+// Error names the shard and the handler's error.
+func (e *HandlerError) Error() string {
+	return fmt.Sprintf("stream: handler failed on a batch of shard %s: %v", e.ShardID, e.Err)
+}
+
+// Unwrap returns the handler's error.
+func (e *HandlerError) Unwrap() error { return e.Err }
+
+// Poll makes one pass over every shard of the stream (all pages of DescribeStream)
+// and delivers at most one batch per shard, returning how many records it delivered
+// to the handler, whatever the handler made of them. Handler failures do not stop
+// the pass: each is returned, joined with the others, as a *HandlerError. An error of
+// the DynamoDB Streams API ends the pass and is returned too; the shards polled
+// before it keep their progress. Calling Poll again is always safe: what was not
+// handled is delivered again.
+//
+// Before every GetRecords, Poll asks for a fresh iterator (TRIM_HORIZON for a shard it
+// has no position in yet, AFTER_SEQUENCE_NUMBER its position otherwise) and never
+// follows NextShardIterator: moto 5.2.1 restores a table from a copy when it cancels
+// a transaction, which leaves every existing iterator on a stream that shows the
+// cancelled writes and nothing after them. For the same reason a batch is delivered
+// only as far as a second read from a second fresh iterator agrees with the first,
+// record by record: a transaction cancelled between GetShardIterator and GetRecords
+// would otherwise show its writes to this pass.
+func (p *Poller) Poll(ctx context.Context) (delivered int, err error) {
+	delivered, handlerErrs, err := p.poll(ctx)
+	return delivered, errors.Join(append(handlerErrs, err)...)
+}
+
+// Run polls until ctx is done, waiting interval (250ms if not positive) between the
+// start of one pass and the next, and returns nil once ctx is done. Handler failures
+// are logged and their batches delivered again on a later pass, as Lambda retries. An
+// error of the DynamoDB Streams API, which persisted through the SDK's retries, stops
+// Run and is returned.
+func (p *Poller) Run(ctx context.Context, interval time.Duration) error {
+	if interval <= 0 {
+		interval = defaultInterval
+	}
+	logger := p.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		_, handlerErrs, err := p.poll(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range handlerErrs {
+			logger.LogAttrs(ctx, slog.LevelError, "stream batch failed, to be delivered again",
+				slog.String("streamArn", p.StreamARN), slog.String("error", e.Error()))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+func (p *Poller) poll(ctx context.Context) (delivered int, handlerErrs []error, err error) {
+	if p.Client == nil || p.StreamARN == "" || p.Handler == nil {
+		return 0, nil, errors.New("stream: a Poller needs a Client, a StreamARN and a Handler")
+	}
+	if p.positions == nil {
+		p.positions = make(map[string]string)
+	}
+	shards, err := p.shards(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, shard := range shards {
+		n, handlerErr, err := p.pollShard(ctx, shard)
+		delivered += n
+		if handlerErr != nil {
+			handlerErrs = append(handlerErrs, handlerErr)
+		}
+		if err != nil {
+			return delivered, handlerErrs, err
+		}
+	}
+	return delivered, handlerErrs, nil
+}
+
+// shards lists the ids of every shard of the stream, in the order DescribeStream
+// gives them.
+func (p *Poller) shards(ctx context.Context) ([]string, error) {
+	var ids []string
+	var start *string
+	for {
+		out, err := p.Client.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{
+			StreamArn:             aws.String(p.StreamARN),
+			ExclusiveStartShardId: start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("stream: describe stream %s: %w", p.StreamARN, err)
+		}
+		if out.StreamDescription == nil {
+			return ids, nil
+		}
+		for _, s := range out.StreamDescription.Shards {
+			if s.ShardId != nil {
+				ids = append(ids, *s.ShardId)
+			}
+		}
+		next := out.StreamDescription.LastEvaluatedShardId
+		if next == nil || *next == "" || (start != nil && *next == *start) {
+			return ids, nil
+		}
+		start = next
+	}
+}
+
+// pollShard delivers the next batch of one shard and moves its position as far as
+// the handler's answer allows. It returns how many records it delivered, the
+// handler's failure if it failed, and any error of the Streams API.
+func (p *Poller) pollShard(ctx context.Context, shard string) (int, *HandlerError, error) {
+	first, err := p.read(ctx, shard)
+	if err != nil || len(first) == 0 {
+		return 0, nil, err
+	}
+	second, err := p.read(ctx, shard)
+	if err != nil {
+		return 0, nil, err
+	}
+	records := agreed(first, second)
+	if len(records) == 0 {
+		return 0, nil, nil
+	}
+	ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, len(records))}
+	for i, r := range records {
+		ev.Records[i] = EventRecord(r)
+		ev.Records[i].EventSourceArn = p.StreamARN
+	}
+	resp, err := p.invoke(ctx, ev)
+	if err != nil {
+		return len(records), &HandlerError{ShardID: shard, Err: err}, nil
+	}
+	if done := handled(ev, resp); done > 0 {
+		p.positions[shard] = ev.Records[done-1].Change.SequenceNumber
+	}
+	return len(records), nil, nil
+}
+
+// read returns the records after the shard's position, from a fresh iterator.
+func (p *Poller) read(ctx context.Context, shard string) ([]streamtypes.Record, error) {
+	in := &dynamodbstreams.GetShardIteratorInput{
+		StreamArn:         aws.String(p.StreamARN),
+		ShardId:           aws.String(shard),
+		ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+	}
+	if pos, ok := p.positions[shard]; ok {
+		in.ShardIteratorType = streamtypes.ShardIteratorTypeAfterSequenceNumber
+		in.SequenceNumber = aws.String(pos)
+	}
+	it, err := p.Client.GetShardIterator(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("stream: shard iterator for %s: %w", shard, err)
+	}
+	if it.ShardIterator == nil {
+		return nil, nil
+	}
+	out, err := p.Client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{
+		ShardIterator: it.ShardIterator,
+		Limit:         aws.Int32(int32(p.batchSize())),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream: get records of %s: %w", shard, err)
+	}
+	return out.Records, nil
+}
+
+func (p *Poller) batchSize() int {
+	switch {
+	case p.BatchSize <= 0:
+		return DefaultBatchSize
+	case p.BatchSize > MaxBatchSize:
+		return MaxBatchSize
+	default:
+		return p.BatchSize
+	}
+}
+
+// agreed returns the leading records that two reads from the same position agree on:
+// the same event id at the same sequence number. moto keeps a cancelled
+// transaction's writes only on the copy of the stream that the restore discards, so
+// such a write never appears in two reads from different iterators at once.
+func agreed(a, b []streamtypes.Record) []streamtypes.Record {
+	n := 0
+	for n < len(a) && n < len(b) && sameRecord(a[n], b[n]) {
+		n++
+	}
+	return a[:n]
+}
+
+func sameRecord(a, b streamtypes.Record) bool {
+	if a.Dynamodb == nil || b.Dynamodb == nil {
+		return false
+	}
+	return aws.ToString(a.EventID) == aws.ToString(b.EventID) &&
+		aws.ToString(a.Dynamodb.SequenceNumber) == aws.ToString(b.Dynamodb.SequenceNumber)
+}
+
+// invoke calls the handler as the Lambda runtime does: a panic is a failed invocation.
+func (p *Poller) invoke(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return p.Handler(ctx, ev)
+}
+
+// handled returns how many leading records of ev the response lets the position move
+// past: all of them, or those before the earliest failure reported. Like Lambda, it
+// treats a reported identifier that names no record of the batch as a failure of the
+// whole batch.
+func handled(ev events.DynamoDBEvent, resp events.DynamoDBEventResponse) int {
+	done := len(ev.Records)
+	for _, f := range resp.BatchItemFailures {
+		i := indexOf(ev, f.ItemIdentifier)
+		if i < 0 {
+			return 0
+		}
+		done = min(done, i)
+	}
+	return done
+}
+
+func indexOf(ev events.DynamoDBEvent, sequenceNumber string) int {
+	for i, r := range ev.Records {
+		if sequenceNumber != "" && r.Change.SequenceNumber == sequenceNumber {
+			return i
+		}
+	}
+	return -1
+}
