@@ -7,7 +7,7 @@ MOTO_VERSION := 5.2.1
 VENV := .venv
 PKGS := ./...
 
-FUNCTIONS := command
+FUNCTIONS := command process
 # Lambda binaries: static, no RPC mode, stripped; provided.al2023 on arm64.
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath

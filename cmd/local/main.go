@@ -1,10 +1,12 @@
 // Local runs the service on this machine with no AWS account and no Docker: it starts
-// moto's server (unless AWS_ENDPOINT_URL points elsewhere), creates the tables, and
-// serves the HTTP API on 127.0.0.1:$PORT through the same handler the command Lambda
-// runs. Ctrl-C stops everything it started.
+// moto's server (unless AWS_ENDPOINT_URL points elsewhere), creates the tables, serves
+// the HTTP API on 127.0.0.1:$PORT through the same handler the command Lambda runs,
+// and feeds the Events table's stream to the rental-payment process as Lambda's event
+// source mapping would. Ctrl-C stops everything it started.
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PAYMENT_WEBHOOK_SECRET
-// (a documented local default), LOG_FORMAT (text, or json), AWS_ENDPOINT_URL.
+// (a documented local default), RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY,
+// LOG_FORMAT (text, or json), AWS_ENDPOINT_URL.
 package main
 
 import (
@@ -15,12 +17,15 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/stream"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -73,14 +78,38 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := schema.Create(ctx, dynamodb.NewFromConfig(cfg), schema.Events(getenv(wiring.EnvEventsTable))); err != nil {
+	db := dynamodb.NewFromConfig(cfg)
+	table := getenv(wiring.EnvEventsTable)
+	if err := schema.Create(ctx, db, schema.Events(table)); err != nil {
 		return err
 	}
-	handler, err := wiring.CommandAPI(ctx, cfg, getenv, logger)
+	service, err := wiring.Build(ctx, cfg, getenv, logger)
 	if err != nil {
 		return err
 	}
+	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return err
+	}
+	process := &stream.Poller{
+		Client:    dynamodbstreams.NewFromConfig(cfg),
+		StreamARN: aws.ToString(desc.Table.LatestStreamArn),
+		Logger:    logger,
+		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+			return stream.HandleBatch(ctx, ev, service.Process.Handle, logger.With("function", "process")), nil
+		},
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- process.Run(ctx, 0) }()
 	addr := "127.0.0.1:" + getenv("PORT")
+	go func() { errs <- local.Serve(ctx, addr, local.Gateway{Handler: service.API.Handle}) }()
 	fmt.Printf("API: http://%s   (Ctrl-C stops everything)\n", addr)
-	return local.Serve(ctx, addr, local.Gateway{Handler: handler.Handle})
+	err = <-errs
+	cancel()
+	if err2 := <-errs; err == nil {
+		err = err2
+	}
+	return err
 }

@@ -22,10 +22,10 @@ func main() {
 		logger.Error("start-up failed", "error", err)
 		os.Exit(1)
 	}
-	handler, err := wiring.CommandAPI(ctx, cfg, os.Getenv, logger)
+	service, err := wiring.Build(ctx, cfg, os.Getenv, logger)
 	if err != nil {
 		logger.Error("start-up failed", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(handler.Handle)
+	lambda.Start(service.API.Handle)
 }

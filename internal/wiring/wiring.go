@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -30,7 +33,17 @@ const (
 	EnvWebhookSecretID = "PAYMENT_WEBHOOK_SECRET_ID"
 	// EnvWebhookSecret is the webhook secret itself, for local runs and tests.
 	EnvWebhookSecret = "PAYMENT_WEBHOOK_SECRET"
+	// EnvRecordingMode selects how the rental-payment process records its events:
+	// "append" (the default) or "command".
+	EnvRecordingMode = "RECORDING_MODE"
+	// EnvRentalPrice is what a rental costs, in minor units (cents); 1500 by default.
+	EnvRentalPrice = "RENTAL_PRICE_CENTS"
+	// EnvRentalCurrency is the ISO 4217 currency of the price; EUR by default.
+	EnvRentalCurrency = "RENTAL_CURRENCY"
 )
+
+// DefaultPrice is the price of a rental when none is configured.
+var DefaultPrice = rentalpayment.Price{Amount: 1500, Currency: "EUR"}
 
 // Getenv reads one environment variable; os.Getenv is one.
 type Getenv func(string) string
@@ -94,8 +107,37 @@ func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv Getenv) (
 	return v, nil
 }
 
-// CommandAPI builds the HTTP API of the command function.
-func CommandAPI(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger) (*api.API, error) {
+// Process builds the rental-payment process on store, sending its commands through
+// commands, configured by RECORDING_MODE, RENTAL_PRICE_CENTS and RENTAL_CURRENCY.
+func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, logger *slog.Logger) (*rentalpayment.Process, error) {
+	mode, err := rentalpayment.ParseRecordingMode(getenv(EnvRecordingMode))
+	if err != nil {
+		return nil, fmt.Errorf("wiring: %s: %w", EnvRecordingMode, err)
+	}
+	price := DefaultPrice
+	if v := getenv(EnvRentalPrice); v != "" {
+		if price.Amount, err = strconv.ParseInt(v, 10, 64); err != nil || price.Amount <= 0 {
+			return nil, fmt.Errorf("wiring: %s=%q: want a positive whole number of cents", EnvRentalPrice, v)
+		}
+	}
+	if v := getenv(EnvRentalCurrency); v != "" {
+		price.Currency = v
+	}
+	return rentalpayment.New(rentalpayment.Config{
+		Store: store, Commands: commands, Mode: mode, Price: price, Logger: logger,
+	})
+}
+
+// Service is the service's parts, wired together.
+type Service struct {
+	Store    *dynamo.Store
+	Commands *command.Handler
+	Process  *rentalpayment.Process
+	API      *api.API
+}
+
+// Build wires every part from the environment.
+func Build(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger) (*Service, error) {
 	store, err := EventStore(cfg, getenv)
 	if err != nil {
 		return nil, err
@@ -104,9 +146,20 @@ func CommandAPI(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog
 	if err != nil {
 		return nil, err
 	}
-	return api.New(api.Config{
-		Commands: command.New(store),
-		Webhook:  verifier,
-		Logger:   logger,
-	}), nil
+	commands := command.New(store)
+	process, err := Process(store, commands, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		Store:    store,
+		Commands: commands,
+		Process:  process,
+		API: api.New(api.Config{
+			Commands:  commands,
+			Webhook:   verifier,
+			Canceller: process,
+			Logger:    logger,
+		}),
+	}, nil
 }
