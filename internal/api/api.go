@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/webhook"
@@ -30,6 +31,11 @@ type Canceller interface {
 	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error)
 }
 
+// PendingLister lists outstanding payments, oldest first; *deadline.Projection is one.
+type PendingLister interface {
+	List(ctx context.Context, limit int) ([]deadline.Pending, error)
+}
+
 // Config is what the API needs.
 type Config struct {
 	Commands *command.Handler
@@ -37,7 +43,9 @@ type Config struct {
 	Webhook *webhook.Verifier
 	// Canceller handles cancel-payment; while nil that route answers 501.
 	Canceller Canceller
-	Logger    *slog.Logger
+	// Pending lists outstanding payments; while nil GET /payments/pending answers 501.
+	Pending PendingLister
+	Logger  *slog.Logger
 	// Now is the clock the webhook signatures are checked against.
 	Now func() time.Time
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 	"unicode"
 
 	"github.com/bikerental/bikerental/internal/command"
@@ -282,6 +284,48 @@ func (a *API) rejectPayment(r *request) response {
 	return jsonResponse(http.StatusOK, PaymentView{PaymentReference: ref, Status: string(res.State.Status)})
 }
 
+// Pending-payment listing limits.
+const (
+	DefaultPendingLimit = 100
+	MaxPendingLimit     = 1000
+)
+
+// PendingPayment is one outstanding payment in GET /payments/pending.
+type PendingPayment struct {
+	PaymentReference string    `json:"paymentReference"`
+	RentalID         string    `json:"rentalId"`
+	PreparedAt       time.Time `json:"preparedAt"`
+	AgeSeconds       int64     `json:"ageSeconds"`
+}
+
+// PendingPayments is the answer to GET /payments/pending.
+type PendingPayments struct {
+	Payments []PendingPayment `json:"payments"`
+	Count    int              `json:"count"`
+	Limit    int              `json:"limit"`
+}
+
 func (a *API) pendingPayments(r *request) response {
-	return problem(http.StatusNotImplemented, "about:blank", "the pending-payment projection is not available in this deployment")
+	limit := DefaultPendingLimit
+	if v, ok := r.raw.QueryStringParameters["limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxPendingLimit {
+			return invalid(InvalidParam{Name: "limit", Reason: fmt.Sprintf("a whole number from 1 to %d", MaxPendingLimit)})
+		}
+		limit = n
+	}
+	if a.cfg.Pending == nil {
+		return problem(http.StatusNotImplemented, "about:blank", "the pending-payment projection is not available in this deployment")
+	}
+	rows, err := a.cfg.Pending.List(r.ctx, limit)
+	if err != nil {
+		return errorResponse(err)
+	}
+	now := a.cfg.Now()
+	out := PendingPayments{Payments: make([]PendingPayment, len(rows)), Count: len(rows), Limit: limit}
+	for i, row := range rows {
+		out.Payments[i] = PendingPayment{PaymentReference: row.Reference, RentalID: row.RentalID, PreparedAt: row.PreparedAt,
+			AgeSeconds: int64(now.Sub(row.PreparedAt).Seconds())}
+	}
+	return jsonResponse(http.StatusOK, out)
 }

@@ -49,6 +49,74 @@ func Events(name string) *dynamodb.CreateTableInput {
 	}
 }
 
+// Attribute names of the PendingPayments table: one item per payment reference, an
+// outstanding payment while it has a due shard, a settled marker once it has not.
+const (
+	PendingReference    = "reference"    // partition key (S): the payment reference
+	PendingRentalID     = "rentalId"     // S
+	PendingPreparedAt   = "preparedAtMs" // N: when PaymentPrepared was recorded, Unix milliseconds
+	PendingDueShard     = "dueShard"     // S: the index's write shard; removed on settlement
+	PendingVersion      = "version"      // N: payment stream version of the last event applied
+	PendingSettled      = "settled"      // S: how the payment settled, on markers only
+	PendingExpiresAt    = "expiresAt"    // N: Unix seconds when DynamoDB TTL deletes a marker
+	PendingByPreparedAt = "ByPreparedAt" // the index: outstanding rows by shard, oldest first
+)
+
+// PendingPayments returns the definition of the PendingPayments table named name: the
+// projection of outstanding payments the sweep reads. Its global secondary index holds
+// only outstanding rows (the due shard is removed on settlement, so the index is
+// sparse), ordered by preparedAt within each write shard, and projects only keys: the
+// sweep needs the reference and the time, nothing else.
+func PendingPayments(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(PendingReference), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(PendingDueShard), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(PendingPreparedAt), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(PendingReference), KeyType: types.KeyTypeHash},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(PendingByPreparedAt),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(PendingDueShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(PendingPreparedAt), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}},
+	}
+}
+
+// PendingPaymentsTTL is the TTL setting of the PendingPayments table.
+func PendingPaymentsTTL(name string) *dynamodb.UpdateTimeToLiveInput {
+	return &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(PendingExpiresAt),
+			Enabled:       aws.Bool(true),
+		},
+	}
+}
+
+// CreatePendingPayments creates the PendingPayments table, waits for it and turns on
+// TTL for its settled markers. Safe to call on every start.
+func CreatePendingPayments(ctx context.Context, client *dynamodb.Client, name string) error {
+	if err := Create(ctx, client, PendingPayments(name)); err != nil {
+		return err
+	}
+	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+	if err == nil && out.TimeToLiveDescription != nil && out.TimeToLiveDescription.TimeToLiveStatus == types.TimeToLiveStatusEnabled {
+		return nil
+	}
+	if _, err := client.UpdateTimeToLive(ctx, PendingPaymentsTTL(name)); err != nil {
+		return fmt.Errorf("enable TTL on %s: %w", name, err)
+	}
+	return nil
+}
+
 // Create creates the table that def describes and waits until it is active. A table
 // of that name that already exists is left as it is and is not an error, so Create
 // is safe to call on every start.

@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
@@ -40,6 +43,17 @@ const (
 	EnvRentalPrice = "RENTAL_PRICE_CENTS"
 	// EnvRentalCurrency is the ISO 4217 currency of the price; EUR by default.
 	EnvRentalCurrency = "RENTAL_CURRENCY"
+	// EnvPendingTable names the PendingPayments table. Optional for the command
+	// function (GET /payments/pending answers 501 without it).
+	EnvPendingTable = "PENDING_TABLE"
+	// EnvPendingShards is the number of write shards of the pending index (4).
+	EnvPendingShards = "PENDING_SHARDS"
+	// EnvMarkerTTL is how long a settled payment's marker is kept (72h).
+	EnvMarkerTTL = "SETTLED_MARKER_TTL"
+	// EnvPaymentTimeout is how long a payment may stay outstanding (15m).
+	EnvPaymentTimeout = "PAYMENT_TIMEOUT"
+	// EnvSweepConcurrency is how many cancellations a sweep sends at once (8).
+	EnvSweepConcurrency = "SWEEP_CONCURRENCY"
 )
 
 // DefaultPrice is the price of a rental when none is configured.
@@ -128,21 +142,81 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 	})
 }
 
-// Service is the service's parts, wired together.
-type Service struct {
-	Store    *dynamo.Store
-	Commands *command.Handler
-	Process  *rentalpayment.Process
-	API      *api.API
-}
-
-// Build wires every part from the environment.
-func Build(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger) (*Service, error) {
-	store, err := EventStore(cfg, getenv)
+// Projection returns the PendingPayments projection named by PENDING_TABLE, or nil
+// if it is not set.
+func Projection(cfg aws.Config, getenv Getenv) (*deadline.Projection, error) {
+	table := getenv(EnvPendingTable)
+	if table == "" {
+		return nil, nil
+	}
+	shards, err := intSetting(getenv, EnvPendingShards, deadline.DefaultShards)
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := WebhookVerifier(ctx, secretsmanager.NewFromConfig(cfg), getenv)
+	ttl, err := durationSetting(getenv, EnvMarkerTTL, deadline.DefaultMarkerTTL)
+	if err != nil {
+		return nil, err
+	}
+	p, err := deadline.NewProjection(dynamodb.NewFromConfig(cfg), table, shards, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("wiring: %w", err)
+	}
+	return p, nil
+}
+
+// Sweeper returns the sweep over projection, sending its commands to process,
+// configured by PAYMENT_TIMEOUT and SWEEP_CONCURRENCY.
+func Sweeper(projection *deadline.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics io.Writer) (*deadline.Sweeper, error) {
+	timeout, err := durationSetting(getenv, EnvPaymentTimeout, deadline.DefaultTimeout)
+	if err != nil {
+		return nil, err
+	}
+	concurrency, err := intSetting(getenv, EnvSweepConcurrency, deadline.DefaultConcurrency)
+	if err != nil {
+		return nil, err
+	}
+	return &deadline.Sweeper{Projection: projection, Canceller: process, Timeout: timeout, Concurrency: concurrency, Logger: logger, Metrics: metrics}, nil
+}
+
+func intSetting(getenv Getenv, name string, def int) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("wiring: %s=%q: want a positive whole number", name, v)
+	}
+	return n, nil
+}
+
+func durationSetting(getenv Getenv, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("wiring: %s=%q: want a positive duration such as 15m or 90s", name, v)
+	}
+	return d, nil
+}
+
+// Service is the service's parts, wired together. Projection is nil when
+// PENDING_TABLE is not set; API is nil when built by Core.
+type Service struct {
+	Store      *dynamo.Store
+	Commands   *command.Handler
+	Process    *rentalpayment.Process
+	Projection *deadline.Projection
+	API        *api.API
+}
+
+// Core wires the parts every function shares: the event store, the command handler,
+// the rental-payment process and (when PENDING_TABLE is set) the projection. It
+// needs no secret.
+func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger) (*Service, error) {
+	store, err := EventStore(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -151,15 +225,27 @@ func Build(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	return &Service{
-		Store:    store,
-		Commands: commands,
-		Process:  process,
-		API: api.New(api.Config{
-			Commands:  commands,
-			Webhook:   verifier,
-			Canceller: process,
-			Logger:    logger,
-		}),
-	}, nil
+	projection, err := Projection(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{Store: store, Commands: commands, Process: process, Projection: projection}, nil
+}
+
+// Build wires every part, the HTTP API included, which needs the webhook secret.
+func Build(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger) (*Service, error) {
+	s, err := Core(cfg, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := WebhookVerifier(ctx, secretsmanager.NewFromConfig(cfg), getenv)
+	if err != nil {
+		return nil, err
+	}
+	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger}
+	if s.Projection != nil {
+		apiCfg.Pending = s.Projection
+	}
+	s.API = api.New(apiCfg)
+	return s, nil
 }

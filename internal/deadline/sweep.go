@@ -1,0 +1,230 @@
+package deadline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+)
+
+// Canceller sends CancelRentalPayment; *rentalpayment.Process is one.
+type Canceller interface {
+	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error)
+}
+
+// Defaults of the sweep's settings.
+const (
+	DefaultTimeout     = 15 * time.Minute
+	DefaultConcurrency = 8
+	// DefaultMargin is how long before its deadline a sweep stops starting work,
+	// leaving the rest to the next run.
+	DefaultMargin = 3 * time.Second
+)
+
+// Sweeper finds overdue payments and asks the process to give up on them. It only
+// reads the projection and sends commands: it holds no state and writes nothing, so
+// two sweeps may run at once (each command is safe to send twice).
+type Sweeper struct {
+	Projection  *Projection
+	Canceller   Canceller
+	Timeout     time.Duration // how long a payment may stay outstanding
+	Concurrency int           // commands in flight at once
+	Margin      time.Duration // stop this long before ctx's deadline
+	Logger      *slog.Logger
+	// Metrics receives one CloudWatch Embedded Metric Format document per sweep;
+	// nil sends none.
+	Metrics io.Writer
+}
+
+// Summary is what one sweep did.
+type Summary struct {
+	Now         time.Time `json:"now"`
+	Cutoff      time.Time `json:"cutoff"`
+	Found       int       `json:"found"`
+	Cancelled   int       `json:"cancelled"`
+	Declined    int       `json:"declined"`
+	NothingToDo int       `json:"nothingToDo"`
+	Failed      int       `json:"failed"`
+	// ItemsRead is how many items DynamoDB read for the sweep's queries.
+	ItemsRead int `json:"itemsRead"`
+	// OldestOverdue is how long past its deadline the oldest overdue payment was.
+	OldestOverdue time.Duration `json:"oldestOverdueMs"`
+	// Incomplete reports a sweep that stopped early for its deadline.
+	Incomplete bool `json:"incomplete"`
+}
+
+// Sweep finds every payment prepared before now minus the timeout by querying each
+// shard of the index (never scanning, never filtering in memory) and sends
+// CancelRentalPayment for each, with bounded concurrency. now is an argument so that
+// callers and tests decide it. A failed command is counted and logged, never
+// retried here: the row stays, and the next sweep finds it again. If ctx's deadline
+// comes within the margin, the sweep stops starting work, reports Incomplete, and
+// leaves the rest to the next run. The error reports queries that failed.
+func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
+	timeout, concurrency, margin := s.Timeout, s.Concurrency, s.Margin
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if concurrency <= 0 {
+		concurrency = DefaultConcurrency
+	}
+	if margin <= 0 {
+		margin = DefaultMargin
+	}
+	logger := s.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	sum := Summary{Now: now.UTC(), Cutoff: now.Add(-timeout).UTC()}
+
+	work, stop := context.WithCancel(ctx)
+	defer stop()
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		work, cancel = context.WithDeadline(work, deadline.Add(-margin))
+		defer cancel()
+	}
+
+	var mu sync.Mutex
+	rows := make(chan Pending)
+	var queries sync.WaitGroup
+	var queryErrs []error
+	for shard := range s.Projection.shards {
+		queries.Add(1)
+		go func() {
+			defer queries.Done()
+			read, err := s.Projection.query(work, strconv.Itoa(shard), sum.Cutoff, 0, func(page []Pending) bool {
+				for _, row := range page {
+					select {
+					case rows <- row:
+					case <-work.Done():
+						return false
+					}
+				}
+				return true
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			sum.ItemsRead += read
+			if err != nil && work.Err() == nil {
+				queryErrs = append(queryErrs, err)
+			}
+		}()
+	}
+	go func() { queries.Wait(); close(rows) }()
+
+	meta := command.Meta{CausationID: "sweep:" + sum.Now.Format(time.RFC3339Nano)}
+	var workers sync.WaitGroup
+	for range concurrency {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for row := range rows {
+				mu.Lock()
+				sum.Found++
+				if overdue := sum.Cutoff.Sub(row.PreparedAt); overdue > sum.OldestOverdue {
+					sum.OldestOverdue = overdue
+				}
+				mu.Unlock()
+				if work.Err() != nil {
+					continue // out of time: the next sweep finds the row again
+				}
+				outcome, err := s.Canceller.CancelRentalPayment(work, row.RentalID, meta)
+				mu.Lock()
+				switch {
+				case err != nil:
+					sum.Failed++
+					logger.LogAttrs(ctx, slog.LevelError, "sweep: cancel failed",
+						slog.String("rentalId", row.RentalID), slog.String("error", err.Error()))
+				case outcome == rentalpayment.OutcomeCancelled:
+					sum.Cancelled++
+				case outcome == rentalpayment.OutcomeDeclined:
+					sum.Declined++
+				default:
+					sum.NothingToDo++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	workers.Wait()
+	sum.Incomplete = work.Err() != nil && ctx.Err() == nil
+	err := errors.Join(queryErrs...)
+	s.report(ctx, logger, sum, err)
+	return sum, err
+}
+
+func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, err error) {
+	attrs := []slog.Attr{
+		slog.Time("now", sum.Now), slog.Time("cutoff", sum.Cutoff),
+		slog.Int("found", sum.Found), slog.Int("cancelled", sum.Cancelled), slog.Int("declined", sum.Declined),
+		slog.Int("nothingToDo", sum.NothingToDo), slog.Int("failed", sum.Failed), slog.Int("itemsRead", sum.ItemsRead),
+		slog.Int64("oldestOverdueMs", sum.OldestOverdue.Milliseconds()), slog.Bool("incomplete", sum.Incomplete),
+	}
+	level := slog.LevelInfo
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+		level = slog.LevelError
+	} else if sum.Failed > 0 || sum.Incomplete {
+		level = slog.LevelWarn
+	}
+	logger.LogAttrs(ctx, level, "sweep", attrs...)
+	if s.Metrics != nil {
+		if b, err := EMF(sum); err == nil {
+			s.Metrics.Write(append(b, '\n'))
+		}
+	}
+}
+
+// MetricsNamespace is the CloudWatch namespace of the sweep's metrics.
+const MetricsNamespace = "BikeRental/Sweep"
+
+// EMF renders a summary as a CloudWatch Embedded Metric Format document: written to
+// a Lambda function's standard output, it becomes metrics without any API call.
+func EMF(sum Summary) ([]byte, error) {
+	counts := []struct {
+		name  string
+		value int64
+		unit  string
+	}{
+		{"Found", int64(sum.Found), "Count"},
+		{"Cancelled", int64(sum.Cancelled), "Count"},
+		{"Declined", int64(sum.Declined), "Count"},
+		{"NothingToDo", int64(sum.NothingToDo), "Count"},
+		{"Failed", int64(sum.Failed), "Count"},
+		{"ItemsRead", int64(sum.ItemsRead), "Count"},
+		{"OldestOverdue", sum.OldestOverdue.Milliseconds(), "Milliseconds"},
+	}
+	doc := map[string]any{"Service": "bikerental"}
+	var metrics []map[string]string
+	for _, c := range counts {
+		doc[c.name] = c.value
+		metrics = append(metrics, map[string]string{"Name": c.name, "Unit": c.unit})
+	}
+	doc["_aws"] = map[string]any{
+		"Timestamp": sum.Now.UnixMilli(),
+		"CloudWatchMetrics": []map[string]any{{
+			"Namespace":  MetricsNamespace,
+			"Dimensions": [][]string{{"Service"}},
+			"Metrics":    metrics,
+		}},
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("deadline: metrics: %w", err)
+	}
+	return b, nil
+}
+
+func sortByPreparedAt(rows []Pending) {
+	slices.SortStableFunc(rows, func(a, b Pending) int { return a.PreparedAt.Compare(b.PreparedAt) })
+}
