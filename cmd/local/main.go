@@ -1,12 +1,15 @@
 // Local runs the service on this machine with no AWS account and no Docker: it starts
 // moto's server (unless AWS_ENDPOINT_URL points elsewhere), creates the tables, serves
 // the HTTP API on 127.0.0.1:$PORT through the same handler the command Lambda runs,
-// and feeds the Events table's stream to the rental-payment process as Lambda's event
-// source mapping would. Ctrl-C stops everything it started.
+// feeds the Events table's stream to the rental-payment process and to the projector
+// as Lambda's event source mappings would (one poller each, with its own position),
+// and runs the sweep every SWEEP_INTERVAL with the scheduled time as its input, as
+// EventBridge Scheduler would. Ctrl-C stops everything it started.
 //
-// Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PAYMENT_WEBHOOK_SECRET
-// (a documented local default), RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY,
-// LOG_FORMAT (text, or json), AWS_ENDPOINT_URL.
+// Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
+// (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
+// PAYMENT_TIMEOUT (15m), SWEEP_INTERVAL (5s), RECORDING_MODE, RENTAL_PRICE_CENTS,
+// RENTAL_CURRENCY, PENDING_SHARDS, LOG_FORMAT (text, or json), AWS_ENDPOINT_URL.
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +45,8 @@ func main() {
 var defaults = map[string]string{
 	"PORT":                  "3000",
 	wiring.EnvEventsTable:   "bikerental-events",
+	wiring.EnvPendingTable:  "bikerental-pending",
+	"SWEEP_INTERVAL":        "5s",
 	wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
 	"LOG_FORMAT":            "text",
 }
@@ -83,6 +89,9 @@ func run(ctx context.Context) error {
 	if err := schema.Create(ctx, db, schema.Events(table)); err != nil {
 		return err
 	}
+	if err := schema.CreatePendingPayments(ctx, db, getenv(wiring.EnvPendingTable)); err != nil {
+		return err
+	}
 	service, err := wiring.Build(ctx, cfg, getenv, logger)
 	if err != nil {
 		return err
@@ -91,25 +100,45 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	process := &stream.Poller{
-		Client:    dynamodbstreams.NewFromConfig(cfg),
-		StreamARN: aws.ToString(desc.Table.LatestStreamArn),
-		Logger:    logger,
-		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-			return stream.HandleBatch(ctx, ev, service.Process.Handle, logger.With("function", "process")), nil
-		},
+	interval, err := time.ParseDuration(getenv("SWEEP_INTERVAL"))
+	if err != nil || interval <= 0 {
+		return fmt.Errorf("SWEEP_INTERVAL=%q: want a positive duration such as 5s", getenv("SWEEP_INTERVAL"))
+	}
+	sweeper, err := wiring.Sweeper(service.Projection, service.Process, getenv, logger.With("function", "sweep"), nil)
+	if err != nil {
+		return err
+	}
+	streams := dynamodbstreams.NewFromConfig(cfg)
+	consumer := func(name string, h stream.Handler) *stream.Poller {
+		log := logger.With("function", name)
+		return &stream.Poller{
+			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: log,
+			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+				return stream.HandleBatch(ctx, ev, h, log), nil
+			},
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 2)
-	go func() { errs <- process.Run(ctx, 0) }()
 	addr := "127.0.0.1:" + getenv("PORT")
-	go func() { errs <- local.Serve(ctx, addr, local.Gateway{Handler: service.API.Handle}) }()
-	fmt.Printf("API: http://%s   (Ctrl-C stops everything)\n", addr)
+	tasks := []func() error{
+		func() error { return consumer("process", service.Process.Handle).Run(ctx, 0) },
+		func() error { return consumer("projector", service.Projection.Apply).Run(ctx, 0) },
+		func() error { return local.Schedule(ctx, interval, sweeper.Sweep) },
+		func() error { return local.Serve(ctx, addr, local.Gateway{Handler: service.API.Handle}) },
+	}
+	errs := make(chan error, len(tasks))
+	for _, task := range tasks {
+		go func() { errs <- task() }()
+	}
+	fmt.Printf("API: http://%s   sweep every %s, payment timeout %s   (Ctrl-C stops everything)\n",
+		addr, interval, sweeper.Timeout)
 	err = <-errs
 	cancel()
-	if err2 := <-errs; err == nil {
-		err = err2
+	for range len(tasks) - 1 {
+		if err2 := <-errs; err == nil {
+			err = err2
+		}
 	}
 	return err
 }
