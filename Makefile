@@ -7,12 +7,12 @@ MOTO_VERSION := 5.2.1
 VENV := .venv
 PKGS := ./...
 
-FUNCTIONS := command process
+FUNCTIONS := command process projector sweep
 # Lambda binaries: static, no RPC mode, stripped; provided.al2023 on arm64.
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help run test lint vet fmt bench build moto clean
+.PHONY: help run test lint vet fmt bench bench-sweep build moto clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -41,6 +41,9 @@ build: ## build every Lambda function into bin/<function>/bootstrap (linux/arm64
 		echo "build functions/$$f"; \
 		$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
+
+bench-sweep: moto ## items one sweep reads vs a scan (SWEEP_BENCH_SIZES=1000,10000,100000 for more)
+	$(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 3x -timeout 60m ./internal/deadline/
 
 # moto: make sure a moto_server is available: on PATH (as on the project's machines),
 # or installed here into $(VENV) from PyPI at the pinned version.

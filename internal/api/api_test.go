@@ -17,6 +17,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
@@ -475,7 +476,7 @@ func (f *fakeCanceller) CancelRentalPayment(_ context.Context, rentalID string, 
 func TestCancelPayment(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
 	h.expect(http.MethodPost, "/rentals/b1_AAAAAAAAAAAAAAAAAAAAAA/cancel-payment", "", nil, http.StatusNotImplemented)
-	h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusNotImplemented)
+	h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusNotImplemented) // no projection configured
 
 	for _, outcome := range []rentalpayment.Outcome{rentalpayment.OutcomeCancelled, rentalpayment.OutcomeDeclined, rentalpayment.OutcomeNothingToDo} {
 		fake := &fakeCanceller{outcome: outcome}
@@ -597,6 +598,46 @@ func TestHandleNeverPanics(t *testing.T) {
 		resp, err := h.api.Handle(context.Background(), req)
 		if err != nil || resp.StatusCode < 400 || resp.Headers["X-Request-Id"] == "" {
 			t.Errorf("request %+v: %d %v, want a 4xx with a request id", req, resp.StatusCode, err)
+		}
+	}
+}
+
+type fakePending struct {
+	rows   []deadline.Pending
+	limits []int
+}
+
+func (f *fakePending) List(_ context.Context, limit int) ([]deadline.Pending, error) {
+	f.limits = append(f.limits, limit)
+	if len(f.rows) > limit {
+		return f.rows[:limit], nil
+	}
+	return f.rows, nil
+}
+
+func TestPendingPayments(t *testing.T) {
+	h := newHarness(t, eventstore.NewMemory(), nil)
+	fake := &fakePending{rows: []deadline.Pending{
+		{Reference: "rp_b1_AAAAAAAAAAAAAAAAAAAAAA", RentalID: "b1_AAAAAAAAAAAAAAAAAAAAAA", PreparedAt: h.now.Add(-20 * time.Minute)},
+		{Reference: "rp_b2_AAAAAAAAAAAAAAAAAAAAAA", RentalID: "b2_AAAAAAAAAAAAAAAAAAAAAA", PreparedAt: h.now.Add(-time.Minute)},
+	}}
+	h.api = api.New(api.Config{Commands: h.commands, Webhook: mustVerifier(t), Pending: fake, Now: func() time.Time { return h.now }})
+	r := h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusOK)
+	payments := r.body["payments"].([]any)
+	first := payments[0].(map[string]any)
+	if len(payments) != 2 || r.body["count"] != float64(2) || first["ageSeconds"] != float64(1200) || first["rentalId"] != "b1_AAAAAAAAAAAAAAAAAAAAAA" {
+		t.Errorf("pending: %s", r.raw)
+	}
+	req := events.APIGatewayV2HTTPRequest{RawPath: "/payments/pending", QueryStringParameters: map[string]string{"limit": "1"},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "q", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}}}
+	resp, _ := h.api.Handle(context.Background(), req)
+	if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"count":1`) || fake.limits[len(fake.limits)-1] != 1 {
+		t.Errorf("limit=1: %d %s", resp.StatusCode, resp.Body)
+	}
+	for _, bad := range []string{"0", "1001", "ten"} {
+		req.QueryStringParameters["limit"] = bad
+		if resp, _ := h.api.Handle(context.Background(), req); resp.StatusCode != 400 {
+			t.Errorf("limit=%s: %d, want 400", bad, resp.StatusCode)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/local"
@@ -50,6 +51,7 @@ type sample struct {
 	iam                             bool // an operator route: API Gateway has checked AWS_IAM
 	setup                           func(h *harness)
 	canceller                       api.Canceller
+	pending                         api.PendingLister
 	status                          int
 }
 
@@ -81,7 +83,8 @@ func samples() []sample {
 			body:    rejectBody,
 			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(rejectBody), sampleTime)},
 			setup:   prepared, status: 200},
-		{file: "pending-payments.json", method: "GET", route: "/payments/pending", path: "/payments/pending", iam: true, status: 501},
+		{file: "pending-payments.json", method: "GET", route: "/payments/pending", path: "/payments/pending", iam: true,
+			pending: &fakePending{rows: []deadline.Pending{{Reference: sampleRef, RentalID: sampleRental, PreparedAt: sampleTime.Add(-20 * time.Minute)}}}, status: 200},
 	}
 }
 
@@ -171,7 +174,7 @@ func TestSampleEvents(t *testing.T) {
 				t.Fatalf("%s is not an HTTP API event: %v", s.file, err)
 			}
 			h := newHarness(t, eventstore.NewMemory(), s.canceller)
-			h.api = api.New(api.Config{Commands: h.commands, Webhook: mustVerifier(t), Canceller: s.canceller, Now: func() time.Time { return sampleTime }})
+			h.api = api.New(api.Config{Commands: h.commands, Webhook: mustVerifier(t), Canceller: s.canceller, Pending: s.pending, Now: func() time.Time { return sampleTime }})
 			if s.setup != nil {
 				s.setup(h)
 			}

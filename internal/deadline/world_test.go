@@ -30,7 +30,7 @@ var ctx = context.Background()
 // fed from the Events table's real stream, as their Lambda functions are: a test that
 // sweeps acts on every overdue row it finds, so it must own its tables.
 type world struct {
-	t          *testing.T
+	t          testing.TB
 	client     *dynamodb.Client
 	store      *dynamo.Store
 	commands   *command.Handler
@@ -40,7 +40,7 @@ type world struct {
 	pollers    []*stream.Poller
 }
 
-func newWorld(t *testing.T, shards int) *world {
+func newWorld(t testing.TB, shards int) *world {
 	t.Helper()
 	client, eventsTable := emulatortest.EventsTable(t)
 	pending := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
