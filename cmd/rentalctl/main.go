@@ -1,0 +1,27 @@
+// Command rentalctl is the operator's tool for the bike rental service. Its one
+// command, rebuild-pending, rebuilds the PendingPayments projection from the Events
+// table while the sweep's schedule is paused. Run `rentalctl -h` for usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "rentalctl:", err)
+	if errors.Is(err, errUsage) {
+		os.Exit(2)
+	}
+	os.Exit(1)
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
+
+	"github.com/bikerental/bikerental/internal/emulator"
+	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
+	"github.com/bikerental/bikerental/internal/schema"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }
+
+// env is a test's environment, read through run's getenv.
+type env map[string]string
+
+func (e env) get(name string) string { return e[name] }
+
+// emulatorEnv points rentalctl at the emulator through the SDK's own variables.
+func emulatorEnv(w *rebuildtest.World, endpoint string) env {
+	return env{
+		"AWS_ENDPOINT_URL":      endpoint,
+		"AWS_REGION":            emulator.Region,
+		"AWS_ACCESS_KEY_ID":     "test",
+		"AWS_SECRET_ACCESS_KEY": "test",
+		"EVENTS_TABLE":          w.EventsTable,
+		"PENDING_TABLE":         w.PendingTable,
+		"PENDING_SHARDS":        "2",
+	}
+}
+
+func createSchedule(t *testing.T, client *scheduler.Client) string {
+	t.Helper()
+	name := rebuildtest.Name("sweep")
+	_, err := client.CreateSchedule(context.Background(), &scheduler.CreateScheduleInput{
+		Name:               aws.String(name),
+		ScheduleExpression: aws.String("rate(1 minute)"),
+		FlexibleTimeWindow: &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff},
+		Target: &types.Target{
+			Arn:     aws.String("arn:aws:lambda:us-east-1:000000000000:function:sweep"),
+			RoleArn: aws.String("arn:aws:iam::000000000000:role/sweep-scheduler"),
+		},
+		State: types.ScheduleStateEnabled,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		client.DeleteSchedule(context.Background(), &scheduler.DeleteScheduleInput{Name: aws.String(name)})
+	})
+	return name
+}
+
+func scheduleState(t *testing.T, client *scheduler.Client, name string) types.ScheduleState {
+	t.Helper()
+	out, err := client.GetSchedule(context.Background(), &scheduler.GetScheduleInput{Name: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.State
+}
+
+// world has one payment outstanding and one of each settlement.
+func world(t *testing.T) (*rebuildtest.World, []string) {
+	w := rebuildtest.NewWorld(t)
+	outstanding := []string{w.Rent("bike1", rebuildtest.Outstanding), w.Rent("bike2", rebuildtest.Outstanding)}
+	w.Rent("bike3", rebuildtest.Confirmed)
+	w.Rent("bike4", rebuildtest.Rejected)
+	w.Rent("bike5", rebuildtest.Cancelled)
+	slices.Sort(outstanding)
+	return w, outstanding
+}
+
+// observer is a proxy in front of the emulator that calls a function before it
+// passes on each Scan, one at a time, so that a test can see what state the schedule
+// was in while the rebuild listed the streams, or interrupt it at that point.
+type observer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	onScan func()
+}
+
+func newObserver(t *testing.T) *observer {
+	backend, err := url.Parse(emulatortest.Server(t).Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &observer{}
+	proxy := httputil.NewSingleHostReverseProxy(backend)
+	proxy.ErrorLog = log.New(io.Discard, "", 0) // interrupted requests are expected
+	o.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Amz-Target") == "DynamoDB_20120810.Scan" {
+			o.mu.Lock()
+			if o.onScan != nil {
+				o.onScan()
+			}
+			o.mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(o.Close)
+	return o
+}
+
+func (o *observer) whenScanning(f func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.onScan = f
+}
+
+func TestRebuildPendingPausesTheScheduleRebuildsAndResumes(t *testing.T) {
+	w, outstanding := world(t)
+	sched := scheduler.NewFromConfig(emulatortest.Config(t))
+	name := createSchedule(t, sched)
+	obs := newObserver(t)
+	var during []types.ScheduleState
+	obs.whenScanning(func() {
+		out, err := sched.GetSchedule(context.Background(), &scheduler.GetScheduleInput{Name: aws.String(name)})
+		if err != nil {
+			t.Errorf("get schedule during the rebuild: %v", err)
+			return
+		}
+		during = append(during, out.State)
+	})
+
+	e := emulatorEnv(w, obs.URL)
+	e["SWEEP_SCHEDULE_NAME"] = name
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"rebuild-pending"}, e.get, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+
+	if len(during) == 0 || slices.ContainsFunc(during, func(s types.ScheduleState) bool { return s != types.ScheduleStateDisabled }) {
+		t.Errorf("schedule while the streams were listed: %v, want DISABLED throughout", during)
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateEnabled {
+		t.Errorf("schedule is %s after the rebuild, want ENABLED", s)
+	}
+	if got := w.Pending(w.Projection(2)); !slices.Equal(got, outstanding) {
+		t.Errorf("pending %q, want the outstanding %q", got, outstanding)
+	}
+	if want := "5 payment streams, 8 records"; !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout %q does not report %q", stdout.String(), want)
+	}
+}
+
+func TestRebuildPendingResumesTheScheduleWhenInterrupted(t *testing.T) {
+	w, _ := world(t)
+	sched := scheduler.NewFromConfig(emulatortest.Config(t))
+	name := createSchedule(t, sched)
+	obs := newObserver(t)
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	obs.whenScanning(interrupt) // as Ctrl-C in the middle of the rebuild would
+
+	e := emulatorEnv(w, obs.URL)
+	e["SWEEP_SCHEDULE_NAME"] = name
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"rebuild-pending"}, e.get, &stdout, &stderr)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("run = %v, want the interruption\nstderr:\n%s", err, stderr.String())
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateEnabled {
+		t.Errorf("schedule is %s after the interrupted rebuild, want ENABLED", s)
+	}
+}
+
+func TestRebuildPendingResumesTheScheduleWhenTheRebuildFails(t *testing.T) {
+	w, _ := world(t)
+	// A table that exists but is not a PendingPayments table: every write fails.
+	w.PendingTable = emulatortest.CreateTable(t, w.Client, schema.Events, "notpending")
+	sched := scheduler.NewFromConfig(emulatortest.Config(t))
+	name := createSchedule(t, sched)
+
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"rebuild-pending", "-schedule-name", name, "-schedule-group", "default"}, e.get, &stdout, &stderr)
+	if err == nil {
+		t.Fatal("run succeeded writing to a table of the wrong shape")
+	}
+	if !strings.Contains(stderr.String(), "paused schedule") {
+		t.Errorf("the failure came before the schedule was paused: %v", err)
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateEnabled {
+		t.Errorf("schedule is %s after the failed rebuild, want ENABLED", s)
+	}
+}
+
+func TestRebuildPendingTouchesNothingWhenATableIsMissing(t *testing.T) {
+	w, _ := world(t)
+	sched := scheduler.NewFromConfig(emulatortest.Config(t))
+	name := createSchedule(t, sched)
+	counting := newObserver(t)
+	var scans int
+	counting.whenScanning(func() { scans++ })
+
+	e := emulatorEnv(w, counting.URL)
+	e["PENDING_TABLE"] = "no-such-table"
+	e["SWEEP_SCHEDULE_NAME"] = name
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"rebuild-pending"}, e.get, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "no-such-table") {
+		t.Fatalf("run = %v, want an error naming the missing table", err)
+	}
+	if strings.Contains(stderr.String(), "paused") || scans != 0 {
+		t.Errorf("went ahead without the table: %d scans, stderr %q", scans, stderr.String())
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateEnabled {
+		t.Errorf("schedule is %s, want it untouched", s)
+	}
+}
+
+func TestRebuildPendingWithoutAScheduleWarnsAndRebuilds(t *testing.T) {
+	w, outstanding := world(t)
+	var stdout, stderr bytes.Buffer
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	// Flags win over the environment.
+	e["EVENTS_TABLE"] = "no-such-table"
+	args := []string{"rebuild-pending", "-shards", "3", "-events-table", w.EventsTable}
+	if err := run(context.Background(), args, e.get, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "warning: no sweep schedule") {
+		t.Errorf("no warning about the unpaused sweep in %q", stderr.String())
+	}
+	if got := w.Pending(w.Projection(3)); !slices.Equal(got, outstanding) {
+		t.Errorf("pending %q, want %q", got, outstanding)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		env     env
+		wantErr error
+		stdout  string
+		stderr  string
+	}{
+		{name: "help", args: []string{"-h"}, stdout: "Usage: rentalctl <command>"},
+		{name: "help word", args: []string{"help"}, stdout: "rebuild-pending"},
+		{name: "no command", args: nil, wantErr: errUsage, stderr: "Usage: rentalctl <command>"},
+		{name: "unknown command", args: []string{"rebuild-everything"}, wantErr: errUsage, stderr: "Usage: rentalctl <command>"},
+		{name: "command help", args: []string{"rebuild-pending", "-h"}, stderr: "-schedule-name"},
+		{name: "unknown flag", args: []string{"rebuild-pending", "-bogus"}, wantErr: errUsage, stderr: "-pending-table"},
+		{name: "stray argument", args: []string{"rebuild-pending", "now"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
+		{name: "no events table", args: []string{"rebuild-pending"}, env: env{"PENDING_TABLE": "p"}, wantErr: errUsage},
+		{name: "no pending table", args: []string{"rebuild-pending", "-events-table", "e"}, wantErr: errUsage},
+		{name: "bad shards", args: []string{"rebuild-pending"}, env: env{"PENDING_SHARDS": "four"}, wantErr: errUsage},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env == nil {
+				c.env = env{}
+			}
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), c.args, c.env.get, &stdout, &stderr)
+			if !errors.Is(err, c.wantErr) || (c.wantErr == nil) != (err == nil) {
+				t.Fatalf("run = %v, want %v", err, c.wantErr)
+			}
+			if !strings.Contains(stdout.String(), c.stdout) {
+				t.Errorf("stdout %q, want it to contain %q", stdout.String(), c.stdout)
+			}
+			if !strings.Contains(stderr.String(), c.stderr) {
+				t.Errorf("stderr %q, want it to contain %q", stderr.String(), c.stderr)
+			}
+		})
+	}
+}

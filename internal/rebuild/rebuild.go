@@ -1,0 +1,148 @@
+// Package rebuild restores projections from the event store, for operators: it
+// replays every stream a projection is built from into it, and pauses the schedule
+// of whatever acts on the projection while it runs (a rebuilt row carries its
+// original time, so historical payments briefly look overdue).
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/payment"
+)
+
+// Source is what a rebuild reads: the ids of the streams to replay, and each
+// stream's records. *dynamo.Store is one.
+type Source interface {
+	// StreamIDs calls fn once for each stream whose id starts with prefix, never from
+	// two goroutines at once, reading with the given parallelism (segments), and
+	// stops with fn's first error.
+	StreamIDs(ctx context.Context, prefix string, segments int, fn func(streamID string) error) error
+	// Read returns a stream's records in version order, as eventstore.Store does.
+	Read(ctx context.Context, streamID string, fromVersion int64) ([]eventstore.Record, error)
+}
+
+// Projector applies one event record to a projection. Apply must be idempotent and
+// ignore records older than what the projection already holds, as
+// (*deadline.Projection).Apply does: a rebuild applies whatever is in the store, in
+// order, over whatever the projection holds already.
+type Projector interface {
+	Apply(ctx context.Context, r eventstore.Record) error
+}
+
+// Settings of a rebuild.
+const (
+	// Concurrency is how many streams a rebuild reads and applies at once.
+	Concurrency = 8
+	// ScanSegments is how many parallel segments list the streams.
+	ScanSegments = 4
+)
+
+// Result is what a rebuild did.
+type Result struct {
+	// Streams is how many streams were replayed to their end.
+	Streams int
+	// Records is how many records those streams held, every one applied.
+	Records int
+}
+
+// paymentStreams starts the id of every payment stream, and of nothing else.
+var paymentStreams = payment.StreamID("")
+
+// PendingPayments replays every payment stream of events into projection, the
+// PendingPayments table: it lists the streams, reads each one and applies its
+// records in version order, Concurrency streams at a time. It creates no table and
+// deletes no row; because Apply is idempotent and guarded by event versions, running
+// it again, after an interrupted run or over a projection the projector is writing
+// at the same time, is safe and ends in the same rows. The listing is a snapshot of
+// sorts, so events appended while it runs are the live projector's to apply: keep
+// the projector running during a rebuild.
+//
+// progress, if not nil, is called after each stream with the number of streams done
+// so far, never from two goroutines at once. On the first failure PendingPayments
+// stops and returns the error, naming the stream, with what it had done until then;
+// the projection then holds a partial replay, which a later run completes.
+func PendingPayments(ctx context.Context, events Source, projection Projector, progress func(done int)) (Result, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var (
+		mu     sync.Mutex // guards res and failed, and serializes progress
+		res    Result
+		failed error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed == nil {
+			failed = err
+			cancel(err)
+		}
+	}
+
+	ids := make(chan string)
+	var workers sync.WaitGroup
+	for range Concurrency {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for id := range ids {
+				if ctx.Err() != nil {
+					continue // drain: the lister stops once it sees the cancellation
+				}
+				n, err := replay(ctx, events, projection, id)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				mu.Lock()
+				res.Streams++
+				res.Records += n
+				if progress != nil && failed == nil {
+					progress(res.Streams)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	listErr := events.StreamIDs(ctx, paymentStreams, ScanSegments, func(id string) error {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		select {
+		case ids <- id:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	close(ids)
+	workers.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case failed != nil:
+		return res, failed
+	case listErr != nil:
+		return res, fmt.Errorf("rebuild: list payment streams: %w", listErr)
+	}
+	return res, nil
+}
+
+// replay applies one stream's records in version order and returns how many there
+// were.
+func replay(ctx context.Context, events Source, projection Projector, streamID string) (int, error) {
+	records, err := events.Read(ctx, streamID, 0)
+	if err != nil {
+		return 0, fmt.Errorf("rebuild: read stream %s: %w", streamID, err)
+	}
+	for _, r := range records {
+		if err := projection.Apply(ctx, r); err != nil {
+			return 0, fmt.Errorf("rebuild: apply %s version %d (%s): %w", streamID, r.Version, r.Type, err)
+		}
+	}
+	return len(records), nil
+}

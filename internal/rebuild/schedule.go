@@ -1,0 +1,104 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
+)
+
+// Scheduler is the part of the EventBridge Scheduler client Pause uses.
+// *scheduler.Client is one.
+type Scheduler interface {
+	GetSchedule(ctx context.Context, in *scheduler.GetScheduleInput, optFns ...func(*scheduler.Options)) (*scheduler.GetScheduleOutput, error)
+	UpdateSchedule(ctx context.Context, in *scheduler.UpdateScheduleInput, optFns ...func(*scheduler.Options)) (*scheduler.UpdateScheduleOutput, error)
+}
+
+var _ Scheduler = (*scheduler.Client)(nil)
+
+// Pause disables the EventBridge schedule name in group (the default group when
+// group is empty) and returns the function that restores it.
+//
+// UpdateSchedule replaces a schedule as a whole, resetting every field it is not
+// given, so Pause reads the schedule and writes it back with every field it read and
+// only its state changed. resume does the same again, reading the schedule afresh so
+// that a change made to it meanwhile (a deployment, say) is kept, and sets the state
+// it had before Pause. If the schedule was already disabled when paused, resume
+// leaves it disabled and calls nothing: the operator who disabled it decides when it
+// runs again. resume is safe to call more than once; give it a context that is still
+// live when the work it guards has been cancelled.
+//
+// On error nothing was changed and resume is nil.
+func Pause(ctx context.Context, client Scheduler, group, name string) (resume func(context.Context) error, err error) {
+	before, err := get(ctx, client, group, name)
+	if err != nil {
+		return nil, err
+	}
+	if before.State == types.ScheduleStateDisabled {
+		return func(context.Context) error { return nil }, nil
+	}
+	if err := put(ctx, client, group, name, before, types.ScheduleStateDisabled); err != nil {
+		return nil, err
+	}
+	state := before.State
+	if state == "" {
+		state = types.ScheduleStateEnabled // a schedule's default state
+	}
+	return func(ctx context.Context) error {
+		now, err := get(ctx, client, group, name)
+		if err != nil {
+			return err
+		}
+		return put(ctx, client, group, name, now, state)
+	}, nil
+}
+
+func get(ctx context.Context, client Scheduler, group, name string) (*scheduler.GetScheduleOutput, error) {
+	out, err := client.GetSchedule(ctx, &scheduler.GetScheduleInput{Name: aws.String(name), GroupName: optional(group)})
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: get schedule %s: %w", qualified(group, name), err)
+	}
+	return out, nil
+}
+
+// put writes s back with the given state and every other field as it was read.
+func put(ctx context.Context, client Scheduler, group, name string, s *scheduler.GetScheduleOutput, state types.ScheduleState) error {
+	groupName := s.GroupName
+	if groupName == nil {
+		groupName = optional(group)
+	}
+	_, err := client.UpdateSchedule(ctx, &scheduler.UpdateScheduleInput{
+		Name:                       aws.String(name),
+		GroupName:                  groupName,
+		ScheduleExpression:         s.ScheduleExpression,
+		FlexibleTimeWindow:         s.FlexibleTimeWindow,
+		Target:                     s.Target,
+		ActionAfterCompletion:      s.ActionAfterCompletion,
+		Description:                s.Description,
+		EndDate:                    s.EndDate,
+		KmsKeyArn:                  s.KmsKeyArn,
+		ScheduleExpressionTimezone: s.ScheduleExpressionTimezone,
+		StartDate:                  s.StartDate,
+		State:                      state,
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild: set schedule %s %s: %w", qualified(group, name), state, err)
+	}
+	return nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return aws.String(s)
+}
+
+func qualified(group, name string) string {
+	if group == "" {
+		group = "default"
+	}
+	return group + "/" + name
+}
