@@ -96,6 +96,10 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	projector, err := wiring.Projection(cfg, getenv) // the writer, with SETTLED_MARKER_TTL
+	if err != nil {
+		return err
+	}
 	desc, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		return err
@@ -123,7 +127,7 @@ func run(ctx context.Context) error {
 	addr := "127.0.0.1:" + getenv("PORT")
 	tasks := []func() error{
 		func() error { return consumer("process", service.Process.Handle).Run(ctx, 0) },
-		func() error { return consumer("projector", service.Projection.Apply).Run(ctx, 0) },
+		func() error { return consumer("projector", projector.Apply).Run(ctx, 0) },
 		func() error { return local.Schedule(ctx, interval, sweeper.Sweep) },
 		func() error { return local.Serve(ctx, addr, local.Gateway{Handler: service.API.Handle}) },
 	}

@@ -6,38 +6,6 @@
 // RENTAL_CURRENCY; see internal/wiring.
 package main
 
-import (
-	"context"
-	"log/slog"
-	"os"
+import "github.com/bikerental/bikerental/internal/wiring"
 
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/stream"
-	"github.com/bikerental/bikerental/internal/wiring"
-)
-
-func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	ctx := context.Background()
-	cfg, err := wiring.AWSConfig(ctx)
-	if err != nil {
-		logger.Error("start-up failed", "error", err)
-		os.Exit(1)
-	}
-	store, err := wiring.EventStore(cfg, os.Getenv)
-	if err != nil {
-		logger.Error("start-up failed", "error", err)
-		os.Exit(1)
-	}
-	process, err := wiring.Process(store, command.New(store), os.Getenv, logger)
-	if err != nil {
-		logger.Error("start-up failed", "error", err)
-		os.Exit(1)
-	}
-	lambda.Start(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		return stream.HandleBatch(ctx, ev, process.Handle, logger), nil
-	})
-}
+func main() { wiring.Run(wiring.ProcessFunction) }

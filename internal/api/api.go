@@ -65,24 +65,45 @@ func New(cfg Config) *API {
 		cfg.Now = time.Now
 	}
 	a := &API{cfg: cfg}
-	a.routes = []route{
-		{http.MethodPut, "/bikes/{bikeId}", a.registerBike},
-		{http.MethodGet, "/bikes/{bikeId}", a.getBike},
-		{http.MethodPost, "/bikes/{bikeId}/return", a.returnBike},
-		{http.MethodPost, "/rentals", a.requestBike},
-		{http.MethodGet, "/rentals/{rentalId}", a.getRental},
-		{http.MethodPost, "/rentals/{rentalId}/cancel-payment", a.cancelPayment},
-		{http.MethodPost, "/payments/{paymentReference}/confirm", a.confirmPayment},
-		{http.MethodPost, "/payments/{paymentReference}/reject", a.rejectPayment},
-		{http.MethodGet, "/payments/pending", a.pendingPayments},
-	}
+	a.routes = a.table()
 	return a
 }
 
+// Route is one route of the API. Operator routes must require AWS_IAM authorization
+// at the gateway; the others are for renters and for the payment provider, whose
+// webhooks are authenticated by their signature.
+type Route struct {
+	Method   string
+	Pattern  string
+	Operator bool
+}
+
 type route struct {
-	method  string
-	pattern string
-	handle  func(*request) response
+	Route
+	handle func(*request) response
+}
+
+func (a *API) table() []route {
+	return []route{
+		{Route{http.MethodPut, "/bikes/{bikeId}", true}, a.registerBike},
+		{Route{http.MethodGet, "/bikes/{bikeId}", false}, a.getBike},
+		{Route{http.MethodPost, "/bikes/{bikeId}/return", true}, a.returnBike},
+		{Route{http.MethodPost, "/rentals", false}, a.requestBike},
+		{Route{http.MethodGet, "/rentals/{rentalId}", false}, a.getRental},
+		{Route{http.MethodPost, "/rentals/{rentalId}/cancel-payment", true}, a.cancelPayment},
+		{Route{http.MethodPost, "/payments/{paymentReference}/confirm", false}, a.confirmPayment},
+		{Route{http.MethodPost, "/payments/{paymentReference}/reject", false}, a.rejectPayment},
+		{Route{http.MethodGet, "/payments/pending", true}, a.pendingPayments},
+	}
+}
+
+// Routes lists every route the API serves; template.yaml must declare the same.
+func Routes() []Route {
+	var out []Route
+	for _, r := range (&API{}).table() {
+		out = append(out, r.Route)
+	}
+	return out
 }
 
 // request is one API call being handled.
@@ -143,15 +164,15 @@ func (a *API) dispatch(r *request, method, path string, pattern *string) respons
 	segments := strings.Split(strings.Trim(path, "/"), "/")
 	var allowed []string
 	for _, rt := range a.routes {
-		params, ok := match(rt.pattern, segments)
+		params, ok := match(rt.Pattern, segments)
 		if !ok {
 			continue
 		}
-		if rt.method != method {
-			allowed = append(allowed, rt.method)
+		if rt.Method != method {
+			allowed = append(allowed, rt.Method)
 			continue
 		}
-		*pattern = rt.pattern
+		*pattern = rt.Pattern
 		r.params = params
 		body, failure := readBody(r.raw)
 		if failure != nil {

@@ -41,8 +41,10 @@ type Sweeper struct {
 	Margin      time.Duration // stop this long before ctx's deadline
 	Logger      *slog.Logger
 	// Metrics receives one CloudWatch Embedded Metric Format document per sweep;
-	// nil sends none.
+	// nil sends none. Service is the value of the metrics' Service dimension, which
+	// tells deployments apart ("bikerental" if empty).
 	Metrics io.Writer
+	Service string
 }
 
 // Summary is what one sweep did.
@@ -179,7 +181,11 @@ func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, 
 	}
 	logger.LogAttrs(ctx, level, "sweep", attrs...)
 	if s.Metrics != nil {
-		if b, err := EMF(sum); err == nil {
+		service := s.Service
+		if service == "" {
+			service = "bikerental"
+		}
+		if b, err := EMF(sum, service); err == nil {
 			s.Metrics.Write(append(b, '\n'))
 		}
 	}
@@ -188,23 +194,24 @@ func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, 
 // MetricsNamespace is the CloudWatch namespace of the sweep's metrics.
 const MetricsNamespace = "BikeRental/Sweep"
 
-// EMF renders a summary as a CloudWatch Embedded Metric Format document: written to
-// a Lambda function's standard output, it becomes metrics without any API call.
-func EMF(sum Summary) ([]byte, error) {
+// EMF renders a summary as a CloudWatch Embedded Metric Format document, with the
+// dimension Service=service: written to a Lambda function's standard output, it
+// becomes metrics without any API call.
+func EMF(sum Summary, service string) ([]byte, error) {
 	counts := []struct {
 		name  string
-		value int64
+		value float64
 		unit  string
 	}{
-		{"Found", int64(sum.Found), "Count"},
-		{"Cancelled", int64(sum.Cancelled), "Count"},
-		{"Declined", int64(sum.Declined), "Count"},
-		{"NothingToDo", int64(sum.NothingToDo), "Count"},
-		{"Failed", int64(sum.Failed), "Count"},
-		{"ItemsRead", int64(sum.ItemsRead), "Count"},
-		{"OldestOverdue", sum.OldestOverdue.Milliseconds(), "Milliseconds"},
+		{"Found", float64(sum.Found), "Count"},
+		{"Cancelled", float64(sum.Cancelled), "Count"},
+		{"Declined", float64(sum.Declined), "Count"},
+		{"NothingToDo", float64(sum.NothingToDo), "Count"},
+		{"Failed", float64(sum.Failed), "Count"},
+		{"ItemsRead", float64(sum.ItemsRead), "Count"},
+		{"OldestOverdue", sum.OldestOverdue.Seconds(), "Seconds"},
 	}
-	doc := map[string]any{"Service": "bikerental"}
+	doc := map[string]any{"Service": service}
 	var metrics []map[string]string
 	for _, c := range counts {
 		doc[c.name] = c.value

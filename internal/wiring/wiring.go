@@ -54,6 +54,9 @@ const (
 	EnvPaymentTimeout = "PAYMENT_TIMEOUT"
 	// EnvSweepConcurrency is how many cancellations a sweep sends at once (8).
 	EnvSweepConcurrency = "SWEEP_CONCURRENCY"
+	// EnvMetricsService is the Service dimension of the sweep's metrics, which tells
+	// deployments apart ("bikerental").
+	EnvMetricsService = "METRICS_SERVICE"
 )
 
 // DefaultPrice is the price of a rental when none is configured.
@@ -142,9 +145,20 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 	})
 }
 
-// Projection returns the PendingPayments projection named by PENDING_TABLE, or nil
-// if it is not set.
+// Projection returns the PendingPayments projection named by PENDING_TABLE, for the
+// projector, which writes it: SETTLED_MARKER_TTL sets how long settled markers stay.
+// It returns nil if PENDING_TABLE is not set.
 func Projection(cfg aws.Config, getenv Getenv) (*deadline.Projection, error) {
+	return projection(cfg, getenv, true)
+}
+
+// PendingReader returns the PendingPayments projection for functions that only read
+// it (the API and the sweep), or nil if PENDING_TABLE is not set.
+func PendingReader(cfg aws.Config, getenv Getenv) (*deadline.Projection, error) {
+	return projection(cfg, getenv, false)
+}
+
+func projection(cfg aws.Config, getenv Getenv, writes bool) (*deadline.Projection, error) {
 	table := getenv(EnvPendingTable)
 	if table == "" {
 		return nil, nil
@@ -153,9 +167,11 @@ func Projection(cfg aws.Config, getenv Getenv) (*deadline.Projection, error) {
 	if err != nil {
 		return nil, err
 	}
-	ttl, err := durationSetting(getenv, EnvMarkerTTL, deadline.DefaultMarkerTTL)
-	if err != nil {
-		return nil, err
+	ttl := deadline.DefaultMarkerTTL
+	if writes {
+		if ttl, err = durationSetting(getenv, EnvMarkerTTL, deadline.DefaultMarkerTTL); err != nil {
+			return nil, err
+		}
 	}
 	p, err := deadline.NewProjection(dynamodb.NewFromConfig(cfg), table, shards, ttl)
 	if err != nil {
@@ -175,7 +191,8 @@ func Sweeper(projection *deadline.Projection, process deadline.Canceller, getenv
 	if err != nil {
 		return nil, err
 	}
-	return &deadline.Sweeper{Projection: projection, Canceller: process, Timeout: timeout, Concurrency: concurrency, Logger: logger, Metrics: metrics}, nil
+	return &deadline.Sweeper{Projection: projection, Canceller: process, Timeout: timeout, Concurrency: concurrency,
+		Logger: logger, Metrics: metrics, Service: getenv(EnvMetricsService)}, nil
 }
 
 func intSetting(getenv Getenv, name string, def int) (int, error) {
@@ -225,7 +242,7 @@ func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
-	projection, err := Projection(cfg, getenv)
+	projection, err := PendingReader(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}

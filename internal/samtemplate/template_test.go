@@ -1,0 +1,408 @@
+package samtemplate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+
+	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/samtemplate"
+	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }
+
+var root = filepath.Join("..", "..")
+
+func load(t *testing.T) *samtemplate.Template {
+	t.Helper()
+	tpl, err := samtemplate.Load(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
+// resources resolves references to the template's resources for the tests.
+func resources(expr string) (string, bool) {
+	switch expr {
+	case "EventsTable":
+		return "events-table", true
+	case "PendingPaymentsTable":
+		return "pending-table", true
+	}
+	return "", false
+}
+
+func keySchema(n samtemplate.Node) []string {
+	var out []string
+	for _, k := range n.Items() {
+		out = append(out, k.Get("AttributeName").Str()+":"+k.Get("KeyType").Str())
+	}
+	return out
+}
+
+func attributes(n samtemplate.Node) []string {
+	var out []string
+	for _, a := range n.Items() {
+		out = append(out, a.Get("AttributeName").Str()+":"+a.Get("AttributeType").Str())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func wantKeys(def *dynamodb.CreateTableInput) (keys, attrs []string) {
+	for _, k := range def.KeySchema {
+		keys = append(keys, aws.ToString(k.AttributeName)+":"+string(k.KeyType))
+	}
+	for _, a := range def.AttributeDefinitions {
+		attrs = append(attrs, aws.ToString(a.AttributeName)+":"+string(a.AttributeType))
+	}
+	sort.Strings(attrs)
+	return keys, attrs
+}
+
+func TestTablesAgreeWithTheCode(t *testing.T) {
+	tpl := load(t)
+	for _, tc := range []struct {
+		logicalID string
+		def       *dynamodb.CreateTableInput
+	}{
+		{"EventsTable", schema.Events("x")},
+		{"PendingPaymentsTable", schema.PendingPayments("x")},
+	} {
+		props := tpl.Resource(tc.logicalID).Get("Properties")
+		if !props.Exists() {
+			t.Fatalf("template has no %s", tc.logicalID)
+		}
+		keys, attrs := wantKeys(tc.def)
+		if got := keySchema(props.Get("KeySchema")); !slices.Equal(got, keys) {
+			t.Errorf("%s key schema %v, code says %v", tc.logicalID, got, keys)
+		}
+		if got := attributes(props.Get("AttributeDefinitions")); !slices.Equal(got, attrs) {
+			t.Errorf("%s attributes %v, code says %v", tc.logicalID, got, attrs)
+		}
+		if got := props.Get("BillingMode").Str(); got != string(tc.def.BillingMode) {
+			t.Errorf("%s billing %s, code says %s", tc.logicalID, got, tc.def.BillingMode)
+		}
+		var wantStream string
+		if tc.def.StreamSpecification != nil {
+			wantStream = string(tc.def.StreamSpecification.StreamViewType)
+		}
+		if got := props.Get("StreamSpecification", "StreamViewType").Str(); got != wantStream {
+			t.Errorf("%s stream view %q, code says %q", tc.logicalID, got, wantStream)
+		}
+		var got []string
+		for _, gsi := range props.Get("GlobalSecondaryIndexes").Items() {
+			got = append(got, fmt.Sprint(gsi.Get("IndexName").Str(), keySchema(gsi.Get("KeySchema")), gsi.Get("Projection", "ProjectionType").Str()))
+		}
+		var want []string
+		for _, gsi := range tc.def.GlobalSecondaryIndexes {
+			var ks []string
+			for _, k := range gsi.KeySchema {
+				ks = append(ks, aws.ToString(k.AttributeName)+":"+string(k.KeyType))
+			}
+			want = append(want, fmt.Sprint(aws.ToString(gsi.IndexName), ks, string(gsi.Projection.ProjectionType)))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s indexes %v, code says %v", tc.logicalID, got, want)
+		}
+	}
+	ttl := tpl.Resource("PendingPaymentsTable").Get("Properties", "TimeToLiveSpecification")
+	want := schema.PendingPaymentsTTL("x").TimeToLiveSpecification
+	if ttl.Get("AttributeName").Str() != aws.ToString(want.AttributeName) || ttl.Get("Enabled").Str() != "true" {
+		t.Errorf("PendingPayments TTL on %q (enabled %s), code uses %q", ttl.Get("AttributeName").Str(), ttl.Get("Enabled").Str(), aws.ToString(want.AttributeName))
+	}
+	events := tpl.Resource("EventsTable")
+	for _, path := range [][]string{{"DeletionPolicy"}, {"UpdateReplacePolicy"}} {
+		if events.Get(path...).Str() != "Retain" {
+			t.Errorf("EventsTable %s is %q, want Retain", path[0], events.Get(path...).Str())
+		}
+	}
+	for _, prop := range [][]string{{"PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled"}, {"DeletionProtectionEnabled"}} {
+		if events.Get(append([]string{"Properties"}, prop...)...).Str() != "true" {
+			t.Errorf("EventsTable %v is not true", prop)
+		}
+	}
+}
+
+var secretOnce sync.Once
+
+// recorder is a Getenv that answers from the template's environment and notes every
+// name asked for.
+type recorder struct {
+	mu   sync.Mutex
+	env  map[string]string
+	read map[string]bool
+}
+
+func (r *recorder) getenv(name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.read[name] = true
+	return r.env[name]
+}
+
+// functions maps each function's directory under functions/ to the builder its main
+// runs. (A map in the wiring package would link every function into every binary.)
+var functions = map[string]wiring.Builder{
+	"command":   wiring.CommandFunction,
+	"process":   wiring.ProcessFunction,
+	"projector": wiring.ProjectorFunction,
+	"sweep":     wiring.SweepFunction,
+}
+
+func logicalID(function string) string {
+	return strings.ToUpper(function[:1]) + function[1:] + "Function"
+}
+
+func TestFunctionsReadExactlyTheirTemplateEnvironment(t *testing.T) {
+	tpl := load(t)
+	cfg := emulatortest.Config(t)
+	secretName, _ := tpl.Root().Get("Parameters", "WebhookSecretName", "Default").Resolve(nil)
+	secretOnce.Do(func() {
+		_, err := secretsmanager.NewFromConfig(cfg).CreateSecret(context.Background(), &secretsmanager.CreateSecretInput{
+			Name: aws.String(secretName), SecretString: aws.String("a-webhook-secret-for-the-template-test"),
+		})
+		var exists *smtypes.ResourceExistsException
+		if err != nil && !errors.As(err, &exists) {
+			t.Fatal(err)
+		}
+	})
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	globals := tpl.Root().Get("Globals", "Function")
+	if len(functions) != len(tpl.Resources("AWS::Serverless::Function")) {
+		t.Errorf("the code has %d functions, the template %d", len(functions), len(tpl.Resources("AWS::Serverless::Function")))
+	}
+	for function, build := range functions {
+		t.Run(function, func(t *testing.T) {
+			id := logicalID(function)
+			fn := tpl.Resource(id)
+			if fn.Get("Type").Str() != "AWS::Serverless::Function" {
+				t.Fatalf("template has no function %s for functions/%s", id, function)
+			}
+			prop := func(name string) string {
+				if v := fn.Get("Properties", name).Str(); v != "" {
+					return v
+				}
+				return globals.Get(name).Str()
+			}
+			if prop("Runtime") != "provided.al2023" || prop("Handler") != "bootstrap" {
+				t.Errorf("%s: runtime %q handler %q", id, prop("Runtime"), prop("Handler"))
+			}
+			if arch := globals.Get("Architectures").Items(); len(arch) != 1 || arch[0].Str() != "arm64" {
+				t.Errorf("functions are not arm64 only")
+			}
+			main, err := os.ReadFile(filepath.Join(root, "functions", function, "main.go"))
+			if err != nil || !strings.Contains(string(main), "wiring.Run(wiring."+id+")") {
+				t.Errorf("functions/%s/main.go does not run wiring.%s (%v)", function, id, err)
+			}
+			if fn.Get("Metadata", "BuildMethod").Str() != "makefile" {
+				t.Errorf("%s: BuildMethod is not makefile", id)
+			}
+			if !strings.Contains(string(makefile), "\nbuild-"+id+":") {
+				t.Errorf("the Makefile has no build-%s target", id)
+			}
+			if fn.Get("Properties", "LoggingConfig", "LogGroup").Tag() != "!Ref" {
+				t.Errorf("%s: no log group of its own (with retention)", id)
+			}
+
+			env := map[string]string{}
+			for _, vars := range []samtemplate.Node{globals.Get("Environment", "Variables"), fn.Get("Properties", "Environment", "Variables")} {
+				for _, k := range vars.Keys() {
+					v, err := vars.Get(k).Resolve(resources)
+					if err != nil {
+						t.Fatalf("%s: %s: %v", id, k, err)
+					}
+					env[k] = v
+				}
+			}
+			rec := &recorder{env: env, read: map[string]bool{}}
+			if _, err := build(context.Background(), cfg, rec.getenv, slog.New(slog.DiscardHandler), io.Discard); err != nil {
+				t.Fatalf("%s does not start with the template's environment %v: %v", id, env, err)
+			}
+			var defined, read []string
+			for k := range env {
+				defined = append(defined, k)
+			}
+			for k := range rec.read {
+				read = append(read, k)
+			}
+			sort.Strings(defined)
+			sort.Strings(read)
+			if !slices.Equal(defined, read) {
+				t.Errorf("%s: the template sets %v, the code reads %v", id, defined, read)
+			}
+		})
+	}
+}
+
+func TestRoutesAgreeWithTheAPI(t *testing.T) {
+	tpl := load(t)
+	got := map[string]bool{}
+	fn := tpl.Resource("CommandFunction").Get("Properties", "Events")
+	for _, name := range fn.Keys() {
+		ev := fn.Get(name)
+		if ev.Get("Type").Str() != "HttpApi" {
+			continue
+		}
+		p := ev.Get("Properties")
+		got[p.Get("Method").Str()+" "+p.Get("Path").Str()] = p.Get("Auth", "Authorizer").Str() == "AWS_IAM"
+	}
+	want := map[string]bool{}
+	for _, r := range api.Routes() {
+		want[r.Method+" "+r.Pattern] = r.Operator
+	}
+	for route, operator := range want {
+		iam, ok := got[route]
+		switch {
+		case !ok:
+			t.Errorf("the template lacks route %s", route)
+		case iam != operator:
+			t.Errorf("route %s: AWS_IAM %v, but operator route %v", route, iam, operator)
+		}
+	}
+	for route := range got {
+		if _, ok := want[route]; !ok {
+			t.Errorf("the template has route %s that the API does not serve", route)
+		}
+	}
+}
+
+func TestStreamConsumersHaveSomewhereToFail(t *testing.T) {
+	tpl := load(t)
+	mappings := tpl.Resources("AWS::Lambda::EventSourceMapping")
+	if len(mappings) != 2 {
+		t.Fatalf("%d consumers of the Events stream, want exactly 2 (process, projector)", len(mappings))
+	}
+	for _, id := range mappings {
+		p := tpl.Resource(id).Get("Properties")
+		if v := p.Get("EventSourceArn").Str(); p.Get("EventSourceArn").Tag() != "!GetAtt" || v != "EventsTable.StreamArn" {
+			t.Errorf("%s reads %s, want the Events stream", id, v)
+		}
+		types := p.Get("FunctionResponseTypes").Items()
+		if len(types) != 1 || types[0].Str() != "ReportBatchItemFailures" {
+			t.Errorf("%s does not report batch item failures", id)
+		}
+		for _, k := range []string{"BatchSize", "MaximumRetryAttempts", "MaximumRecordAgeInSeconds"} {
+			if p.Get(k).Str() == "" {
+				t.Errorf("%s has no %s", id, k)
+			}
+		}
+		if p.Get("BisectBatchOnFunctionError").Str() != "true" {
+			t.Errorf("%s does not bisect failing batches", id)
+		}
+		if !p.Get("DestinationConfig", "OnFailure", "Destination").Exists() {
+			t.Errorf("%s has no on-failure destination", id)
+		}
+	}
+}
+
+func TestSweepSchedule(t *testing.T) {
+	tpl := load(t)
+	fn := tpl.Resource("SweepFunction").Get("Properties")
+	if fn.Get("ReservedConcurrentExecutions").Str() != "1" {
+		t.Error("the sweep may run more than once at a time")
+	}
+	ev := fn.Get("Events", "Sweep")
+	if ev.Get("Type").Str() != "ScheduleV2" {
+		t.Fatalf("the sweep is not on EventBridge Scheduler")
+	}
+	p := ev.Get("Properties")
+	for _, k := range [][]string{{"RetryPolicy"}, {"DeadLetterConfig", "Arn"}, {"RoleArn"}} {
+		if !p.Get(k...).Exists() {
+			t.Errorf("the schedule has no %v", k)
+		}
+	}
+	rate, _ := p.Get("ScheduleExpression").Resolve(nil)
+	if rate != "rate(1 minute)" {
+		t.Errorf("default sweep rate %q, want rate(1 minute)", rate)
+	}
+	// The input the scheduler sends, with its placeholder filled in, is a time the
+	// sweep takes as its "now".
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	input := strings.ReplaceAll(p.Get("Input").Str(), "<aws.scheduler.scheduled-time>", at.Format(time.RFC3339))
+	now, err := deadline.NowFrom([]byte(input), at.Add(time.Second))
+	if err != nil || !now.Equal(at) {
+		t.Errorf("the schedule's input %s gives now = %v, %v; want %v", input, now, err, at)
+	}
+}
+
+func TestLeastPrivilege(t *testing.T) {
+	tpl := load(t)
+	var walk func(path string, n samtemplate.Node)
+	walk = func(path string, n samtemplate.Node) {
+		for _, k := range n.Keys() {
+			child := n.Get(k)
+			switch {
+			case k == "Resource" && child.Str() == "*":
+				t.Errorf("%s grants on Resource \"*\"", path)
+			case k == "Action":
+				actions := child.Items()
+				if len(actions) == 0 {
+					actions = []samtemplate.Node{child}
+				}
+				for _, a := range actions {
+					if strings.HasSuffix(a.Str(), ":*") || a.Str() == "*" {
+						t.Errorf("%s grants %s", path, a.Str())
+					}
+				}
+			}
+			walk(path+"."+k, child)
+		}
+		for i, item := range n.Items() {
+			walk(fmt.Sprintf("%s[%d]", path, i), item)
+		}
+	}
+	walk("Resources", tpl.Root().Get("Resources"))
+}
+
+var override = regexp.MustCompile(`([A-Za-z0-9]+)=\\"`)
+
+// TestSamconfigOverridesTemplateParameters checks that every stage's parameter
+// overrides name parameters the template has.
+func TestSamconfigOverridesTemplateParameters(t *testing.T) {
+	tpl := load(t)
+	b, err := os.ReadFile(filepath.Join(root, "samconfig.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := tpl.Root().Get("Parameters")
+	stages := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "parameter_overrides") {
+			continue
+		}
+		stages++
+		for _, m := range override.FindAllStringSubmatch(line, -1) {
+			if !params.Get(m[1]).Exists() {
+				t.Errorf("samconfig.toml overrides %s, which template.yaml does not declare", m[1])
+			}
+		}
+	}
+	if stages < 2 {
+		t.Errorf("samconfig.toml has %d stages with parameter overrides, want a default and at least one more", stages)
+	}
+}

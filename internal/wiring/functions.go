@@ -1,0 +1,113 @@
+package wiring
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/stream"
+)
+
+// Builder builds one Lambda function's handler from the environment.
+type Builder func(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer) (any, error)
+
+// Run is the whole of a function's main: it loads the AWS configuration, builds the
+// handler with build from the process's environment and starts the Lambda runtime. A
+// configuration error is logged as JSON and ends the process with status 1, at cold
+// start, before any event is taken.
+func Run(build Builder) {
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	ctx := context.Background()
+	cfg, err := AWSConfig(ctx)
+	var handler any
+	if err == nil {
+		handler, err = build(ctx, cfg, os.Getenv, logger, os.Stdout)
+	}
+	if err != nil {
+		logger.Error("start-up failed", "error", err)
+		os.Exit(1)
+	}
+	lambda.Start(handler)
+}
+
+// ErrNoPendingTable reports a function that needs the PendingPayments table started
+// without PENDING_TABLE.
+var ErrNoPendingTable = errors.New("wiring: PENDING_TABLE is not set")
+
+// CommandFunction builds the HTTP API handler.
+func CommandFunction(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
+	s, err := Build(ctx, cfg, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	return s.API.Handle, nil
+}
+
+// StreamHandler is the handler of a function on the Events table's stream.
+type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
+
+// ProcessFunction builds the rental-payment process's stream handler.
+func ProcessFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
+	store, err := EventStore(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	process, err := Process(store, command.New(store), getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	return StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return stream.HandleBatch(ctx, ev, process.Handle, logger), nil
+	}), nil
+}
+
+// ProjectorFunction builds the projector's stream handler.
+func ProjectorFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
+	projection, err := Projection(cfg, getenv)
+	if err == nil && projection == nil {
+		err = ErrNoPendingTable
+	}
+	if err != nil {
+		return nil, err
+	}
+	return StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return stream.HandleBatch(ctx, ev, projection.Apply, logger), nil
+	}), nil
+}
+
+// SweepHandler is the sweep function's handler: the invocation's input is the
+// scheduler's (or an EventBridge rule's) event.
+type SweepHandler = func(context.Context, json.RawMessage) (deadline.Summary, error)
+
+// SweepFunction builds the sweep's handler; its metrics go to stdout in Embedded
+// Metric Format.
+func SweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
+	s, err := Core(cfg, getenv, logger)
+	if err == nil && s.Projection == nil {
+		err = ErrNoPendingTable
+	}
+	if err != nil {
+		return nil, err
+	}
+	sweeper, err := Sweeper(s.Projection, s.Process, getenv, logger, stdout)
+	if err != nil {
+		return nil, err
+	}
+	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
+		now, err := deadline.NowFrom(input, time.Now())
+		if err != nil {
+			return deadline.Summary{}, err
+		}
+		return sweeper.Sweep(ctx, now)
+	}), nil
+}
