@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -42,6 +43,7 @@ type Server struct {
 
 	cmd     *exec.Cmd
 	exited  chan struct{}
+	exitErr error // how the process ended, once exited is closed
 	proxy   *http.Server
 	logFile *os.File
 	stop    sync.Once
@@ -123,7 +125,7 @@ func start(ctx context.Context, bin string) (*Server, error) {
 		return nil, fmt.Errorf("emulator: start %s: %w", bin, err)
 	}
 	s := &Server{cmd: cmd, exited: make(chan struct{}), logFile: logFile}
-	go func() { cmd.Wait(); close(s.exited) }()
+	go func() { s.exitErr = cmd.Wait(); close(s.exited) }()
 
 	backend := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	if err := s.waitReady(ctx, backend.String()); err != nil {
@@ -194,6 +196,23 @@ func (s *Server) serveProxy(backend *url.URL) error {
 	go s.proxy.Serve(l)
 	s.Endpoint = "http://" + l.Addr().String()
 	return nil
+}
+
+// Exited is closed when the moto server's process has ended.
+func (s *Server) Exited() <-chan struct{} { return s.exited }
+
+// ExitReason says how the moto server's process ended, with the last lines of its
+// log; call it once Exited is closed.
+func (s *Server) ExitReason() string {
+	how := "exited"
+	if s.exitErr != nil {
+		how = s.exitErr.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(s.logTail()), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return fmt.Sprintf("moto_server %s; the end of its log:\n%s", how, strings.Join(lines, "\n"))
 }
 
 func (s *Server) logTail() string {

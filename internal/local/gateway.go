@@ -23,14 +23,11 @@ import (
 // without reaching the handler, as on AWS.
 const MaxPayloadBytes = 10 * 1024 * 1024
 
-// HTTPHandler is an HTTP API (payload format 2.0) Lambda handler.
-type HTTPHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
-
 // Gateway is an http.Handler that plays API Gateway's HTTP API with a $default route
-// to one Lambda handler: each request becomes a payload 2.0 event, and the handler's
+// to one Lambda function: each request becomes a payload 2.0 event, and the function's
 // response becomes the HTTP response.
 type Gateway struct {
-	Handler HTTPHandler
+	Function Invoker
 }
 
 // ServeHTTP implements http.Handler.
@@ -44,8 +41,8 @@ func (g Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"message":"Request Entity Too Large"}`, http.StatusRequestEntityTooLarge)
 		return
 	}
-	resp, err := g.Handler(r.Context(), Event(r, body, time.Now()))
-	if err != nil {
+	var resp events.APIGatewayV2HTTPResponse
+	if err := call(r.Context(), g.Function, Event(r, body, time.Now()), &resp); err != nil {
 		// What API Gateway answers when the function fails.
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)
@@ -131,14 +128,14 @@ func Event(r *http.Request, body []byte, now time.Time) events.APIGatewayV2HTTPR
 	return e
 }
 
-// Serve serves g on addr until ctx ends, then shuts down within five seconds.
-func Serve(ctx context.Context, addr string, h http.Handler) error {
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// serve serves h on l until ctx ends, then shuts down within five seconds.
+func serve(ctx context.Context, l net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errs := make(chan error, 1)
-	go func() { errs <- srv.ListenAndServe() }()
+	go func() { errs <- srv.Serve(l) }()
 	select {
 	case err := <-errs:
-		return fmt.Errorf("local: serve %s: %w", addr, err)
+		return fmt.Errorf("local: serve %s: %w", l.Addr(), err)
 	case <-ctx.Done():
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -21,10 +21,10 @@ import (
 
 func TestGatewayCarriesRequestsAndResponsesUnchanged(t *testing.T) {
 	var seen events.APIGatewayV2HTTPRequest
-	srv := httptest.NewServer(local.Gateway{Handler: func(_ context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	srv := httptest.NewServer(local.Gateway{Function: local.InProcess(func(_ context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		seen = e
 		return events.APIGatewayV2HTTPResponse{StatusCode: 418, Headers: map[string]string{"X-Test": "yes"}, Body: "teapot"}, nil
-	}})
+	})})
 	defer srv.Close()
 	req, _ := http.NewRequest("POST", srv.URL+"/rentals/a%2Fb?x=1&x=2", strings.NewReader("{\"a\":1}"))
 	req.Header.Set("Content-Type", "application/json")
@@ -48,10 +48,10 @@ func TestGatewayCarriesRequestsAndResponsesUnchanged(t *testing.T) {
 
 func TestGatewayBase64EncodesBinaryBodies(t *testing.T) {
 	var seen events.APIGatewayV2HTTPRequest
-	srv := httptest.NewServer(local.Gateway{Handler: func(_ context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	srv := httptest.NewServer(local.Gateway{Function: local.InProcess(func(_ context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		seen = e
 		return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
-	}})
+	})})
 	defer srv.Close()
 	http.Post(srv.URL+"/x", "application/octet-stream", strings.NewReader("\xff\xfe"))
 	if !seen.IsBase64Encoded || seen.Body != "//4=" {
@@ -60,9 +60,9 @@ func TestGatewayBase64EncodesBinaryBodies(t *testing.T) {
 }
 
 func TestGatewayAnswers500WhenTheFunctionFails(t *testing.T) {
-	srv := httptest.NewServer(local.Gateway{Handler: func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	srv := httptest.NewServer(local.Gateway{Function: local.InProcess(func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{}, errors.New("boom")
-	}})
+	})})
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/x")
 	if err != nil {
@@ -79,7 +79,7 @@ func TestGatewayAnswers500WhenTheFunctionFails(t *testing.T) {
 func TestSignedWebhookOverHTTP(t *testing.T) {
 	verifier, _ := webhook.NewVerifier([]byte(local.DefaultWebhookSecret), webhook.DefaultTolerance)
 	a := api.New(api.Config{Commands: command.New(eventstore.NewMemory()), Webhook: verifier})
-	srv := httptest.NewServer(local.Gateway{Handler: a.Handle})
+	srv := httptest.NewServer(local.Gateway{Function: local.InProcess(a.Handle)})
 	defer srv.Close()
 	body := "{ \"reason\" : \"card declined\" }"
 	for _, tc := range []struct {

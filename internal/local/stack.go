@@ -1,0 +1,141 @@
+package local
+
+import (
+	"context"
+
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+// Functions are the four Lambda functions, however they are invoked.
+type Functions struct {
+	Command, Process, Projector, Sweep Invoker
+}
+
+// InProcessFunctions builds the four functions in this process from the environment,
+// with the builders their mains run.
+func InProcessFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger) (Functions, error) {
+	var fs Functions
+	for _, f := range []struct {
+		into  *Invoker
+		name  string
+		build wiring.Builder
+	}{
+		{&fs.Command, "command", wiring.CommandFunction},
+		{&fs.Process, "process", wiring.ProcessFunction},
+		{&fs.Projector, "projector", wiring.ProjectorFunction},
+		{&fs.Sweep, "sweep", wiring.SweepFunction},
+	} {
+		h, err := f.build(ctx, cfg, getenv, logger.With("function", f.name), discard{})
+		if err != nil {
+			return Functions{}, fmt.Errorf("%s function: %w", f.name, err)
+		}
+		*f.into = InProcess(h)
+	}
+	return fs, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Stack is the local stand-in for AWS around the functions.
+type Stack struct {
+	// AWS reaches DynamoDB and DynamoDB Streams (the emulator, usually).
+	AWS aws.Config
+	// EventsTable and PendingTable are the tables' names.
+	EventsTable, PendingTable string
+	// Addr is where the HTTP API listens, e.g. "127.0.0.1:3000".
+	Addr string
+	// SweepInterval is how often the sweep runs.
+	SweepInterval time.Duration
+	Functions     Functions
+	Logger        *slog.Logger
+}
+
+// CreateTables creates the Events and PendingPayments tables if they do not exist.
+func CreateTables(ctx context.Context, cfg aws.Config, events, pending string) error {
+	db := dynamodb.NewFromConfig(cfg)
+	if err := schema.Create(ctx, db, schema.Events(events)); err != nil {
+		return err
+	}
+	return schema.CreatePendingPayments(ctx, db, pending)
+}
+
+// ErrAddrInUse reports that the API's address is taken.
+var ErrAddrInUse = errors.New("the API's address is in use")
+
+// Listen claims the API's address, so that a taken port is reported before anything
+// else starts.
+func Listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s (%v); set PORT to another port", ErrAddrInUse, addr, err)
+	}
+	return l, nil
+}
+
+// Run plays API Gateway on l, the two event source mappings on the Events table's
+// stream (one poller each, with its own position, retrying reported failures as
+// Lambda does) and EventBridge Scheduler for the sweep, until ctx ends or one of them
+// fails.
+func (s *Stack) Run(ctx context.Context, l net.Listener) error {
+	desc, err := dynamodb.NewFromConfig(s.AWS).DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.EventsTable)})
+	if err != nil {
+		return fmt.Errorf("local: describe %s: %w", s.EventsTable, err)
+	}
+	streams := dynamodbstreams.NewFromConfig(s.AWS)
+	consumer := func(name string, fn Invoker) *stream.Poller {
+		return &stream.Poller{
+			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: s.Logger.With("function", name),
+			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
+				err = call(ctx, fn, ev, &resp)
+				return resp, err
+			},
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tasks := []func() error{
+		func() error { return consumer("process", s.Functions.Process).Run(ctx, 0) },
+		func() error { return consumer("projector", s.Functions.Projector).Run(ctx, 0) },
+		func() error { return Schedule(ctx, s.SweepInterval, s.sweep) },
+		func() error { return serve(ctx, l, Gateway{Function: s.Functions.Command}) },
+	}
+	errs := make(chan error, len(tasks))
+	for _, task := range tasks {
+		go func() { errs <- task() }()
+	}
+	err = <-errs
+	cancel()
+	for range len(tasks) - 1 {
+		if e := <-errs; err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// sweep invokes the sweep function with the input EventBridge Scheduler sends.
+func (s *Stack) sweep(ctx context.Context, scheduled time.Time) (deadline.Summary, error) {
+	var sum deadline.Summary
+	input := map[string]string{"scheduledTime": scheduled.UTC().Format(time.RFC3339)}
+	err := call(ctx, s.Functions.Sweep, input, &sum)
+	if err != nil {
+		s.Logger.LogAttrs(ctx, slog.LevelError, "sweep invocation failed", slog.String("function", "sweep"), slog.String("error", err.Error()))
+	}
+	return sum, err
+}
