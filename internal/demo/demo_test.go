@@ -1,0 +1,158 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRandomID(t *testing.T) {
+	valid := regexp.MustCompile(`^demo-bike-[a-z0-9]{6}$`)
+	seen := map[string]bool{}
+	for range 100 {
+		id := randomID("demo-bike-", 6)
+		if !valid.MatchString(id) || len(id) > 36 {
+			t.Fatalf("randomID = %q, want demo-bike- and 6 lowercase alphanumerics, at most 36 characters", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) < 95 {
+		t.Errorf("100 ids, only %d distinct", len(seen))
+	}
+}
+
+func history(types ...string) []entry {
+	h := make([]entry, len(types))
+	for i, typ := range types {
+		h[i] = entry{Type: typ}
+	}
+	return h
+}
+
+func TestCheckHistory(t *testing.T) {
+	with := append(history("BikeRegistered"), history(aliceTrail...)...)
+	if err := checkHistory(with, aliceTrail); err != nil {
+		t.Errorf("full trail with an extra event: %v", err)
+	}
+	swapped := history("BikeRequested", "PaymentPrepared", "RentalPaymentRequested", "RequestRejected",
+		"PaymentCancelled", "RentalPaymentProcessCompleted")
+	err := checkHistory(swapped, bobTrail)
+	if err == nil || !strings.Contains(err.Error(), "RequestRejected is missing after the first 4") {
+		t.Errorf("out of order: err = %v", err)
+	}
+	if err := checkHistory(nil, bobTrail); err == nil || !strings.Contains(err.Error(), "BikeRequested is missing after the first 0") {
+		t.Errorf("empty history: err = %v", err)
+	}
+}
+
+func TestFormatHistory(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 3, 4, 567_890_000, time.FixedZone("CEST", 2*3600))
+	h := []entry{
+		{At: at, Stream: "bike-b1", Version: 2, Type: "BikeRequested", Data: json.RawMessage(`{"renter":"alice", "bikeId":"b1"}`)},
+		{At: at.Add(time.Second), Stream: "payment-rp_b1_x", Version: 1, Type: "PaymentPrepared",
+			Data: json.RawMessage(`{"amount": {"cents": 1500, "currency": "EUR"}, "note": "two words", "empty": ""}`)},
+		{At: at, Stream: "s", Version: 10, Type: "T", Data: json.RawMessage(`null`)},
+	}
+	want := []string{
+		"10:03:04.567  bike-b1              v2   BikeRequested    bikeId=b1 renter=alice",
+		`10:03:05.567  payment-rp_<rental>  v1   PaymentPrepared  amount={"cents":1500,"currency":"EUR"} empty="" note="two words"`,
+		"10:03:04.567  s                    v10  T                null",
+	}
+	got := formatHistory(h, "b1_x")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("formatHistory:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestWrap(t *testing.T) {
+	got := wrap("one two three four\nfive", 9)
+	want := []string{"one two", "three", "four", "five"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("wrap = %q, want %q", got, want)
+	}
+}
+
+func TestRunFailsClearlyOnServerErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"title":"Internal Server Error","status":500}`))
+	}))
+	defer srv.Close()
+	var out strings.Builder
+	err := Run(context.Background(), Config{BaseURL: srv.URL, WebhookSecret: []byte("0123456789abcdef"), Out: &out, Wait: time.Second})
+	if err == nil {
+		t.Fatal("Run succeeded against a server that answers 500 to everything")
+	}
+	for _, s := range []string{"step 1 (Register a bike)", "PUT /bikes/demo-bike-", "want 201 Created, got 500 Internal Server Error", `"title":"Internal Server Error"`} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not contain %q", err, s)
+		}
+	}
+	if !strings.Contains(out.String(), "1. Register a bike") || !strings.Contains(out.String(), "FAILED:") {
+		t.Errorf("narration does not show the failed step:\n%s", out.String())
+	}
+}
+
+func TestRunNeedsBaseURL(t *testing.T) {
+	if err := Run(context.Background(), Config{}); err == nil {
+		t.Error("Run without BaseURL succeeded")
+	}
+}
+
+func TestShowPending(t *testing.T) {
+	for _, c := range []struct{ name, pending, rental, narration string }{
+		{"listed", `{"payments":[{"paymentReference":"rp_b_r","rentalId":"b_r","preparedAt":"2026-05-01T12:00:00.5Z","ageSeconds":2}],"count":1,"limit":1000}`,
+			"awaiting-payment", "1 outstanding; Bob's: rp_b_r, rental b_r, prepared 12:00:00.500 UTC, 2s old"},
+		{"not configured", "501", "awaiting-payment", "has no pending-payment projection"},
+		{"already swept", `{"payments":[],"count":0,"limit":1000}`, "cancelled", "the rental is already cancelled"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == "/payments/pending" && c.pending == "501":
+					w.WriteHeader(http.StatusNotImplemented)
+				case r.URL.Path == "/payments/pending":
+					w.Write([]byte(c.pending))
+				case r.URL.Path == "/rentals/b_r":
+					w.Write([]byte(`{"status":"` + c.rental + `"}`))
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer srv.Close()
+			var out strings.Builder
+			d := &demo{cfg: Config{Out: &out, Wait: time.Second, Client: srv.Client()}, base: srv.URL,
+				bob: rentalAccepted{RentalID: "b_r", PaymentReference: "rp_b_r"}}
+			if err := d.showPending(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), c.narration) {
+				t.Errorf("narration does not say %q:\n%s", c.narration, out.String())
+			}
+		})
+	}
+}
+
+func TestShowPendingFailsWhenNeverListed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/payments/pending" {
+			w.Write([]byte(`{"payments":[],"count":0,"limit":1000}`))
+			return
+		}
+		w.Write([]byte(`{"status":"awaiting-payment"}`))
+	}))
+	defer srv.Close()
+	d := &demo{cfg: Config{Out: io.Discard, Wait: 500 * time.Millisecond, Client: srv.Client()}, base: srv.URL,
+		bob: rentalAccepted{RentalID: "b_r", PaymentReference: "rp_b_r"}}
+	err := d.showPending(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "gave up after 500ms; last seen: 200 OK, 0 outstanding, not Bob's") {
+		t.Errorf("err = %v", err)
+	}
+}
