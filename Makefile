@@ -5,6 +5,10 @@ SHELL := /bin/bash
 GO ?= go
 MOTO_VERSION := 5.2.1
 CFN_LINT_VERSION := 1.51.0
+# The AWS Lambda Runtime Interface Emulator, for the end-to-end test of the real
+# binaries (it publishes no tagged module versions; this is its commit of 2026-10-30).
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+RIE := bin/aws-lambda-rie
 VENV := .venv
 PKGS := ./...
 
@@ -13,17 +17,20 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help run test lint vet fmt bench bench-sweep build moto clean \
+.PHONY: help demo run test lint vet fmt bench bench-sweep build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
+demo: moto ## a narrated walk-through of the service on its own local stack (about a minute)
+	$(GO) run ./cmd/demo
+
 run: moto ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
 	$(GO) run ./cmd/local
 
-test: moto lint ## go vet, gofmt check and every test, the DynamoDB ones against a local moto
-	$(GO) test -count=1 -timeout 15m $(PKGS)
+test: moto rie lint build ## go vet, gofmt check and every test, the DynamoDB ones against a local moto
+	RIE=$(CURDIR)/$(RIE) $(GO) test -count=1 -timeout 15m $(PKGS)
 
 lint: vet ## go vet, a gofmt check and cfn-lint on template.yaml
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './$(VENV)/*')); \
@@ -60,6 +67,10 @@ build-SweepFunction:
 
 bench-sweep: moto ## items one sweep reads vs a scan (SWEEP_BENCH_SIZES=1000,10000,100000 for more)
 	$(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 3x -timeout 60m ./internal/deadline/
+
+rie: $(RIE) ## install the Lambda Runtime Interface Emulator into bin/
+$(RIE):
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
 # moto: make sure a moto_server is available: on PATH (as on the project's machines),
 # or installed here into $(VENV) from PyPI at the pinned version.
