@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/schema"
@@ -112,7 +113,7 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 	tasks := []func() error{
 		func() error { return consumer("process", s.Functions.Process).Run(ctx, 0) },
 		func() error { return consumer("projector", s.Functions.Projector).Run(ctx, 0) },
-		func() error { return Schedule(ctx, s.SweepInterval, s.sweep) },
+		func() error { return Schedule(ctx, s.SweepInterval, s.paused, s.sweep) },
 		func() error { return serve(ctx, l, Gateway{Function: s.Functions.Command}) },
 	}
 	errs := make(chan error, len(tasks))
@@ -127,6 +128,13 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 		}
 	}
 	return err
+}
+
+// paused reports whether the sweep's schedule is disabled in the emulator; without a
+// schedule to read, the sweep runs.
+func (s *Stack) paused(ctx context.Context) bool {
+	paused, err := Paused(ctx, scheduler.NewFromConfig(s.AWS))
+	return err == nil && paused
 }
 
 // sweep invokes the sweep function with the input EventBridge Scheduler sends.

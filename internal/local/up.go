@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -42,7 +44,9 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 			return nil, err
 		}
 		fmt.Fprintf(progress, "AWS emulator: %s\n", up.emulator.Endpoint)
-		stack.AWS, err = up.emulator.Config(ctx)
+		if stack.AWS, err = up.emulator.Config(ctx); err == nil {
+			err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
+		}
 	}
 	if err == nil {
 		err = CreateTables(ctx, stack.AWS, stack.EventsTable, stack.PendingTable)
