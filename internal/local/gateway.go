@@ -42,7 +42,7 @@ func (g Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var resp events.APIGatewayV2HTTPResponse
-	if err := call(r.Context(), g.Function, Event(r, body, time.Now()), &resp); err != nil {
+	if err := Call(r.Context(), g.Function, Event(r, body, time.Now()), &resp); err != nil {
 		// What API Gateway answers when the function fails.
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)

@@ -76,8 +76,9 @@ func (r *RIE) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return body, nil
 }
 
-// call invokes inv with in encoded as JSON and decodes the result into out.
-func call(ctx context.Context, inv Invoker, in, out any) error {
+// Call invokes inv with in encoded as JSON and decodes the result into out (unless
+// out is nil), as the Lambda service does for a caller.
+func Call(ctx context.Context, inv Invoker, in, out any) error {
 	payload, err := json.Marshal(in)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -65,6 +66,29 @@ type Stack struct {
 	SweepInterval time.Duration
 	Functions     Functions
 	Logger        *slog.Logger
+	// MaxRetryAttempts is each stream mapping's retry limit before a record goes to
+	// the dead-letter destination (DefaultMaxRetryAttempts if zero).
+	MaxRetryAttempts int
+
+	mu          sync.Mutex
+	deadLetters []DeadLetter
+}
+
+// DefaultMaxRetryAttempts is the local stream mappings' retry limit.
+const DefaultMaxRetryAttempts = 5
+
+// DeadLetter is a stream record a consumer gave up on, as the on-failure destination
+// (an SQS queue on AWS) would receive it.
+type DeadLetter struct {
+	Function string
+	stream.FailedRecord
+}
+
+// DeadLetters returns the records the stream consumers gave up on so far.
+func (s *Stack) DeadLetters() []DeadLetter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]DeadLetter(nil), s.deadLetters...)
 }
 
 // CreateTables creates the Events and PendingPayments tables if they do not exist.
@@ -99,11 +123,21 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 		return fmt.Errorf("local: describe %s: %w", s.EventsTable, err)
 	}
 	streams := dynamodbstreams.NewFromConfig(s.AWS)
+	retries := s.MaxRetryAttempts
+	if retries <= 0 {
+		retries = DefaultMaxRetryAttempts
+	}
 	consumer := func(name string, fn Invoker) *stream.Poller {
 		return &stream.Poller{
 			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: s.Logger.With("function", name),
+			MaxRetryAttempts: retries,
+			OnFailure: func(_ context.Context, f stream.FailedRecord) {
+				s.mu.Lock()
+				s.deadLetters = append(s.deadLetters, DeadLetter{Function: name, FailedRecord: f})
+				s.mu.Unlock()
+			},
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
-				err = call(ctx, fn, ev, &resp)
+				err = Call(ctx, fn, ev, &resp)
 				return resp, err
 			},
 		}
@@ -141,7 +175,7 @@ func (s *Stack) paused(ctx context.Context) bool {
 func (s *Stack) sweep(ctx context.Context, scheduled time.Time) (deadline.Summary, error) {
 	var sum deadline.Summary
 	input := map[string]string{"scheduledTime": scheduled.UTC().Format(time.RFC3339)}
-	err := call(ctx, s.Functions.Sweep, input, &sum)
+	err := Call(ctx, s.Functions.Sweep, input, &sum)
 	if err != nil {
 		s.Logger.LogAttrs(ctx, slog.LevelError, "sweep invocation failed", slog.String("function", "sweep"), slog.String("error", err.Error()))
 	}

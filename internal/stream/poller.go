@@ -41,8 +41,10 @@ const defaultInterval = 250 * time.Millisecond // Lambda polls a shard four time
 // shard's position past a batch only as far as the handler's response allows: up to
 // the record before the first one reported in BatchItemFailures (none, if a reported
 // identifier is not in the batch), or not at all if the handler returns an error or
-// panics. Lambda's retry limits, bisection and dead-letter destinations are not
-// played: a record that keeps failing is delivered again on every poll.
+// panics. With MaxRetryAttempts set it plays Lambda's retry limit and on-failure
+// destination too: a record that fails more often than that is handed to OnFailure
+// and skipped, so that one poison record neither blocks its shard nor disappears
+// without a trace. (Bisection is not played: batch item failures make it moot.)
 //
 // The positions are kept in memory, per shard. A Poller is not safe for concurrent
 // use: call Poll and Run from one goroutine at a time. Set the exported fields
@@ -65,8 +67,32 @@ type Poller struct {
 	Handler BatchHandler
 	// Logger receives the errors Run keeps going after. Nil means slog.Default().
 	Logger *slog.Logger
+	// MaxRetryAttempts is how many times a failing record is delivered again before
+	// it is handed to OnFailure and skipped, as an event source mapping's
+	// MaximumRetryAttempts; zero retries it forever.
+	MaxRetryAttempts int
+	// OnFailure receives the records given up on, as the mapping's on-failure
+	// destination (an SQS queue) receives their description. Nil only logs them.
+	OnFailure func(ctx context.Context, f FailedRecord)
 
-	positions map[string]string // shard id → sequence number of the last record handled
+	positions map[string]string  // shard id → sequence number of the last record handled
+	failures  map[string]failure // shard id → the record that keeps failing
+}
+
+type failure struct {
+	sequenceNumber string
+	attempts       int
+}
+
+// FailedRecord describes a record the Poller gave up on, as Lambda describes one to an
+// on-failure destination: where it is, not what it holds (read it from the table).
+type FailedRecord struct {
+	StreamARN      string
+	ShardID        string
+	SequenceNumber string
+	Attempts       int
+	// Keys are the record's keys (the Events table's stream id and version).
+	Keys map[string]events.DynamoDBAttributeValue
 }
 
 // HandlerError reports that the handler returned an error or panicked instead of
@@ -216,13 +242,54 @@ func (p *Poller) pollShard(ctx context.Context, shard string) (int, *HandlerErro
 		ev.Records[i].EventSourceArn = p.StreamARN
 	}
 	resp, err := p.invoke(ctx, ev)
+	done := 0
+	if err == nil {
+		done = handled(ev, resp)
+	}
+	if done > 0 {
+		p.positions[shard] = ev.Records[done-1].Change.SequenceNumber
+	}
+	if done < len(ev.Records) {
+		p.failed(ctx, shard, ev.Records[done])
+	} else {
+		delete(p.failures, shard)
+	}
 	if err != nil {
 		return len(records), &HandlerError{ShardID: shard, Err: err}, nil
 	}
-	if done := handled(ev, resp); done > 0 {
-		p.positions[shard] = ev.Records[done-1].Change.SequenceNumber
-	}
 	return len(records), nil, nil
+}
+
+// failed counts another failed delivery of rec and, past MaxRetryAttempts, hands it
+// to OnFailure and moves the shard's position past it.
+func (p *Poller) failed(ctx context.Context, shard string, rec events.DynamoDBEventRecord) {
+	if p.MaxRetryAttempts <= 0 {
+		return
+	}
+	if p.failures == nil {
+		p.failures = make(map[string]failure)
+	}
+	f := p.failures[shard]
+	if f.sequenceNumber != rec.Change.SequenceNumber {
+		f = failure{sequenceNumber: rec.Change.SequenceNumber}
+	}
+	f.attempts++
+	if f.attempts <= p.MaxRetryAttempts {
+		p.failures[shard] = f
+		return
+	}
+	delete(p.failures, shard)
+	p.positions[shard] = rec.Change.SequenceNumber
+	out := FailedRecord{StreamARN: p.StreamARN, ShardID: shard, SequenceNumber: rec.Change.SequenceNumber, Attempts: f.attempts, Keys: rec.Change.Keys}
+	logger := p.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.LogAttrs(ctx, slog.LevelError, "stream record given up on, sent to the on-failure destination",
+		slog.String("shard", shard), slog.String("sequenceNumber", out.SequenceNumber), slog.Int("attempts", out.Attempts))
+	if p.OnFailure != nil {
+		p.OnFailure(ctx, out)
+	}
 }
 
 // read returns the records after the shard's position, from a fresh iterator.

@@ -1,0 +1,208 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/bikerental/bikerental/internal/demo"
+	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+// unreliable wraps a stream function the way at-least-once delivery and crashes
+// treat it: every batch is delivered twice, and every third invocation "crashes"
+// after the function did its work, before Lambda hears back, so the batch is
+// delivered again.
+type unreliable struct {
+	local.Invoker
+	calls, crashes atomic.Int64
+}
+
+var errCrash = errors.New("injected crash after the work, before the answer")
+
+func (u *unreliable) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	n := u.calls.Add(1)
+	if _, err := u.Invoker.Invoke(ctx, payload); err != nil {
+		return nil, err
+	}
+	out, err := u.Invoker.Invoke(ctx, payload) // the duplicate delivery
+	if err == nil && n%3 == 0 {
+		u.crashes.Add(1)
+		return nil, errCrash
+	}
+	return out, err
+}
+
+// snapshot reads every item of a table, keys and attributes, as text, sorted.
+func snapshot(t *testing.T, client *dynamodb.Client, table string) []string {
+	t.Helper()
+	var out []string
+	pages := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range page.Items {
+			out = append(out, text(&types.AttributeValueMemberM{Value: item}))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// text renders an attribute value, maps with sorted keys.
+func text(v types.AttributeValue) string {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return fmt.Sprintf("S:%q", v.Value)
+	case *types.AttributeValueMemberN:
+		return "N:" + v.Value
+	case *types.AttributeValueMemberBOOL:
+		return fmt.Sprint("BOOL:", v.Value)
+	case *types.AttributeValueMemberL:
+		parts := make([]string, len(v.Value))
+		for i, e := range v.Value {
+			parts[i] = text(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case *types.AttributeValueMemberM:
+		keys := make([]string, 0, len(v.Value))
+		for k := range v.Value {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + text(v.Value[k])
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// TestUnreliableDeliveryCrashesAndAPoisonRecord runs the whole story with every
+// stream batch delivered twice, a crash injected into every third invocation of the
+// process and the projector, and a corrupt item written straight into the Events
+// table first. The story must end as it does on a calm day, the poison record must
+// reach the dead-letter destination of both consumers without holding anything up,
+// and replaying the whole stream into both consumers afterwards must change nothing.
+func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
+	server := emulatortest.Server(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg, err := server.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dynamodb.NewFromConfig(cfg)
+	eventsTable, pendingTable := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
+	if err := local.CreateTables(ctx, cfg, eventsTable, pendingTable); err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{
+		wiring.EnvEventsTable: eventsTable, wiring.EnvPendingTable: pendingTable,
+		wiring.EnvWebhookSecret: local.DefaultWebhookSecret, wiring.EnvPaymentTimeout: "3s",
+	}
+	getenv := func(k string) string { return settings[k] }
+	logger := slog.New(slog.DiscardHandler)
+	fs, err := local.InProcessFunctions(ctx, cfg, getenv, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	process, projector := &unreliable{Invoker: fs.Process}, &unreliable{Invoker: fs.Projector}
+	fs.Process, fs.Projector = process, projector
+
+	// The poison record: an Events item without type, data or event id.
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(eventsTable), Item: map[string]types.AttributeValue{
+		schema.EventsStreamID: &types.AttributeValueMemberS{Value: "payment-poison"},
+		schema.EventsVersion:  &types.AttributeValueMemberN{Value: "1"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	listener, err := local.Listen(freeAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := &local.Stack{AWS: cfg, EventsTable: eventsTable, PendingTable: pendingTable, SweepInterval: time.Second,
+		Functions: fs, Logger: logger, MaxRetryAttempts: 2}
+	done := make(chan error, 1)
+	go func() { done <- stack.Run(ctx, listener) }()
+
+	var narration strings.Builder
+	if err := demo.Run(ctx, demo.Config{BaseURL: "http://" + listener.Addr().String(), WebhookSecret: []byte(local.DefaultWebhookSecret),
+		Out: &narration, Wait: 90 * time.Second}); err != nil {
+		t.Fatalf("the story did not hold under unreliable delivery: %v\n%s", err, narration.String())
+	}
+	cancel()
+	<-done
+	if process.crashes.Load() == 0 || projector.crashes.Load() == 0 {
+		t.Fatalf("no crash was injected (process %d, projector %d)", process.crashes.Load(), projector.crashes.Load())
+	}
+	t.Logf("process: %d invocations, %d crashes; projector: %d invocations, %d crashes",
+		process.calls.Load(), process.crashes.Load(), projector.calls.Load(), projector.crashes.Load())
+
+	poisoned := map[string]bool{}
+	for _, dl := range stack.DeadLetters() {
+		if dl.Keys[schema.EventsStreamID].String() != "payment-poison" {
+			t.Errorf("%s gave up on a healthy record: %+v", dl.Function, dl)
+		}
+		poisoned[dl.Function] = true
+	}
+	if !poisoned["process"] || !poisoned["projector"] {
+		t.Errorf("the poison record reached the dead-letter destination of %v, want both consumers", poisoned)
+	}
+
+	// Replay the whole stream from its start into both consumers, twice delivered,
+	// crashes and all: nothing may change.
+	before := [][]string{snapshot(t, client, eventsTable), snapshot(t, client, pendingTable)}
+	desc, err := client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(eventsTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var replayed []string
+	for name, fn := range map[string]local.Invoker{"process": process, "projector": projector} {
+		p := &stream.Poller{Client: dynamodbstreams.NewFromConfig(cfg), StreamARN: aws.ToString(desc.Table.LatestStreamArn),
+			Logger: logger, MaxRetryAttempts: 2,
+			OnFailure: func(context.Context, stream.FailedRecord) { mu.Lock(); replayed = append(replayed, name); mu.Unlock() },
+			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
+				err = local.Call(ctx, fn, ev, &resp)
+				return resp, err
+			}}
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			n, _ := p.Poll(context.Background())
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the replay into %s never finished", name)
+			}
+		}
+	}
+	after := [][]string{snapshot(t, client, eventsTable), snapshot(t, client, pendingTable)}
+	for i, table := range []string{"Events", "PendingPayments"} {
+		if !slices.Equal(before[i], after[i]) {
+			t.Errorf("replaying the stream changed the %s table: %d items before, %d after", table, len(before[i]), len(after[i]))
+		}
+	}
+}

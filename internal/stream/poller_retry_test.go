@@ -1,0 +1,45 @@
+package stream_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bikerental/bikerental/internal/stream"
+)
+
+// TestPoisonRecordGoesToTheOnFailureDestination plays a mapping with
+// MaximumRetryAttempts 2: the record that always fails is delivered three times, then
+// handed to OnFailure and skipped; the records after it are still delivered.
+func TestPoisonRecordGoesToTheOnFailureDestination(t *testing.T) {
+	f := newFixture(t)
+	recs := f.append(t, "s", 0, event("A"), event("Poison"), event("C"))
+	poison := key(recs[1])
+	attempts := 0
+	var delivered []string
+	r := &recorder{respond: func(_ int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		for _, rec := range decoded(t, ev) {
+			if key(rec) == poison {
+				attempts++
+				return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: ev.Records[0].Change.SequenceNumber}}}, nil
+			}
+			delivered = append(delivered, key(rec))
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}}
+	var given []stream.FailedRecord
+	p := f.poller(r, 1) // one record a batch, so the failing one is always first
+	p.MaxRetryAttempts = 2
+	p.OnFailure = func(_ context.Context, fr stream.FailedRecord) { given = append(given, fr) }
+	drain(t, p, 20)
+	if attempts != 3 {
+		t.Errorf("the poison record was delivered %d times, want 3 (first try and 2 retries)", attempts)
+	}
+	if len(given) != 1 || given[0].Attempts != 3 || given[0].Keys["streamId"].String() != "s" || given[0].Keys["version"].Number() != "2" {
+		t.Fatalf("on-failure destination got %+v, want the poison record once", given)
+	}
+	if len(delivered) != 2 || delivered[0] != key(recs[0]) || delivered[1] != key(recs[2]) {
+		t.Errorf("delivered %v, want the records around the poison one", delivered)
+	}
+}
