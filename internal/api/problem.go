@@ -111,8 +111,15 @@ func detailOf(err, target error) string {
 	return target.Error()
 }
 
+// MaxJSONDepth is the deepest nesting of arrays and objects a JSON body may have;
+// a deeper body is refused with 400, naming "body", before it is decoded. No body
+// this API accepts nests more than one level, and refusing early keeps the work a
+// hostile body causes to one pass over its bytes.
+const MaxJSONDepth = 16
+
 // decodeJSON decodes a JSON object body into v, refusing other content types,
-// unknown fields and trailing data. An empty body decodes as {} when emptyOK.
+// bodies nested deeper than MaxJSONDepth, unknown fields and trailing data. An
+// empty body decodes as {} when emptyOK.
 func decodeJSON(r *request, v any, emptyOK bool) *response {
 	if len(bytes.TrimSpace(r.body)) == 0 {
 		if emptyOK {
@@ -127,6 +134,10 @@ func decodeJSON(r *request, v any, emptyOK bool) *response {
 		resp := problem(http.StatusUnsupportedMediaType, "about:blank", fmt.Sprintf("Content-Type %q is not accepted; send application/json", ct))
 		return &resp
 	}
+	if tooDeep(r.body, MaxJSONDepth) {
+		resp := invalid(InvalidParam{Name: "body", Reason: fmt.Sprintf("arrays and objects nest more than %d levels deep", MaxJSONDepth)})
+		return &resp
+	}
 	dec := json.NewDecoder(bytes.NewReader(r.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -138,6 +149,38 @@ func decodeJSON(r *request, v any, emptyOK bool) *response {
 		return &resp
 	}
 	return nil
+}
+
+// tooDeep reports whether the arrays and objects in body nest more than limit levels
+// deep. It is one pass over the bytes that allocates nothing: brackets inside
+// strings, escaped quotes included, do not count. It does not validate the JSON;
+// the decoder refuses whatever else is wrong.
+func tooDeep(body []byte, limit int) bool {
+	depth := 0
+	inString, escaped := false, false
+	for _, c := range body {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth > limit {
+				return true
+			}
+		case (c == ']' || c == '}') && depth > 0:
+			depth--
+		}
+	}
+	return false
 }
 
 func jsonReason(err error) string {

@@ -1,0 +1,178 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/webhook"
+)
+
+// The world every fuzzed request meets: bike fb1 is registered and available, bike
+// fb2 is requested by alice with its payment prepared, and the clock stands still.
+var (
+	fuzzNow    = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	fuzzRental = rental.NewRentalID("fb2", "FuzzFuzzFuzzFuzzFuzz00")
+	fuzzRef    = payment.ReferenceFor(fuzzRental)
+)
+
+const fuzzRequestID = "fuzz-request-1"
+
+// fuzzWorld returns an API over a fresh in-memory store holding the world above,
+// and the buffer its logs go to. A fresh world per input keeps every input
+// reproducible on its own.
+func fuzzWorld(t *testing.T) (*api.API, *syncBuffer) {
+	t.Helper()
+	store := eventstore.NewMemory()
+	commands := command.New(store)
+	ctx := context.Background()
+	for _, c := range []rental.Command{
+		rental.RegisterBike{BikeID: "fb1"},
+		rental.RegisterBike{BikeID: "fb2"},
+		rental.RequestBike{BikeID: "fb2", Renter: "alice", RentalID: fuzzRental},
+	} {
+		if _, err := commands.Bike(ctx, c, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prepare := payment.PreparePayment{Reference: fuzzRef, PaymentID: "pay-fuzz", Amount: 1500, Currency: "EUR"}
+	if _, err := commands.Payment(ctx, prepare, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := webhook.NewVerifier(secret, webhook.DefaultTolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	return api.New(api.Config{
+		Commands:  commands,
+		Webhook:   verifier,
+		Canceller: &fakeCanceller{outcome: rentalpayment.OutcomeNothingToDo},
+		Pending: &fakePending{rows: []deadline.Pending{
+			{Reference: fuzzRef, RentalID: fuzzRental, PreparedAt: fuzzNow.Add(-20 * time.Minute)},
+		}},
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		Now:    func() time.Time { return fuzzNow },
+	}), logs
+}
+
+// fuzzRequest builds the event API Gateway would send. The path may carry a query
+// string; a body that is not UTF-8 arrives base64-encoded, as API Gateway sends
+// binary bodies. Every request is signed with the webhook secret, so that the
+// webhooks' bodies are reached; refused signatures are the business of
+// TestWebhooks and of the webhook package's FuzzVerify.
+func fuzzRequest(method, path, contentType string, body []byte) events.APIGatewayV2HTTPRequest {
+	rawPath, rawQuery, _ := strings.Cut(path, "?")
+	req := events.APIGatewayV2HTTPRequest{
+		Version:        "2.0",
+		RouteKey:       "$default",
+		RawPath:        rawPath,
+		RawQueryString: rawQuery,
+		Headers:        map[string]string{"payment-signature": webhook.Sign(secret, body, fuzzNow)},
+		Body:           string(body),
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RequestID: fuzzRequestID,
+			HTTP:      events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: rawPath},
+		},
+	}
+	if contentType != "" {
+		req.Headers["content-type"] = contentType
+	}
+	if !utf8.Valid(body) {
+		req.Body, req.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+	}
+	if query, err := url.ParseQuery(rawQuery); err == nil && len(query) > 0 {
+		req.QueryStringParameters = map[string]string{}
+		for k, v := range query {
+			req.QueryStringParameters[k] = strings.Join(v, ",") // API Gateway joins repeated keys
+		}
+	}
+	return req
+}
+
+func FuzzHandle(f *testing.F) {
+	const js = "application/json"
+	confirm, reject := "/payments/"+fuzzRef+"/confirm", "/payments/"+fuzzRef+"/reject"
+	for _, seed := range []struct {
+		method, path, contentType, body string
+	}{
+		{"PUT", "/bikes/fb3", "", ""},
+		{"PUT", "/bikes/fb1", js, "{}"},
+		{"GET", "/bikes/fb2", "", ""},
+		{"POST", "/bikes/fb2/return", "", ""},
+		{"POST", "/rentals", js, `{"bikeId":"fb1","renter":"bob"}`},
+		{"POST", "/rentals", "application/merge-patch+json; charset=utf-8", `{"bikeId":"fb2","renter":"bob"}`},
+		{"GET", "/rentals/" + fuzzRental, "", ""},
+		{"POST", "/rentals/" + fuzzRental + "/cancel-payment", js, "{}"},
+		{"POST", confirm, js, "{}"},
+		{"POST", reject, js, `{"reason":"card declined"}`},
+		{"GET", "/payments/pending?limit=1", "", ""},
+		{"GET", "/payments/pending?limit=0&limit=2", "", ""},
+		{"POST", "/rentals", js, `{"bikeId":"fb1","renter":"bob","x":` + arrays(api.MaxJSONDepth) + `}`},
+		{"POST", reject, js, `{"reason":"\"[[[[{{{{\\"}`},
+		{"POST", "/rentals", "text/plain", "bikeId=fb1"},
+		{"POST", "/rentals", js, "\xff\xfe{}"},
+		{"DELETE", "/bikes/fb1", "", ""},
+		{"GET", "//bikes//fb1", "", ""},
+		{"GET", "/rentals/fb2_AAAAAAAAAAAAAAAAAAAAAA", "", ""},
+		{"POST", "/payments/rp_/confirm", js, "{}"},
+		{"", "", "", ""},
+	} {
+		f.Add(seed.method, seed.path, seed.contentType, []byte(seed.body))
+	}
+	f.Fuzz(func(t *testing.T, method, path, contentType string, body []byte) {
+		a, logs := fuzzWorld(t)
+		resp, err := a.Handle(context.Background(), fuzzRequest(method, path, contentType, body))
+		if err != nil {
+			t.Fatalf("Handle returned an error: %v", err)
+		}
+		if got := resp.Headers["X-Request-Id"]; got != fuzzRequestID {
+			t.Errorf("X-Request-Id = %q, want %q", got, fuzzRequestID)
+		}
+		status, ct := resp.StatusCode, resp.Headers["Content-Type"]
+		switch {
+		case status >= 500:
+			t.Fatalf("bad input answered %d: %s\nlogs: %s", status, resp.Body, logs.String())
+		case status >= 400:
+			var p api.Problem
+			if ct != "application/problem+json" {
+				t.Errorf("%d with Content-Type %q, want application/problem+json", status, ct)
+			}
+			if err := json.Unmarshal([]byte(resp.Body), &p); err != nil {
+				t.Fatalf("%d with a body that is not a problem: %v: %q", status, err, resp.Body)
+			}
+			if p.Status != status || p.Type == "" || p.Title == "" || p.RequestID != fuzzRequestID {
+				t.Errorf("%d with problem %+v", status, p)
+			}
+		case status >= 200 && status < 300:
+			if ct != "application/json" || !json.Valid([]byte(resp.Body)) || resp.Body == "" {
+				t.Errorf("%d with Content-Type %q and body %q, want JSON", status, ct, resp.Body)
+			}
+		default:
+			t.Errorf("status %d", status)
+		}
+		line := logs.String()
+		if strings.Count(line, "\n") != 1 || !json.Valid([]byte(line)) {
+			t.Errorf("one request did not log one JSON line: %q", line)
+		}
+		if bytes.Contains([]byte(line), secret) {
+			t.Errorf("the log line carries the webhook secret: %s", line)
+		}
+	})
+}
