@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -69,6 +70,14 @@ func DecodeRecord(item map[string]types.AttributeValue) (eventstore.Record, erro
 	r.CausationID = str(schema.EventsCausationID, false)
 	if err != nil {
 		return eventstore.Record{}, err
+	}
+	for name, value := range map[string]string{schema.EventsStreamID: r.StreamID, schema.EventsEventID: r.ID, schema.EventsType: r.Type} {
+		if value == "" {
+			return eventstore.Record{}, fmt.Errorf("%w: %s is empty", eventstore.ErrCorruptRecord, name)
+		}
+	}
+	if !json.Valid(r.Data) {
+		return eventstore.Record{}, fmt.Errorf("%w: %s is not JSON", eventstore.ErrCorruptRecord, schema.EventsData)
 	}
 	v, ok := item[schema.EventsVersion].(*types.AttributeValueMemberN)
 	if !ok {
