@@ -1,6 +1,7 @@
-// Command rentalctl is the operator's tool for the bike rental service. Its one
-// command, rebuild-pending, rebuilds the PendingPayments projection from the Events
-// table while the sweep's schedule is paused. Run `rentalctl -h` for usage.
+// Command rentalctl is the operator's tool for the bike rental service:
+// rebuild-pending rebuilds the PendingPayments projection from the Events table while
+// the sweep's schedule is paused, and audit checks every invariant of the event store
+// and the projection. Run `rentalctl -h` for usage.
 package main
 
 import (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rebuild"
@@ -40,11 +42,17 @@ const (
 // errUsage marks errors in the command line: main exits with status 2 for them.
 var errUsage = errors.New("usage")
 
+// errViolations is what audit returns when it found violations: main exits with
+// status 1 for it, as for any other failure.
+var errViolations = errors.New("violations found")
+
 const usage = `Usage: rentalctl <command> [flags]
 
 Commands:
   rebuild-pending   replay every payment stream of the Events table into the
                     PendingPayments table, with the sweep's schedule paused
+  audit             check the service's invariants across the Events and
+                    PendingPayments tables, and report every violation
 
 Run 'rentalctl <command> -h' for the flags of a command. AWS access is configured
 as for the AWS CLI: AWS_REGION, AWS_PROFILE or AWS_ACCESS_KEY_ID and
@@ -82,6 +90,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	case "rebuild-pending":
 		return rebuildPending(ctx, args[1:], getenv, stdout, stderr)
+	case "audit":
+		return runAudit(ctx, args[1:], getenv, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
@@ -204,6 +214,139 @@ func rebuildPending(ctx context.Context, args []string, getenv func(string) stri
 	}
 	fmt.Fprintf(stdout, "rebuilt %s from %s: %d payment streams, %d records in %s\n",
 		f.pendingTable, f.eventsTable, res.Streams, res.Records, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+const auditUsage = `Usage: rentalctl audit [flags]
+
+Reads the Events and PendingPayments tables and checks the service's invariants:
+stream versions without gaps, one process per rental that starts and completes once,
+one settlement per payment, no bike booked by two rentals at once, a PendingPayments
+table that lists exactly the outstanding payments, and bikes told how their rental's
+process ended. It only reads: it is safe to run at any time, against a live service.
+
+Prints one line per violation and a summary line (or, with -json, the report as
+JSON) on stdout. Exits 0 when nothing was found, 1 when violations were found or the
+audit failed, 2 for a bad command line.
+
+Without -quiet, checks that only hold once every event has been handled are skipped,
+and drift of the PendingPayments table is only reported for payments older than the
+grace period. Pass -quiet when nothing is in flight: no requests, the stream
+consumers caught up, the dead-letter queues empty.
+
+The operator needs dynamodb:Scan and dynamodb:Query on the Events table and
+dynamodb:Scan on the PendingPayments table.
+
+Flags (each defaults to the environment variable in brackets, if any):
+`
+
+type auditFlags struct {
+	eventsTable, pendingTable string
+	quiet, json               bool
+	grace                     time.Duration
+	concurrency, segments     int
+}
+
+func parseAudit(args []string, getenv func(string) string, stderr io.Writer) (auditFlags, error) {
+	var f auditFlags
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.eventsTable, "events-table", getenv(envEventsTable), "the Events table to read ["+envEventsTable+"]")
+	fs.StringVar(&f.pendingTable, "pending-table", getenv(envPendingTable), "the PendingPayments table to read ["+envPendingTable+"]")
+	fs.BoolVar(&f.quiet, "quiet", false, "the service is quiet: also run the checks that need every event handled")
+	fs.BoolVar(&f.json, "json", false, "print the report as JSON")
+	fs.DurationVar(&f.grace, "grace", audit.DefaultGrace, "without -quiet, how far the projector may lag behind the payments")
+	fs.IntVar(&f.concurrency, "concurrency", audit.DefaultConcurrency, "how many streams to read at once")
+	fs.IntVar(&f.segments, "segments", audit.DefaultScanSegments, "how many parallel segments each table scan uses")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), auditUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, err
+		}
+		return f, fmt.Errorf("%w: audit: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return f, fmt.Errorf("%w: audit takes no arguments, got %q", errUsage, fs.Args())
+	}
+	for _, req := range []struct{ flag, env, value string }{
+		{"events-table", envEventsTable, f.eventsTable},
+		{"pending-table", envPendingTable, f.pendingTable},
+	} {
+		if req.value == "" {
+			return f, fmt.Errorf("%w: audit: -%s (or %s) is required", errUsage, req.flag, req.env)
+		}
+	}
+	switch {
+	case f.grace <= 0:
+		return f, fmt.Errorf("%w: audit: -grace %s: want a positive duration", errUsage, f.grace)
+	case f.concurrency < 1:
+		return f, fmt.Errorf("%w: audit: -concurrency %d: want at least 1", errUsage, f.concurrency)
+	case f.segments < 1:
+		return f, fmt.Errorf("%w: audit: -segments %d: want at least 1", errUsage, f.segments)
+	}
+	return f, nil
+}
+
+// runAudit is `rentalctl audit`: it returns nil when the audit found nothing, an
+// error matching errViolations when it found violations (after printing them), and
+// any other error when it could not finish.
+func runAudit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f, err := parseAudit(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cfg, err := awsConfig(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	source := audit.NewDynamo(dynamodb.NewFromConfig(cfg), f.eventsTable, f.pendingTable, audit.WithScanSegments(f.segments))
+	start := time.Now()
+	report, err := audit.Run(ctx, source, source, audit.Options{
+		Quiet:       f.quiet,
+		Grace:       f.grace,
+		Concurrency: f.concurrency,
+		Progress: func(done int) {
+			if done%progressEvery == 0 {
+				fmt.Fprintf(stderr, "%d streams read (%s)\n", done, time.Since(start).Round(time.Second))
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("audit of %s and %s: %w", f.eventsTable, f.pendingTable, err)
+	}
+
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else {
+		for _, v := range report.Violations {
+			fmt.Fprintln(stdout, v)
+		}
+		found := "no violations"
+		if n := len(report.Violations); n > 0 {
+			found = fmt.Sprintf("%d violations", n)
+		}
+		checks := "quiet checks included"
+		if !report.Quiet {
+			checks = "quiet checks skipped, -quiet runs them"
+		}
+		fmt.Fprintf(stdout, "audited %s and %s: %d streams, %d records, %d rentals, %d payments, %d pending rows in %s: %s (%s)\n",
+			f.eventsTable, f.pendingTable, report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows,
+			time.Since(start).Round(time.Millisecond), found, checks)
+	}
+	if !report.OK() {
+		return fmt.Errorf("audit: %d %w", len(report.Violations), errViolations)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
+	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
@@ -263,6 +265,13 @@ func TestUsage(t *testing.T) {
 		{name: "no events table", args: []string{"rebuild-pending"}, env: env{"PENDING_TABLE": "p"}, wantErr: errUsage},
 		{name: "no pending table", args: []string{"rebuild-pending", "-events-table", "e"}, wantErr: errUsage},
 		{name: "bad shards", args: []string{"rebuild-pending"}, env: env{"PENDING_SHARDS": "four"}, wantErr: errUsage},
+		{name: "help lists audit", args: []string{"-h"}, stdout: "audit "},
+		{name: "audit help", args: []string{"audit", "-h"}, stderr: "-quiet"},
+		{name: "audit unknown flag", args: []string{"audit", "--bogus"}, wantErr: errUsage, stderr: "-json"},
+		{name: "audit stray argument", args: []string{"audit", "now"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
+		{name: "audit without events table", args: []string{"audit", "--quiet"}, env: env{"PENDING_TABLE": "p"}, wantErr: errUsage},
+		{name: "audit without pending table", args: []string{"audit", "--events-table", "e"}, wantErr: errUsage},
+		{name: "audit with no grace", args: []string{"audit", "--grace", "0s"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -281,5 +290,80 @@ func TestUsage(t *testing.T) {
 				t.Errorf("stderr %q, want it to contain %q", stderr.String(), c.stderr)
 			}
 		})
+	}
+}
+
+func TestAuditOfAQuietCleanWorldSucceeds(t *testing.T) {
+	w, _ := world(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"rebuild-pending"}, e.get, &stdout, &stderr); err != nil {
+		t.Fatalf("rebuild-pending: %v\nstderr:\n%s", err, stderr.String())
+	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"audit", "--quiet"}, e.get, &stdout, &stderr); err != nil {
+		t.Fatalf("audit: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	want := "15 streams, 29 records, 5 rentals, 5 payments, 5 pending rows"
+	if out := stdout.String(); strings.Count(out, "\n") != 1 || !strings.Contains(out, want) || !strings.Contains(out, "no violations (quiet checks included)") {
+		t.Errorf("stdout %q, want one summary line with %q and no violations", out, want)
+	}
+}
+
+func TestAuditReportsViolationsAndFails(t *testing.T) {
+	w, outstanding := world(t) // PendingPayments never projected: both outstanding payments lack a row
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	var missing []string
+	for _, id := range outstanding {
+		missing = append(missing, "pending-missing payment-rp_"+id+": ")
+	}
+
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"audit", "--quiet"}, e.get, &stdout, &stderr)
+	if !errors.Is(err, errViolations) || errors.Is(err, errUsage) {
+		t.Fatalf("audit = %v, want violations found\nstderr:\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], missing[0]) || !strings.HasPrefix(lines[1], missing[1]) || !strings.Contains(lines[2], ": 2 violations") {
+		t.Errorf("stdout:\n%s\nwant a line for each of %q and a summary", stdout.String(), missing)
+	}
+
+	// As JSON, and with the tables given by flags, which win over the environment.
+	e["EVENTS_TABLE"], e["PENDING_TABLE"] = "no-such-table", "no-such-table"
+	stdout.Reset()
+	err = run(context.Background(), []string{"audit", "-quiet", "-json", "-events-table", w.EventsTable, "-pending-table", w.PendingTable}, e.get, &stdout, &stderr)
+	if !errors.Is(err, errViolations) {
+		t.Fatalf("audit -json = %v, want violations found", err)
+	}
+	var report audit.Report
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatalf("stdout is not a JSON report: %v\n%s", err, stdout.String())
+	}
+	if report.OK() || len(report.Violations) != 2 || report.Violations[0].Invariant != audit.PendingMissing || report.Streams != 15 {
+		t.Errorf("JSON report %+v, want the 2 pending-missing violations", report)
+	}
+
+	// Not quiet, payments this young may still be on their way to the projection.
+	stdout.Reset()
+	args := []string{"audit", "-events-table", w.EventsTable, "-pending-table", w.PendingTable}
+	if err := run(context.Background(), args, e.get, &stdout, &stderr); err != nil {
+		t.Errorf("audit without -quiet = %v, want nothing reported within the grace period\n%s", err, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "quiet checks skipped") {
+		t.Errorf("stdout %q does not say the quiet checks were skipped", stdout.String())
+	}
+}
+
+func TestAuditOfAMissingTableFails(t *testing.T) {
+	w, _ := world(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	e["PENDING_TABLE"] = "no-such-table"
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"audit"}, e.get, &stdout, &stderr)
+	if err == nil || errors.Is(err, errUsage) || errors.Is(err, errViolations) || !strings.Contains(err.Error(), "no-such-table") {
+		t.Fatalf("audit = %v, want a failure naming the missing table", err)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q, want nothing reported", stdout.String())
 	}
 }

@@ -22,7 +22,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/demo"
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
@@ -173,6 +175,12 @@ func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("the stack stopped with %v", err)
+	}
+	db := dynamodb.NewFromConfig(cfg)
+	source := audit.NewDynamo(db, eventsTable, pendingTable)
+	report, err := audit.Run(context.Background(), source, source, audit.Options{})
+	if err != nil || !report.OK() {
+		t.Errorf("the auditor: %v, %v", err, report.Violations)
 	}
 }
 

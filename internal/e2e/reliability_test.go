@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/demo"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/local"
@@ -205,4 +206,19 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 			t.Errorf("replaying the stream changed the %s table: %d items before, %d after", table, len(before[i]), len(after[i]))
 		}
 	}
+
+	// Once quiet, the auditor finds nothing but the poison record itself.
+	report, err := audit.Run(context.Background(), audit.NewDynamo(client, eventsTable, pendingTable), audit.NewDynamo(client, eventsTable, pendingTable), audit.Options{Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range report.Violations {
+		if v.Invariant != audit.CorruptRecord || !slices.Equal(v.Streams, []string{"payment-poison"}) {
+			t.Errorf("the auditor found %s", v)
+		}
+	}
+	if len(report.Violations) != 1 {
+		t.Errorf("the auditor found %d violations, want only the poison record: %v", len(report.Violations), report.Violations)
+	}
+	t.Logf("audit: %d streams, %d records, %d rentals, %d payments, %d pending rows", report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows)
 }

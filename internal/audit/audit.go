@@ -1,0 +1,715 @@
+// Package audit checks the invariants the service promises across its streams and
+// its PendingPayments projection: versions without gaps, one process per rental that
+// starts and ends once, one settlement per payment, no bike booked twice, a
+// projection that matches the payment streams, and bikes told how their rental ended.
+// It only reads, and reports what it finds as violations rather than failing on them.
+package audit
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+)
+
+// EventsSource is what an audit reads of the Events table. *Dynamo is one.
+type EventsSource interface {
+	// StreamIDs calls fn at least once for every stream of the table, whatever
+	// versions it holds (a stream that lacks version 1 is listed too), and may call
+	// it more than once for the same id. fn is never called from two goroutines at
+	// once. StreamIDs stops with fn's first error and returns it, or returns the
+	// first read error, or nil once the whole table was listed.
+	StreamIDs(ctx context.Context, fn func(streamID string) error) error
+	// ReadStream calls fn with every item of streamID in ascending version order,
+	// reading strongly consistently, page by page. An item that cannot be decoded is
+	// passed on with its Err set, never dropped and never an error of ReadStream.
+	// It stops with fn's first error and returns it, or returns the first read error.
+	ReadStream(ctx context.Context, streamID string, fn func(Item) error) error
+}
+
+// PendingSource is what an audit reads of the PendingPayments table. *Dynamo is one.
+type PendingSource interface {
+	// PendingRows calls fn once for every row of the table, outstanding rows and
+	// settled markers alike, never from two goroutines at once. It stops with fn's
+	// first error and returns it, or returns the first read error.
+	PendingRows(ctx context.Context, fn func(PendingRow) error) error
+}
+
+// Item is one stored event as the audit sees it: its key, and the record decoded
+// from it or the reason it could not be.
+type Item struct {
+	StreamID string
+	// Version is the item's version, or 0 when the stored one is not a positive
+	// whole number.
+	Version int64
+	// Record is the decoded record; it is only meaningful when Err is nil.
+	Record eventstore.Record
+	// Err says why the item could not be decoded; it matches
+	// eventstore.ErrCorruptRecord.
+	Err error
+}
+
+// PendingRow is one row of the PendingPayments table.
+type PendingRow struct {
+	Reference string
+	// Outstanding reports whether the row has a due shard, that is, whether it is in
+	// the sweep's index; settled markers have none.
+	Outstanding bool
+	// PreparedAt is the row's prepared-at time, zero when it has none.
+	PreparedAt time.Time
+}
+
+// Invariant codes, stable across releases: scripts may match on them.
+const (
+	// VersionGap: a stream's versions do not run 1, 2, ... n (a gap, a duplicate,
+	// or no version 1).
+	VersionGap = "version-gap"
+	// CorruptRecord: an item that cannot be decoded into a record, or whose
+	// payload does not decode as the event its type names.
+	CorruptRecord = "corrupt-record"
+	// ProcessStartedTwice: more than one RentalPaymentRequested for a rental.
+	ProcessStartedTwice = "process-started-twice"
+	// ProcessNotStarted (quiet only): a BikeRequested whose rental has no
+	// RentalPaymentRequested.
+	ProcessNotStarted = "process-not-started"
+	// ProcessCompletedTwice: more than one RentalPaymentProcessCompleted for a rental.
+	ProcessCompletedTwice = "process-completed-twice"
+	// PaymentSettledTwice: more than one PaymentConfirmed, PaymentRejected or
+	// PaymentCancelled in one payment stream.
+	PaymentSettledTwice = "payment-settled-twice"
+	// BikeDoubleBooked: a BikeRequested while another rental of the same bike was
+	// requested or rented.
+	BikeDoubleBooked = "bike-double-booked"
+	// PendingMissing: an outstanding payment (prepared, not settled) without an
+	// outstanding PendingPayments row.
+	PendingMissing = "pending-missing"
+	// PendingStale: an outstanding PendingPayments row for a payment that has
+	// settled or is unknown.
+	PendingStale = "pending-stale"
+	// ProcessNotCompleted (quiet only): a started process whose payment settled
+	// but which recorded no completion.
+	ProcessNotCompleted = "process-not-completed"
+	// ProcessOutcomeMismatch: a completion whose outcome is not the payment's
+	// settlement (approved for PaymentConfirmed, rejected for PaymentRejected,
+	// cancelled for PaymentCancelled), or, when quiet, a completion whose payment
+	// has not settled.
+	ProcessOutcomeMismatch = "process-outcome-mismatch"
+	// BikeNotTold (quiet only): a completed process whose bike does not show the
+	// matching RequestApproved (approved) or RequestRejected (rejected, cancelled).
+	BikeNotTold = "bike-not-told"
+)
+
+// Violation is one broken invariant.
+type Violation struct {
+	// Invariant is one of the codes above.
+	Invariant string `json:"invariant"`
+	// Streams are the streams involved, sorted.
+	Streams []string `json:"streams"`
+	// Detail says what was found, for people.
+	Detail string `json:"detail"`
+}
+
+// String returns the violation on one line: code, streams, detail.
+func (v Violation) String() string {
+	return fmt.Sprintf("%s %s: %s", v.Invariant, strings.Join(v.Streams, ","), v.Detail)
+}
+
+// Report is the result of an audit.
+type Report struct {
+	// Quiet reports whether the checks that need a quiet system ran.
+	Quiet bool `json:"quiet"`
+	// Streams and Records count what was read of the Events table.
+	Streams int `json:"streams"`
+	Records int `json:"records"`
+	// Rentals counts the distinct rental ids seen in bike, process and payment
+	// streams; Payments counts the payment streams.
+	Rentals  int `json:"rentals"`
+	Payments int `json:"payments"`
+	// PendingRows counts the rows read of the PendingPayments table, settled
+	// markers included.
+	PendingRows int `json:"pendingRows"`
+	// Violations are sorted by invariant, then streams, then detail; never nil.
+	Violations []Violation `json:"violations"`
+}
+
+// OK reports whether the audit found no violation.
+func (r Report) OK() bool { return len(r.Violations) == 0 }
+
+// Defaults of Options.
+const (
+	DefaultGrace       = 30 * time.Second
+	DefaultConcurrency = 8
+)
+
+// Options configures an audit.
+type Options struct {
+	// Quiet says that nothing is in flight: every command has been handled and every
+	// stream record delivered to the process and the projector. It enables the
+	// checks that only hold then (process-not-started, process-not-completed,
+	// bike-not-told, a completion whose payment has not settled) and the drift
+	// checks for recent payments.
+	Quiet bool
+	// Grace, when not Quiet, is how far the projector may lag: a payment prepared or
+	// settled less than Grace before the PendingPayments table began to be read, or
+	// later, is not reported as drift (nor is a row of an unknown payment whose
+	// prepared-at time is that recent). DefaultGrace when zero or negative.
+	Grace time.Duration
+	// Concurrency is how many streams are read at once. DefaultConcurrency when < 1.
+	Concurrency int
+	// Now is the clock, time.Now when nil.
+	Now func() time.Time
+	// Progress, if not nil, is called after each stream with how many streams were
+	// read so far, never from two goroutines at once.
+	Progress func(streams int)
+}
+
+// Run audits the service's tables through events and pending. It first reads the
+// PendingPayments table, then lists the streams of the Events table and reads them,
+// Options.Concurrency at a time, keeping the set of stream ids and a small summary
+// per rental and per outstanding payment row, never a whole stream or table. Reading
+// the projection first means that what changes during the audit can only make a
+// payment look newer than the projection, which the grace period covers when the
+// system is not quiet.
+//
+// Records that cannot be decoded are reported as corrupt-record violations and the
+// audit goes on. A read failure or a cancelled ctx stops it: Run then returns the
+// error and an empty Report. Run only reads, so it is safe to run at any time and
+// any number of times; its quiet-only checks are meaningful only when the system is
+// quiet.
+func Run(ctx context.Context, events EventsSource, pending PendingSource, opts Options) (Report, error) {
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Concurrency < 1 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	a := &auditor{opts: opts, rentals: make(map[string]*rentalSummary), rows: make(map[string]PendingRow)}
+
+	pendingStart := opts.Now()
+	err := pending.PendingRows(ctx, func(row PendingRow) error {
+		a.pendingRows++
+		if row.Outstanding {
+			a.rows[row.Reference] = row
+		}
+		return nil
+	})
+	if err != nil {
+		return Report{}, fmt.Errorf("audit: read pending payments: %w", err)
+	}
+	if err := a.readEvents(ctx, events); err != nil {
+		return Report{}, err
+	}
+	a.crossCheck(pendingStart.Add(-opts.Grace))
+	return a.report(), nil
+}
+
+// auditor holds what an audit has gathered so far.
+type auditor struct {
+	opts Options
+
+	mu          sync.Mutex // guards everything below while streams are read
+	streams     int
+	records     int
+	payments    int
+	pendingRows int
+	rentals     map[string]*rentalSummary
+	rows        map[string]PendingRow // outstanding rows by reference
+	violations  []Violation
+}
+
+// rentalSummary is what the audit remembers of one rental, from its three streams.
+type rentalSummary struct {
+	// From the bike's stream.
+	bikeStream    string
+	bikeRequested bool
+	bikeOutcome   rental.Outcome
+
+	// From the process's stream.
+	processStream string
+	started       int
+	completed     int
+	outcome       rentalpayment.Completion
+
+	// From the payment's stream.
+	paymentStream string
+	prepared      bool
+	preparedAt    time.Time
+	settlements   int
+	settlement    string // the type of the first settling event
+	settledAt     time.Time
+}
+
+func (a *auditor) rental(id string) *rentalSummary {
+	s, ok := a.rentals[id]
+	if !ok {
+		s = &rentalSummary{}
+		a.rentals[id] = s
+	}
+	return s
+}
+
+func (a *auditor) violate(invariant, detail string, streams ...string) {
+	streams = slices.DeleteFunc(slices.Clone(streams), func(s string) bool { return s == "" })
+	slices.Sort(streams)
+	a.violations = append(a.violations, Violation{Invariant: invariant, Streams: slices.Compact(streams), Detail: detail})
+}
+
+// readEvents lists the streams and reads each one, Concurrency at a time.
+func (a *auditor) readEvents(ctx context.Context, events EventsSource) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		failMu sync.Mutex
+		failed error
+	)
+	fail := func(err error) {
+		failMu.Lock()
+		defer failMu.Unlock()
+		if failed == nil {
+			failed = err
+			cancel(err)
+		}
+	}
+
+	ids := make(chan string)
+	var workers sync.WaitGroup
+	for range a.opts.Concurrency {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for id := range ids {
+				if ctx.Err() != nil {
+					continue // drain: the lister stops once it sees the cancellation
+				}
+				if err := a.readStream(ctx, events, id); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	var seenMu sync.Mutex
+	seen := make(map[string]struct{})
+	listErr := events.StreamIDs(ctx, func(id string) error {
+		seenMu.Lock()
+		_, dup := seen[id]
+		seen[id] = struct{}{}
+		seenMu.Unlock()
+		if dup {
+			return nil
+		}
+		select {
+		case ids <- id:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	close(ids)
+	workers.Wait()
+
+	failMu.Lock()
+	defer failMu.Unlock()
+	switch {
+	case failed != nil:
+		return failed
+	case listErr != nil:
+		return fmt.Errorf("audit: list streams: %w", listErr)
+	}
+	return ctx.Err()
+}
+
+// streamCheck is what reading one stream found, before it is merged.
+type streamCheck struct {
+	id         string
+	records    int
+	versions   versionCheck
+	violations []Violation
+	merge      func(a *auditor) // adds the stream's summary to the auditor's
+}
+
+func (c *streamCheck) violate(invariant, detail string, streams ...string) {
+	if len(streams) == 0 {
+		streams = []string{c.id}
+	}
+	streams = slices.Clone(streams)
+	slices.Sort(streams)
+	c.violations = append(c.violations, Violation{Invariant: invariant, Streams: streams, Detail: detail})
+}
+
+// readStream reads one stream, checks what can be checked within it and merges its
+// summary into the auditor's.
+func (a *auditor) readStream(ctx context.Context, events EventsSource, id string) error {
+	c := &streamCheck{id: id}
+	var apply func(r eventstore.Record) error
+	var finish func()
+	switch {
+	case strings.HasPrefix(id, "rentalpayment-"):
+		apply, finish = c.process(strings.TrimPrefix(id, "rentalpayment-"))
+	case strings.HasPrefix(id, "payment-"):
+		apply, finish = c.payment(strings.TrimPrefix(id, "payment-"))
+	case strings.HasPrefix(id, "bike-"):
+		apply, finish = c.bike()
+	default: // a stream the audit knows nothing about: its versions are still checked
+		apply, finish = func(eventstore.Record) error { return nil }, func() {}
+	}
+	err := events.ReadStream(ctx, id, func(it Item) error {
+		c.records++
+		if it.Version < 1 {
+			c.violate(CorruptRecord, fmt.Sprintf("an item with an unreadable version: %v", it.Err))
+			return nil
+		}
+		c.versions.add(it.Version)
+		if it.Err != nil {
+			c.violate(CorruptRecord, fmt.Sprintf("version %d: %v", it.Version, it.Err))
+			return nil
+		}
+		if err := apply(it.Record); err != nil {
+			c.violate(CorruptRecord, fmt.Sprintf("version %d (%s): %v", it.Version, it.Record.Type, err))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit: read stream %s: %w", id, err)
+	}
+	finish()
+	if d := c.versions.problems(); d != "" {
+		c.violate(VersionGap, d)
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.streams++
+	a.records += c.records
+	a.violations = append(a.violations, c.violations...)
+	if c.merge != nil {
+		c.merge(a)
+	}
+	if a.opts.Progress != nil {
+		a.opts.Progress(a.streams)
+	}
+	return nil
+}
+
+// versionCheck follows a stream's versions as they are read, in ascending order.
+type versionCheck struct {
+	last  int64
+	found []string
+	more  int // problems beyond the ones kept
+}
+
+const maxVersionProblems = 10
+
+func (v *versionCheck) note(p string) {
+	if len(v.found) < maxVersionProblems {
+		v.found = append(v.found, p)
+	} else {
+		v.more++
+	}
+}
+
+func (v *versionCheck) add(version int64) {
+	switch want := v.last + 1; {
+	case version == v.last:
+		v.note(fmt.Sprintf("duplicate version %d", version))
+	case version < v.last:
+		v.note(fmt.Sprintf("version %d out of order after %d", version, v.last))
+		return
+	case version == want+1:
+		v.note(fmt.Sprintf("missing version %d", want))
+	case version > want:
+		v.note(fmt.Sprintf("missing versions %d to %d", want, version-1))
+	}
+	v.last = version
+}
+
+func (v *versionCheck) problems() string {
+	if len(v.found) == 0 {
+		return ""
+	}
+	s := strings.Join(v.found, ", ")
+	if v.more > 0 {
+		s += fmt.Sprintf(" and %d more", v.more)
+	}
+	return s
+}
+
+// bike replays a bike's stream as rental.Evolve does, without keeping every state.
+func (c *streamCheck) bike() (func(eventstore.Record) error, func()) {
+	type seen struct {
+		requested bool
+		outcome   rental.Outcome
+	}
+	rentals := make(map[string]*seen)
+	of := func(id string) *seen {
+		s, ok := rentals[id]
+		if !ok {
+			s = &seen{}
+			rentals[id] = s
+		}
+		return s
+	}
+	active := "" // the rental that is requested or rented
+	apply := func(r eventstore.Record) error {
+		e, err := rental.DecodeEvent(r.Type, r.Data)
+		if err != nil {
+			return err
+		}
+		switch e := e.(type) {
+		case rental.BikeRequested:
+			if active != "" && active != e.RentalID {
+				c.violate(BikeDoubleBooked, fmt.Sprintf("version %d requests the bike for rental %s while rental %s holds it", r.Version, e.RentalID, active))
+			}
+			active = e.RentalID
+			s := of(e.RentalID)
+			s.requested, s.outcome = true, rental.OutcomeRequested
+		case rental.RequestApproved:
+			of(e.RentalID).outcome = rental.OutcomeApproved
+		case rental.RequestRejected:
+			of(e.RentalID).outcome = rental.OutcomeRejected
+			if active == e.RentalID {
+				active = ""
+			}
+		case rental.BikeReturned:
+			of(e.RentalID).outcome = rental.OutcomeReturned
+			if active == e.RentalID {
+				active = ""
+			}
+		}
+		return nil
+	}
+	finish := func() {
+		c.merge = func(a *auditor) {
+			for id, s := range rentals {
+				r := a.rental(id)
+				r.bikeStream = c.id
+				r.bikeRequested = r.bikeRequested || s.requested
+				r.bikeOutcome = s.outcome
+			}
+		}
+	}
+	return apply, finish
+}
+
+// process reads a rental-payment process's stream.
+func (c *streamCheck) process(rentalID string) (func(eventstore.Record) error, func()) {
+	var started, completed int
+	var outcome rentalpayment.Completion
+	apply := func(r eventstore.Record) error {
+		switch r.Type {
+		case rentalpayment.TypeRequested:
+			var e rentalpayment.RentalPaymentRequested
+			if err := json.Unmarshal(r.Data, &e); err != nil {
+				return err
+			}
+			started++
+		case rentalpayment.TypeCompleted:
+			var e rentalpayment.RentalPaymentProcessCompleted
+			if err := json.Unmarshal(r.Data, &e); err != nil {
+				return err
+			}
+			if completed == 0 {
+				outcome = e.Outcome
+			}
+			completed++
+		default:
+			return fmt.Errorf("%w %q", rentalpayment.ErrUnknownEventType, r.Type)
+		}
+		return nil
+	}
+	finish := func() {
+		if started > 1 {
+			c.violate(ProcessStartedTwice, fmt.Sprintf("%d RentalPaymentRequested for rental %s", started, rentalID))
+		}
+		if completed > 1 {
+			c.violate(ProcessCompletedTwice, fmt.Sprintf("%d RentalPaymentProcessCompleted for rental %s", completed, rentalID))
+		}
+		c.merge = func(a *auditor) {
+			r := a.rental(rentalID)
+			r.processStream = c.id
+			r.started, r.completed, r.outcome = started, completed, outcome
+		}
+	}
+	return apply, finish
+}
+
+// payment reads a payment's stream.
+func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, func()) {
+	var (
+		prepared    bool
+		preparedAt  time.Time
+		settlements []string
+		settledAt   time.Time
+	)
+	apply := func(r eventstore.Record) error {
+		e, err := payment.DecodeEvent(r.Type, r.Data)
+		if err != nil {
+			return err
+		}
+		switch e.(type) {
+		case payment.PaymentPrepared:
+			if !prepared {
+				prepared, preparedAt = true, r.RecordedAt
+			}
+		case payment.PaymentConfirmed, payment.PaymentRejected, payment.PaymentCancelled:
+			if len(settlements) == 0 {
+				settledAt = r.RecordedAt
+			}
+			settlements = append(settlements, fmt.Sprintf("%s at version %d", r.Type, r.Version))
+		}
+		return nil
+	}
+	finish := func() {
+		if len(settlements) > 1 {
+			c.violate(PaymentSettledTwice, fmt.Sprintf("settled %d times: %s", len(settlements), strings.Join(settlements, ", ")))
+		}
+		rentalID, err := payment.RentalIDFor(reference)
+		c.merge = func(a *auditor) {
+			a.payments++
+			if err != nil {
+				return // not a rental's payment: neither the process nor the projection concerns it
+			}
+			r := a.rental(rentalID)
+			r.paymentStream = c.id
+			r.prepared, r.preparedAt = prepared, preparedAt
+			r.settlements, r.settledAt = len(settlements), settledAt
+			if len(settlements) > 0 {
+				r.settlement, _, _ = strings.Cut(settlements[0], " ")
+			}
+		}
+	}
+	return apply, finish
+}
+
+// completionFor is the process outcome each settling event must lead to.
+var completionFor = map[string]rentalpayment.Completion{
+	"PaymentConfirmed": rentalpayment.CompletedApproved,
+	"PaymentRejected":  rentalpayment.CompletedRejected,
+	"PaymentCancelled": rentalpayment.CompletedCancelled,
+}
+
+// crossCheck checks what spans streams and tables, once everything was read.
+// recent is the time from which, when not quiet, drift is forgiven.
+func (a *auditor) crossCheck(recent time.Time) {
+	quiet := a.opts.Quiet
+	ids := make([]string, 0, len(a.rentals))
+	for id := range a.rentals {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		r := a.rentals[id]
+		processStream := rentalpayment.StreamID(id)
+		paymentStream := payment.StreamID(payment.ReferenceFor(id))
+		bikeStream := r.bikeStream
+		if bikeStream == "" {
+			if bikeID, err := rental.BikeIDOf(id); err == nil {
+				bikeStream = rental.StreamID(bikeID)
+			}
+		}
+
+		if quiet && r.bikeRequested && r.started == 0 {
+			a.violate(ProcessNotStarted, fmt.Sprintf("rental %s was requested on its bike but its process never recorded RentalPaymentRequested", id), bikeStream, processStream)
+		}
+		if quiet && r.started > 0 && r.completed == 0 && r.settlements > 0 {
+			a.violate(ProcessNotCompleted, fmt.Sprintf("the payment of rental %s settled (%s) but its process never recorded its completion", id, r.settlement), processStream, paymentStream)
+		}
+		if r.completed > 0 {
+			switch want, settled := completionFor[r.settlement]; {
+			case settled && want != r.outcome:
+				a.violate(ProcessOutcomeMismatch, fmt.Sprintf("rental %s completed %q but its payment settled with %s, which means %q", id, r.outcome, r.settlement, want), processStream, paymentStream)
+			case !settled && quiet:
+				a.violate(ProcessOutcomeMismatch, fmt.Sprintf("rental %s completed %q but its payment has not settled", id, r.outcome), processStream, paymentStream)
+			}
+			if quiet {
+				a.checkBikeTold(id, r, bikeStream, processStream)
+			}
+		}
+
+		if r.prepared && r.settlements == 0 {
+			if _, ok := a.rows[payment.ReferenceFor(id)]; !ok && (quiet || r.preparedAt.Before(recent)) {
+				a.violate(PendingMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but PendingPayments has no outstanding row for it", payment.ReferenceFor(id), r.preparedAt.Format(time.RFC3339)), paymentStream)
+			}
+		}
+	}
+
+	refs := make([]string, 0, len(a.rows))
+	for ref := range a.rows {
+		refs = append(refs, ref)
+	}
+	slices.Sort(refs)
+	for _, ref := range refs {
+		row := a.rows[ref]
+		stream := payment.StreamID(ref)
+		var r *rentalSummary
+		if id, err := payment.RentalIDFor(ref); err == nil {
+			r = a.rentals[id]
+		}
+		switch {
+		case r == nil || !r.prepared:
+			if quiet || row.PreparedAt.Before(recent) {
+				a.violate(PendingStale, fmt.Sprintf("PendingPayments has an outstanding row for %s, a payment that was never prepared", ref), stream)
+			}
+		case r.settlements > 0:
+			if quiet || r.settledAt.Before(recent) {
+				a.violate(PendingStale, fmt.Sprintf("PendingPayments has an outstanding row for %s, which settled with %s at %s", ref, r.settlement, r.settledAt.Format(time.RFC3339)), stream)
+			}
+		}
+	}
+}
+
+// checkBikeTold checks that a completed process's bike shows how the rental ended.
+func (a *auditor) checkBikeTold(id string, r *rentalSummary, bikeStream, processStream string) {
+	var told bool
+	var want string
+	switch r.outcome {
+	case rentalpayment.CompletedApproved:
+		told, want = r.bikeOutcome == rental.OutcomeApproved || r.bikeOutcome == rental.OutcomeReturned, "RequestApproved"
+	case rentalpayment.CompletedRejected, rentalpayment.CompletedCancelled:
+		told, want = r.bikeOutcome == rental.OutcomeRejected, "RequestRejected"
+	default:
+		return // an outcome the process never writes: nothing to compare with
+	}
+	if told {
+		return
+	}
+	got := "no event about the rental"
+	if r.bikeOutcome != "" {
+		got = "the rental " + string(r.bikeOutcome)
+	}
+	a.violate(BikeNotTold, fmt.Sprintf("rental %s completed %q, so its bike should show %s, but it shows %s", id, r.outcome, want, got), bikeStream, processStream)
+}
+
+func (a *auditor) report() Report {
+	v := a.violations
+	if v == nil {
+		v = []Violation{}
+	}
+	slices.SortFunc(v, func(x, y Violation) int {
+		return cmp.Or(
+			cmp.Compare(x.Invariant, y.Invariant),
+			slices.Compare(x.Streams, y.Streams),
+			cmp.Compare(x.Detail, y.Detail),
+		)
+	})
+	return Report{
+		Quiet:       a.opts.Quiet,
+		Streams:     a.streams,
+		Records:     a.records,
+		Rentals:     len(a.rentals),
+		Payments:    a.payments,
+		PendingRows: a.pendingRows,
+		Violations:  v,
+	}
+}
