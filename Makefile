@@ -17,7 +17,7 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help demo run test lint vet fmt bench bench-sweep build moto rie clean \
+.PHONY: help demo soak run test lint vet fmt bench bench-sweep build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
@@ -64,6 +64,10 @@ build-ProjectorFunction:
 	$(call lambda,projector)
 build-SweepFunction:
 	$(call lambda,sweep)
+
+soak: moto ## long load runs on a local stack, calm and with 20% of DynamoDB requests faulted (minutes)
+	$(GO) run ./cmd/loadgen --rentals 400 --renters 8 --bikes 10
+	$(GO) run ./cmd/loadgen --rentals 400 --renters 8 --bikes 10 --faults 0.2
 
 bench-sweep: moto ## items one sweep reads vs a scan (SWEEP_BENCH_SIZES=1000,10000,100000 for more)
 	$(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 3x -timeout 60m ./internal/deadline/

@@ -1,0 +1,177 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// EndState is where the rentals and bikes of a run ended, as GET /rentals/{id} and
+// GET /bikes/{id} show them once the stack is quiet.
+type EndState struct {
+	// Rentals maps each rental id of the report to its status.
+	Rentals map[string]string `json:"rentals"`
+	// Bikes maps each bike id of the report to its status.
+	Bikes map[string]string `json:"bikes"`
+	// Waited is how long the stack took to become quiet.
+	Waited time.Duration `json:"waitedNs"`
+	// Requests, Unclean and UncleanSamples count the reads, as in Report.
+	Requests       int64    `json:"requests"`
+	Unclean        int64    `json:"unclean"`
+	UncleanSamples []string `json:"uncleanSamples,omitempty"`
+}
+
+// Settle waits, for at most timeout, until the stack is quiet: no rental of rep
+// still requested or awaiting payment, no bike of rep still requested (a bike is
+// released a moment after its payment is called off). It reads every rental and
+// bike every 250ms (or cfg.Poll, if longer), and returns their last statuses, with
+// an error naming the stragglers if the stack did not become quiet in time. Only
+// cfg.BaseURL, cfg.Client, cfg.Poll and cfg.MaxBusyRetries are used.
+func Settle(ctx context.Context, cfg Config, rep Report, timeout time.Duration) (EndState, error) {
+	if cfg.BaseURL == "" {
+		return EndState{}, errors.New("load: Config.BaseURL is required")
+	}
+	g := newGen(Config{
+		BaseURL: cfg.BaseURL, Client: cfg.Client, Poll: max(cfg.Poll, 250*time.Millisecond), MaxBusyRetries: cfg.MaxBusyRetries,
+	})
+	g.cfg.BaseURL = trimSlash(g.cfg.BaseURL)
+	if g.cfg.Client == nil {
+		g.cfg.Client = NewClient()
+	}
+	if g.cfg.MaxBusyRetries <= 0 {
+		g.cfg.MaxBusyRetries = 10
+	}
+	end := EndState{Rentals: map[string]string{}, Bikes: map[string]string{}}
+	for _, id := range rep.rentalIDs() {
+		end.Rentals[id] = ""
+	}
+	for _, id := range rep.Bikes {
+		end.Bikes[id] = ""
+	}
+	start := time.Now()
+	giveUp := start.Add(timeout)
+	var pending []string
+	for {
+		pending = pending[:0]
+		for _, id := range slices.Sorted(maps.Keys(end.Rentals)) {
+			if s := end.Rentals[id]; s != "" && s != statusRequested && s != statusAwaitingPayment {
+				continue // a final status for this purpose: nothing the stack does alone changes it
+			}
+			var v rentalView
+			ans, err := g.send(ctx, call{method: http.MethodGet, path: "/rentals/" + id, route: "GET /rentals/{id}"})
+			if err == nil && g.expect(ans, &v, func() bool { return v.RentalID == id && slices.Contains(rentalStatuses, v.Status) }, http.StatusOK) {
+				end.Rentals[id] = v.Status
+			}
+			if s := end.Rentals[id]; s == "" || s == statusRequested || s == statusAwaitingPayment {
+				pending = append(pending, fmt.Sprintf("rental %s (%s)", id, orUnknown(s)))
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(end.Bikes)) {
+			var b bikeView
+			ans, err := g.send(ctx, call{method: http.MethodGet, path: "/bikes/" + id, route: "GET /bikes/{id}"})
+			if err == nil && g.expect(ans, &b, func() bool { return b.BikeID == id && b.Status != "" }, http.StatusOK) {
+				end.Bikes[id] = b.Status
+			} else if err == nil && ans.problem.is("bike-not-found") {
+				end.Bikes[id] = "not registered"
+			}
+			if s := end.Bikes[id]; s == "" || s == statusRequested {
+				pending = append(pending, fmt.Sprintf("bike %s (%s)", id, orUnknown(s)))
+			}
+		}
+		t := g.tally.report()
+		end.Requests, end.Unclean, end.UncleanSamples = t.Requests, t.Unclean, t.UncleanSamples
+		end.Waited = time.Since(start)
+		if len(pending) == 0 {
+			return end, nil
+		}
+		if ctx.Err() != nil {
+			return end, ctx.Err()
+		}
+		if time.Now().After(giveUp) {
+			return end, fmt.Errorf("load: the stack was not quiet after %v: %d left, e.g. %v", timeout, len(pending), pending[:min(len(pending), 5)])
+		}
+		if err := sleep(ctx, g.cfg.Poll); err != nil {
+			return end, err
+		}
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func trimSlash(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// rentalIDs returns every rental id the report names, once each, sorted.
+func (r Report) rentalIDs() []string {
+	seen := map[string]bool{}
+	for _, ids := range r.Rentals {
+		for _, id := range ids {
+			seen[id] = true
+		}
+	}
+	for _, id := range r.Diverted {
+		seen[id] = true
+	}
+	for _, id := range r.Stuck {
+		seen[id] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// expectedEnd lists the statuses each intent's rentals may end in.
+var expectedEnd = map[Intent][]string{
+	Confirm:        {statusApproved, statusReturned},
+	Reject:         {statusRejected},
+	NeverPay:       {statusCancelled},
+	OperatorCancel: {statusCancelled},
+}
+
+// Check compares a run's report and end state with what must hold, and returns one
+// line per violation, none if all is well: no unclean failure (in the run or while
+// settling), no stuck rental, every confirmed rental approved or returned, every
+// rejected one rejected, every never-paid, operator-cancelled or diverted one
+// cancelled, and no bike left requested.
+func Check(rep Report, end EndState) []string {
+	var v []string
+	if rep.Unclean > 0 {
+		v = append(v, fmt.Sprintf("%d unclean failures during the run", rep.Unclean))
+	}
+	if end.Unclean > 0 {
+		v = append(v, fmt.Sprintf("%d unclean failures while settling", end.Unclean))
+	}
+	for _, id := range rep.Stuck {
+		v = append(v, fmt.Sprintf("rental %s got stuck during the run; it ended %s", id, orUnknown(end.Rentals[id])))
+	}
+	for _, intent := range Intents() {
+		for _, id := range rep.Rentals[intent] {
+			if got := end.Rentals[id]; !slices.Contains(expectedEnd[intent], got) {
+				v = append(v, fmt.Sprintf("%s rental %s ended %s, want %v", intent, id, orUnknown(got), expectedEnd[intent]))
+			}
+		}
+	}
+	for _, id := range rep.Diverted {
+		if got := end.Rentals[id]; got != statusCancelled {
+			v = append(v, fmt.Sprintf("rental %s, called off before the renter acted, ended %s, want cancelled", id, orUnknown(got)))
+		}
+	}
+	bikes := slices.Sorted(maps.Keys(end.Bikes))
+	for _, id := range bikes {
+		if s := end.Bikes[id]; s == statusRequested || s == "" {
+			v = append(v, fmt.Sprintf("bike %s was left %s", id, orUnknown(s)))
+		}
+	}
+	return v
+}

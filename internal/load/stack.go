@@ -1,0 +1,198 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+
+	"github.com/bikerental/bikerental/internal/emulator"
+	"github.com/bikerental/bikerental/internal/faultproxy"
+	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+// StackConfig describes a local stack to put load on: the one `make run` brings up
+// (package local, the four functions in this process), with a fault proxy between
+// the functions and the emulator.
+type StackConfig struct {
+	// Emulator is the endpoint of a running emulator (an emulator.Server's
+	// Endpoint); empty starts moto's server, which Close stops.
+	Emulator string
+	// Faults configures the proxy every AWS call of the stack goes through (the
+	// functions' DynamoDB calls, and the local runner's stream reads and schedule
+	// look-ups). Rate 0, the zero value, forwards everything untouched. The tables
+	// and the sweep's schedule are created directly, without faults.
+	Faults faultproxy.Config
+	// EventsTable and PendingTable name the tables; fresh names if empty.
+	EventsTable, PendingTable string
+	// PaymentTimeout is the stack's PAYMENT_TIMEOUT; 3s if zero.
+	PaymentTimeout time.Duration
+	// SweepInterval is how often the sweep runs; 1s if zero.
+	SweepInterval time.Duration
+	// WebhookSecret is PAYMENT_WEBHOOK_SECRET; local.DefaultWebhookSecret if empty.
+	WebhookSecret string
+	// Settings are further environment settings of the functions, such as
+	// RECORDING_MODE; they override the ones above.
+	Settings map[string]string
+	// Logger receives the stack's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Stack is a running local stack. Close stops it.
+type Stack struct {
+	// BaseURL is the HTTP API's base URL.
+	BaseURL string
+	// WebhookSecret is the secret the payment webhooks must be signed with.
+	WebhookSecret []byte
+	// Faults is the proxy between the stack and the emulator; its Stats count
+	// every AWS request the stack made.
+	Faults *faultproxy.Server
+	// PaymentTimeout and SweepInterval are the stack's settings.
+	PaymentTimeout, SweepInterval time.Duration
+
+	emulator *emulator.Server // started by StartStack, or nil
+	cancel   context.CancelFunc
+	done     chan struct{}
+	mu       sync.Mutex
+	err      error
+	close    sync.Once
+}
+
+// StartStack starts a local stack as sc describes and returns once its API
+// listens. The stack runs until Close, or until one of its parts fails (see Done).
+func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
+	if sc.PaymentTimeout <= 0 {
+		sc.PaymentTimeout = 3 * time.Second
+	}
+	if sc.SweepInterval <= 0 {
+		sc.SweepInterval = time.Second
+	}
+	if sc.WebhookSecret == "" {
+		sc.WebhookSecret = local.DefaultWebhookSecret
+	}
+	suffix := strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + randomAlnum(4)
+	if sc.EventsTable == "" {
+		sc.EventsTable = "load-events-" + suffix
+	}
+	if sc.PendingTable == "" {
+		sc.PendingTable = "load-pending-" + suffix
+	}
+	logger := sc.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	settings := map[string]string{
+		wiring.EnvEventsTable:    sc.EventsTable,
+		wiring.EnvPendingTable:   sc.PendingTable,
+		wiring.EnvWebhookSecret:  sc.WebhookSecret,
+		wiring.EnvPaymentTimeout: sc.PaymentTimeout.String(),
+	}
+	for k, v := range sc.Settings {
+		settings[k] = v
+	}
+
+	s := &Stack{WebhookSecret: []byte(settings[wiring.EnvWebhookSecret]), PaymentTimeout: sc.PaymentTimeout,
+		SweepInterval: sc.SweepInterval, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	endpoint := sc.Emulator
+	if endpoint == "" {
+		if s.emulator, err = emulator.Start(ctx); err != nil {
+			return nil, err
+		}
+		endpoint = s.emulator.Endpoint
+	}
+	direct, err := emulator.Config(ctx, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := local.CreateTables(ctx, direct, sc.EventsTable, sc.PendingTable); err != nil {
+		return nil, fmt.Errorf("load: create the tables: %w", err)
+	}
+	if err := local.CreateSweepSchedule(ctx, scheduler.NewFromConfig(direct)); err != nil {
+		return nil, err
+	}
+	if s.Faults, err = faultproxy.Start(endpoint, sc.Faults); err != nil {
+		return nil, err
+	}
+	proxied, err := emulator.Config(ctx, s.Faults.URL)
+	if err != nil {
+		return nil, err
+	}
+	getenv := func(k string) string { return settings[k] }
+	functions, err := local.InProcessFunctions(ctx, proxied, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	listener, err := local.Listen("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s.BaseURL = "http://" + listener.Addr().String()
+	stack := &local.Stack{AWS: proxied, EventsTable: sc.EventsTable, PendingTable: sc.PendingTable,
+		SweepInterval: sc.SweepInterval, Functions: functions, Logger: logger}
+	runCtx, cancel := context.WithCancelCause(context.Background())
+	s.cancel = func() { cancel(nil) }
+	go func() {
+		defer close(s.done)
+		err := stack.Run(runCtx, listener)
+		if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = cause
+		}
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+	}()
+	if s.emulator != nil {
+		go func() {
+			select {
+			case <-s.emulator.Exited():
+				cancel(fmt.Errorf("load: the emulator stopped: %s", s.emulator.ExitReason()))
+			case <-s.done:
+			}
+		}()
+	}
+	return s, nil
+}
+
+// Done is closed when the stack has stopped: after Close, or by itself when one of
+// its parts failed (Err says why).
+func (s *Stack) Done() <-chan struct{} { return s.done }
+
+// Err returns why the stack stopped, once Done is closed: nil after Close, unless
+// stopping failed.
+func (s *Stack) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Close stops the stack, the fault proxy and the emulator StartStack started. It is
+// safe to call more than once.
+func (s *Stack) Close() error {
+	s.close.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+			<-s.done
+		} else {
+			close(s.done)
+		}
+		if s.Faults != nil {
+			s.Faults.Close()
+		}
+		if s.emulator != nil {
+			s.emulator.Stop()
+		}
+	})
+	return s.Err()
+}
