@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
 
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/command"
@@ -552,6 +554,17 @@ func TestUnavailableAndUnexpectedErrors(t *testing.T) {
 	r := h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusServiceUnavailable)
 	if r.headers["Retry-After"] == "" {
 		t.Errorf("503 without Retry-After: %v", r.headers)
+	}
+
+	for _, storage := range []error{
+		&retry.MaxAttemptsError{Attempt: 3, Err: errors.New("connection reset by peer")},
+		&smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate of requests exceeds the allowed throughput."},
+	} {
+		h = newHarness(t, failing{Store: eventstore.NewMemory(), err: fmt.Errorf("dynamo: append: %w", storage)}, nil)
+		r = h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusServiceUnavailable)
+		if r.headers["Retry-After"] == "" || !strings.Contains(r.str("type"), "unavailable") {
+			t.Errorf("storage unavailable (%v): %v %s", storage, r.headers, r.raw)
+		}
 	}
 
 	internal := failing{Store: eventstore.NewMemory(), err: errors.New("dynamo: table arn:aws:dynamodb:eu-west-1:123456789012:table/Events is gone")}

@@ -9,6 +9,9 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -95,7 +98,31 @@ func errorResponse(err error) response {
 		resp.err = err
 		return resp
 	}
+	if transient(err) {
+		resp := problem(http.StatusServiceUnavailable, "unavailable", "the service's storage did not answer in time; retry after the delay in Retry-After (retrying is safe: with an Idempotency-Key, POST /rentals returns the first answer)")
+		resp.headers["Retry-After"] = "2"
+		resp.err = err
+		return resp
+	}
 	return internalError(err)
+}
+
+// transient reports an error of the storage that outlasted the AWS SDK's own retries
+// (throttling, server errors, lost connections): every command is safe to retry, so
+// it is a 503 with Retry-After, not a 500.
+func transient(err error) bool {
+	var exhausted *retry.MaxAttemptsError
+	if errors.As(err, &exhausted) {
+		return true
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded", "InternalServerError", "ServiceUnavailable":
+			return true
+		}
+	}
+	return false
 }
 
 // detailOf returns the message of a business refusal for the client: the sentinel's
