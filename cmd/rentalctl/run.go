@@ -138,25 +138,31 @@ func parseRebuildPending(args []string, getenv func(string) string, stderr io.Wr
 		fmt.Fprint(fs.Output(), rebuildPendingUsage)
 		fs.PrintDefaults()
 	}
+	return f, parseTableCommand(fs, "rebuild-pending", args, &f.eventsTable, &f.pendingTable)
+}
+
+// parseTableCommand parses a command's flags, which take no arguments and need both
+// tables, and returns errUsage-wrapped errors (flag.ErrHelp as it is).
+func parseTableCommand(fs *flag.FlagSet, name string, args []string, eventsTable, pendingTable *string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return f, err
+			return err
 		}
-		return f, fmt.Errorf("%w: rebuild-pending: %w", errUsage, err)
+		return fmt.Errorf("%w: %s: %w", errUsage, name, err)
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return f, fmt.Errorf("%w: rebuild-pending takes no arguments, got %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, name, fs.Args())
 	}
 	for _, req := range []struct{ flag, env, value string }{
-		{"events-table", envEventsTable, f.eventsTable},
-		{"pending-table", envPendingTable, f.pendingTable},
+		{"events-table", envEventsTable, *eventsTable},
+		{"pending-table", envPendingTable, *pendingTable},
 	} {
 		if req.value == "" {
-			return f, fmt.Errorf("%w: rebuild-pending: -%s (or %s) is required", errUsage, req.flag, req.env)
+			return fmt.Errorf("%w: %s: -%s (or %s) is required", errUsage, name, req.flag, req.env)
 		}
 	}
-	return f, nil
+	return nil
 }
 
 func rebuildPending(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
@@ -262,23 +268,8 @@ func parseAudit(args []string, getenv func(string) string, stderr io.Writer) (au
 		fmt.Fprint(fs.Output(), auditUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return f, err
-		}
-		return f, fmt.Errorf("%w: audit: %w", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return f, fmt.Errorf("%w: audit takes no arguments, got %q", errUsage, fs.Args())
-	}
-	for _, req := range []struct{ flag, env, value string }{
-		{"events-table", envEventsTable, f.eventsTable},
-		{"pending-table", envPendingTable, f.pendingTable},
-	} {
-		if req.value == "" {
-			return f, fmt.Errorf("%w: audit: -%s (or %s) is required", errUsage, req.flag, req.env)
-		}
+	if err := parseTableCommand(fs, "audit", args, &f.eventsTable, &f.pendingTable); err != nil {
+		return f, err
 	}
 	switch {
 	case f.grace <= 0:
