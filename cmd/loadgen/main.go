@@ -25,7 +25,6 @@ import (
 	"maps"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -52,6 +51,7 @@ type output struct {
 	Faults     *faultproxy.Stats `json:"faults,omitempty"`
 	Violations []string          `json:"violations"`
 	SettleErr  string            `json:"settleError,omitempty"`
+	StackErr   string            `json:"stackError,omitempty"`
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -111,12 +111,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	var stack *load.Stack
 	cfg.BaseURL, cfg.WebhookSecret = *api, []byte(*secret)
 	if *api == "" {
-		logPath := filepath.Join(os.TempDir(), "bikerental-loadgen.log")
-		logFile, err := os.Create(logPath)
+		logFile, err := os.CreateTemp("", "bikerental-loadgen-*.log") // one per run: runs may overlap
 		if err != nil {
 			return 1, err
 		}
 		defer logFile.Close()
+		logPath := logFile.Name()
 		fmt.Fprintf(stderr, "Bringing up a local stack (faults on %.0f%% of its %s AWS requests; logs: %s)...\n", *faults*100, *scope, logPath)
 		stack, err = load.StartStack(ctx, load.StackConfig{Faults: faultCfg, PaymentTimeout: *paymentTimeout,
 			SweepInterval: *sweepInterval, Logger: slog.New(slog.NewTextHandler(logFile, nil))})
@@ -142,21 +142,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	if err != nil && ctx.Err() == nil {
 		return 2, err // an invalid configuration
 	}
-	if stopped := stackStopped(stack); stopped != nil {
-		return 1, stopped
-	}
-	fmt.Fprintf(stderr, "Load done (%d requests); waiting for the stack to be quiet...\n", rep.Requests)
 	out := output{Report: rep}
-	out.End, err = load.Settle(ctx, cfg, rep, *settle)
-	if err != nil {
-		out.SettleErr = err.Error()
-	}
-	if stopped := stackStopped(stack); stopped != nil {
-		return 1, stopped
+	if stopped := stackStopped(stack); stopped == nil {
+		fmt.Fprintf(stderr, "Load done (%d requests); waiting for the stack to be quiet...\n", rep.Requests)
+		out.End, err = load.Settle(ctx, cfg, rep, *settle)
+		if err != nil {
+			out.SettleErr = err.Error()
+		}
 	}
 	out.Violations = load.Check(rep, out.End)
 	if out.SettleErr != "" {
 		out.Violations = append(out.Violations, out.SettleErr)
+	}
+	if stopped := stackStopped(stack); stopped != nil {
+		out.StackErr = stopped.Error()
+		out.Violations = append([]string{out.StackErr}, out.Violations...)
 	}
 	if stack != nil {
 		s := stack.Faults.Stats()

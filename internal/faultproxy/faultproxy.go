@@ -197,8 +197,21 @@ type Proxy struct {
 	forward *httputil.ReverseProxy
 
 	mu    sync.Mutex
+	rate  float64 // cfg.Rate until SetRate changes it
 	rng   *rand.Rand
 	stats Stats
+}
+
+// SetRate changes the share of eligible requests that get a fault, from the next
+// request on, so that a test can fault one step of a scenario and not the others.
+func (p *Proxy) SetRate(rate float64) error {
+	if rate < 0 || rate > 1 {
+		return fmt.Errorf("faultproxy: rate %v is not between 0 and 1", rate)
+	}
+	p.mu.Lock()
+	p.rate = rate
+	p.mu.Unlock()
+	return nil
 }
 
 // New returns a proxy to upstream (a base URL such as "http://127.0.0.1:4566").
@@ -231,6 +244,7 @@ func New(upstream string, cfg Config) (*Proxy, error) {
 	seed := uint64(cfg.Seed)
 	p := &Proxy{
 		cfg:     cfg,
+		rate:    cfg.Rate,
 		kinds:   append([]Kind(nil), kinds...),
 		forward: rp,
 		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -276,14 +290,14 @@ func operation(r *http.Request) string {
 // choose counts the request and decides its fault: "" for none. It also returns
 // the delay of a Slow fault.
 func (p *Proxy) choose(r *http.Request) (Kind, time.Duration) {
-	eligible := p.cfg.Rate > 0 && (p.cfg.Eligible == nil || p.cfg.Eligible(r))
+	eligible := p.cfg.Eligible == nil || p.cfg.Eligible(r)
 	final := p.cfg.SpareFinalAttempt && finalAttempt(r.Header.Get("amz-sdk-request"))
 	op := operation(r)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Requests++
 	p.stats.Operations[op]++
-	if !eligible || p.rng.Float64() >= p.cfg.Rate {
+	if !eligible || p.rate <= 0 || p.rng.Float64() >= p.rate {
 		return "", 0
 	}
 	kind := p.kinds[p.rng.IntN(len(p.kinds))]

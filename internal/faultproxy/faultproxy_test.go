@@ -347,3 +347,36 @@ func TestRateZeroPassesDynamoDBThrough(t *testing.T) {
 		t.Errorf("stats %v: want 11 requests forwarded, no fault", s)
 	}
 }
+
+func TestSetRate(t *testing.T) {
+	up, hits := upstream(t)
+	p := start(t, up.URL, faultproxy.Config{Rate: 0, Kinds: []faultproxy.Kind{faultproxy.ServerError}})
+	client := &http.Client{Timeout: 5 * time.Second}
+	status := func() int {
+		resp, err := post(client, p.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := status(); s != 200 {
+		t.Fatalf("rate 0: status %d", s)
+	}
+	if err := p.SetRate(1); err != nil {
+		t.Fatal(err)
+	}
+	if s := status(); s != 500 {
+		t.Fatalf("rate 1: status %d", s)
+	}
+	if err := p.SetRate(0); err != nil {
+		t.Fatal(err)
+	}
+	if s := status(); s != 200 || hits.Load() != 2 {
+		t.Fatalf("rate 0 again: status %d, %d forwarded", s, hits.Load())
+	}
+	if p.SetRate(-0.1) == nil {
+		t.Error("a negative rate was accepted")
+	}
+}

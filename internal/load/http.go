@@ -35,6 +35,8 @@ type answer struct {
 	status  int
 	body    []byte
 	problem *problem // set for a 4xx
+	// retryAfter is the delay a 503's Retry-After asks for.
+	retryAfter time.Duration
 }
 
 // problem is the part of an RFC 9457 problem the generator reads.
@@ -59,10 +61,13 @@ func (p *problem) anchor() string {
 	return p.Type
 }
 
-// Errors of send. Both were counted before they were returned.
+// Errors of send. All were counted before they were returned.
 var (
 	errUnclean = errors.New("load: unclean answer")
 	errBusy    = errors.New("load: still busy after repeated 503s")
+	// errRetryLater is a clean 503 to a call marked once: it is not sent again, as
+	// the request may have taken effect; the caller finds out and decides.
+	errRetryLater = errors.New("load: 503 to a request that is not safe to repeat")
 )
 
 // maxRetryAfter bounds the wait a Retry-After header may ask for.
@@ -86,8 +91,9 @@ func (g *gen) send(ctx context.Context, c call) (answer, error) {
 	busy, unclean := 0, 0
 	for {
 		ans, retryAfter, err := g.attempt(ctx, c)
+		ans.retryAfter = retryAfter
 		if errors.Is(err, errUnclean) {
-			g.probe(ctx, c)
+			g.probe(ctx, c, "unclean")
 			if c.once || unclean >= maxUncleanRetries {
 				return ans, err
 			}
@@ -101,6 +107,10 @@ func (g *gen) send(ctx context.Context, c call) (answer, error) {
 		if err != nil || ans.status != http.StatusServiceUnavailable {
 			return ans, err
 		}
+		if c.once {
+			g.probe(ctx, c, "503 to")
+			return ans, errRetryLater
+		}
 		if busy >= g.cfg.MaxBusyRetries {
 			g.tally.outcome(OutcomeBusyExhausted)
 			return ans, errBusy
@@ -113,19 +123,20 @@ func (g *gen) send(ctx context.Context, c call) (answer, error) {
 	}
 }
 
-// probe counts whether a request that got an unclean answer had taken effect.
-func (g *gen) probe(ctx context.Context, c call) {
+// probe counts whether a request that got an unclean answer, or a 503, had taken
+// effect: what labels the answer ("unclean", "503 to").
+func (g *gen) probe(ctx context.Context, c call, what string) {
 	if c.effect == nil {
 		return
 	}
 	took, err := c.effect(ctx)
 	switch {
 	case err != nil:
-		g.tally.outcome(fmt.Sprintf("unclean %s: unknown whether it took effect", c.route))
+		g.tally.outcome(fmt.Sprintf("%s %s: unknown whether it took effect", what, c.route))
 	case took:
-		g.tally.outcome(fmt.Sprintf("unclean %s: it had taken effect", c.route))
+		g.tally.outcome(fmt.Sprintf("%s %s: it had taken effect", what, c.route))
 	default:
-		g.tally.outcome(fmt.Sprintf("unclean %s: it had not taken effect", c.route))
+		g.tally.outcome(fmt.Sprintf("%s %s: it had not taken effect", what, c.route))
 	}
 }
 

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 func TestIntentsAreDealtInTheirShares(t *testing.T) {
@@ -59,5 +60,18 @@ func TestCheck(t *testing.T) {
 	rep.Unclean = 1
 	if v := Check(rep, end); len(v) != 3 {
 		t.Errorf("violations %v, want 3", v)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	base := 100 * time.Millisecond
+	us := time.Microsecond
+	for try, want := range []time.Duration{100000 * us, 100000 * us, 150000 * us, 225000 * us, 337500 * us, 506250 * us} {
+		if got := backoff(base, try); got != want {
+			t.Errorf("backoff(%v, %d) = %v, want %v", base, try, got, want)
+		}
+	}
+	if got := backoff(base, 100); got != 8*base {
+		t.Errorf("backoff(%v, 100) = %v, want the cap %v", base, got, 8*base)
 	}
 }

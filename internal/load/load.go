@@ -139,11 +139,12 @@ type Config struct {
 	// confirmed rental being approved); 30s if zero. A rental a wait runs out on is
 	// stuck.
 	Wait time.Duration
-	// Poll is the interval between two reads of a rental while waiting; 200ms if
-	// zero.
+	// Poll is the interval between the first reads of a rental while waiting; it
+	// grows by half with each read, up to 8 times Poll. 200ms if zero.
 	Poll time.Duration
 	// Pause is about how long a renter waits after a 409 bike-unavailable before it
-	// tries another bike (from half to one and a half times it); 200ms if zero.
+	// tries another bike (from half to one and a half times it); it grows by half
+	// with each 409 in a row, up to 8 times Pause. 200ms if zero.
 	Pause time.Duration
 	// MaxBusyRetries is how many times a request answered 503 is sent again; 10 if
 	// zero.
@@ -234,21 +235,21 @@ func (c Config) BikeIDs() []string {
 // Outcome names counted in Report.Outcomes. Refusals and answers the generator did
 // not expect are counted as "<route> <status> <problem type>".
 const (
-	OutcomeAccepted        = "rental accepted"
-	OutcomeUnavailable     = "bike unavailable (409)"
-	OutcomeNoBike          = "run over before a bike was free"
-	OutcomeConfirmed       = "payment confirmed"
-	OutcomeApproved        = "rental approved"
-	OutcomeReturned        = "bike returned"
-	OutcomeRejected        = "payment rejected"
-	OutcomeLeftUnpaid      = "payment left unpaid"
-	OutcomeCancelPrefix    = "cancel-payment: "
-	OutcomeDiverted        = "payment called off before the renter acted"
-	OutcomeStuck           = "rental stuck (a wait ran out)"
-	OutcomeBusyRetried     = "503 retried after Retry-After"
-	OutcomeBusyExhausted   = "gave up after repeated 503s"
-	OutcomeUncleanRetried  = "sent again after an unclean answer"
-	OutcomeUnexpectedRefus = "unexpected refusal"
+	OutcomeAccepted       = "rental accepted"
+	OutcomeUnavailable    = "bike unavailable (409)"
+	OutcomeNoBike         = "run over before a bike was free"
+	OutcomeConfirmed      = "payment confirmed"
+	OutcomeApproved       = "rental approved"
+	OutcomeReturned       = "bike returned"
+	OutcomeRejected       = "payment rejected"
+	OutcomeLeftUnpaid     = "payment left unpaid"
+	OutcomeCancelPrefix   = "cancel-payment: "
+	OutcomeDiverted       = "payment called off before the renter acted"
+	OutcomeStuck          = "rental stuck (a wait ran out)"
+	OutcomeBusyRetried    = "503 retried after Retry-After"
+	OutcomeBusyExhausted  = "gave up after repeated 503s"
+	OutcomeUncleanRetried = "sent again after an unclean answer"
+	OutcomeUnexpected     = "unexpected refusal"
 )
 
 // Report is what a run did.
@@ -496,8 +497,7 @@ func (g *gen) request(ctx context.Context, rng *rand.Rand, renter string, seq in
 		last = i
 		bike := g.bikes[i]
 		var b bikeView
-		ans, err := g.send(ctx, call{method: http.MethodPut, path: "/bikes/" + bike, route: "PUT /bikes/{id}",
-			effect: func(ctx context.Context) (bool, error) { return g.registered(ctx, bike) }})
+		ans, err := g.send(ctx, call{method: http.MethodPut, path: "/bikes/" + bike, route: "PUT /bikes/{id}"})
 		if err != nil || !g.expect(ans, &b, func() bool { return b.BikeID == bike && b.Status != "" }, http.StatusOK, http.StatusCreated) {
 			return rentalAccepted{}, false
 		}
@@ -523,7 +523,10 @@ func (g *gen) request(ctx context.Context, rng *rand.Rand, renter string, seq in
 				g.tally.outcome(OutcomeNoBike)
 				return rentalAccepted{}, false
 			}
-			pause := g.cfg.Pause/2 + time.Duration(rng.Int64N(int64(g.cfg.Pause)+1))
+			// Back off while every bike seems taken, so that searching renters do not
+			// crowd out the work they wait for.
+			pause := backoff(g.cfg.Pause, attempt)
+			pause = pause/2 + time.Duration(rng.Int64N(int64(pause)+1))
 			if sleep(ctx, pause) != nil {
 				return rentalAccepted{}, false
 			}
@@ -540,14 +543,15 @@ func (g *gen) request(ctx context.Context, rng *rand.Rand, renter string, seq in
 	}
 }
 
-// waitRental reads the rental every cfg.Poll until done holds, for at most
-// cfg.Wait; a rental the wait ran out on is stuck.
+// waitRental reads the rental until done holds, for at most cfg.Wait, every
+// cfg.Poll at first and less often as the wait goes on (see backoff); a rental the
+// wait ran out on is stuck.
 func (g *gen) waitRental(ctx context.Context, id string, done func(rentalView) bool) (rentalView, bool) {
 	giveUp := time.Now().Add(g.cfg.Wait)
-	for {
+	for polls := 0; ; {
 		v, err := g.readRental(ctx, id)
 		if errors.Is(err, errNotFound) {
-			g.tally.unexpected(fmt.Sprintf("%s GET /rentals/{id} 404 rental-not-found", OutcomeUnexpectedRefus))
+			g.tally.unexpected(fmt.Sprintf("%s GET /rentals/{id} 404 rental-not-found", OutcomeUnexpected))
 		}
 		if err != nil {
 			g.stuckOn(ctx, id)
@@ -561,7 +565,8 @@ func (g *gen) waitRental(ctx context.Context, id string, done func(rentalView) b
 			g.record(&g.stuck, id)
 			return v, false
 		}
-		if sleep(ctx, g.cfg.Poll) != nil {
+		polls++
+		if sleep(ctx, backoff(g.cfg.Poll, polls)) != nil {
 			return v, false
 		}
 	}
@@ -613,20 +618,27 @@ func (g *gen) confirm(ctx context.Context, r rentalAccepted) {
 		return
 	}
 	g.tally.outcome(OutcomeApproved)
-	// A return is not idempotent: sent again after it took effect, it would be
-	// refused as bike-not-rented. After an unclean answer, it is sent again only if
-	// it did not take effect.
+	// A return is not idempotent: it names no rental, so sent again after it took
+	// effect it is refused as bike-not-rented, or ends whichever rental the bike is
+	// in by then. After an unclean answer or a 503 it is sent again only once the
+	// rental's history shows that it did not take effect.
 	returned := g.recorded(r.RentalID, "BikeReturned")
 	for attempt := 0; ; attempt++ {
 		var b bikeView
 		ans, err := g.send(ctx, call{method: http.MethodPost, path: "/bikes/" + r.BikeID + "/return", route: "POST /bikes/{id}/return",
 			effect: returned, once: true})
-		if errors.Is(err, errUnclean) && attempt < maxUncleanRetries {
+		if (errors.Is(err, errUnclean) || errors.Is(err, errRetryLater)) && attempt < maxUncleanRetries+g.cfg.MaxBusyRetries {
 			if took, err := returned(ctx); err == nil && took {
 				break
 			}
-			g.tally.outcome(OutcomeUncleanRetried)
-			if sleep(ctx, uncleanRetryDelay) != nil {
+			delay := uncleanRetryDelay
+			if errors.Is(err, errRetryLater) {
+				delay = ans.retryAfter
+				g.tally.outcome(OutcomeBusyRetried)
+			} else {
+				g.tally.outcome(OutcomeUncleanRetried)
+			}
+			if sleep(ctx, delay) != nil {
 				return
 			}
 			continue
@@ -668,15 +680,6 @@ func (g *gen) recorded(id, eventType string) func(context.Context) (bool, error)
 	}
 }
 
-// registered tells whether the bike is registered.
-func (g *gen) registered(ctx context.Context, bike string) (bool, error) {
-	ans, err := g.send(ctx, call{method: http.MethodGet, path: "/bikes/" + bike, route: "GET /bikes/{id}"})
-	if err != nil {
-		return false, err
-	}
-	return ans.status == http.StatusOK, nil
-}
-
 // cancel calls the payment off as an operator.
 func (g *gen) cancel(ctx context.Context, id string) {
 	var c struct{ RentalID, Outcome string }
@@ -704,11 +707,21 @@ func (g *gen) expect(ans answer, v any, ok func() bool, want ...int) bool {
 		return true
 	}
 	if ans.problem != nil {
-		g.tally.unexpected(fmt.Sprintf("%s %s %d %s", OutcomeUnexpectedRefus, ans.route, ans.status, ans.problem.anchor()))
+		g.tally.unexpected(fmt.Sprintf("%s %s %d %s", OutcomeUnexpected, ans.route, ans.status, ans.problem.anchor()))
 		return false
 	}
 	g.tally.unclean(fmt.Sprintf("%s: unexpected status %d: %.300s", ans.route, ans.status, ans.body))
 	return false
+}
+
+// backoff returns base for the first try and half again as much for each further
+// one, up to 8 times base.
+func backoff(base time.Duration, try int) time.Duration {
+	d := base
+	for i := 1; i < try && d < 8*base; i++ {
+		d += d / 2
+	}
+	return min(d, 8*base)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
