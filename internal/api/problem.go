@@ -99,7 +99,7 @@ func errorResponse(err error) response {
 		return resp
 	}
 	if transient(err) {
-		resp := problem(http.StatusServiceUnavailable, "unavailable", "the service's storage did not answer in time; retry after the delay in Retry-After (retrying is safe: with an Idempotency-Key, POST /rentals returns the first answer)")
+		resp := problem(http.StatusServiceUnavailable, "unavailable", "the service's storage did not answer in time, and the request may or may not have taken effect; read the resource before retrying a return, retry after the delay in Retry-After (with an Idempotency-Key, POST /rentals returns the first answer)")
 		resp.headers["Retry-After"] = "2"
 		resp.err = err
 		return resp

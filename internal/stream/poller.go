@@ -134,9 +134,9 @@ func (p *Poller) Poll(ctx context.Context) (delivered int, err error) {
 
 // Run polls until ctx is done, waiting interval (250ms if not positive) between the
 // start of one pass and the next, and returns nil once ctx is done. Handler failures
-// are logged and their batches delivered again on a later pass, as Lambda retries. An
-// error of the DynamoDB Streams API, which persisted through the SDK's retries, stops
-// Run and is returned.
+// are logged and their batches delivered again on a later pass, as Lambda retries;
+// so are errors of the DynamoDB Streams API that outlasted the SDK's retries: the next
+// pass reads from the same position.
 func (p *Poller) Run(ctx context.Context, interval time.Duration) error {
 	if interval <= 0 {
 		interval = defaultInterval
@@ -153,7 +153,11 @@ func (p *Poller) Run(ctx context.Context, interval time.Duration) error {
 			return nil
 		}
 		if err != nil {
-			return err
+			// A Streams API error that outlasted the SDK's retries: Lambda's poller
+			// keeps going, and so does this one; the next pass reads from the same
+			// position.
+			logger.LogAttrs(ctx, slog.LevelError, "stream read failed, to be retried",
+				slog.String("streamArn", p.StreamARN), slog.String("error", err.Error()))
 		}
 		for _, e := range handlerErrs {
 			logger.LogAttrs(ctx, slog.LevelError, "stream batch failed, to be delivered again",

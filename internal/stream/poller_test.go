@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -347,15 +348,19 @@ func TestRun(t *testing.T) {
 			t.Errorf("delivered %v, want %v", got, want)
 		}
 	})
-	t.Run("stops on a Streams API error", func(t *testing.T) {
+	t.Run("keeps going after a Streams API error", func(t *testing.T) {
 		f := newFixture(t)
 		r := &recorder{}
-		p := &stream.Poller{Client: f.streams, Handler: r.handle,
+		var logs strings.Builder
+		p := &stream.Poller{Client: f.streams, Handler: r.handle, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			StreamARN: "arn:aws:dynamodb:us-east-1:123456789012:table/no-such-table/stream/2026-01-01T00:00:00.000"}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		if err := p.Run(ctx, time.Millisecond); err == nil || ctx.Err() != nil {
-			t.Errorf("Run returned %v (context: %v), want the API's error before the context ended", err, ctx.Err())
+		if err := p.Run(ctx, 10*time.Millisecond); err != nil || ctx.Err() == nil {
+			t.Errorf("Run returned %v before its context ended, want it to keep polling", err)
+		}
+		if !strings.Contains(logs.String(), "stream read failed, to be retried") {
+			t.Errorf("the failed reads were not logged: %s", logs.String())
 		}
 	})
 }
