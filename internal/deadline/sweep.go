@@ -62,6 +62,8 @@ type Summary struct {
 	OldestOverdue time.Duration `json:"oldestOverdueMs"`
 	// Incomplete reports a sweep that stopped early for its deadline.
 	Incomplete bool `json:"incomplete"`
+	// RentalID names the one rental a payment's own deadline swept (SweepOne).
+	RentalID string `json:"rentalId,omitempty"`
 }
 
 // Sweep finds every payment prepared before now minus the timeout by querying each
@@ -163,6 +165,13 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 	err := errors.Join(queryErrs...)
 	s.report(ctx, logger, sum, err)
 	return sum, err
+}
+
+func (s *Sweeper) margin() time.Duration {
+	if s.Margin > 0 {
+		return s.Margin
+	}
+	return DefaultMargin
 }
 
 func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, err error) {

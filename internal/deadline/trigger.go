@@ -4,27 +4,48 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/bikerental/bikerental/internal/payment"
 )
 
 // Trigger is what starts a sweep. EventBridge Scheduler passes the input the
 // template configures, {"scheduledTime": "<aws.scheduler.scheduled-time>"}; an
-// EventBridge rule's Scheduled Event carries the same time in "time".
+// EventBridge rule's Scheduled Event carries the same time in "time". A payment's
+// one-time schedule (precise deadlines) names its rental and payment instead: the
+// sweep then gives up on that one rental only.
 type Trigger struct {
 	ScheduledTime string `json:"scheduledTime,omitempty"`
 	Time          string `json:"time,omitempty"`
+	// RentalID and PaymentReference name the one payment a one-time schedule is for.
+	RentalID         string `json:"rentalId,omitempty"`
+	PaymentReference string `json:"paymentReference,omitempty"`
 }
 
-// NowFrom returns the "now" a sweep should use for an invocation's input: the
-// scheduled time it carries, or the clock if it carries none. A time later than the
-// clock is replaced by the clock, so that no caller can make payments overdue early by
-// pushing now into the future. Malformed input is an error.
-func NowFrom(input []byte, clock time.Time) (time.Time, error) {
+// ParseTrigger reads an invocation's input: empty input and null are a trigger with
+// nothing in it (sweep as of the clock). Malformed input, and a one-payment trigger
+// whose rental and reference do not belong together, are errors.
+func ParseTrigger(input []byte) (Trigger, error) {
 	var t Trigger
 	if len(input) > 0 && string(input) != "null" {
 		if err := json.Unmarshal(input, &t); err != nil {
-			return time.Time{}, fmt.Errorf("deadline: sweep input is not a trigger: %w", err)
+			return Trigger{}, fmt.Errorf("deadline: sweep input is not a trigger: %w", err)
 		}
 	}
+	if t.RentalID != "" || t.PaymentReference != "" {
+		if rentalID, err := payment.RentalIDFor(t.PaymentReference); err != nil || rentalID != t.RentalID {
+			return Trigger{}, fmt.Errorf("deadline: one-payment trigger names rental %q and payment %q, which do not belong together", t.RentalID, t.PaymentReference)
+		}
+	}
+	return t, nil
+}
+
+// OnePayment reports whether the trigger is a payment's own deadline.
+func (t Trigger) OnePayment() bool { return t.RentalID != "" }
+
+// Now returns the "now" the trigger asks for: the scheduled time it carries, or the
+// clock if it carries none. A time later than the clock is replaced by the clock, so
+// that no caller can make payments overdue early by pushing now into the future.
+func (t Trigger) Now(clock time.Time) (time.Time, error) {
 	raw := t.ScheduledTime
 	if raw == "" {
 		raw = t.Time
@@ -40,4 +61,14 @@ func NowFrom(input []byte, clock time.Time) (time.Time, error) {
 		return clock, nil
 	}
 	return at, nil
+}
+
+// NowFrom returns the "now" a sweep should use for an invocation's input (see
+// Trigger.Now). Malformed input is an error.
+func NowFrom(input []byte, clock time.Time) (time.Time, error) {
+	t, err := ParseTrigger(input)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.Now(clock)
 }

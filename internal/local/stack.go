@@ -2,7 +2,7 @@ package local
 
 import (
 	"context"
-
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,6 +70,13 @@ type Stack struct {
 	// the dead-letter destination (DefaultMaxRetryAttempts if zero).
 	MaxRetryAttempts int
 
+	// DeadlineGroup, when set, is the schedule group of the payments' one-time
+	// schedules (precise deadlines), which the stack fires as Scheduler would.
+	DeadlineGroup string
+	// DeadlinePoll is how often due one-time schedules are looked for
+	// (DefaultDeadlinePoll if zero).
+	DeadlinePoll time.Duration
+
 	mu          sync.Mutex
 	deadLetters []DeadLetter
 }
@@ -82,6 +89,9 @@ const DefaultMaxRetryAttempts = 5
 type DeadLetter struct {
 	Function string
 	stream.FailedRecord
+	// Schedule, Input and Err describe a one-time schedule's invocation that the
+	// scheduler gave up on, as its dead-letter queue would receive it.
+	Schedule, Input, Err string
 }
 
 // DeadLetters returns the records the stream consumers gave up on so far.
@@ -149,6 +159,22 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 		func() error { return consumer("projector", s.Functions.Projector).Run(ctx, 0) },
 		func() error { return Schedule(ctx, s.SweepInterval, s.paused, s.sweep) },
 		func() error { return serve(ctx, l, Gateway{Function: s.Functions.Command}) },
+	}
+	if s.DeadlineGroup != "" {
+		firer := &DeadlineFirer{
+			Client: scheduler.NewFromConfig(s.AWS), Group: s.DeadlineGroup, Poll: s.DeadlinePoll,
+			Logger: s.Logger.With("function", "sweep"),
+			Invoke: func(ctx context.Context, input string) error {
+				var sum deadline.Summary
+				return Call(ctx, s.Functions.Sweep, json.RawMessage(input), &sum)
+			},
+			OnDeadLetter: func(name, input string, err error) {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				s.deadLetters = append(s.deadLetters, DeadLetter{Function: "sweep", Schedule: name, Input: input, Err: err.Error()})
+			},
+		}
+		tasks = append(tasks, func() error { return firer.Run(ctx) })
 	}
 	errs := make(chan error, len(tasks))
 	for _, task := range tasks {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -29,7 +30,11 @@ type Up struct {
 // step. Stop it with Stop.
 func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, logger *slog.Logger, progress io.Writer) (*Up, error) {
 	up := &Up{}
-	var err error
+	getenv = withDeadlineDefaults(getenv)
+	mode, err := deadline.ParseMode(getenv(wiring.EnvDeadlineMode))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", wiring.EnvDeadlineMode, err)
+	}
 	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: interval, Logger: logger}
 	if endpoint, set := os.LookupEnv("AWS_ENDPOINT_URL"); set {
 		where := endpoint
@@ -50,6 +55,11 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 	}
 	if err == nil {
 		err = CreateTables(ctx, stack.AWS, stack.EventsTable, stack.PendingTable)
+	}
+	if err == nil && mode == deadline.ModePrecise {
+		stack.DeadlineGroup = getenv(wiring.EnvDeadlineGroup)
+		fmt.Fprintf(progress, "precise deadlines: one-time schedules in group %s\n", stack.DeadlineGroup)
+		err = CreateDeadlineGroup(ctx, scheduler.NewFromConfig(stack.AWS), stack.DeadlineGroup)
 	}
 	if err == nil {
 		stack.Functions, err = InProcessFunctions(ctx, stack.AWS, getenv, logger)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/stream"
 )
 
@@ -80,8 +81,22 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger 
 	if err != nil {
 		return nil, err
 	}
+	timers, err := Timers(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	apply := projection.Apply
+	if timers != nil {
+		// The row first: the schedule is an optimisation the sweep backs up.
+		apply = func(ctx context.Context, r eventstore.Record) error {
+			if err := projection.Apply(ctx, r); err != nil {
+				return err
+			}
+			return timers.Apply(ctx, r)
+		}
+	}
 	return StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		return stream.HandleBatch(ctx, ev, projection.Apply, logger), nil
+		return stream.HandleBatch(ctx, ev, apply, logger), nil
 	}), nil
 }
 
@@ -104,7 +119,15 @@ func SweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 		return nil, err
 	}
 	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
-		now, err := deadline.NowFrom(input, time.Now())
+		trigger, err := deadline.ParseTrigger(input)
+		if err != nil {
+			return deadline.Summary{}, err
+		}
+		clock := time.Now()
+		if trigger.OnePayment() {
+			return sweeper.SweepOne(ctx, trigger.RentalID, trigger.PaymentReference, clock)
+		}
+		now, err := trigger.Now(clock)
 		if err != nil {
 			return deadline.Summary{}, err
 		}

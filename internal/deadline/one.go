@@ -1,0 +1,121 @@
+package deadline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/schema"
+)
+
+// Get returns the outstanding payment with the given reference, with a strongly
+// consistent read of its row; ok is false when the payment is not outstanding (never
+// projected, or settled).
+func (p *Projection) Get(ctx context.Context, reference string) (row Pending, ok bool, err error) {
+	out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(p.table),
+		Key:                      map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: reference}},
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#ref, #at, #shard"),
+		ExpressionAttributeNames: map[string]string{"#ref": schema.PendingReference, "#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard},
+	})
+	if err != nil {
+		return Pending{}, false, fmt.Errorf("deadline: read pending payment %s: %w", reference, err)
+	}
+	if _, pending := out.Item[schema.PendingDueShard]; !pending {
+		return Pending{}, false, nil // absent, or a settled payment's marker
+	}
+	row, err = decodePending(out.Item)
+	if err != nil {
+		return Pending{}, false, err
+	}
+	return row, true, nil
+}
+
+// SweepOne gives up on one payment whose own deadline has come (precise deadlines:
+// its one-time schedule fired); now is the clock. It reads the payment's row and
+// sends CancelRentalPayment only if the payment is still outstanding: a schedule that
+// fires after settlement, or twice, finds nothing. One that fires early (Scheduler
+// keeps time to the minute) waits for the deadline if ctx leaves time for it, and
+// otherwise fails with ErrNotYetDue so that Scheduler retries. rentalID must be the
+// rental the reference belongs to.
+func (s *Sweeper) SweepOne(ctx context.Context, rentalID, reference string, now time.Time) (Summary, error) {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	logger := s.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	sum := Summary{Now: now.UTC(), Cutoff: now.Add(-timeout).UTC(), RentalID: rentalID}
+	if owner, err := payment.RentalIDFor(reference); err != nil || owner != rentalID {
+		return sum, fmt.Errorf("deadline: payment %q does not belong to rental %q", reference, rentalID)
+	}
+	row, ok, err := s.Projection.Get(ctx, reference)
+	sum.ItemsRead = 1
+	if err != nil {
+		s.report(ctx, logger, sum, err)
+		return sum, err
+	}
+	if ok && !row.PreparedAt.Before(sum.Cutoff) {
+		// Early: Scheduler fires with a minute's precision, possibly before the
+		// deadline. Wait for it if the invocation has the time, else fail, so that
+		// Scheduler retries later (and the periodic sweep is there regardless).
+		due := row.PreparedAt.Add(timeout).Add(time.Millisecond)
+		if err := waitUntil(ctx, now, due, s.margin()); err != nil {
+			s.report(ctx, logger, sum, err)
+			return sum, err
+		}
+		now = due
+		sum.Now, sum.Cutoff = now.UTC(), now.Add(-timeout).UTC()
+	}
+	if ok {
+		sum.Found = 1
+		sum.OldestOverdue = sum.Cutoff.Sub(row.PreparedAt)
+		outcome, err := s.Canceller.CancelRentalPayment(ctx, rentalID, command.Meta{CausationID: "deadline:" + reference})
+		switch {
+		case err != nil:
+			sum.Failed = 1
+			s.report(ctx, logger, sum, err)
+			return sum, fmt.Errorf("deadline: cancel rental %s: %w", rentalID, err)
+		case outcome == rentalpayment.OutcomeCancelled:
+			sum.Cancelled = 1
+		case outcome == rentalpayment.OutcomeDeclined:
+			sum.Declined = 1
+		default:
+			sum.NothingToDo = 1
+		}
+	}
+	s.report(ctx, logger, sum, nil)
+	return sum, nil
+}
+
+// ErrNotYetDue reports a payment's deadline that is further away than the invocation
+// can wait.
+var ErrNotYetDue = errors.New("deadline: payment not yet due")
+
+// waitUntil waits from now until due, if ctx's deadline leaves margin after it.
+func waitUntil(ctx context.Context, now, due time.Time, margin time.Duration) error {
+	wait := due.Sub(now)
+	if dl, ok := ctx.Deadline(); ok && now.Add(wait+margin).After(dl) {
+		return fmt.Errorf("%w: due at %s, %s away, more than the invocation has left", ErrNotYetDue, due.UTC().Format(time.RFC3339Nano), wait.Round(time.Millisecond))
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("deadline: waiting for a payment's deadline: %w", context.Cause(ctx))
+	}
+}
