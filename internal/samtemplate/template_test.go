@@ -49,6 +49,14 @@ func resources(expr string) (string, bool) {
 		return "events-table", true
 	case "PendingPaymentsTable":
 		return "pending-table", true
+	case "DeadlineScheduleGroup":
+		return "deadline-group", true
+	case "SweepFunction.Arn":
+		return "arn:aws:lambda:us-east-1:123456789012:function:sweep", true
+	case "SweepSchedulerRole.Arn":
+		return "arn:aws:iam::123456789012:role/scheduler", true
+	case "DeadlineDeadLetterQueue.Arn":
+		return "arn:aws:sqs:us-east-1:123456789012:deadline-dlq", true
 	}
 	return "", false
 }
@@ -320,33 +328,108 @@ func TestStreamConsumersHaveSomewhereToFail(t *testing.T) {
 	}
 }
 
-func TestSweepSchedule(t *testing.T) {
+// TestSweepTriggers checks the two ways the template runs the sweep, chosen by
+// SweepTrigger: an EventBridge Scheduler schedule (the default) or an EventBridge
+// rule, each with retries and a dead-letter queue, each sending an input from which
+// the sweep takes its "now".
+func TestSweepTriggers(t *testing.T) {
 	tpl := load(t)
+	params := tpl.Root().Get("Parameters")
+	if params.Get("SweepTrigger", "Default").Str() != "scheduler" {
+		t.Errorf("the default sweep trigger is %q, want scheduler", params.Get("SweepTrigger", "Default").Str())
+	}
 	fn := tpl.Resource("SweepFunction").Get("Properties")
-	if fn.Get("ReservedConcurrentExecutions").Str() != "1" {
-		t.Error("the sweep may run more than once at a time")
+	if fn.Get("Events").Exists() {
+		t.Error("the sweep function has SAM events; its triggers are resources chosen by SweepTrigger")
 	}
-	ev := fn.Get("Events", "Sweep")
-	if ev.Get("Type").Str() != "ScheduleV2" {
-		t.Fatalf("the sweep is not on EventBridge Scheduler")
+	reserved := fn.Get("ReservedConcurrentExecutions")
+	if items := reserved.Items(); reserved.Tag() != "!If" || len(items) != 3 || items[0].Str() != "PreciseDeadlines" || items[2].Str() != "1" {
+		t.Error("periodic sweeps may run more than once at a time")
 	}
-	p := ev.Get("Properties")
-	for _, k := range [][]string{{"RetryPolicy"}, {"DeadLetterConfig", "Arn"}, {"RoleArn"}} {
-		if !p.Get(k...).Exists() {
-			t.Errorf("the schedule has no %v", k)
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, trigger := range []struct {
+		id, typ, condition string
+		target             samtemplate.Node
+		input              string
+	}{
+		{"SweepSchedule", "AWS::Scheduler::Schedule", "SweepOnScheduler", tpl.Resource("SweepSchedule").Get("Properties", "Target"),
+			strings.ReplaceAll(tpl.Resource("SweepSchedule").Get("Properties", "Target", "Input").Str(), "<aws.scheduler.scheduled-time>", at.Format(time.RFC3339))},
+		{"SweepRule", "AWS::Events::Rule", "SweepOnRule", tpl.Resource("SweepRule").Get("Properties", "Targets").Items()[0],
+			`{"version":"0","id":"1","detail-type":"Scheduled Event","source":"aws.events","time":"` + at.Format(time.RFC3339) + `","detail":{}}`},
+	} {
+		r := tpl.Resource(trigger.id)
+		if r.Get("Type").Str() != trigger.typ || r.Get("Condition").Str() != trigger.condition {
+			t.Errorf("%s: type %s, condition %s", trigger.id, r.Get("Type").Str(), r.Get("Condition").Str())
+		}
+		if rate, _ := r.Get("Properties", "ScheduleExpression").Resolve(nil); rate != "rate(1 minute)" {
+			t.Errorf("%s: default sweep rate %q, want rate(1 minute)", trigger.id, rate)
+		}
+		for _, k := range [][]string{{"RetryPolicy"}, {"DeadLetterConfig", "Arn"}} {
+			if !trigger.target.Get(k...).Exists() {
+				t.Errorf("%s has no %v", trigger.id, k)
+			}
+		}
+		if trigger.target.Get("Arn").Tag() != "!GetAtt" || trigger.target.Get("Arn").Str() != "SweepFunction.Arn" {
+			t.Errorf("%s does not invoke the sweep function", trigger.id)
+		}
+		now, err := deadline.NowFrom([]byte(trigger.input), at.Add(time.Second))
+		if err != nil || !now.Equal(at) {
+			t.Errorf("%s: the input %s gives now = %v, %v; want %v", trigger.id, trigger.input, now, err, at)
 		}
 	}
-	rate, _ := p.Get("ScheduleExpression").Resolve(nil)
-	if rate != "rate(1 minute)" {
-		t.Errorf("default sweep rate %q, want rate(1 minute)", rate)
+	if !tpl.Resource("SweepSchedule").Get("Properties", "Target", "RoleArn").Exists() {
+		t.Error("the sweep's schedule has no role")
 	}
-	// The input the scheduler sends, with its placeholder filled in, is a time the
-	// sweep takes as its "now".
-	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	input := strings.ReplaceAll(p.Get("Input").Str(), "<aws.scheduler.scheduled-time>", at.Format(time.RFC3339))
-	now, err := deadline.NowFrom([]byte(input), at.Add(time.Second))
-	if err != nil || !now.Equal(at) {
-		t.Errorf("the schedule's input %s gives now = %v, %v; want %v", input, now, err, at)
+	perm := tpl.Resource("SweepRulePermission")
+	if perm.Get("Condition").Str() != "SweepOnRule" || perm.Get("Properties", "Principal").Str() != "events.amazonaws.com" {
+		t.Error("the rule may not invoke the sweep function")
+	}
+}
+
+// TestPreciseDeadlines checks what precise deadlines need: the projector may create
+// and delete schedules in the deadlines' group only and pass the scheduler's role, and
+// it starts with DeadlineMode=precise and the template's settings.
+func TestPreciseDeadlines(t *testing.T) {
+	tpl := load(t)
+	if tpl.Root().Get("Parameters", "DeadlineMode", "Default").Str() != "sweep" {
+		t.Error("precise deadlines are not opt-in")
+	}
+	projector := tpl.Resource("ProjectorFunction").Get("Properties")
+	granted := map[string]string{}
+	for _, st := range projector.Get("Policies").Items()[0].Get("Statement").Items() {
+		actions := st.Get("Action").Items()
+		if len(actions) == 0 {
+			actions = []samtemplate.Node{st.Get("Action")}
+		}
+		for _, a := range actions {
+			res, _ := st.Get("Resource").Resolve(resources)
+			granted[a.Str()] = res
+		}
+	}
+	for _, a := range []string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule"} {
+		if !strings.Contains(granted[a], ":schedule/deadline-group/*") {
+			t.Errorf("the projector's %s is on %q, want the deadlines' group only", a, granted[a])
+		}
+	}
+	if granted["iam:PassRole"] == "" {
+		t.Error("the projector may not pass the scheduler's role")
+	}
+	env := map[string]string{}
+	vars := projector.Get("Environment", "Variables")
+	for _, k := range vars.Keys() {
+		v, err := vars.Get(k).Resolve(resources)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env[k] = v
+	}
+	env["DEADLINE_MODE"] = "precise"
+	if _, err := wiring.ProjectorFunction(context.Background(), emulatortest.Config(t), func(k string) string { return env[k] }, slog.New(slog.DiscardHandler), io.Discard); err != nil {
+		t.Errorf("the projector does not start in precise mode with the template's settings: %v", err)
+	}
+	group := tpl.Resource("DeadlineScheduleGroup")
+	if group.Get("Type").Str() != "AWS::Scheduler::ScheduleGroup" {
+		t.Error("no schedule group for the deadlines")
 	}
 }
 
