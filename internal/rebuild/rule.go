@@ -1,0 +1,44 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+)
+
+// Rules is the part of the EventBridge client PauseRule uses. *eventbridge.Client is
+// one.
+type Rules interface {
+	DescribeRule(ctx context.Context, in *eventbridge.DescribeRuleInput, optFns ...func(*eventbridge.Options)) (*eventbridge.DescribeRuleOutput, error)
+	DisableRule(ctx context.Context, in *eventbridge.DisableRuleInput, optFns ...func(*eventbridge.Options)) (*eventbridge.DisableRuleOutput, error)
+	EnableRule(ctx context.Context, in *eventbridge.EnableRuleInput, optFns ...func(*eventbridge.Options)) (*eventbridge.EnableRuleOutput, error)
+}
+
+var _ Rules = (*eventbridge.Client)(nil)
+
+// PauseRule disables the EventBridge rule name (on the default event bus), for
+// deployments whose sweep runs on a rule (SweepTrigger=rule), and returns the function
+// that enables it again. As with Pause, a rule that was already disabled stays
+// disabled, resume is safe to call more than once, and on error nothing was changed
+// and resume is nil.
+func PauseRule(ctx context.Context, client Rules, name string) (resume func(context.Context) error, err error) {
+	before, err := client.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: aws.String(name)})
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: read rule %s: %w", name, err)
+	}
+	if before.State == types.RuleStateDisabled {
+		return func(context.Context) error { return nil }, nil
+	}
+	if _, err := client.DisableRule(ctx, &eventbridge.DisableRuleInput{Name: aws.String(name)}); err != nil {
+		return nil, fmt.Errorf("rebuild: disable rule %s: %w", name, err)
+	}
+	return func(ctx context.Context) error {
+		if _, err := client.EnableRule(ctx, &eventbridge.EnableRuleInput{Name: aws.String(name)}); err != nil {
+			return fmt.Errorf("rebuild: enable rule %s again: %w", name, err)
+		}
+		return nil
+	}, nil
+}
