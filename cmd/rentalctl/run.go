@@ -7,339 +7,375 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
-	"github.com/bikerental/bikerental/internal/audit"
-	"github.com/bikerental/bikerental/internal/deadline"
-	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/rebuild"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/wiring"
 )
 
-// Environment variables rentalctl reads, besides the AWS SDK's own.
+// Environment variables rentalctl reads, besides the AWS SDK's own and those
+// internal/wiring reads for the process (RECORDING_MODE, RENTAL_PRICE_CENTS,
+// RENTAL_CURRENCY) and the projection (SETTLED_MARKER_TTL).
 const (
-	envEventsTable   = "EVENTS_TABLE" // as the service's functions read it
-	envPendingTable  = "PENDING_TABLE"
-	envShards        = "PENDING_SHARDS"
+	envEventsTable   = wiring.EnvEventsTable // as the service's functions read them
+	envPendingTable  = wiring.EnvPendingTable
+	envShards        = wiring.EnvPendingShards
+	envTimeout       = wiring.EnvPaymentTimeout
+	envConcurrency   = wiring.EnvSweepConcurrency
 	envScheduleName  = "SWEEP_SCHEDULE_NAME"
 	envScheduleGroup = "SWEEP_SCHEDULE_GROUP"
+	envRuleName      = "SWEEP_RULE_NAME"
 )
 
-const (
-	// progressEvery is how many streams pass between two progress lines.
-	progressEvery = 500
-	// resumeTimeout bounds restoring the schedule, which runs even after an
-	// interrupt, on a context of its own.
-	resumeTimeout = 30 * time.Second
-)
-
-// errUsage marks errors in the command line: main exits with status 2 for them.
+// errUsage marks errors in the command line or the configuration: main exits with
+// status 2 for them.
 var errUsage = errors.New("usage")
 
 // errViolations is what audit returns when it found violations: main exits with
 // status 1 for it, as for any other failure.
 var errViolations = errors.New("violations found")
 
-const usage = `Usage: rentalctl <command> [flags]
+// subcommand is one of rentalctl's commands.
+type subcommand struct {
+	name    string
+	args    string // what follows the name in its usage line
+	summary string // one line for rentalctl's list of commands
+	run     func(ctx context.Context, c *cli, args []string) error
+}
 
-Commands:
-  rebuild-pending   replay every payment stream of the Events table into the
-                    PendingPayments table, with the sweep's schedule paused
-  audit             check the service's invariants across the Events and
-                    PendingPayments tables, and report every violation
+// commands are rentalctl's commands, in the order help lists them. rebuild-pending
+// is rebuild's older name, still accepted.
+var commands = []subcommand{
+	{"history", "RENTAL_ID", "a rental's status and audit trail, as GET /rentals/{id}", runHistory},
+	{"pending", "", "outstanding payments, oldest first; --overdue: past due", runPending},
+	{"cancel", "RENTAL_ID", "send CancelRentalPayment and print the outcome", runCancel},
+	{"sweep", "", "run the sweep now or --at a time; --dry-run only lists", runSweep},
+	{"audit", "", "check the service's invariants across both tables", runAudit},
+	{"rebuild", "", "rebuild PendingPayments, with the sweep's schedule paused", runRebuild},
+}
 
-Run 'rentalctl <command> -h' for the flags of a command. AWS access is configured
-as for the AWS CLI: AWS_REGION, AWS_PROFILE or AWS_ACCESS_KEY_ID and
-AWS_SECRET_ACCESS_KEY, and AWS_ENDPOINT_URL to use a local emulator.
+const aliasRebuild = "rebuild-pending"
+
+func lookup(name string) (subcommand, bool) {
+	if name == aliasRebuild {
+		name = "rebuild"
+	}
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return subcommand{}, false
+}
+
+const usageTail = `
+Run 'rentalctl <command> -h' (or 'rentalctl help <command>') for a command's flags.
+Flags are written -name or --name, before or after the command's argument ('--'
+ends the flags).
+
+Configuration comes from the environment, as the service's functions read it; each
+command's flags override it:
+  EVENTS_TABLE, PENDING_TABLE   the Events and PendingPayments tables
+  PENDING_SHARDS                the pending index's write shards (4)
+  PAYMENT_TIMEOUT               how long a payment may stay outstanding (15m)
+  SWEEP_CONCURRENCY             how many cancellations a sweep sends at once (8)
+  RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY
+                                the rental-payment process's settings
+  SWEEP_SCHEDULE_NAME, SWEEP_SCHEDULE_GROUP
+                                the schedule rebuild pauses
+AWS access is configured as for the AWS CLI: AWS_REGION, AWS_PROFILE or
+AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and AWS_ENDPOINT_URL to use the
+local stack's emulator instead of AWS.
+
+Output is for people by default; --json prints JSON instead. Exit status: 0 on
+success, 1 on failure (audit violations included), 2 for a bad command line or
+configuration.
 `
 
-const rebuildPendingUsage = `Usage: rentalctl rebuild-pending [flags]
+func usage() string {
+	var b strings.Builder
+	b.WriteString("Usage: rentalctl <command> [flags] [arguments]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-18s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+	}
+	fmt.Fprintf(&b, "  %-18s the same as rebuild\n", aliasRebuild)
+	b.WriteString(usageTail)
+	return b.String()
+}
 
-Replays every payment stream of the Events table into the PendingPayments table.
-It creates nothing: both tables must exist. Rows already there are kept or brought
-up to date, never duplicated, so it is safe to run over a live projection and to run
-again after an interruption.
+// cli is where a command's input comes from and its output goes.
+type cli struct {
+	// getenv reads the environment (the AWS SDK's variables AWS_REGION,
+	// AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN
+	// included).
+	getenv         func(string) string
+	stdout, stderr io.Writer
+}
 
-A rebuilt row carries the time its payment was prepared, so old payments look
-overdue until their settling events are replayed: the sweep's EventBridge schedule
-is disabled while the rebuild runs and enabled again when it ends, fails or is
-interrupted (a schedule that was already disabled stays disabled).
-
-Flags (each defaults to the environment variable in brackets):
-`
-
-// run is rentalctl: args are the command-line arguments after the program's name,
-// getenv reads the environment (the AWS SDK's variables AWS_REGION,
-// AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN
-// included). Results go to stdout; usage, progress and warnings to stderr. Errors in
-// the command line match errUsage; -h prints usage and returns nil.
+// run is rentalctl: args are the command-line arguments after the program's name.
+// Results go to stdout; progress, warnings, and usage after a mistake to stderr.
+// Errors in the command line or the configuration match errUsage; -h, --help and
+// help print usage to stdout and return nil.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return fmt.Errorf("%w: no command given", errUsage)
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
+	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr}
+	switch name := args[0]; name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage())
 		return nil
-	case "rebuild-pending":
-		return rebuildPending(ctx, args[1:], getenv, stdout, stderr)
-	case "audit":
-		return runAudit(ctx, args[1:], getenv, stdout, stderr)
-	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
-}
-
-type rebuildPendingFlags struct {
-	eventsTable, pendingTable   string
-	shards                      int
-	markerTTL                   time.Duration
-	scheduleName, scheduleGroup string
-}
-
-func parseRebuildPending(args []string, getenv func(string) string, stderr io.Writer) (rebuildPendingFlags, error) {
-	var f rebuildPendingFlags
-	shards := deadline.DefaultShards
-	if v := getenv(envShards); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return f, fmt.Errorf("%w: %s=%q is not a whole number", errUsage, envShards, v)
+	case "help":
+		if len(args) == 1 {
+			fmt.Fprint(stdout, usage())
+			return nil
 		}
-		shards = n
+		cmd, ok := lookup(args[1])
+		if !ok || len(args) > 2 {
+			fmt.Fprint(stderr, usage())
+			return fmt.Errorf("%w: help: want one command's name, got %q", errUsage, args[1:])
+		}
+		return helpOf(ctx, cmd, c)
+	default:
+		cmd, ok := lookup(name)
+		if !ok {
+			fmt.Fprint(stderr, usage())
+			return fmt.Errorf("%w: unknown command %q", errUsage, name)
+		}
+		err := cmd.run(ctx, c, args[1:])
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
 	}
-	markerTTL := deadline.DefaultMarkerTTL
-	if v := getenv("SETTLED_MARKER_TTL"); v != "" {
+}
+
+// helpOf prints a command's usage to stdout, as its -h does.
+func helpOf(ctx context.Context, cmd subcommand, c *cli) error {
+	err := cmd.run(ctx, c, []string{"-h"})
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+// flags is one command's flag set. Flags that stand for an environment variable
+// default to it and, once parsed, override it in lookup, which is what the command
+// hands to internal/wiring.
+type flags struct {
+	fs     *flag.FlagSet
+	usage  string // the command's description, printed before its flags
+	getenv func(string) string
+	// settings are the environment variables flags stand for, with the flag's name
+	// and its value as the environment would spell it.
+	settings map[string]setting
+	// envErrs are environment variables that do not parse, by flag name: an error
+	// unless the flag is given.
+	envErrs map[string]error
+}
+
+type setting struct {
+	flag  string
+	value func() string
+	check func() error // nil, or what is wrong with the value
+}
+
+func newFlags(name, usage string, getenv func(string) string) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // usage and errors are printed by parse
+	fs.Usage = func() {}
+	return &flags{fs: fs, usage: usage, getenv: getenv, settings: map[string]setting{}, envErrs: map[string]error{}}
+}
+
+// eventsTable adds -events-table; use says what the command does with the table.
+func (f *flags) eventsTable(p *string, use string) {
+	f.stringEnv(p, "events-table", envEventsTable, "the Events table "+use)
+}
+
+// pendingTable adds -pending-table; use says what the command does with the table.
+func (f *flags) pendingTable(p *string, use string) {
+	f.stringEnv(p, "pending-table", envPendingTable, "the PendingPayments table "+use)
+}
+
+func (f *flags) stringEnv(p *string, name, env, help string) {
+	f.fs.StringVar(p, name, f.getenv(env), help+" ["+env+"]")
+	f.settings[env] = setting{name, func() string { return *p }, nil}
+}
+
+func (f *flags) intEnv(p *int, name, env string, def int, help string) {
+	if v := f.getenv(env); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			f.envErrs[name] = fmt.Errorf("%s=%q: want a positive whole number", env, v)
+		} else {
+			def = n
+		}
+	}
+	f.fs.IntVar(p, name, def, help+" ["+env+"]")
+	f.settings[env] = setting{name, func() string { return strconv.Itoa(*p) }, func() error {
+		if *p < 1 {
+			return fmt.Errorf("-%s %d: want a positive whole number", name, *p)
+		}
+		return nil
+	}}
+}
+
+func (f *flags) durationEnv(p *time.Duration, name, env string, def time.Duration, help string) {
+	if v := f.getenv(env); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return f, fmt.Errorf("%w: SETTLED_MARKER_TTL=%q is not a positive duration", errUsage, v)
-		}
-		markerTTL = d
-	}
-	f.markerTTL = markerTTL
-	group := getenv(envScheduleGroup)
-	if group == "" {
-		group = "default"
-	}
-	fs := flag.NewFlagSet("rebuild-pending", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&f.eventsTable, "events-table", getenv(envEventsTable), "the Events table to read ["+envEventsTable+"]")
-	fs.StringVar(&f.pendingTable, "pending-table", getenv(envPendingTable), "the PendingPayments table to write ["+envPendingTable+"]")
-	fs.IntVar(&f.shards, "shards", shards, "the index write shards of the PendingPayments table; must match the projector's ["+envShards+"]")
-	fs.StringVar(&f.scheduleName, "schedule-name", getenv(envScheduleName), "the sweep's EventBridge schedule; empty pauses nothing ["+envScheduleName+"]")
-	fs.StringVar(&f.scheduleGroup, "schedule-group", group, "the schedule's group ["+envScheduleGroup+"]")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), rebuildPendingUsage)
-		fs.PrintDefaults()
-	}
-	return f, parseTableCommand(fs, "rebuild-pending", args, &f.eventsTable, &f.pendingTable)
-}
-
-// parseTableCommand parses a command's flags, which take no arguments and need both
-// tables, and returns errUsage-wrapped errors (flag.ErrHelp as it is).
-func parseTableCommand(fs *flag.FlagSet, name string, args []string, eventsTable, pendingTable *string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %s: %w", errUsage, name, err)
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, name, fs.Args())
-	}
-	for _, req := range []struct{ flag, env, value string }{
-		{"events-table", envEventsTable, *eventsTable},
-		{"pending-table", envPendingTable, *pendingTable},
-	} {
-		if req.value == "" {
-			return fmt.Errorf("%w: %s: -%s (or %s) is required", errUsage, name, req.flag, req.env)
+			f.envErrs[name] = fmt.Errorf("%s=%q: want a positive duration such as 15m or 90s", env, v)
+		} else {
+			def = d
 		}
 	}
-	return nil
-}
-
-func rebuildPending(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
-	f, err := parseRebuildPending(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	f.fs.DurationVar(p, name, def, help+" ["+env+"]")
+	f.settings[env] = setting{name, func() string { return p.String() }, func() error {
+		if *p <= 0 {
+			return fmt.Errorf("-%s %s: want a positive duration", name, *p)
+		}
 		return nil
-	}
-	if err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, getenv)
-	if err != nil {
-		return err
-	}
-	db := dynamodb.NewFromConfig(cfg)
-	projection, err := deadline.NewProjection(db, f.pendingTable, f.shards, f.markerTTL)
-	if err != nil {
-		return err
-	}
-	// Fail before touching the schedule if either table is missing.
-	for _, table := range []string{f.eventsTable, f.pendingTable} {
-		if _, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
-			return fmt.Errorf("table %s: %w", table, err)
-		}
-	}
+	}}
+}
 
-	if f.scheduleName == "" {
-		fmt.Fprintf(stderr, "warning: no sweep schedule given (-schedule-name or %s): nothing is paused, and a sweep that runs during the rebuild may cancel payments that only look overdue\n", envScheduleName)
+func (f *flags) jsonFlag(p *bool) { f.fs.BoolVar(p, "json", false, "print JSON instead of text") }
+
+// lookup reads the environment with the flags' values in place of the variables
+// they stand for.
+func (f *flags) lookup(name string) string {
+	if s, ok := f.settings[name]; ok {
+		return s.value()
+	}
+	return f.getenv(name)
+}
+
+// printUsage prints the command's usage: all of it, or only its synopsis and flags.
+func (f *flags) printUsage(w io.Writer, full bool) {
+	if full {
+		fmt.Fprint(w, f.usage)
 	} else {
-		resume, err := rebuild.Pause(ctx, scheduler.NewFromConfig(cfg), f.scheduleGroup, f.scheduleName)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "paused schedule %s/%s\n", f.scheduleGroup, f.scheduleName)
-		defer func() {
-			// Runs after an interrupt too: ctx may be cancelled by then.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
-			defer cancel()
-			if rerr := resume(rctx); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("the schedule may still be disabled: %w", rerr))
-				return
+		synopsis, _, _ := strings.Cut(f.usage, "\n\n")
+		fmt.Fprintf(w, "%s\n\nRun 'rentalctl %s -h' for what it does.\n", synopsis, f.fs.Name())
+	}
+	fmt.Fprintln(w, "\nFlags (each defaults to the environment variable in brackets, if any):")
+	f.fs.SetOutput(w)
+	f.fs.PrintDefaults()
+	f.fs.SetOutput(io.Discard)
+}
+
+// parse parses args, flags and positional arguments in any order ("--" ends the
+// flags), and checks that there are exactly as many positional arguments as names
+// lists. On -h it prints the usage to stdout and returns flag.ErrHelp; on a mistake
+// it prints the synopsis and flags to stderr and returns an error matching errUsage.
+func (f *flags) parse(args []string, c *cli, names ...string) ([]string, error) {
+	var pos []string
+	for {
+		if err := f.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				f.printUsage(c.stdout, true)
+				return nil, err
 			}
-			fmt.Fprintf(stderr, "resumed schedule %s/%s\n", f.scheduleGroup, f.scheduleName)
-		}()
-	}
-
-	start := time.Now()
-	res, err := rebuild.PendingPayments(ctx, dynamo.New(db, f.eventsTable), projection, func(done int) {
-		if done%progressEvery == 0 {
-			fmt.Fprintf(stderr, "%d payment streams replayed (%s)\n", done, time.Since(start).Round(time.Second))
+			return nil, f.fail(c, "%w", err)
 		}
-	})
-	if err != nil {
-		return fmt.Errorf("rebuild-pending: after %d streams and %d records: %w", res.Streams, res.Records, err)
+		rest := f.fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := args[:len(args)-len(rest)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	fmt.Fprintf(stdout, "rebuilt %s from %s: %d payment streams, %d records in %s\n",
-		f.pendingTable, f.eventsTable, res.Streams, res.Records, time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-const auditUsage = `Usage: rentalctl audit [flags]
-
-Reads the Events and PendingPayments tables and checks the service's invariants:
-stream versions without gaps, one process per rental that starts and completes once,
-one settlement per payment, no bike booked by two rentals at once, a PendingPayments
-table that lists exactly the outstanding payments, and bikes told how their rental's
-process ended. It only reads: it is safe to run at any time, against a live service.
-
-Prints one line per violation and a summary line (or, with -json, the report as
-JSON) on stdout. Exits 0 when nothing was found, 1 when violations were found or the
-audit failed, 2 for a bad command line.
-
-Without -quiet, checks that only hold once every event has been handled are skipped,
-and drift of the PendingPayments table is only reported for payments older than the
-grace period. Pass -quiet when nothing is in flight: no requests, the stream
-consumers caught up, the dead-letter queues empty.
-
-The operator needs dynamodb:Scan and dynamodb:Query on the Events table and
-dynamodb:Scan on the PendingPayments table.
-
-Flags (each defaults to the environment variable in brackets, if any):
-`
-
-type auditFlags struct {
-	eventsTable, pendingTable string
-	quiet, json               bool
-	grace                     time.Duration
-	concurrency, segments     int
-}
-
-func parseAudit(args []string, getenv func(string) string, stderr io.Writer) (auditFlags, error) {
-	var f auditFlags
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&f.eventsTable, "events-table", getenv(envEventsTable), "the Events table to read ["+envEventsTable+"]")
-	fs.StringVar(&f.pendingTable, "pending-table", getenv(envPendingTable), "the PendingPayments table to read ["+envPendingTable+"]")
-	fs.BoolVar(&f.quiet, "quiet", false, "the service is quiet: also run the checks that need every event handled")
-	fs.BoolVar(&f.json, "json", false, "print the report as JSON")
-	fs.DurationVar(&f.grace, "grace", audit.DefaultGrace, "without -quiet, how far the projector may lag behind the payments")
-	fs.IntVar(&f.concurrency, "concurrency", audit.DefaultConcurrency, "how many streams to read at once")
-	fs.IntVar(&f.segments, "segments", audit.DefaultScanSegments, "how many parallel segments each table scan uses")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), auditUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseTableCommand(fs, "audit", args, &f.eventsTable, &f.pendingTable); err != nil {
-		return f, err
+	given := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	for _, env := range slices.Sorted(maps.Keys(f.settings)) {
+		s := f.settings[env]
+		if err := f.envErrs[s.flag]; err != nil && !given[s.flag] {
+			return nil, f.fail(c, "%w (or give -%s)", err, s.flag)
+		}
+		if s.check != nil && given[s.flag] {
+			if err := s.check(); err != nil {
+				return nil, f.fail(c, "%w", err)
+			}
+		}
 	}
 	switch {
-	case f.grace <= 0:
-		return f, fmt.Errorf("%w: audit: -grace %s: want a positive duration", errUsage, f.grace)
-	case f.concurrency < 1:
-		return f, fmt.Errorf("%w: audit: -concurrency %d: want at least 1", errUsage, f.concurrency)
-	case f.segments < 1:
-		return f, fmt.Errorf("%w: audit: -segments %d: want at least 1", errUsage, f.segments)
+	case len(pos) < len(names):
+		return nil, f.fail(c, "missing %s", strings.Join(names[len(pos):], " "))
+	case len(pos) > len(names):
+		return nil, f.fail(c, "unexpected arguments %q", pos[len(names):])
 	}
-	return f, nil
+	return pos, nil
 }
 
-// runAudit is `rentalctl audit`: it returns nil when the audit found nothing, an
-// error matching errViolations when it found violations (after printing them), and
-// any other error when it could not finish.
-func runAudit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f, err := parseAudit(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, getenv)
-	if err != nil {
-		return err
-	}
-	source := audit.NewDynamo(dynamodb.NewFromConfig(cfg), f.eventsTable, f.pendingTable, audit.WithScanSegments(f.segments))
-	start := time.Now()
-	report, err := audit.Run(ctx, source, source, audit.Options{
-		Quiet:       f.quiet,
-		Grace:       f.grace,
-		Concurrency: f.concurrency,
-		Progress: func(done int) {
-			if done%progressEvery == 0 {
-				fmt.Fprintf(stderr, "%d streams read (%s)\n", done, time.Since(start).Round(time.Second))
-			}
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("audit of %s and %s: %w", f.eventsTable, f.pendingTable, err)
-	}
+// fail prints the command's synopsis and flags to stderr and returns the error,
+// matching errUsage.
+func (f *flags) fail(c *cli, format string, args ...any) error {
+	f.printUsage(c.stderr, false)
+	return fmt.Errorf("%w: %s: %w", errUsage, f.fs.Name(), fmt.Errorf(format, args...))
+}
 
-	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			return err
+// require reports a missing table (or other required setting) as a usage error.
+func (f *flags) require(c *cli, names ...string) error {
+	for _, name := range names {
+		fl := f.fs.Lookup(name)
+		if fl == nil || fl.Value.String() != "" {
+			continue
 		}
-	} else {
-		for _, v := range report.Violations {
-			fmt.Fprintln(stdout, v)
+		for env, s := range f.settings {
+			if s.flag == name {
+				return f.fail(c, "-%s (or %s) is required", name, env)
+			}
 		}
-		found := "no violations"
-		if n := len(report.Violations); n > 0 {
-			found = fmt.Sprintf("%d violations", n)
-		}
-		checks := "quiet checks included"
-		if !report.Quiet {
-			checks = "quiet checks skipped, -quiet runs them"
-		}
-		fmt.Fprintf(stdout, "audited %s and %s: %d streams, %d records, %d rentals, %d payments, %d pending rows in %s: %s (%s)\n",
-			f.eventsTable, f.pendingTable, report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows,
-			time.Since(start).Round(time.Millisecond), found, checks)
-	}
-	if !report.OK() {
-		return fmt.Errorf("audit: %d %w", len(report.Violations), errViolations)
+		return f.fail(c, "-%s is required", name)
 	}
 	return nil
 }
+
+// rentalID checks that id can be a rental id (a bike id, "_" and a suffix, as POST
+// /rentals returns it), as a usage error if not.
+func (f *flags) rentalID(c *cli, id string) error {
+	if _, err := rental.BikeIDOf(id); err != nil {
+		return f.fail(c, "%q is not a rental id (a bike id, an underscore and %d letters or digits, as POST /rentals returns it)", id, rental.RentalSuffixLength)
+	}
+	return nil
+}
+
+// configError marks an error from internal/wiring, which only ever fails on
+// settings, as a usage error.
+func configError(name string, err error) error {
+	return fmt.Errorf("%w: %s: %w", errUsage, name, err)
+}
+
+// logger is what the service's parts log through: warnings and errors, as text on
+// stderr.
+func (c *cli) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// printJSON writes v to stdout as indented JSON.
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// timestamp is how rentalctl prints times: UTC, to the millisecond.
+func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// seconds rounds d to the second, for people to read.
+func seconds(d time.Duration) time.Duration { return d.Round(time.Second) }
 
 // awsConfig loads the SDK's default configuration, with the region, endpoint and
 // static credentials that getenv gives overriding what the SDK found itself; with
@@ -361,4 +397,12 @@ func awsConfig(ctx context.Context, getenv func(string) string) (aws.Config, err
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	return cfg, nil
+}
+
+// count says how many of noun there are: "1 payment", "2 payments".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
@@ -254,19 +256,23 @@ func TestUsage(t *testing.T) {
 		wantErr error
 		stdout  string
 		stderr  string
+		errText string
 	}{
 		{name: "help", args: []string{"-h"}, stdout: "Usage: rentalctl <command>"},
 		{name: "help word", args: []string{"help"}, stdout: "rebuild-pending"},
 		{name: "no command", args: nil, wantErr: errUsage, stderr: "Usage: rentalctl <command>"},
 		{name: "unknown command", args: []string{"rebuild-everything"}, wantErr: errUsage, stderr: "Usage: rentalctl <command>"},
-		{name: "command help", args: []string{"rebuild-pending", "-h"}, stderr: "-schedule-name"},
+		{name: "command help", args: []string{"rebuild-pending", "-h"}, stdout: "-schedule-name"},
 		{name: "unknown flag", args: []string{"rebuild-pending", "-bogus"}, wantErr: errUsage, stderr: "-pending-table"},
 		{name: "stray argument", args: []string{"rebuild-pending", "now"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
 		{name: "no events table", args: []string{"rebuild-pending"}, env: env{"PENDING_TABLE": "p"}, wantErr: errUsage},
 		{name: "no pending table", args: []string{"rebuild-pending", "-events-table", "e"}, wantErr: errUsage},
 		{name: "bad shards", args: []string{"rebuild-pending"}, env: env{"PENDING_SHARDS": "four"}, wantErr: errUsage},
 		{name: "help lists audit", args: []string{"-h"}, stdout: "audit "},
-		{name: "audit help", args: []string{"audit", "-h"}, stderr: "-quiet"},
+		{name: "audit help", args: []string{"audit", "-h"}, stdout: "-quiet"},
+		{name: "help of a command", args: []string{"help", "history"}, stdout: "Usage: rentalctl history [flags] RENTAL_ID"},
+		{name: "bad shards flag", args: []string{"rebuild", "-shards", "0"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
+		{name: "bad shards overridden", args: []string{"rebuild", "-shards", "2"}, env: env{"PENDING_SHARDS": "four"}, wantErr: errUsage, errText: "-events-table (or EVENTS_TABLE) is required"},
 		{name: "audit unknown flag", args: []string{"audit", "--bogus"}, wantErr: errUsage, stderr: "-json"},
 		{name: "audit stray argument", args: []string{"audit", "now"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
 		{name: "audit without events table", args: []string{"audit", "--quiet"}, env: env{"PENDING_TABLE": "p"}, wantErr: errUsage},
@@ -282,6 +288,9 @@ func TestUsage(t *testing.T) {
 			err := run(context.Background(), c.args, c.env.get, &stdout, &stderr)
 			if !errors.Is(err, c.wantErr) || (c.wantErr == nil) != (err == nil) {
 				t.Fatalf("run = %v, want %v", err, c.wantErr)
+			}
+			if c.errText != "" && !strings.Contains(err.Error(), c.errText) {
+				t.Errorf("error %q, want it to say %q", err, c.errText)
 			}
 			if !strings.Contains(stdout.String(), c.stdout) {
 				t.Errorf("stdout %q, want it to contain %q", stdout.String(), c.stdout)
@@ -365,5 +374,42 @@ func TestAuditOfAMissingTableFails(t *testing.T) {
 	}
 	if stdout.Len() != 0 {
 		t.Errorf("stdout %q, want nothing reported", stdout.String())
+	}
+}
+
+func TestRebuildPausesTheSweepsRuleAndResumesIt(t *testing.T) {
+	w, outstanding := world(t)
+	rules := eventbridge.NewFromConfig(emulatortest.Config(t))
+	name := emulatortest.TableName(t, "sweep-rule")
+	if _, err := rules.PutRule(context.Background(), &eventbridge.PutRuleInput{Name: aws.String(name), ScheduleExpression: aws.String("rate(1 minute)")}); err != nil {
+		t.Fatal(err)
+	}
+	state := func() ebtypes.RuleState {
+		out, err := rules.DescribeRule(context.Background(), &eventbridge.DescribeRuleInput{Name: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.State
+	}
+	obs := newObserver(t)
+	var during []ebtypes.RuleState
+	obs.whenScanning(func() { during = append(during, state()) })
+	e := emulatorEnv(w, obs.URL)
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"rebuild", "-rule-name", name}, e.get, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if len(during) == 0 || slices.ContainsFunc(during, func(s ebtypes.RuleState) bool { return s != ebtypes.RuleStateDisabled }) {
+		t.Errorf("rule while the streams were listed: %v, want DISABLED throughout", during)
+	}
+	if s := state(); s != ebtypes.RuleStateEnabled {
+		t.Errorf("rule is %s after the rebuild, want ENABLED", s)
+	}
+	if got := w.Pending(w.Projection(2)); !slices.Equal(got, outstanding) {
+		t.Errorf("pending %q, want the outstanding %q", got, outstanding)
+	}
+	err := run(context.Background(), []string{"rebuild", "-rule-name", name, "-schedule-name", "x"}, e.get, &stdout, &stderr)
+	if !errors.Is(err, errUsage) {
+		t.Errorf("both a rule and a schedule: %v, want a usage error", err)
 	}
 }

@@ -81,13 +81,10 @@ func ScheduleName(reference string) string {
 }
 
 // AtExpression returns the Scheduler expression of a one-time schedule that fires at
-// t, rounded up to the whole second, in UTC.
+// t, truncated to the whole second, in UTC: the schedule fires at most a second early,
+// and SweepOne waits for the exact deadline.
 func AtExpression(t time.Time) string {
-	t = t.UTC()
-	if t.Truncate(time.Second) != t {
-		t = t.Truncate(time.Second).Add(time.Second)
-	}
-	return "at(" + t.Format("2006-01-02T15:04:05") + ")"
+	return "at(" + t.UTC().Format("2006-01-02T15:04:05") + ")"
 }
 
 // ParseAtExpression reverses AtExpression.

@@ -2,6 +2,7 @@ package deadline_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -76,8 +77,8 @@ func TestTimersCreateOneScheduleAtTheDeadlineAndDeleteItOnSettlement(t *testing.
 			if s == nil {
 				t.Fatal("no schedule after PaymentPrepared")
 			}
-			if got, want := aws.ToString(s.ScheduleExpression), "at(2026-11-30T09:14:01)"; got != want {
-				t.Errorf("expression %s, want %s (prepared at 08:59:00.250 plus 15m, rounded up)", got, want)
+			if got, want := aws.ToString(s.ScheduleExpression), "at(2026-11-30T09:14:00)"; got != want {
+				t.Errorf("expression %s, want %s (prepared at 08:59:00.250 plus 15m, truncated)", got, want)
 			}
 			if aws.ToString(s.ScheduleExpressionTimezone) != "UTC" || s.ActionAfterCompletion != types.ActionAfterCompletionDelete ||
 				s.FlexibleTimeWindow == nil || s.FlexibleTimeWindow.Mode != types.FlexibleTimeWindowModeOff {
@@ -130,8 +131,8 @@ func TestTimersLeaveAlreadyDueAndForeignPaymentsToTheSweep(t *testing.T) {
 func TestAtExpression(t *testing.T) {
 	for in, want := range map[time.Time]string{
 		time.Date(2026, 11, 30, 9, 14, 0, 0, time.UTC):                     "at(2026-11-30T09:14:00)",
-		time.Date(2026, 11, 30, 9, 14, 0, 1, time.UTC):                     "at(2026-11-30T09:14:01)",
-		time.Date(2026, 12, 31, 23, 59, 59, 999e6, time.UTC):               "at(2027-01-01T00:00:00)",
+		time.Date(2026, 11, 30, 9, 14, 0, 1, time.UTC):                     "at(2026-11-30T09:14:00)",
+		time.Date(2026, 12, 31, 23, 59, 59, 999e6, time.UTC):               "at(2026-12-31T23:59:59)",
 		time.Date(2026, 11, 30, 10, 14, 0, 0, time.FixedZone("CET", 3600)): "at(2026-11-30T09:14:00)",
 	} {
 		got := deadline.AtExpression(in)
@@ -139,7 +140,7 @@ func TestAtExpression(t *testing.T) {
 			t.Errorf("AtExpression(%v) = %s, want %s", in, got, want)
 		}
 		back, err := deadline.ParseAtExpression(got)
-		if err != nil || back.Before(in) || back.Sub(in) >= time.Second {
+		if err != nil || back.After(in) || in.Sub(back) >= time.Second {
 			t.Errorf("ParseAtExpression(%s) = %v, %v", got, back, err)
 		}
 	}
@@ -225,5 +226,21 @@ func TestParseTrigger(t *testing.T) {
 		if _, err := deadline.ParseTrigger([]byte(bad)); err == nil {
 			t.Errorf("ParseTrigger(%s) accepted", bad)
 		}
+	}
+}
+
+func TestSummaryJSONHasOldestOverdueInMilliseconds(t *testing.T) {
+	in := deadline.Summary{Now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Found: 2, OldestOverdue: 1500 * time.Millisecond, RentalID: "b_x"}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil || raw["oldestOverdueMs"] != 1500.0 || raw["found"] != 2.0 {
+		t.Errorf("summary JSON %s: want oldestOverdueMs 1500 and found 2", b)
+	}
+	var out deadline.Summary
+	if err := json.Unmarshal(b, &out); err != nil || out != in {
+		t.Errorf("round trip: %+v, %v; want %+v", out, err, in)
 	}
 }

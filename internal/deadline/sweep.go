@@ -58,8 +58,9 @@ type Summary struct {
 	Failed      int       `json:"failed"`
 	// ItemsRead is how many items DynamoDB read for the sweep's queries.
 	ItemsRead int `json:"itemsRead"`
-	// OldestOverdue is how long past its deadline the oldest overdue payment was.
-	OldestOverdue time.Duration `json:"oldestOverdueMs"`
+	// OldestOverdue is how long past its deadline the oldest overdue payment was; in
+	// JSON, whole milliseconds.
+	OldestOverdue time.Duration `json:"-"`
 	// Incomplete reports a sweep that stopped early for its deadline.
 	Incomplete bool `json:"incomplete"`
 	// RentalID names the one rental a payment's own deadline swept (SweepOne).
@@ -165,6 +166,30 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 	err := errors.Join(queryErrs...)
 	s.report(ctx, logger, sum, err)
 	return sum, err
+}
+
+type summaryJSON Summary
+
+// MarshalJSON writes the summary with OldestOverdue as oldestOverdueMs.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		summaryJSON
+		OldestOverdueMs int64 `json:"oldestOverdueMs"`
+	}{summaryJSON(s), s.OldestOverdue.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	var v struct {
+		summaryJSON
+		OldestOverdueMs int64 `json:"oldestOverdueMs"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Summary(v.summaryJSON)
+	s.OldestOverdue = time.Duration(v.OldestOverdueMs) * time.Millisecond
+	return nil
 }
 
 func (s *Sweeper) margin() time.Duration {

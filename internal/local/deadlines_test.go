@@ -181,8 +181,29 @@ func TestPreciseDeadlineFiresOnTime(t *testing.T) {
 		t.Fatalf("rental %s before its deadline %v", status, at)
 	}
 	p.waitStatus(rentalID, "cancelled")
-	if late := time.Since(at); late < 0 {
-		t.Errorf("cancelled %v before the schedule's time %v", -late, at)
+	var v struct {
+		History []struct {
+			At          time.Time
+			Type        string
+			CausationID string
+		}
+	}
+	p.send("GET", "/rentals/"+rentalID, nil, nil, &v)
+	var prepared, cancelled time.Time
+	var cause string
+	for _, e := range v.History {
+		switch e.Type {
+		case "PaymentPrepared":
+			prepared = e.At
+		case "PaymentCancelled":
+			cancelled, cause = e.At, e.CausationID
+		}
+	}
+	if late := cancelled.Sub(prepared.Add(preciseTimeout)); late < 0 {
+		t.Errorf("cancelled %v before the payment's deadline (schedule at %v)", -late, at)
+	}
+	if want := "deadline:" + ref; cause != want {
+		t.Errorf("PaymentCancelled caused by %q, want %q: its own schedule", cause, want)
 	}
 	p.waitFor("the fired schedule's deletion", func() bool { return p.schedule(ref) == nil })
 	if dl := p.stack.DeadLetters(); len(dl) != 0 {
@@ -210,7 +231,7 @@ func TestSettlingDeletesThePaymentsSchedule(t *testing.T) {
 	p.waitStatus(rentalID, "approved")
 	// Past the schedule's time and several polls of the local scheduler, the rental
 	// is still approved: nothing fired.
-	time.Sleep(time.Until(at) + time.Second)
+	time.Sleep(time.Until(at) + 2*time.Second)
 	if status := p.status(rentalID); status != "approved" {
 		t.Errorf("rental %s after its deadline passed", status)
 	}
@@ -232,12 +253,12 @@ func TestTheSweepCatchesALostSchedule(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(at) + 500*time.Millisecond) // past the deadline, with nothing scheduled
+	time.Sleep(time.Until(at) + 1500*time.Millisecond) // past the deadline (at most a second after at), with nothing scheduled
 	if status := p.status(rentalID); status != "awaiting-payment" {
 		t.Fatalf("rental %s with its schedule lost and no sweep run", status)
 	}
 	var sum deadline.Summary
-	input := map[string]string{"scheduledTime": time.Now().UTC().Format(time.RFC3339)}
+	input := map[string]string{"scheduledTime": time.Now().UTC().Format(time.RFC3339Nano)}
 	if err := local.Call(context.Background(), p.stack.Functions.Sweep, input, &sum); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/bikerental/bikerental/internal/rentalview"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+const historyUsage = `Usage: rentalctl history [flags] RENTAL_ID
+
+Prints a rental's status and its audit trail: every event of its bike, its payment
+and its rental-payment process that belongs to it, in order, with times and what
+caused each (a request id, the event a process reacted to, "sweep:<time>", or
+"rentalctl:..."). It is what GET /rentals/{id} answers; --json prints that same
+document. Status is one of requested, awaiting-payment, approved, returned,
+rejected, cancelled.
+
+Exits 1 if no bike was ever requested under RENTAL_ID, 2 if RENTAL_ID cannot be a
+rental id. Needs dynamodb:Query on the Events table.
+`
+
+func runHistory(ctx context.Context, c *cli, args []string) error {
+	var (
+		eventsTable string
+		asJSON      bool
+	)
+	f := newFlags("history", historyUsage, c.getenv)
+	f.eventsTable(&eventsTable, "to read")
+	f.jsonFlag(&asJSON)
+	pos, err := f.parse(args, c, "RENTAL_ID")
+	if err != nil {
+		return err
+	}
+	rentalID := pos[0]
+	if err := f.rentalID(c, rentalID); err != nil {
+		return err
+	}
+	if err := f.require(c, "events-table"); err != nil {
+		return err
+	}
+	cfg, err := awsConfig(ctx, c.getenv)
+	if err != nil {
+		return err
+	}
+	store, err := wiring.EventStore(cfg, f.lookup)
+	if err != nil {
+		return configError("history", err)
+	}
+	view, err := rentalview.Load(ctx, store, rentalID)
+	if err != nil {
+		return fmt.Errorf("history (Events table %s): %w", eventsTable, err)
+	}
+	if asJSON {
+		return c.printJSON(view)
+	}
+	printHistory(c.stdout, view)
+	return nil
+}
+
+func printHistory(out io.Writer, v rentalview.View) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "rental\t%s\n", v.RentalID)
+	fmt.Fprintf(w, "status\t%s\n", v.Status)
+	fmt.Fprintf(w, "bike\t%s\n", v.BikeID)
+	fmt.Fprintf(w, "renter\t%s\n", v.Renter)
+	fmt.Fprintf(w, "payment\t%s\n", v.PaymentReference)
+	w.Flush()
+	fmt.Fprintln(out)
+	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TIME\tSTREAM\tVERSION\tEVENT\tDETAILS")
+	for _, e := range v.History {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", timestamp(e.At), e.Stream, e.Version, e.Type, details(e))
+	}
+	w.Flush()
+	fmt.Fprintf(out, "%d events\n", len(v.History))
+}
+
+// details renders an event's data as key=value pairs, leaving out the ids the
+// header already shows, and what caused it.
+func details(e rentalview.Entry) string {
+	var fields []string
+	var data map[string]any
+	dec := json.NewDecoder(bytes.NewReader(e.Data))
+	dec.UseNumber()
+	if err := dec.Decode(&data); err != nil {
+		fields = append(fields, "data="+strconv.Quote(string(e.Data)))
+	}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		switch k {
+		case "rentalId", "bikeId", "reference":
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fields = append(fields, k+"="+value(data[k]))
+	}
+	if e.CausationID != "" {
+		fields = append(fields, "causedBy="+value(e.CausationID))
+	}
+	return strings.Join(fields, " ")
+}
+
+func value(v any) string {
+	switch v := v.(type) {
+	case string:
+		// Quoted when it would be ambiguous or unprintable as it is.
+		if q := strconv.Quote(v); v == "" || q[1:len(q)-1] != v || strings.ContainsAny(v, " =") {
+			return q
+		}
+		return v
+	case json.Number:
+		return v.String()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/rebuild"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+const (
+	// progressEvery is how many streams pass between two progress lines.
+	progressEvery = 500
+	// resumeTimeout bounds restoring the schedule, which runs even after an
+	// interrupt, on a context of its own.
+	resumeTimeout = 30 * time.Second
+)
+
+const rebuildUsage = `Usage: rentalctl rebuild [flags]
+       rentalctl rebuild-pending [flags]
+
+Replays every payment stream of the Events table into the PendingPayments table.
+It creates nothing: both tables must exist. Rows already there are kept or brought
+up to date, never duplicated, so it is safe to run over a live projection and to run
+again after an interruption. Keep the projector running meanwhile: it projects what
+is appended during the rebuild.
+
+A rebuilt row carries the time its payment was prepared, so old payments look
+overdue until their settling events are replayed: the sweep's EventBridge Scheduler
+schedule (or its EventBridge rule, for stacks deployed with SweepTrigger=rule) is
+disabled while the rebuild runs and enabled again when it ends, fails or is
+interrupted (one that was already disabled stays disabled).
+
+Progress goes to stderr: a line when it starts, one every 500 streams, and one at
+the end; the result goes to stdout. SETTLED_MARKER_TTL (72h) sets how long the
+markers of settled payments are kept.
+`
+
+// rebuildResult is what rebuild --json prints.
+type rebuildResult struct {
+	EventsTable  string `json:"eventsTable"`
+	PendingTable string `json:"pendingTable"`
+	Streams      int    `json:"streams"`
+	Records      int    `json:"records"`
+	DurationMs   int64  `json:"durationMs"`
+}
+
+func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
+	var (
+		eventsTable, pendingTable   string
+		shards                      int
+		scheduleName, scheduleGroup string
+		ruleName                    string
+		asJSON                      bool
+	)
+	f := newFlags("rebuild", rebuildUsage, c.getenv)
+	f.eventsTable(&eventsTable, "to read")
+	f.pendingTable(&pendingTable, "to write")
+	f.intEnv(&shards, "shards", envShards, deadline.DefaultShards, "the index write shards of the PendingPayments table; must match the projector's")
+	f.stringEnv(&scheduleName, "schedule-name", envScheduleName, "the sweep's EventBridge schedule; empty pauses nothing")
+	group := c.getenv(envScheduleGroup)
+	if group == "" {
+		group = "default"
+	}
+	f.fs.StringVar(&scheduleGroup, "schedule-group", group, "the schedule's group ["+envScheduleGroup+"]")
+	f.stringEnv(&ruleName, "rule-name", envRuleName, "the sweep's EventBridge rule, for a stack deployed with SweepTrigger=rule; pauses the rule instead of a schedule")
+	f.jsonFlag(&asJSON)
+	if _, err := f.parse(args, c); err != nil {
+		return err
+	}
+	if err := f.require(c, "events-table", "pending-table"); err != nil {
+		return err
+	}
+	cfg, err := awsConfig(ctx, c.getenv)
+	if err != nil {
+		return err
+	}
+	store, err := wiring.EventStore(cfg, f.lookup)
+	if err != nil {
+		return configError("rebuild", err)
+	}
+	projection, err := wiring.Projection(cfg, f.lookup)
+	if err != nil {
+		return configError("rebuild", err)
+	}
+	// Fail before touching the schedule if either table is missing.
+	db := dynamodb.NewFromConfig(cfg)
+	for _, table := range []string{eventsTable, pendingTable} {
+		if _, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
+			return fmt.Errorf("table %s: %w", table, err)
+		}
+	}
+
+	var what string
+	var pause func(context.Context) (func(context.Context) error, error)
+	switch {
+	case scheduleName != "" && ruleName != "":
+		return fmt.Errorf("%w: give the sweep's schedule or its rule, not both", errUsage)
+	case scheduleName != "":
+		what = "schedule " + scheduleGroup + "/" + scheduleName
+		pause = func(ctx context.Context) (func(context.Context) error, error) {
+			return rebuild.Pause(ctx, scheduler.NewFromConfig(cfg), scheduleGroup, scheduleName)
+		}
+	case ruleName != "":
+		what = "rule " + ruleName
+		pause = func(ctx context.Context) (func(context.Context) error, error) {
+			return rebuild.PauseRule(ctx, eventbridge.NewFromConfig(cfg), ruleName)
+		}
+	default:
+		fmt.Fprintf(c.stderr, "warning: no sweep schedule or rule given (-schedule-name or %s, -rule-name or %s): nothing is paused, and a sweep that runs during the rebuild may cancel payments that only look overdue\n", envScheduleName, envRuleName)
+	}
+	if pause != nil {
+		resume, err := pause(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "paused %s\n", what)
+		defer func() {
+			// Runs after an interrupt too: ctx may be cancelled by then.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
+			defer cancel()
+			if rerr := resume(rctx); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("the %s may still be disabled: %w", what, rerr))
+				return
+			}
+			fmt.Fprintf(c.stderr, "resumed %s\n", what)
+		}()
+	}
+
+	start := time.Now()
+	fmt.Fprintf(c.stderr, "rebuilding %s from the payment streams of %s\n", pendingTable, eventsTable)
+	reported := -1
+	progress := func(done int) {
+		reported = done
+		fmt.Fprintf(c.stderr, "%d payment streams replayed (%s)\n", done, seconds(time.Since(start)))
+	}
+	res, err := rebuild.PendingPayments(ctx, store, projection, func(done int) {
+		if done%progressEvery == 0 {
+			progress(done)
+		}
+	})
+	if res.Streams != reported {
+		progress(res.Streams)
+	}
+	if err != nil {
+		return fmt.Errorf("rebuild: after %d streams and %d records: %w", res.Streams, res.Records, err)
+	}
+	elapsed := time.Since(start)
+	if asJSON {
+		return c.printJSON(rebuildResult{EventsTable: eventsTable, PendingTable: pendingTable,
+			Streams: res.Streams, Records: res.Records, DurationMs: elapsed.Milliseconds()})
+	}
+	fmt.Fprintf(c.stdout, "rebuilt %s from %s: %d payment streams, %d records in %s\n",
+		pendingTable, eventsTable, res.Streams, res.Records, elapsed.Round(time.Millisecond))
+	return nil
+}
