@@ -9,7 +9,9 @@
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
 // (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
 // PAYMENT_TIMEOUT (15m), SWEEP_INTERVAL (5s), RECORDING_MODE, RENTAL_PRICE_CENTS,
-// RENTAL_CURRENCY, PENDING_SHARDS, LOG_FORMAT (text, or json), AWS_ENDPOINT_URL.
+// RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
+// per payment, which this runner fires when due), LOG_FORMAT (text, or json),
+// AWS_ENDPOINT_URL.
 package main
 
 import (
