@@ -1,0 +1,670 @@
+// Package rentalcost measures what one rental costs in DynamoDB request units, path
+// by path, by driving the real functions end to end on a local stack with a
+// capacity.Counter on every function's AWS clients, and turns those counts into a
+// cost per million rentals at published on-demand prices, beside the same rentals
+// with one Step Functions execution or one EventBridge Scheduler schedule each.
+package rentalcost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/rentalview"
+	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/webhook"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+// Path is one way a rental can go.
+type Path string
+
+// The paths measured.
+const (
+	// Approved is a whole rental: requested, paid (the webhook confirms), ridden
+	// and returned.
+	Approved Path = "approved"
+	// Rejected is a rental whose payment the provider rejects by webhook.
+	Rejected Path = "payment rejected"
+	// TimedOut is a rental whose payment never arrives: the sweep, run past the
+	// timeout, calls it off.
+	TimedOut Path = "timed out by the sweep"
+	// Cancelled is a rental whose payment an operator calls off through the API.
+	Cancelled Path = "cancelled by an operator"
+)
+
+// Paths returns every path, in the order they are reported.
+func Paths() []Path { return []Path{Approved, Rejected, TimedOut, Cancelled} }
+
+func (p Path) code() string {
+	switch p {
+	case Approved:
+		return "appr"
+	case Rejected:
+		return "rejt"
+	case TimedOut:
+		return "tout"
+	case Cancelled:
+		return "canc"
+	}
+	return "othr"
+}
+
+// Function names, as the counter labels their calls.
+const (
+	FunctionCommand   = "command"
+	FunctionProcess   = "process"
+	FunctionProjector = "projector"
+	FunctionSweep     = "sweep"
+)
+
+// Options configure a Bench.
+type Options struct {
+	// EventsTable and PendingTable name the tables to create and use.
+	EventsTable, PendingTable string
+	// RecordingMode is the process's RECORDING_MODE ("append" if empty).
+	RecordingMode string
+	// Logger receives the functions' and the stack's logs (discarded if nil).
+	Logger *slog.Logger
+	// Wait bounds each wait for the stack to settle (30s if zero).
+	Wait time.Duration
+}
+
+// PaymentTimeout is the payment timeout of the bench's functions: short, so that the
+// timed-out path waits about two seconds of real time for its payment to be overdue.
+const PaymentTimeout = time.Second
+
+// webhookSecret signs the bench's webhooks; it is local to the bench.
+var webhookSecret = []byte("rentalcost-bench-webhook-secret")
+
+// Bench is a local stack whose four functions count their DynamoDB calls: the same
+// handlers the Lambda functions run, built by the same builders from an environment,
+// behind the local stand-ins for API Gateway and the stream event source mappings.
+// The sweep is not scheduled: the timed-out path invokes it, as EventBridge
+// Scheduler would, once its payment is overdue. Paths must be run one at a time.
+type Bench struct {
+	opts    Options
+	counter *capacity.Counter
+	store   *dynamo.Store
+	db      *dynamodb.Client
+	fns     map[string]*tracked
+	stack   *local.Stack
+	base    string
+	client  *http.Client
+
+	stop context.CancelFunc
+	// done is closed when the stack has stopped, runErr then saying why.
+	done   chan struct{}
+	runErr error
+	seq    int
+	http   int
+}
+
+// Start creates the tables and brings the stack up on cfg, which must reach DynamoDB
+// and DynamoDB Streams (moto's server, usually). Stop it with Close.
+func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
+	if opts.EventsTable == "" || opts.PendingTable == "" {
+		return nil, errors.New("rentalcost: the events and pending tables must be named")
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := local.CreateTables(ctx, cfg, opts.EventsTable, opts.PendingTable); err != nil {
+		return nil, fmt.Errorf("rentalcost: %w", err)
+	}
+	db := dynamodb.NewFromConfig(cfg)
+	b := &Bench{
+		opts: opts, counter: capacity.NewCounter(db), db: db, store: dynamo.New(db, opts.EventsTable),
+		fns: map[string]*tracked{}, client: &http.Client{Timeout: opts.Wait},
+	}
+	env := map[string]string{
+		wiring.EnvEventsTable:    opts.EventsTable,
+		wiring.EnvPendingTable:   opts.PendingTable,
+		wiring.EnvWebhookSecret:  string(webhookSecret),
+		wiring.EnvPaymentTimeout: PaymentTimeout.String(),
+		wiring.EnvRecordingMode:  opts.RecordingMode,
+	}
+	getenv := func(name string) string { return env[name] }
+	for _, f := range []struct {
+		name   string
+		build  wiring.Builder
+		stream bool
+	}{
+		{FunctionCommand, wiring.CommandFunction, false},
+		{FunctionProcess, wiring.ProcessFunction, true},
+		{FunctionProjector, wiring.ProjectorFunction, true},
+		{FunctionSweep, wiring.SweepFunction, false},
+	} {
+		fcfg := cfg.Copy()
+		fcfg.APIOptions = append(slices.Clone(cfg.APIOptions), b.counter.Middleware(f.name))
+		h, err := f.build(ctx, fcfg, getenv, opts.Logger.With("function", f.name), io.Discard)
+		if err != nil {
+			return nil, fmt.Errorf("rentalcost: %s function: %w", f.name, err)
+		}
+		b.fns[f.name] = &tracked{inner: local.InProcess(h), stream: f.stream, handled: map[recordKey]bool{}}
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("rentalcost: %w", err)
+	}
+	b.base = "http://" + listener.Addr().String()
+	b.stack = &local.Stack{
+		AWS: cfg, EventsTable: opts.EventsTable, PendingTable: opts.PendingTable,
+		// Never within a run: the timed-out path invokes the sweep itself.
+		SweepInterval: 24 * time.Hour,
+		Functions: local.Functions{
+			Command: b.fns[FunctionCommand], Process: b.fns[FunctionProcess],
+			Projector: b.fns[FunctionProjector], Sweep: b.fns[FunctionSweep],
+		},
+		Logger: opts.Logger,
+	}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	b.stop, b.done = stop, make(chan struct{})
+	go func() {
+		b.runErr = b.stack.Run(runCtx, listener)
+		close(b.done)
+	}()
+	return b, nil
+}
+
+// Close stops the stack. The tables stay. Safe to call more than once.
+func (b *Bench) Close() error {
+	b.stop()
+	<-b.done
+	if b.runErr != nil && !errors.Is(b.runErr, context.Canceled) {
+		return fmt.Errorf("rentalcost: the local stack: %w", b.runErr)
+	}
+	return nil
+}
+
+// Measurement is what one rental cost, and what it had to cost.
+type Measurement struct {
+	Path     Path
+	RentalID string
+	// Calls are every request the functions made while the rental ran, until the
+	// stream consumers had handled every event it appended.
+	Calls []capacity.Call
+	// Events are the events the rental appended, stream by stream.
+	Events []eventstore.Record
+	// Floor is the least the rental's writes can cost.
+	Floor Floor
+	// HTTPRequests counts the API requests the rental took (API Gateway requests and
+	// command function invocations).
+	HTTPRequests int
+	// Functions holds each function's invocations during the rental.
+	Functions map[string]FunctionStats
+	// Sweep is what the sweep reported, on the timed-out path.
+	Sweep *deadline.Summary
+	// BikeStreamBytes is the size of the bike's stream when the rental began: what
+	// its first bike command read.
+	BikeStreamBytes int
+}
+
+// Floor is what a rental's writes must cost: each event it appends, written once on
+// its own, and the PendingPayments row created when the payment is prepared and
+// changed once when it settles, with its index entry put and removed.
+type Floor struct {
+	Events, EventUnits int
+	ProjectionUnits    int
+	IndexUnits         int
+}
+
+// Units returns the whole floor in write request units.
+func (f Floor) Units() int { return f.EventUnits + f.ProjectionUnits + f.IndexUnits }
+
+// FunctionStats is one function's invocations during a rental.
+type FunctionStats struct {
+	Invocations int
+	// Records counts stream records delivered, for the stream consumers (a record
+	// delivered twice counts twice); Failures the invocations that reported one.
+	Records, Failures int
+	// Busy is the time spent in the handler, locally against moto: not Lambda's.
+	Busy time.Duration
+}
+
+// Amortized reports whether a call is the sweep's own search for overdue payments,
+// which runs once per sweep interval whatever the number of rentals, rather than
+// work done for a rental.
+func Amortized(c capacity.Call) bool {
+	return c.Function == FunctionSweep && c.Operation == "Query" && len(c.Tables) == 1 && c.Tables[0].Index == schema.PendingByPreparedAt
+}
+
+// PerRental returns the calls done for the rental, without the sweep's search.
+func (m Measurement) PerRental() []capacity.Call {
+	var out []capacity.Call
+	for _, c := range m.Calls {
+		if !Amortized(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Run runs one rental along path on a fresh bike and measures it.
+func (b *Bench) Run(ctx context.Context, path Path) (Measurement, error) {
+	return b.RunAfter(ctx, path, 0)
+}
+
+// RunAfter runs prior approved rentals on a fresh bike, unmeasured, then one rental
+// along path on the same bike, measured: what a rental costs on a bike with a
+// history, whose stream every bike command reads whole.
+func (b *Bench) RunAfter(ctx context.Context, path Path, prior int) (Measurement, error) {
+	b.seq++
+	bikeID := fmt.Sprintf("bike-%s-%03d", path.code(), b.seq%1000)
+	if err := b.expect(ctx, http.MethodPut, "/bikes/"+bikeID, nil, http.StatusCreated, nil); err != nil {
+		return Measurement{}, err
+	}
+	if err := b.settle(ctx, "the bike's registration", []string{rental.StreamID(bikeID)}, nil); err != nil {
+		return Measurement{}, err
+	}
+	for range prior {
+		if _, err := b.rent(ctx, Approved, bikeID); err != nil {
+			return Measurement{}, err
+		}
+	}
+	return b.rent(ctx, path, bikeID)
+}
+
+// rent runs one rental along path on bikeID, which is available, and measures it.
+func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement, error) {
+	before, err := b.store.Read(ctx, rental.StreamID(bikeID), 0)
+	if err != nil {
+		return Measurement{}, err
+	}
+	b.counter.Reset()
+	b.http = 0
+	for _, f := range b.fns {
+		f.reset()
+	}
+	m := Measurement{Path: path}
+	for _, r := range before {
+		m.BikeStreamBytes += capacity.ItemSize(dynamo.EncodeRecord(r))
+	}
+	var accepted api.RentalAccepted
+	body, _ := json.Marshal(api.RentalRequest{BikeID: bikeID, Renter: "renter-" + path.code()})
+	if err := b.expect(ctx, http.MethodPost, "/rentals", body, http.StatusAccepted, &accepted); err != nil {
+		return m, err
+	}
+	m.RentalID = accepted.RentalID
+	ref := payment.ReferenceFor(m.RentalID)
+	streams := []string{rental.StreamID(bikeID), payment.StreamID(ref), rentalpayment.StreamID(m.RentalID)}
+	if err := b.settle(ctx, "the payment's preparation", streams, b.status(m.RentalID, rentalview.StatusAwaitingPayment)); err != nil {
+		return m, err
+	}
+
+	final := rentalview.StatusCancelled
+	switch path {
+	case Approved:
+		if err := b.webhook(ctx, ref, "confirm", []byte(`{}`)); err != nil {
+			return m, err
+		}
+		if err := b.settle(ctx, "the approval", streams, b.status(m.RentalID, rentalview.StatusApproved)); err != nil {
+			return m, err
+		}
+		if err := b.expect(ctx, http.MethodPost, "/bikes/"+bikeID+"/return", nil, http.StatusOK, nil); err != nil {
+			return m, err
+		}
+		final = rentalview.StatusReturned
+	case Rejected:
+		if err := b.webhook(ctx, ref, "reject", []byte(`{"reason":"insufficient funds"}`)); err != nil {
+			return m, err
+		}
+		final = rentalview.StatusRejected
+	case TimedOut:
+		sum, err := b.sweepWhenOverdue(ctx, ref)
+		if err != nil {
+			return m, err
+		}
+		m.Sweep = &sum
+	case Cancelled:
+		var out api.CancelPaymentResult
+		if err := b.expect(ctx, http.MethodPost, "/rentals/"+m.RentalID+"/cancel-payment", nil, http.StatusOK, &out); err != nil {
+			return m, err
+		}
+		if out.Outcome != rentalpayment.OutcomeCancelled {
+			return m, fmt.Errorf("rentalcost: cancel-payment answered %q, want %q", out.Outcome, rentalpayment.OutcomeCancelled)
+		}
+	default:
+		return m, fmt.Errorf("rentalcost: unknown path %q", path)
+	}
+	if err := b.settle(ctx, "the rental's end", streams, b.ended(m.RentalID, ref, final)); err != nil {
+		return m, err
+	}
+
+	m.Calls = b.counter.Calls()
+	m.HTTPRequests = b.http
+	m.Functions = map[string]FunctionStats{}
+	for name, f := range b.fns {
+		m.Functions[name] = f.stats()
+	}
+	for _, s := range streams {
+		records, err := b.store.Read(ctx, s, 0)
+		if err != nil {
+			return m, err
+		}
+		if s == streams[0] {
+			records = records[len(before):]
+		}
+		m.Events = append(m.Events, records...)
+	}
+	if m.Floor, err = b.floor(ctx, ref, m.Events); err != nil {
+		return m, err
+	}
+	if dl := b.stack.DeadLetters(); len(dl) > 0 {
+		return m, fmt.Errorf("rentalcost: %d stream records went to the dead-letter destination", len(dl))
+	}
+	return m, nil
+}
+
+// floor computes the least the rental's writes can cost, from what it stored.
+func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Record) (Floor, error) {
+	f := Floor{Events: len(records)}
+	for _, r := range records {
+		f.EventUnits += capacity.WriteUnits(capacity.ItemSize(dynamo.EncodeRecord(r)))
+	}
+	out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: ref}},
+	})
+	if err != nil {
+		return f, fmt.Errorf("rentalcost: read the pending row of %s: %w", ref, err)
+	}
+	row := out.Item
+	if len(row) == 0 {
+		return f, fmt.Errorf("rentalcost: no pending row for %s", ref)
+	}
+	f.ProjectionUnits = 2 * capacity.WriteUnits(capacity.ItemSize(row))
+	entry := map[string]types.AttributeValue{
+		schema.PendingReference: row[schema.PendingReference], schema.PendingPreparedAt: row[schema.PendingPreparedAt],
+		schema.PendingDueShard: &types.AttributeValueMemberS{Value: "0"},
+	}
+	f.IndexUnits = 2 * capacity.WriteUnits(capacity.ItemSize(entry))
+	return f, nil
+}
+
+// sweepWhenOverdue waits until the payment is overdue by the scheduler's clock
+// (whole seconds) and invokes the sweep with the input EventBridge Scheduler sends.
+func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (deadline.Summary, error) {
+	records, err := b.store.Read(ctx, payment.StreamID(ref), 0)
+	if err != nil {
+		return deadline.Summary{}, err
+	}
+	if len(records) == 0 || records[0].Type != "PaymentPrepared" {
+		return deadline.Summary{}, fmt.Errorf("rentalcost: payment %s was not prepared", ref)
+	}
+	prepared := records[0].RecordedAt
+	var scheduled time.Time
+	err = b.wait(ctx, "the payment to be overdue", func(context.Context) (bool, string, error) {
+		scheduled = time.Now().UTC().Truncate(time.Second)
+		return scheduled.Add(-PaymentTimeout).After(prepared), "prepared at " + prepared.Format(time.RFC3339Nano), nil
+	})
+	if err != nil {
+		return deadline.Summary{}, err
+	}
+	var sum deadline.Summary
+	input := map[string]string{"scheduledTime": scheduled.Format(time.RFC3339)}
+	if err := local.Call(ctx, b.fns[FunctionSweep], input, &sum); err != nil {
+		return sum, fmt.Errorf("rentalcost: sweep: %w", err)
+	}
+	if sum.Found != 1 || sum.Cancelled != 1 {
+		return sum, fmt.Errorf("rentalcost: the sweep found %d and cancelled %d payments, want 1 and 1", sum.Found, sum.Cancelled)
+	}
+	return sum, nil
+}
+
+func (b *Bench) webhook(ctx context.Context, ref, action string, body []byte) error {
+	hdr := http.Header{webhook.Header: {webhook.Sign(webhookSecret, body, time.Now())}}
+	return b.expectWith(ctx, http.MethodPost, "/payments/"+ref+"/"+action, body, hdr, http.StatusOK, nil)
+}
+
+func (b *Bench) expect(ctx context.Context, method, path string, body []byte, want int, out any) error {
+	return b.expectWith(ctx, method, path, body, nil, want, out)
+}
+
+func (b *Bench) expectWith(ctx context.Context, method, path string, body []byte, hdr http.Header, want int, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	b.http++
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("rentalcost: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("rentalcost: %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("rentalcost: %s %s: status %d, want %d: %.300s", method, path, resp.StatusCode, want, got)
+	}
+	if out != nil {
+		if err := json.Unmarshal(got, out); err != nil {
+			return fmt.Errorf("rentalcost: %s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// condition reports whether something holds, and what was seen when it does not.
+type condition func(context.Context) (bool, string, error)
+
+func (b *Bench) status(rentalID string, want rentalview.Status) condition {
+	return func(ctx context.Context) (bool, string, error) {
+		v, err := rentalview.Load(ctx, b.store, rentalID)
+		if err != nil {
+			return false, "", err
+		}
+		return v.Status == want, "status " + string(v.Status), nil
+	}
+}
+
+// ended holds once the rental has its final status, its process has completed and
+// its pending row is a settled marker.
+func (b *Bench) ended(rentalID, ref string, want rentalview.Status) condition {
+	status := b.status(rentalID, want)
+	return func(ctx context.Context) (bool, string, error) {
+		if ok, seen, err := status(ctx); !ok || err != nil {
+			return ok, seen, err
+		}
+		records, err := b.store.Read(ctx, rentalpayment.StreamID(rentalID), 0)
+		if err != nil {
+			return false, "", err
+		}
+		if n := len(records); n == 0 || records[n-1].Type != rentalpayment.TypeCompleted {
+			return false, "the process has not completed", nil
+		}
+		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: ref}},
+		})
+		if err != nil {
+			return false, "", err
+		}
+		if _, settled := out.Item[schema.PendingSettled]; !settled {
+			return false, "the pending row is not settled", nil
+		}
+		return true, "", nil
+	}
+}
+
+// settle waits until cond holds and both stream consumers have handled every record
+// of streams, so that nothing the rental set off is still running.
+func (b *Bench) settle(ctx context.Context, what string, streams []string, cond condition) error {
+	return b.wait(ctx, what, func(ctx context.Context) (bool, string, error) {
+		if cond != nil {
+			if ok, seen, err := cond(ctx); !ok || err != nil {
+				return ok, seen, err
+			}
+		}
+		// What the consumers had handled first, then the streams: a record handled
+		// by then had its reaction's own appends already in the streams.
+		handled := map[string]map[recordKey]bool{
+			FunctionProcess: b.fns[FunctionProcess].handledSet(), FunctionProjector: b.fns[FunctionProjector].handledSet(),
+		}
+		for _, s := range streams {
+			records, err := b.store.Read(ctx, s, 0)
+			if err != nil {
+				return false, "", err
+			}
+			for _, r := range records {
+				for name, set := range handled {
+					if !set[recordKey{r.StreamID, r.Version}] {
+						return false, fmt.Sprintf("the %s has not handled %s version %d", name, r.StreamID, r.Version), nil
+					}
+				}
+			}
+		}
+		return true, "", nil
+	})
+}
+
+func (b *Bench) wait(ctx context.Context, what string, cond condition) error {
+	deadline := time.Now().Add(b.opts.Wait)
+	for {
+		ok, seen, err := cond(ctx)
+		if err != nil {
+			return fmt.Errorf("rentalcost: waiting for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rentalcost: gave up waiting for %s after %s; last seen: %s", what, b.opts.Wait, seen)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.done:
+			return fmt.Errorf("rentalcost: waiting for %s: the local stack stopped: %v", what, b.runErr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+type recordKey struct {
+	stream  string
+	version int64
+}
+
+// tracked wraps a function's invoker and notes its invocations and, for a stream
+// consumer, which records it has handled (those before the first reported failure
+// of each batch).
+type tracked struct {
+	inner  local.Invoker
+	stream bool
+
+	mu          sync.Mutex
+	invocations int
+	records     int
+	failures    int
+	busy        time.Duration
+	handled     map[recordKey]bool
+}
+
+var _ local.Invoker = (*tracked)(nil)
+
+func (t *tracked) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	start := time.Now()
+	out, err := t.inner.Invoke(ctx, payload)
+	took := time.Since(start)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.invocations++
+	t.busy += took
+	if !t.stream {
+		return out, err
+	}
+	var ev events.DynamoDBEvent
+	if json.Unmarshal(payload, &ev) != nil {
+		return out, err
+	}
+	t.records += len(ev.Records)
+	failed := ""
+	var resp events.DynamoDBEventResponse
+	if err != nil || json.Unmarshal(out, &resp) != nil {
+		t.failures++
+		return out, err
+	}
+	if len(resp.BatchItemFailures) > 0 {
+		t.failures++
+		failed = resp.BatchItemFailures[0].ItemIdentifier
+	}
+	for _, rec := range ev.Records {
+		if failed != "" && rec.Change.SequenceNumber == failed {
+			break
+		}
+		if k, ok := keyOfImage(rec.Change.NewImage); ok {
+			t.handled[k] = true
+		}
+	}
+	return out, err
+}
+
+func keyOfImage(image map[string]events.DynamoDBAttributeValue) (recordKey, bool) {
+	s, ok1 := image[schema.EventsStreamID]
+	v, ok2 := image[schema.EventsVersion]
+	if !ok1 || !ok2 || s.DataType() != events.DataTypeString || v.DataType() != events.DataTypeNumber {
+		return recordKey{}, false
+	}
+	n, err := v.Int64()
+	if err != nil {
+		return recordKey{}, false
+	}
+	return recordKey{s.String(), n}, true
+}
+
+func (t *tracked) handledSet() map[recordKey]bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[recordKey]bool, len(t.handled))
+	for k := range t.handled {
+		out[k] = true
+	}
+	return out
+}
+
+func (t *tracked) reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.invocations, t.records, t.failures, t.busy = 0, 0, 0, 0
+}
+
+func (t *tracked) stats() FunctionStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return FunctionStats{Invocations: t.invocations, Records: t.records, Failures: t.failures, Busy: t.busy}
+}

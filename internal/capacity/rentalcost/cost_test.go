@@ -1,0 +1,109 @@
+package rentalcost_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/capacity/rentalcost"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/schema"
+)
+
+func call(function, op, table, index string, w, iw int, r float64) capacity.Call {
+	return capacity.Call{Function: function, Service: "DynamoDB", Operation: op, Attempts: 1,
+		Tables: []capacity.Usage{{Table: table, Index: index, WriteUnits: w, IndexWriteUnits: iw, ReadUnits: r}}}
+}
+
+// timedOut is a timed-out rental shaped like the measured one: 6 events, one API
+// request, the sweep's search of 4 shards and its cancellation.
+func timedOut() rentalcost.Measurement {
+	m := rentalcost.Measurement{Path: rentalcost.TimedOut, HTTPRequests: 1, Events: make([]eventstore.Record, 6)}
+	m.Calls = append(m.Calls, call("command", "Query", "events", "", 0, 0, 1), call("command", "PutItem", "events", "", 1, 0, 0))
+	for range 2 {
+		m.Calls = append(m.Calls, call("process", "Query", "events", "", 0, 0, 1), call("process", "Query", "events", "", 0, 0, 1),
+			call("process", "PutItem", "events", "", 1, 0, 0), call("process", "PutItem", "events", "", 1, 0, 0),
+			call("projector", "UpdateItem", "pending", "", 1, 1, 0))
+	}
+	for range 4 {
+		m.Calls = append(m.Calls, call("sweep", "Query", "pending", schema.PendingByPreparedAt, 0, 0, 0.5))
+	}
+	m.Calls = append(m.Calls, call("sweep", "Query", "events", "", 0, 0, 1), call("sweep", "Query", "events", "", 0, 0, 1),
+		call("sweep", "PutItem", "events", "", 1, 0, 0))
+	return m
+}
+
+func TestUsageOfEachDesign(t *testing.T) {
+	a := rentalcost.Assumed
+	m := timedOut()
+	for _, c := range []struct {
+		design rentalcost.Design
+		want   rentalcost.Usage
+	}{
+		{rentalcost.Sweep, rentalcost.Usage{WriteUnits: 10, ReadUnits: 7, HTTPRequests: 1, Invocations: 13,
+			Duration: 13*a.Overhead + 15*a.DynamoDBCall}},
+		{rentalcost.StepFunctions, rentalcost.Usage{WriteUnits: 6, ReadUnits: 7, HTTPRequests: 1, Invocations: 8,
+			Duration: 8*a.Overhead + 13*a.DynamoDBCall + 2*a.OtherCall, StateTransitions: 2}},
+		{rentalcost.OneTimeSchedule, rentalcost.Usage{WriteUnits: 6, ReadUnits: 7, HTTPRequests: 1, Invocations: 14,
+			Duration: 14*a.Overhead + 13*a.DynamoDBCall + 2*a.OtherCall, SchedulerInvocations: 1}},
+	} {
+		if got := rentalcost.UsageOf(m, c.design, a); got != c.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.design, got, c.want)
+		}
+	}
+	if got, want := rentalcost.SweepRun(m, a), (rentalcost.Usage{ReadUnits: 2, Invocations: 1, SchedulerInvocations: 1, Duration: a.Overhead + 4*a.DynamoDBCall}); got != want {
+		t.Errorf("SweepRun = %+v, want %+v", got, want)
+	}
+}
+
+func TestPrice(t *testing.T) {
+	p, a := rentalcost.USEast1, rentalcost.Assumed
+	u := rentalcost.Usage{WriteUnits: 11, ReadUnits: 7, HTTPRequests: 3, Invocations: 17, Duration: 1024 * time.Millisecond,
+		SchedulerInvocations: 1, StateTransitions: 2}
+	c := u.Price(p, a, 1e6)
+	for _, x := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"writes", c.DynamoDBWrites, 6.875},
+		{"reads", c.DynamoDBReads, 0.875},
+		{"API", c.APIGateway, 3},
+		{"Lambda requests", c.LambdaRequests, 3.4},
+		// 1.024 s at 256 MB is 0.256 GB-s per rental.
+		{"Lambda duration", c.LambdaDuration, 0.256 * 0.0000133334 * 1e6},
+		{"Scheduler", c.Scheduler, 1},
+		{"Step Functions", c.StepFunctions, 50},
+	} {
+		if math.Abs(x.got-x.want) > 1e-9 {
+			t.Errorf("%s = %g, want %g", x.name, x.got, x.want)
+		}
+	}
+}
+
+func TestPreciseExtra(t *testing.T) {
+	p, a := rentalcost.USEast1, rentalcost.Assumed
+	none := rentalcost.PreciseExtra(0, 200, a).Price(p, a, 1e6)
+	if none.Scheduler != 0 || none.LambdaRequests != 0 || none.DynamoDBReads != 0 {
+		t.Errorf("no timeouts: %+v, want Lambda duration only", none)
+	}
+	// Two Scheduler calls of 20 ms in the projector at 256 MB, per payment.
+	if want := 0.040 * 0.25 * p.LambdaGBSecond * 1e6; math.Abs(none.Total()-want) > 1e-9 {
+		t.Errorf("no timeouts: %g, want %g", none.Total(), want)
+	}
+	some := rentalcost.PreciseExtra(0.05, 200, a).Price(p, a, 1e6)
+	for _, x := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"Scheduler", some.Scheduler, 0.05},
+		{"Lambda requests", some.LambdaRequests, 0.01},
+		// One strongly consistent GetItem of 200 bytes: one read unit.
+		{"reads", some.DynamoDBReads, 0.05 * 0.125},
+		{"duration", some.LambdaDuration, (0.040 + 0.05*0.008) * 0.25 * p.LambdaGBSecond * 1e6},
+	} {
+		if math.Abs(x.got-x.want) > 1e-9 {
+			t.Errorf("5%% timeouts, %s = %g, want %g", x.name, x.got, x.want)
+		}
+	}
+}

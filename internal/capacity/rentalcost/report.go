@@ -1,0 +1,337 @@
+package rentalcost
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/rental"
+)
+
+// ModeRuns are the paths measured with one RECORDING_MODE.
+type ModeRuns struct {
+	Mode string
+	Runs []Measurement
+}
+
+// Report is everything the markdown report shows.
+type Report struct {
+	// Modes holds the paths measured, first with the default recording mode.
+	Modes []ModeRuns
+	// History is an approved rental measured on a bike that had HistoryPrior
+	// approved rentals before it; nil to leave that table out.
+	History      *Measurement
+	HistoryPrior int
+	Prices       Prices
+	Assumptions  Assumptions
+	// PendingTable names the PendingPayments table the runs used.
+	PendingTable string
+}
+
+// Markdown writes the report's tables, ready to paste into BENCHMARKS.md.
+func (r Report) Markdown(w io.Writer) error {
+	if len(r.Modes) == 0 || len(r.Modes[0].Runs) == 0 {
+		return fmt.Errorf("rentalcost: nothing measured")
+	}
+	p := &printer{w: w}
+	main := r.Modes[0]
+	p.f("### Request units per rental (RECORDING_MODE=%s)\n\n", main.Mode)
+	p.f("One rental at a time, each on a fresh bike, through the real handlers on moto; counted until both stream consumers had handled every event the rental appended. Write units include the PendingPayments index's; the sweep's own search is amortized (below), its cancellation is counted.\n\n")
+	p.row("path", "calls", "items read", "items written", "write units (table + index)", "read units", "floor (write units)", "actual / floor")
+	p.rule(8)
+	for _, m := range main.Runs {
+		t := capacity.Total(m.PerRental())
+		p.row(string(m.Path), itoa(t.Calls), itoa(t.ItemsRead), itoa(t.ItemsWritten),
+			fmt.Sprintf("%d + %d = %d", t.WriteUnits, t.IndexWriteUnits, t.AllWriteUnits()), units(t.ReadUnits),
+			itoa(m.Floor.Units()), fmt.Sprintf("%.2f", float64(t.AllWriteUnits())/float64(m.Floor.Units())))
+	}
+	if approx := approximations(r.Modes); len(approx) > 0 {
+		p.f("\nApproximate counts: %s\n", strings.Join(approx, "; "))
+	}
+
+	p.f("\n#### By function (calls: write units / read units)\n\n")
+	fns := []string{FunctionCommand, FunctionProcess, FunctionProjector, FunctionSweep}
+	p.row(append([]string{"path"}, fns...)...)
+	p.rule(len(fns) + 1)
+	for _, m := range main.Runs {
+		by := capacity.GroupBy(m.PerRental(), func(c capacity.Call, _ capacity.Usage) string { return c.Function })
+		cells := []string{string(m.Path)}
+		for _, f := range fns {
+			t := by[f]
+			if t.Calls == 0 {
+				cells = append(cells, "-")
+				continue
+			}
+			cells = append(cells, fmt.Sprintf("%d: %d W / %s R", t.Calls, t.AllWriteUnits(), units(t.ReadUnits)))
+		}
+		p.row(cells...)
+	}
+
+	p.f("\n#### By table (write units / read units)\n\n")
+	p.row("path", "Events", "PendingPayments (index writes included)")
+	p.rule(3)
+	for _, m := range main.Runs {
+		pending := capacity.GroupBy(m.PerRental(), func(_ capacity.Call, u capacity.Usage) string {
+			if u.Table == r.PendingTable {
+				return "pending"
+			}
+			if u.Table != "" {
+				return "events"
+			}
+			return ""
+		})
+		ev, pd := pending["events"], pending["pending"]
+		p.row(string(m.Path), fmt.Sprintf("%d / %s", ev.AllWriteUnits(), units(ev.ReadUnits)),
+			fmt.Sprintf("%d (%d) / %s", pd.AllWriteUnits(), pd.IndexWriteUnits, units(pd.ReadUnits)))
+	}
+
+	p.f("\n#### The floor\n\n")
+	p.f("Each event the rental appends, written once on its own (ceil(size / 1 KB) each, from the stored events), plus the PendingPayments row created on PaymentPrepared and changed once on settlement, with its keys-only index entry put and removed.\n\n")
+	p.row("path", "events", "event writes", "row writes", "index writes", "floor", "actual", "above the floor")
+	p.rule(8)
+	for _, m := range main.Runs {
+		t := capacity.Total(m.PerRental())
+		p.row(string(m.Path), itoa(len(m.Events)), itoa(m.Floor.EventUnits), itoa(m.Floor.ProjectionUnits), itoa(m.Floor.IndexUnits),
+			itoa(m.Floor.Units()), itoa(t.AllWriteUnits()), itoa(t.AllWriteUnits()-m.Floor.Units()))
+	}
+	p.f("\nThe index writes are in the floor because the sweep can only find a payment through its index entry; counted as above the floor instead, the ratio would be %s, still within 1.5. ", indexRatios(main.Runs))
+	p.f("Every append is one conditional PutItem (the paths never append two events at once, so no TransactWriteItems and its double price), no write is refused by its condition, and no event or row is written twice.\n")
+	p.f("\nReads are not part of the floor. Each command and each reaction reads the stream it appends to, strongly consistently (load, decide, append): one read unit each while a stream stays under 4 KB. Two of them read nothing and still cost the minimum of one unit: on BikeRequested the process reads its own stream, empty, to know it has not started, and PreparePayment reads the payment's, empty. Clients polling GET /rentals/{id} (three stream reads a call) are not counted.\n")
+
+	for _, mode := range r.Modes[1:] {
+		p.f("\n#### RECORDING_MODE=%s\n\n", mode.Mode)
+		p.row("path", "calls", "write units", "read units", "actual / floor", "read units more than "+main.Mode)
+		p.rule(6)
+		for i, m := range mode.Runs {
+			t := capacity.Total(m.PerRental())
+			more := "-"
+			if i < len(main.Runs) && main.Runs[i].Path == m.Path {
+				more = units(t.ReadUnits - capacity.Total(main.Runs[i].PerRental()).ReadUnits)
+			}
+			p.row(string(m.Path), itoa(t.Calls), itoa(t.AllWriteUnits()), units(t.ReadUnits),
+				fmt.Sprintf("%.2f", float64(t.AllWriteUnits())/float64(m.Floor.Units())), more)
+		}
+	}
+
+	timedOut, hasTimedOut := find(main.Runs, TimedOut)
+	if hasTimedOut {
+		run := SweepRun(timedOut, r.Assumptions)
+		month := run.Price(r.Prices, r.Assumptions, r.Assumptions.SweepsPerMonth)
+		search := capacity.Total(filter(timedOut.Calls, Amortized))
+		p.f("\n#### The sweep's search, per run (amortized over every rental)\n\n")
+		p.row("queries", "items read", "read units", "runs a month (rate(1 minute))", "cost a month")
+		p.rule(5)
+		p.row(itoa(search.Calls), itoa(search.ItemsRead), units(search.ReadUnits), fmt.Sprintf("%.0f", r.Assumptions.SweepsPerMonth), money(month.Total()))
+		p.f("\nOne query page per shard (PENDING_SHARDS=4), each at least half a read unit on the eventually consistent index, whether it finds anything or not; plus one Scheduler invocation and one Lambda invocation per run.\n")
+	}
+
+	if approved, ok := find(main.Runs, Approved); ok && r.History != nil {
+		p.f("\n#### A bike's history: every bike command reads the bike's whole stream\n\n")
+		p.row("approved rentals before, on the same bike", "bike stream at the request", "read units per rental (approved path)", "source")
+		p.rule(4)
+		for _, row := range historyRows(approved, *r.History, r.HistoryPrior) {
+			p.row(row...)
+		}
+	}
+
+	p.f("\n### Cost per million rentals (%s, prices read %s)\n\n", r.Prices.Region, r.Prices.Read)
+	p.f("Design of this project. Includes: DynamoDB request units (index writes included), Lambda requests (one per API request; one per stream record for each of the two consumers, the most Lambda makes) and duration (%d MB; %s per DynamoDB request, %s overhead per invocation, assumed), API Gateway HTTP API requests. Excludes: DynamoDB Streams reads (free for Lambda triggers), storage, data transfer, CloudWatch Logs and metrics, free tiers, the SQS dead-letter queues (empty when all is well).\n\n",
+		r.Assumptions.MemoryMB, r.Assumptions.DynamoDBCall, r.Assumptions.Overhead)
+	p.row("path", "DynamoDB writes", "DynamoDB reads", "Lambda requests", "Lambda duration", "API Gateway", "total")
+	p.rule(7)
+	for _, m := range main.Runs {
+		c := UsageOf(m, Sweep, r.Assumptions).Price(r.Prices, r.Assumptions, 1e6)
+		p.row(string(m.Path), money(c.DynamoDBWrites), money(c.DynamoDBReads), money(c.LambdaRequests), money(c.LambdaDuration), money(c.APIGateway), money(c.Total()))
+	}
+	if hasTimedOut {
+		month := SweepRun(timedOut, r.Assumptions).Price(r.Prices, r.Assumptions, r.Assumptions.SweepsPerMonth)
+		p.f("\nPlus the sweep's schedule: %s a month whatever the number of rentals.\n", money(month.Total()))
+	}
+
+	p.f("\n#### Side by side: the same rentals, per million\n\n")
+	designs := Designs()
+	p.row(append([]string{"path"}, designsNames(designs)...)...)
+	p.rule(len(designs) + 1)
+	for _, m := range main.Runs {
+		cells := []string{string(m.Path)}
+		for _, d := range designs {
+			u := UsageOf(m, d, r.Assumptions)
+			c := u.Price(r.Prices, r.Assumptions, 1e6)
+			cells = append(cells, fmt.Sprintf("%s (%s)", money(c.Total()), deadlineLine(d, c)))
+		}
+		p.row(cells...)
+	}
+	p.f("\nEach figure is the whole rental (the Events table's work, the API and the functions are the same in every design) with, in brackets, what the design's deadline costs of it. ")
+	p.f("**%s**: PendingPayments writes (row and index, create and settle), the projector's invocations and requests, and the sweep's schedule as a fixed monthly cost on top. ", Sweep)
+	p.f("**%s**: counting one state transition per state entered, the least such a machine is billed: one for a settled payment (the Wait state; StopExecution ends it), two when it times out (Wait, then a Task invoking a function that sends CancelRentalPayment: one more Lambda invocation); StartExecution and StopExecution by the process (%s each, assumed); no projector, no PendingPayments, no sweep, no list of pending payments. ", StepFunctions, r.Assumptions.OtherCall)
+	p.f("**%s**: CreateSchedule on PaymentPrepared and DeleteSchedule on settlement by the projector (no per-request price; %s each, assumed), one scheduled invocation and one Lambda invocation when a payment times out; no PendingPayments, no sweep.\n", OneTimeSchedule, r.Assumptions.OtherCall)
+
+	p.f("\n#### Precise deadline mode: what it adds, per million payments\n\n")
+	p.f("On top of the projection and the sweep: the projector calls CreateSchedule once per payment and DeleteSchedule once on settlement; a payment that times out has its schedule fire once, invoking the sweep function, which reads the payment's row (one strongly consistent GetItem, about %d bytes) before the cancellation that happens in any design.\n\n", preciseRowBytes)
+	p.row("timeouts", "Lambda duration (Scheduler calls)", "Scheduler invocations", "Lambda requests", "DynamoDB reads", "extra per million payments")
+	p.rule(6)
+	for _, rate := range []float64{0, 0.05} {
+		c := PreciseExtra(rate, preciseRowBytes, r.Assumptions).Price(r.Prices, r.Assumptions, 1e6)
+		p.row(fmt.Sprintf("%.0f%%", rate*100), money(c.LambdaDuration), money(c.Scheduler), money(c.LambdaRequests), money(c.DynamoDBReads), money(c.Total()))
+	}
+	if approved, ok := find(main.Runs, Approved); ok {
+		whole := UsageOf(approved, Sweep, r.Assumptions).Price(r.Prices, r.Assumptions, 1e6).Total()
+		at5 := PreciseExtra(0.05, preciseRowBytes, r.Assumptions).Price(r.Prices, r.Assumptions, 1e6).Total()
+		p.f("\nAt 5%% timeouts that is %.1f%% of what a million approved rentals cost (%s).\n", 100*at5/whole, money(whole))
+	}
+	p.f("\nScheduler's first 14 million invocations a month are free; without that, as above. The CreateSchedule and DeleteSchedule requests themselves carry no charge on the pricing page; their limit is Scheduler's request-rate quota, not cost.\n")
+
+	p.f("\n#### Prices (%s, read %s)\n\n", r.Prices.Region, r.Prices.Read)
+	p.row("item", "price")
+	p.rule(2)
+	for _, row := range [][2]string{
+		{"DynamoDB on-demand write request unit", fmt.Sprintf("$%.3f per million", r.Prices.WriteRequestUnit*1e6)},
+		{"DynamoDB on-demand read request unit", fmt.Sprintf("$%.3f per million", r.Prices.ReadRequestUnit*1e6)},
+		{"DynamoDB Streams reads by Lambda triggers", "free"},
+		{"Lambda requests", fmt.Sprintf("$%.2f per million", r.Prices.LambdaRequest*1e6)},
+		{"Lambda duration, arm64", fmt.Sprintf("$%.10f per GB-second", r.Prices.LambdaGBSecond)},
+		{"API Gateway HTTP API", fmt.Sprintf("$%.2f per million requests", r.Prices.HTTPAPIRequest*1e6)},
+		{"EventBridge Scheduler", fmt.Sprintf("$%.2f per million invocations (14 million free a month)", r.Prices.SchedulerInvocation*1e6)},
+		{"Step Functions Standard", fmt.Sprintf("$%.3f per 1,000 state transitions (4,000 free a month)", r.Prices.StateTransition*1e3)},
+	} {
+		p.row(row[0], row[1])
+	}
+	p.f("\nSources:\n")
+	for _, s := range r.Prices.Sources {
+		p.f("- %s\n", s)
+	}
+	return p.err
+}
+
+// preciseRowBytes is the size of an outstanding PendingPayments row, about: what the
+// precise mode's GetItem reads.
+const preciseRowBytes = 200
+
+// historyRows predicts, from the sizes approved measured, what an approved rental
+// reads on a bike with k approved rentals before it: its three bike commands (the
+// request, the approval, the return) each read the bike's whole stream, rounded up
+// to 4 KB; everything else it reads stays the same. later, measured after prior
+// rentals, checks the prediction.
+func historyRows(approved, later Measurement, prior int) [][]string {
+	var bikeEvents []int
+	for _, e := range approved.Events {
+		if strings.HasPrefix(e.StreamID, rental.StreamID("")) {
+			bikeEvents = append(bikeEvents, capacity.ItemSize(dynamo.EncodeRecord(e)))
+		}
+	}
+	if len(bikeEvents) != 3 {
+		return nil
+	}
+	perRental := bikeEvents[0] + bikeEvents[1] + bikeEvents[2]
+	measured := capacity.Total(approved.PerRental()).ReadUnits
+	base := measured - capacity.ReadUnits(approved.BikeStreamBytes, capacity.Strong) -
+		capacity.ReadUnits(approved.BikeStreamBytes+bikeEvents[0], capacity.Strong) -
+		capacity.ReadUnits(approved.BikeStreamBytes+bikeEvents[0]+bikeEvents[1], capacity.Strong)
+	predict := func(size int) float64 {
+		return base + capacity.ReadUnits(size, capacity.Strong) + capacity.ReadUnits(size+bikeEvents[0], capacity.Strong) +
+			capacity.ReadUnits(size+bikeEvents[0]+bikeEvents[1], capacity.Strong)
+	}
+	rows := [][]string{{"0", fmt.Sprintf("%d bytes", approved.BikeStreamBytes), units(measured), "measured"}}
+	if prior > 0 {
+		rows = append(rows, []string{itoa(prior), fmt.Sprintf("%d bytes", later.BikeStreamBytes),
+			units(capacity.Total(later.PerRental()).ReadUnits), fmt.Sprintf("measured (predicted: %s)", units(predict(later.BikeStreamBytes)))})
+	}
+	for _, k := range []int{10, 100, 1000} {
+		size := approved.BikeStreamBytes + k*perRental
+		rows = append(rows, []string{itoa(k), fmt.Sprintf("%d bytes", size), units(predict(size)), "predicted from the measured sizes"})
+	}
+	return rows
+}
+
+func deadlineLine(d Design, c Cost) string {
+	switch d {
+	case StepFunctions:
+		return "transitions " + money(c.StepFunctions)
+	case OneTimeSchedule:
+		return "schedules " + money(c.Scheduler)
+	}
+	return "sweep"
+}
+
+// indexRatios returns each path's write units over a floor without index writes.
+func indexRatios(runs []Measurement) string {
+	var parts []string
+	for _, m := range runs {
+		t := capacity.Total(m.PerRental())
+		parts = append(parts, fmt.Sprintf("%.2f (%s)", float64(t.AllWriteUnits())/float64(m.Floor.Units()-m.Floor.IndexUnits), m.Path))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func designsNames(ds []Design) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = string(d)
+	}
+	return out
+}
+
+func find(runs []Measurement, p Path) (Measurement, bool) {
+	for _, m := range runs {
+		if m.Path == p {
+			return m, true
+		}
+	}
+	return Measurement{}, false
+}
+
+func filter(calls []capacity.Call, keep func(capacity.Call) bool) []capacity.Call {
+	var out []capacity.Call
+	for _, c := range calls {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func approximations(modes []ModeRuns) []string {
+	var out []string
+	for _, mode := range modes {
+		for _, m := range mode.Runs {
+			out = append(out, capacity.Approximations(m.Calls)...)
+		}
+	}
+	return out
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func (p *printer) row(cells ...string) { p.f("| %s |\n", strings.Join(cells, " | ")) }
+
+func (p *printer) rule(n int) { p.row(strings.Split(strings.Repeat("---,", n-1)+"---", ",")...) }
+
+func itoa(n int) string { return fmt.Sprint(n) }
+
+func units(u float64) string {
+	if u == float64(int(u)) {
+		return fmt.Sprint(int(u))
+	}
+	return fmt.Sprintf("%.1f", u)
+}
+
+func money(d float64) string {
+	switch {
+	case d == 0:
+		return "$0"
+	case d < 0.1:
+		return fmt.Sprintf("$%.4f", d)
+	}
+	return fmt.Sprintf("$%.2f", d)
+}
