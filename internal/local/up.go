@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/bikerental/bikerental/internal/deadline"
@@ -42,7 +43,9 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 			where = "AWS itself (AWS_ENDPOINT_URL is set and empty)"
 		}
 		fmt.Fprintf(progress, "AWS endpoint: %s\n", where)
-		stack.AWS, err = wiring.AWSConfig(ctx)
+		if stack.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
+			err = fmt.Errorf("load AWS configuration: %w", err)
+		}
 	} else {
 		fmt.Fprintln(progress, "starting the local AWS emulator (moto_server)...")
 		if up.emulator, err = emulator.Start(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/bikerental/bikerental/internal/awsenv"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -26,10 +27,15 @@ type Builder func(ctx context.Context, cfg aws.Config, getenv Getenv, logger *sl
 // handler with build from the process's environment and starts the Lambda runtime. A
 // configuration error is logged as JSON and ends the process with status 1, at cold
 // start, before any event is taken.
+//
+// The AWS configuration comes from the environment alone (awsenv.Load: region,
+// credentials, endpoints and retry settings), not from config.LoadDefaultConfig,
+// whose shared-config, SSO, STS and IMDS clients Lambda never needs but every cold
+// start would initialise (see cmd/startupbench).
 func Run(build Builder) {
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	ctx := context.Background()
-	cfg, err := AWSConfig(ctx)
+	cfg, err := awsenv.Load(os.Getenv)
 	var handler any
 	if err == nil {
 		handler, err = build(ctx, cfg, os.Getenv, logger, os.Stdout)

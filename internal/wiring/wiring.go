@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -67,15 +66,6 @@ type Getenv func(string) string
 
 // ErrMissingSetting reports a required environment variable that is not set.
 var ErrMissingSetting = errors.New("wiring: required setting missing")
-
-// AWSConfig loads the AWS SDK's default configuration.
-func AWSConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("wiring: load AWS configuration: %w", err)
-	}
-	return cfg, nil
-}
 
 func required(getenv Getenv, name string) (string, error) {
 	v := getenv(name)
