@@ -53,7 +53,7 @@ type Config struct {
 // API handles HTTP API requests. It is safe for concurrent use.
 type API struct {
 	cfg    Config
-	routes []route
+	routes []compiledRoute
 }
 
 // New returns the API for cfg.
@@ -65,8 +65,23 @@ func New(cfg Config) *API {
 		cfg.Now = time.Now
 	}
 	a := &API{cfg: cfg}
-	a.routes = a.table()
+	for _, rt := range a.table() {
+		a.routes = append(a.routes, compiledRoute{rt, segmentsOf(rt.Pattern)})
+	}
 	return a
+}
+
+// segmentsOf splits a pattern such as "/bikes/{bikeId}/return" at its slashes.
+func segmentsOf(pattern string) []segment {
+	var out []segment
+	for _, p := range strings.Split(strings.Trim(pattern, "/"), "/") {
+		if strings.HasPrefix(p, "{") {
+			out = append(out, segment{text: strings.Trim(p, "{}"), param: true})
+		} else {
+			out = append(out, segment{text: p})
+		}
+	}
+	return out
 }
 
 // Route is one route of the API. Operator routes must require AWS_IAM authorization
@@ -81,6 +96,18 @@ type Route struct {
 type route struct {
 	Route
 	handle func(*request) response
+}
+
+// compiledRoute is a route with its pattern split at its slashes, once, by New.
+type compiledRoute struct {
+	route
+	segments []segment
+}
+
+// segment is one part of a route's pattern: literal text, or a parameter's name.
+type segment struct {
+	text  string
+	param bool
 }
 
 func (a *API) table() []route {
@@ -110,9 +137,19 @@ func Routes() []Route {
 type request struct {
 	ctx       context.Context
 	raw       *events.APIGatewayV2HTTPRequest
-	params    map[string]string
+	params    []pathParam
 	requestID string
 	body      []byte
+}
+
+// param returns the value of the path parameter name, "" if the route has none.
+func (r *request) param(name string) string {
+	for _, p := range r.params {
+		if p.name == name {
+			return p.value
+		}
+	}
+	return ""
 }
 
 func (r *request) header(name string) string {
@@ -161,17 +198,8 @@ func (a *API) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (r
 }
 
 func (a *API) dispatch(r *request, method, path string, pattern *string) response {
-	segments := strings.Split(strings.Trim(path, "/"), "/")
-	var allowed []string
-	for _, rt := range a.routes {
-		params, ok := match(rt.Pattern, segments)
-		if !ok {
-			continue
-		}
-		if rt.Method != method {
-			allowed = append(allowed, rt.Method)
-			continue
-		}
+	rt, params, allowed := a.find(method, path)
+	if rt != nil {
 		*pattern = rt.Pattern
 		r.params = params
 		body, failure := readBody(r.raw)
@@ -189,27 +217,60 @@ func (a *API) dispatch(r *request, method, path string, pattern *string) respons
 	return problem(http.StatusNotFound, "about:blank", fmt.Sprintf("no route %s %s", method, path))
 }
 
-// match matches path segments against a pattern such as "/bikes/{bikeId}/return".
-// Literal segments win over parameters: "/payments/pending" is not a reference.
-func match(pattern string, segments []string) (map[string]string, bool) {
-	parts := strings.Split(strings.Trim(pattern, "/"), "/")
-	if len(parts) != len(segments) {
-		return nil, false
-	}
-	params := map[string]string{}
-	for i, p := range parts {
-		if strings.HasPrefix(p, "{") {
-			if segments[i] == "pending" && p == "{paymentReference}" {
-				return nil, false
-			}
-			params[strings.Trim(p, "{}")] = segments[i]
+// find returns the route for method and path with its path parameters or, when
+// there is none, the methods the path allows (none for an unknown path). It
+// allocates only the parameters of the route found, and the allowed methods.
+func (a *API) find(method, path string) (*route, []pathParam, []string) {
+	path = strings.Trim(path, "/")
+	var allowed []string
+	for i := range a.routes {
+		rt := &a.routes[i]
+		if !matches(rt.segments, path) {
 			continue
 		}
-		if p != segments[i] {
-			return nil, false
+		if rt.Method != method {
+			allowed = append(allowed, rt.Method)
+			continue
 		}
+		return &rt.route, params(rt.segments, path), nil
 	}
-	return params, true
+	return nil, nil, allowed
+}
+
+// matches reports whether path, trimmed of its outer slashes, has one segment for
+// each of the pattern's and each literal one is equal. Literal segments win over
+// parameters: "/payments/pending" is not a reference.
+func matches(pattern []segment, path string) bool {
+	for i, p := range pattern {
+		seg, rest, more := strings.Cut(path, "/")
+		if last := i == len(pattern)-1; more == last {
+			return false // more segments than the pattern, or fewer
+		}
+		switch {
+		case p.param && seg == "pending" && p.text == "paymentReference":
+			return false
+		case !p.param && p.text != seg:
+			return false
+		}
+		path = rest
+	}
+	return true
+}
+
+// pathParam is the value of one of a route's parameters in a request's path.
+type pathParam struct{ name, value string }
+
+// params returns the values of the pattern's parameters in a path it matches.
+func params(pattern []segment, path string) []pathParam {
+	var out []pathParam
+	for _, p := range pattern {
+		seg, rest, _ := strings.Cut(path, "/")
+		if p.param {
+			out = append(out, pathParam{p.text, seg})
+		}
+		path = rest
+	}
+	return out
 }
 
 func readBody(req *events.APIGatewayV2HTTPRequest) ([]byte, *response) {
@@ -251,9 +312,14 @@ func (a *API) log(r *request, method, pattern string, out response, took time.Du
 }
 
 func (o response) toEvent(requestID string) events.APIGatewayV2HTTPResponse {
-	headers := map[string]string{"X-Request-Id": requestID}
-	for k, v := range o.headers {
-		headers[k] = v
+	// Every response gets its own headers map when it is made, so it is completed
+	// here rather than copied.
+	headers := o.headers
+	if headers == nil {
+		headers = make(map[string]string, 1)
+	}
+	if _, ok := headers["X-Request-Id"]; !ok {
+		headers["X-Request-Id"] = requestID
 	}
 	body := o.body
 	if o.problem != nil {

@@ -70,7 +70,7 @@ const MaxReasonLength = 500
 func (r *request) meta() command.Meta { return command.Meta{CausationID: "request:" + r.requestID} }
 
 func bikeParam(r *request) (string, *response) {
-	id := r.params["bikeId"]
+	id := r.param("bikeId")
 	if !rental.ValidBikeID(id) {
 		resp := invalid(InvalidParam{Name: "bikeId", Reason: fmt.Sprintf("must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", rental.MaxBikeIDLength)})
 		return "", &resp
@@ -79,7 +79,7 @@ func bikeParam(r *request) (string, *response) {
 }
 
 func idParam(r *request, name string) (string, *response) {
-	id := r.params[name]
+	id := r.param(name)
 	if !ident.Valid(id) {
 		resp := invalid(InvalidParam{Name: name, Reason: "must match " + ident.Pattern})
 		return "", &resp
@@ -158,9 +158,11 @@ func (a *API) requestBike(r *request) response {
 	}
 	// With an Idempotency-Key the rental id is derived from it, so a retry asks for
 	// the same rental and the decider recognises it: the first answer comes back.
-	suffix := ident.Random(rental.RentalSuffixLength)
+	var suffix string
 	if key != "" {
 		suffix = ident.Derived(rental.RentalSuffixLength, body.BikeID, body.Renter, key)
+	} else {
+		suffix = ident.Random(rental.RentalSuffixLength)
 	}
 	rentalID := rental.NewRentalID(body.BikeID, suffix)
 	meta := r.meta()

@@ -143,7 +143,8 @@ var bikes = domain[rental.Bike, rental.Event, rental.Command]{
 		if b, ok := e.(rental.BikeRegistered); ok {
 			bikeID = b.BikeID
 		}
-		tags := []string{"bike:" + bikeID}
+		tags := make([]string, 1, 2)
+		tags[0] = "bike:" + bikeID
 		if rentalID != "" {
 			tags = append(tags, "rental:"+rentalID)
 		}
@@ -159,7 +160,8 @@ var payments = domain[payment.Payment, payment.Event, payment.Command]{
 	},
 	tags: func(e payment.Event) []string {
 		ref := referenceOfEvent(e)
-		tags := []string{"payment:" + ref}
+		tags := make([]string, 1, 2)
+		tags[0] = "payment:" + ref
 		if rentalID, err := payment.RentalIDFor(ref); err == nil {
 			tags = append(tags, "rental:"+rentalID)
 		}

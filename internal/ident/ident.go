@@ -6,7 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
+	"encoding/hex"
 )
 
 // MaxLength is the longest id the service accepts.
@@ -63,19 +63,26 @@ func Random(n int) string {
 
 // Derived returns n characters of A-Z, a-z and 0-9 determined by parts alone, for ids
 // that a retried request must find again (an Idempotency-Key, say). Parts are
-// length-prefixed before hashing so that ("ab","c") and ("a","bc") differ.
+// length-prefixed before hashing so that ("ab","c") and ("a","bc") differ. The
+// result must never change for the same arguments: stored ids depend on it.
 func Derived(n int, parts ...string) string {
-	h := sha256.New()
+	// The seed is SHA-256 of every part's 8-byte big-endian length and its bytes;
+	// block i is SHA-256 of the seed followed by the byte i. The buffers live on the
+	// stack for the short inputs and outputs ids are made of.
+	var inBuf [256]byte
+	in := inBuf[:0]
 	for _, p := range parts {
-		var l [8]byte
-		binary.BigEndian.PutUint64(l[:], uint64(len(p)))
-		h.Write(l[:])
-		h.Write([]byte(p))
+		in = binary.BigEndian.AppendUint64(in, uint64(len(p)))
+		in = append(in, p...)
 	}
-	seed := h.Sum(nil)
-	out := make([]byte, 0, n)
+	var seed [sha256.Size + 1]byte
+	sum := sha256.Sum256(in)
+	copy(seed[:], sum[:])
+	var outBuf [64]byte
+	out := outBuf[:0]
 	for counter := uint64(0); len(out) < n; counter++ {
-		block := sha256.Sum256(append(seed, byte(counter)))
+		seed[sha256.Size] = byte(counter)
+		block := sha256.Sum256(seed[:])
 		for _, b := range block {
 			if b < 248 {
 				out = append(out, alphabet[int(b)%62])
@@ -94,5 +101,21 @@ func UUID() string {
 	rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return formatUUID(b)
+}
+
+// formatUUID writes b in the canonical form, lower-case hex in groups of 8, 4, 4, 4
+// and 12 digits separated by hyphens.
+func formatUUID(b [16]byte) string {
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], b[10:16])
+	return string(out[:])
 }

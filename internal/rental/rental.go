@@ -272,8 +272,11 @@ func (ReturnBike) isCommand()     {}
 // Fold applies events in order to the initial state, an unregistered Bike.
 func Fold(events []Event) Bike {
 	s := Bike{Status: StatusUnregistered}
+	// The Rentals map is Fold's own until it returns, so it is written in place
+	// rather than copied for every event, which would cost time quadratic in the
+	// bike's history.
 	for _, e := range events {
-		s = Evolve(s, e)
+		s = evolve(s, e, true)
 	}
 	return s
 }
@@ -282,7 +285,10 @@ func Fold(events []Event) Bike {
 // (Rentals is copied on write), and unknown events return s unchanged. An
 // approval, rejection or return only moves the bike's status when it concerns
 // the bike's current rental.
-func Evolve(s Bike, e Event) Bike {
+func Evolve(s Bike, e Event) Bike { return evolve(s, e, false) }
+
+// evolve is Evolve, writing s.Rentals in place when the caller owns it.
+func evolve(s Bike, e Event, owned bool) Bike {
 	switch e := e.(type) {
 	case BikeRegistered:
 		if !s.Registered {
@@ -290,19 +296,19 @@ func Evolve(s Bike, e Event) Bike {
 		}
 	case BikeRequested:
 		s.Status, s.RentalID, s.Renter = StatusRequested, e.RentalID, e.Renter
-		s.Rentals = with(s.Rentals, e.RentalID, Rental{e.Renter, OutcomeRequested})
+		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeRequested})
 	case RequestApproved:
-		s.Rentals = with(s.Rentals, e.RentalID, Rental{e.Renter, OutcomeApproved})
+		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeApproved})
 		if s.RentalID == e.RentalID {
 			s.Status = StatusRented
 		}
 	case RequestRejected:
-		s.Rentals = with(s.Rentals, e.RentalID, Rental{e.Renter, OutcomeRejected})
+		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeRejected})
 		if s.RentalID == e.RentalID {
 			s.Status, s.RentalID, s.Renter = StatusAvailable, "", ""
 		}
 	case BikeReturned:
-		s.Rentals = with(s.Rentals, e.RentalID, Rental{e.Renter, OutcomeReturned})
+		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeReturned})
 		if s.RentalID == e.RentalID {
 			s.Status, s.RentalID, s.Renter = StatusAvailable, "", ""
 		}
@@ -310,8 +316,11 @@ func Evolve(s Bike, e Event) Bike {
 	return s
 }
 
-func with(m map[string]Rental, id string, r Rental) map[string]Rental {
-	m = maps.Clone(m)
+// with returns m with id set to r: m itself when owned, else a copy.
+func with(m map[string]Rental, owned bool, id string, r Rental) map[string]Rental {
+	if !owned {
+		m = maps.Clone(m)
+	}
 	if m == nil {
 		m = make(map[string]Rental, 1)
 	}

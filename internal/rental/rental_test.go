@@ -205,6 +205,37 @@ func TestEvolveDoesNotMutateEarlierState(t *testing.T) {
 	}
 }
 
+// TestFoldIsEvolveInOrder checks that Fold, which writes its own Rentals map in
+// place, ends where applying Evolve to each event does, and shares no map with a
+// state folded before.
+func TestFoldIsEvolveInOrder(t *testing.T) {
+	history := []Event{registered}
+	for i := range 40 {
+		id := NewRentalID(bike, strings.Repeat("A", RentalSuffixLength-2)+string(rune('a'+i%26))+string(rune('a'+i/26)))
+		history = append(history, BikeRequested{BikeID: bike, Renter: alice, RentalID: id})
+		switch i % 3 {
+		case 0:
+			history = append(history, RequestRejected{BikeID: bike, Renter: alice, RentalID: id})
+		default:
+			history = append(history, RequestApproved{BikeID: bike, Renter: alice, RentalID: id},
+				BikeReturned{BikeID: bike, Renter: alice, RentalID: id})
+		}
+	}
+	want := Bike{Status: StatusUnregistered}
+	for _, e := range history {
+		want = Evolve(want, e)
+	}
+	shorter := Fold(history[:10])
+	snapshot := maps.Clone(shorter.Rentals)
+	got := Fold(history)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Fold = %+v, want %+v", got, want)
+	}
+	if len(got.Rentals) != 40 || !reflect.DeepEqual(shorter.Rentals, snapshot) {
+		t.Fatalf("Fold shares its map: %d rentals, earlier fold's changed to %v", len(got.Rentals), shorter.Rentals)
+	}
+}
+
 var allEvents = []Event{registered, requested1, approved1, rejected1, returned1}
 
 func TestEventTypes(t *testing.T) {

@@ -116,12 +116,14 @@ func New(cfg Config) (*Process, error) {
 // without having read the state that event is guarded by.
 type Snapshot struct {
 	State   State
+	stream  string
 	version int64
 	read    bool
 }
 
 func (p *Process) load(ctx context.Context, rentalID string) (Snapshot, error) {
-	records, err := p.store.Read(ctx, StreamID(rentalID), 0)
+	stream := StreamID(rentalID)
+	records, err := p.store.Read(ctx, stream, 0)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -135,7 +137,7 @@ func (p *Process) load(ctx context.Context, rentalID string) (Snapshot, error) {
 	if n := len(records); n > 0 {
 		version = records[n-1].Version
 	}
-	return Snapshot{State: s, version: version, read: true}, nil
+	return Snapshot{State: s, stream: stream, version: version, read: true}, nil
 }
 
 // recorder writes the process's own events, by one of the two mechanisms.
@@ -161,7 +163,7 @@ func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapsh
 	if err != nil {
 		return err
 	}
-	_, err = a.p.store.Append(ctx, StreamID(rentalID), snap.version, events...)
+	_, err = a.p.store.Append(ctx, snap.stream, snap.version, events...)
 	return err
 }
 

@@ -71,9 +71,11 @@ func DecodeRecord(item map[string]types.AttributeValue) (eventstore.Record, erro
 	if err != nil {
 		return eventstore.Record{}, err
 	}
-	for name, value := range map[string]string{schema.EventsStreamID: r.StreamID, schema.EventsEventID: r.ID, schema.EventsType: r.Type} {
-		if value == "" {
-			return eventstore.Record{}, fmt.Errorf("%w: %s is empty", eventstore.ErrCorruptRecord, name)
+	for _, f := range [...]struct{ name, value string }{
+		{schema.EventsStreamID, r.StreamID}, {schema.EventsEventID, r.ID}, {schema.EventsType, r.Type},
+	} {
+		if f.value == "" {
+			return eventstore.Record{}, fmt.Errorf("%w: %s is empty", eventstore.ErrCorruptRecord, f.name)
 		}
 	}
 	if !json.Valid(r.Data) {
@@ -99,6 +101,9 @@ func DecodeRecord(item map[string]types.AttributeValue) (eventstore.Record, erro
 			if !ok {
 				return eventstore.Record{}, fmt.Errorf("%w: a tag is not a string", eventstore.ErrCorruptRecord)
 			}
+			if r.Tags == nil {
+				r.Tags = make([]string, 0, len(list.Value))
+			}
 			r.Tags = append(r.Tags, s.Value)
 		}
 	}
@@ -108,8 +113,29 @@ func DecodeRecord(item map[string]types.AttributeValue) (eventstore.Record, erro
 // RecordSize is the size DynamoDB bills and limits for r's item, by its published
 // rules: each attribute's name plus its value (strings by UTF-8 length, numbers at
 // most 21 bytes, lists 3 bytes plus 1 byte and the size of each element).
+// It is ItemSize(EncodeRecord(r)), counted without building the item, whose
+// payload alone is a copy of up to 400 KB.
 func RecordSize(r eventstore.Record) int {
-	return ItemSize(EncodeRecord(r))
+	var buf [64]byte
+	n := len(schema.EventsStreamID) + len(r.StreamID) +
+		len(schema.EventsVersion) + (len(strconv.AppendInt(buf[:0], r.Version, 10))+1)/2 + 1 +
+		len(schema.EventsEventID) + len(r.ID) +
+		len(schema.EventsType) + len(r.Type) +
+		len(schema.EventsData) + len(r.Data) +
+		len(schema.EventsRecordedAt) + len(r.RecordedAt.UTC().AppendFormat(buf[:0], time.RFC3339Nano))
+	if len(r.Tags) > 0 {
+		n += len(schema.EventsTags) + 3
+		for _, t := range r.Tags {
+			n += 1 + len(t)
+		}
+	}
+	if r.CorrelationID != "" {
+		n += len(schema.EventsCorrelationID) + len(r.CorrelationID)
+	}
+	if r.CausationID != "" {
+		n += len(schema.EventsCausationID) + len(r.CausationID)
+	}
+	return n
 }
 
 // ItemSize computes an item's size by DynamoDB's published rules, rounding numbers up.
