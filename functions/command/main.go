@@ -4,6 +4,9 @@
 // or PAYMENT_WEBHOOK_SECRET; see internal/wiring.
 package main
 
-import "github.com/bikerental/bikerental/internal/wiring"
+import (
+	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/commandfn"
+)
 
-func main() { wiring.Run(wiring.CommandFunction) }
+func main() { wiring.Run(commandfn.CommandFunction) }

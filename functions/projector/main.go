@@ -1,10 +1,14 @@
 // Projector is the Lambda function that maintains the PendingPayments table from the
-// Events table's stream, reporting failed records by sequence number.
+// Events table's stream, reporting failed records by sequence number, and with
+// DEADLINE_MODE=precise the payments' one-time schedules.
 //
-// Environment: EVENTS_TABLE, PENDING_TABLE, PENDING_SHARDS, SETTLED_MARKER_TTL; see
-// internal/wiring.
+// Environment: PENDING_TABLE, PENDING_SHARDS, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT and
+// the DEADLINE_* settings; see internal/wiring.
 package main
 
-import "github.com/bikerental/bikerental/internal/wiring"
+import (
+	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
+)
 
-func main() { wiring.Run(wiring.ProjectorFunction) }
+func main() { wiring.Run(projectorfn.ProjectorFunction) }

@@ -20,6 +20,7 @@ import (
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streampoll"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -37,7 +38,7 @@ type world struct {
 	process    *rentalpayment.Process
 	projection *deadline.Projection
 	pending    string
-	pollers    []*stream.Poller
+	pollers    []*streampoll.Poller
 }
 
 func newWorld(t testing.TB, shards int) *world {
@@ -64,7 +65,7 @@ func newWorld(t testing.TB, shards int) *world {
 	streams := dynamodbstreams.NewFromConfig(emulatortest.Config(t))
 	logger := slog.New(slog.DiscardHandler)
 	for _, h := range []stream.Handler{w.process.Handle, w.projection.Apply} {
-		w.pollers = append(w.pollers, &stream.Poller{
+		w.pollers = append(w.pollers, &streampoll.Poller{
 			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: logger,
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 				return stream.HandleBatch(ctx, ev, h, logger), nil

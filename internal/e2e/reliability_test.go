@@ -23,7 +23,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/schema"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -182,9 +182,13 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	var mu sync.Mutex
 	var replayed []string
 	for name, fn := range map[string]local.Invoker{"process": process, "projector": projector} {
-		p := &stream.Poller{Client: dynamodbstreams.NewFromConfig(cfg), StreamARN: aws.ToString(desc.Table.LatestStreamArn),
+		p := &streampoll.Poller{Client: dynamodbstreams.NewFromConfig(cfg), StreamARN: aws.ToString(desc.Table.LatestStreamArn),
 			Logger: logger, MaxRetryAttempts: 2,
-			OnFailure: func(context.Context, stream.FailedRecord) { mu.Lock(); replayed = append(replayed, name); mu.Unlock() },
+			OnFailure: func(context.Context, streampoll.FailedRecord) {
+				mu.Lock()
+				replayed = append(replayed, name)
+				mu.Unlock()
+			},
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (resp events.DynamoDBEventResponse, err error) {
 				err = local.Call(ctx, fn, ev, &resp)
 				return resp, err

@@ -18,8 +18,10 @@ import (
 
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/schema"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/commandfn"
+	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
 
 // Functions are the four Lambda functions, however they are invoked.
@@ -36,9 +38,9 @@ func InProcessFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Geten
 		name  string
 		build wiring.Builder
 	}{
-		{&fs.Command, "command", wiring.CommandFunction},
+		{&fs.Command, "command", commandfn.CommandFunction},
 		{&fs.Process, "process", wiring.ProcessFunction},
-		{&fs.Projector, "projector", wiring.ProjectorFunction},
+		{&fs.Projector, "projector", projectorfn.ProjectorFunction},
 		{&fs.Sweep, "sweep", wiring.SweepFunction},
 	} {
 		h, err := f.build(ctx, cfg, getenv, logger.With("function", f.name), discard{})
@@ -88,7 +90,7 @@ const DefaultMaxRetryAttempts = 5
 // (an SQS queue on AWS) would receive it.
 type DeadLetter struct {
 	Function string
-	stream.FailedRecord
+	streampoll.FailedRecord
 	// Schedule, Input and Err describe a one-time schedule's invocation that the
 	// scheduler gave up on, as its dead-letter queue would receive it.
 	Schedule, Input, Err string
@@ -137,11 +139,11 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 	if retries <= 0 {
 		retries = DefaultMaxRetryAttempts
 	}
-	consumer := func(name string, fn Invoker) *stream.Poller {
-		return &stream.Poller{
+	consumer := func(name string, fn Invoker) *streampoll.Poller {
+		return &streampoll.Poller{
 			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: s.Logger.With("function", name),
 			MaxRetryAttempts: retries,
-			OnFailure: func(_ context.Context, f stream.FailedRecord) {
+			OnFailure: func(_ context.Context, f streampoll.FailedRecord) {
 				s.mu.Lock()
 				s.deadLetters = append(s.deadLetters, DeadLetter{Function: name, FailedRecord: f})
 				s.mu.Unlock()

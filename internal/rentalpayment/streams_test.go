@@ -19,6 +19,7 @@ import (
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streampoll"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -40,7 +41,7 @@ func TestDrivenByRealStreamRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		logger := slog.New(slog.DiscardHandler)
-		poller := &stream.Poller{
+		poller := &streampoll.Poller{
 			Client:    dynamodbstreams.NewFromConfig(emulatortest.Config(t)),
 			StreamARN: aws.ToString(desc.Table.LatestStreamArn),
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {

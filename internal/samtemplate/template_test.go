@@ -27,6 +27,8 @@ import (
 	"github.com/bikerental/bikerental/internal/samtemplate"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/commandfn"
+	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -173,9 +175,9 @@ func (r *recorder) getenv(name string) string {
 // functions maps each function's directory under functions/ to the builder its main
 // runs. (A map in the wiring package would link every function into every binary.)
 var functions = map[string]wiring.Builder{
-	"command":   wiring.CommandFunction,
+	"command":   commandfn.CommandFunction,
 	"process":   wiring.ProcessFunction,
-	"projector": wiring.ProjectorFunction,
+	"projector": projectorfn.ProjectorFunction,
 	"sweep":     wiring.SweepFunction,
 }
 
@@ -224,8 +226,8 @@ func TestFunctionsReadExactlyTheirTemplateEnvironment(t *testing.T) {
 				t.Errorf("functions are not arm64 only")
 			}
 			main, err := os.ReadFile(filepath.Join(root, "functions", function, "main.go"))
-			if err != nil || !strings.Contains(string(main), "wiring.Run(wiring."+id+")") {
-				t.Errorf("functions/%s/main.go does not run wiring.%s (%v)", function, id, err)
+			if err != nil || !regexp.MustCompile(`wiring\.Run\((wiring|[a-z]+fn)\.`+id+`\)`).Match(main) {
+				t.Errorf("functions/%s/main.go does not run the %s builder (%v)", function, id, err)
 			}
 			if fn.Get("Metadata", "BuildMethod").Str() != "makefile" {
 				t.Errorf("%s: BuildMethod is not makefile", id)
@@ -424,7 +426,7 @@ func TestPreciseDeadlines(t *testing.T) {
 		env[k] = v
 	}
 	env["DEADLINE_MODE"] = "precise"
-	if _, err := wiring.ProjectorFunction(context.Background(), emulatortest.Config(t), func(k string) string { return env[k] }, slog.New(slog.DiscardHandler), io.Discard); err != nil {
+	if _, err := projectorfn.ProjectorFunction(context.Background(), emulatortest.Config(t), func(k string) string { return env[k] }, slog.New(slog.DiscardHandler), io.Discard); err != nil {
 		t.Errorf("the projector does not start in precise mode with the template's settings: %v", err)
 	}
 	group := tpl.Resource("DeadlineScheduleGroup")

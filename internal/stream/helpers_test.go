@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streampoll"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -71,8 +72,9 @@ func event(typ string) eventstore.Event {
 	}
 }
 
-// recorder is a BatchHandler that keeps every batch it receives and answers with
-// respond, or with success if respond is nil.
+// recorder is a streampoll.BatchHandler that keeps every batch it receives and
+// answers with respond, or with success if respond is nil. The local poller is how
+// these tests get batches read from a real stream.
 type recorder struct {
 	batches []events.DynamoDBEvent
 	respond func(call int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
@@ -86,12 +88,9 @@ func (r *recorder) handle(_ context.Context, ev events.DynamoDBEvent) (events.Dy
 	return r.respond(len(r.batches), ev)
 }
 
-func (f *fixture) poller(r *recorder, batchSize int) *stream.Poller {
-	return &stream.Poller{Client: f.streams, StreamARN: f.arn, BatchSize: batchSize, Handler: r.handle}
+func (f *fixture) poller(r *recorder, batchSize int) *streampoll.Poller {
+	return &streampoll.Poller{Client: f.streams, StreamARN: f.arn, BatchSize: batchSize, Handler: r.handle}
 }
-
-// key names a record by its place: "stream@version".
-func key(r eventstore.Record) string { return fmt.Sprintf("%s@%d", r.StreamID, r.Version) }
 
 // decoded decodes every record of a batch, failing the test on any error.
 func decoded(t *testing.T, ev events.DynamoDBEvent) []eventstore.Record {
@@ -109,7 +108,7 @@ func decoded(t *testing.T, ev events.DynamoDBEvent) []eventstore.Record {
 
 // drain polls until a pass delivers nothing, failing the test if that takes more
 // than max passes or five seconds, and returns how many records the passes delivered.
-func drain(t *testing.T, p *stream.Poller, max int) int {
+func drain(t *testing.T, p *streampoll.Poller, max int) int {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	total := 0

@@ -1,7 +1,8 @@
-// Package stream turns DynamoDB Streams records of the Events table into event
-// records and runs batches of them through a handler the way Lambda's event source
-// mapping expects. For local runs and tests, Poller reads a table's stream itself and
-// plays the part of the event source mapping.
+// Package stream is what the Lambda functions on the Events table's stream use to
+// handle a batch: it decodes each record's new image back into the event record that
+// was appended and runs the batch through a handler, reporting batch item failures the
+// way Lambda's event source mapping expects. It does not read the stream itself;
+// package streampoll plays the event source mapping locally.
 package stream
 
 import (

@@ -16,7 +16,6 @@ import (
 	"github.com/bikerental/bikerental/internal/awsenv"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
-	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/stream"
 )
 
@@ -51,15 +50,6 @@ func Run(build Builder) {
 // without PENDING_TABLE.
 var ErrNoPendingTable = errors.New("wiring: PENDING_TABLE is not set")
 
-// CommandFunction builds the HTTP API handler.
-func CommandFunction(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
-	s, err := Build(ctx, cfg, getenv, logger)
-	if err != nil {
-		return nil, err
-	}
-	return s.API.Handle, nil
-}
-
 // StreamHandler is the handler of a function on the Events table's stream.
 type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
@@ -75,34 +65,6 @@ func ProcessFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 	}
 	return StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		return stream.HandleBatch(ctx, ev, process.Handle, logger), nil
-	}), nil
-}
-
-// ProjectorFunction builds the projector's stream handler.
-func ProjectorFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
-	projection, err := Projection(cfg, getenv)
-	if err == nil && projection == nil {
-		err = ErrNoPendingTable
-	}
-	if err != nil {
-		return nil, err
-	}
-	timers, err := Timers(cfg, getenv)
-	if err != nil {
-		return nil, err
-	}
-	apply := projection.Apply
-	if timers != nil {
-		// The row first: the schedule is an optimisation the sweep backs up.
-		apply = func(ctx context.Context, r eventstore.Record) error {
-			if err := projection.Apply(ctx, r); err != nil {
-				return err
-			}
-			return timers.Apply(ctx, r)
-		}
-	}
-	return StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		return stream.HandleBatch(ctx, ev, apply, logger), nil
 	}), nil
 }
 

@@ -5,7 +5,6 @@
 package wiring
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/command"
@@ -23,7 +21,6 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/webhook"
 )
 
 // Environment variables the service reads.
@@ -82,36 +79,6 @@ func EventStore(cfg aws.Config, getenv Getenv) (*dynamo.Store, error) {
 		return nil, err
 	}
 	return dynamo.New(dynamodb.NewFromConfig(cfg), table), nil
-}
-
-// SecretReader is the part of the Secrets Manager client WebhookVerifier uses.
-type SecretReader interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
-}
-
-// WebhookVerifier returns the verifier of the payment provider's signatures. The
-// secret comes from the Secrets Manager secret PAYMENT_WEBHOOK_SECRET_ID names, read
-// once (at cold start), or else from PAYMENT_WEBHOOK_SECRET. Errors never include
-// the secret.
-func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv Getenv) (*webhook.Verifier, error) {
-	var secret string
-	if id := getenv(EnvWebhookSecretID); id != "" {
-		out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
-		if err != nil {
-			return nil, fmt.Errorf("wiring: read webhook secret %s: %w", id, err)
-		}
-		secret = aws.ToString(out.SecretString)
-	} else {
-		var err error
-		if secret, err = required(getenv, EnvWebhookSecret); err != nil {
-			return nil, fmt.Errorf("%w (or %s)", err, EnvWebhookSecretID)
-		}
-	}
-	v, err := webhook.NewVerifier([]byte(secret), webhook.DefaultTolerance)
-	if err != nil {
-		return nil, fmt.Errorf("wiring: webhook secret: %w", err)
-	}
-	return v, nil
 }
 
 // Process builds the rental-payment process on store, sending its commands through
@@ -239,20 +206,11 @@ func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger) (*Service, error) 
 	return &Service{Store: store, Commands: commands, Process: process, Projection: projection}, nil
 }
 
-// Build wires every part, the HTTP API included, which needs the webhook secret.
-func Build(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger) (*Service, error) {
-	s, err := Core(cfg, getenv, logger)
-	if err != nil {
-		return nil, err
-	}
-	verifier, err := WebhookVerifier(ctx, secretsmanager.NewFromConfig(cfg), getenv)
-	if err != nil {
-		return nil, err
-	}
-	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger}
-	if s.Projection != nil {
-		apiCfg.Pending = s.Projection
-	}
-	s.API = api.New(apiCfg)
-	return s, nil
+// Required reads a setting that must be set; an empty one is an error wrapping
+// ErrMissingSetting.
+func Required(getenv Getenv, name string) (string, error) { return required(getenv, name) }
+
+// Duration reads a duration setting such as 15m, def when unset; it must be positive.
+func Duration(getenv Getenv, name string, def time.Duration) (time.Duration, error) {
+	return durationSetting(getenv, name, def)
 }

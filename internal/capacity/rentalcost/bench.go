@@ -37,6 +37,8 @@ import (
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/webhook"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/commandfn"
+	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
 
 // Path is one way a rental can go.
@@ -156,9 +158,9 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 		build  wiring.Builder
 		stream bool
 	}{
-		{FunctionCommand, wiring.CommandFunction, false},
+		{FunctionCommand, commandfn.CommandFunction, false},
 		{FunctionProcess, wiring.ProcessFunction, true},
-		{FunctionProjector, wiring.ProjectorFunction, true},
+		{FunctionProjector, projectorfn.ProjectorFunction, true},
 		{FunctionSweep, wiring.SweepFunction, false},
 	} {
 		fcfg := cfg.Copy()

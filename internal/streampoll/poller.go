@@ -1,4 +1,9 @@
-package stream
+// Package streampoll is the local stand-in for Lambda's event source mapping on a
+// DynamoDB stream, for the local runner and tests: Poller reads a table's stream and
+// delivers its records, converted by EventRecord, to a batch handler as Lambda would.
+// It is built for moto's stream only: it never follows NextShardIterator (see Poller),
+// so it can stall on a real, long-lived shard. On AWS, Lambda reads the stream.
+package streampoll
 
 import (
 	"context"
@@ -24,7 +29,8 @@ type StreamsAPI interface {
 var _ StreamsAPI = (*dynamodbstreams.Client)(nil)
 
 // BatchHandler has the signature of a Lambda function subscribed to a DynamoDB stream
-// with batch item failures reported: HandleBatch wrapped in a closure, for example.
+// with batch item failures reported: stream.HandleBatch wrapped in a closure, for
+// example.
 type BatchHandler func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
 // Batch sizes of a Poller: the default, and the most one GetRecords call returns.
@@ -105,7 +111,7 @@ type HandlerError struct {
 
 // Error names the shard and the handler's error.
 func (e *HandlerError) Error() string {
-	return fmt.Sprintf("stream: handler failed on a batch of shard %s: %v", e.ShardID, e.Err)
+	return fmt.Sprintf("streampoll: handler failed on a batch of shard %s: %v", e.ShardID, e.Err)
 }
 
 // Unwrap returns the handler's error.
@@ -173,7 +179,7 @@ func (p *Poller) Run(ctx context.Context, interval time.Duration) error {
 
 func (p *Poller) poll(ctx context.Context) (delivered int, handlerErrs []error, err error) {
 	if p.Client == nil || p.StreamARN == "" || p.Handler == nil {
-		return 0, nil, errors.New("stream: a Poller needs a Client, a StreamARN and a Handler")
+		return 0, nil, errors.New("streampoll: a Poller needs a Client, a StreamARN and a Handler")
 	}
 	if p.positions == nil {
 		p.positions = make(map[string]string)
@@ -206,7 +212,7 @@ func (p *Poller) shards(ctx context.Context) ([]string, error) {
 			ExclusiveStartShardId: start,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("stream: describe stream %s: %w", p.StreamARN, err)
+			return nil, fmt.Errorf("streampoll: describe stream %s: %w", p.StreamARN, err)
 		}
 		if out.StreamDescription == nil {
 			return ids, nil
@@ -309,7 +315,7 @@ func (p *Poller) read(ctx context.Context, shard string) ([]streamtypes.Record, 
 	}
 	it, err := p.Client.GetShardIterator(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("stream: shard iterator for %s: %w", shard, err)
+		return nil, fmt.Errorf("streampoll: shard iterator for %s: %w", shard, err)
 	}
 	if it.ShardIterator == nil {
 		return nil, nil
@@ -319,7 +325,7 @@ func (p *Poller) read(ctx context.Context, shard string) ([]streamtypes.Record, 
 		Limit:         aws.Int32(int32(p.batchSize())),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("stream: get records of %s: %w", shard, err)
+		return nil, fmt.Errorf("streampoll: get records of %s: %w", shard, err)
 	}
 	return out.Records, nil
 }

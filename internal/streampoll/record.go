@@ -1,4 +1,4 @@
-package stream
+package streampoll
 
 import (
 	"github.com/aws/aws-lambda-go/events"

@@ -1,4 +1,4 @@
-package stream_test
+package streampoll_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streampoll"
 )
 
 // TestPoisonRecordGoesToTheOnFailureDestination plays a mapping with
@@ -28,10 +28,10 @@ func TestPoisonRecordGoesToTheOnFailureDestination(t *testing.T) {
 		}
 		return events.DynamoDBEventResponse{}, nil
 	}}
-	var given []stream.FailedRecord
+	var given []streampoll.FailedRecord
 	p := f.poller(r, 1) // one record a batch, so the failing one is always first
 	p.MaxRetryAttempts = 2
-	p.OnFailure = func(_ context.Context, fr stream.FailedRecord) { given = append(given, fr) }
+	p.OnFailure = func(_ context.Context, fr streampoll.FailedRecord) { given = append(given, fr) }
 	drain(t, p, 20)
 	if attempts != 3 {
 		t.Errorf("the poison record was delivered %d times, want 3 (first try and 2 retries)", attempts)

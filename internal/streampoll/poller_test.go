@@ -1,4 +1,4 @@
-package stream_test
+package streampoll_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streampoll"
 )
 
 // delivered lists the records of every batch r received, by key, in delivery order.
@@ -151,7 +152,7 @@ func TestPollerRedeliversFromTheFirstFailure(t *testing.T) {
 			ctx := context.Background()
 
 			n, err := p.Poll(ctx)
-			var handlerErr *stream.HandlerError
+			var handlerErr *streampoll.HandlerError
 			if n != 5 || (err != nil) != tc.wantPollErr || (tc.wantPollErr && !errors.As(err, &handlerErr)) {
 				t.Fatalf("first poll: %d records, %v", n, err)
 			}
@@ -177,7 +178,7 @@ func TestPollerRedeliversFromTheFirstFailure(t *testing.T) {
 
 // interfering is a StreamsAPI that runs interfere once, just before a GetRecords.
 type interfering struct {
-	stream.StreamsAPI
+	streampoll.StreamsAPI
 	interfere func()
 }
 
@@ -208,7 +209,7 @@ func TestPollerIgnoresCancelledTransactions(t *testing.T) {
 			ctx := context.Background()
 			client := &interfering{StreamsAPI: f.streams}
 			r := &recorder{}
-			p := &stream.Poller{Client: client, StreamARN: f.arn, Handler: r.handle}
+			p := &streampoll.Poller{Client: client, StreamARN: f.arn, Handler: r.handle}
 
 			want := f.append(t, "s", 0, event("E1"), event("E2"))
 			if n := drain(t, p, 2); n != 2 {
@@ -255,7 +256,7 @@ func TestPollerIgnoresCancelledTransactions(t *testing.T) {
 // paged is a StreamsAPI whose DescribeStream gives an empty first page and the
 // stream's shards on the second, as DynamoDB may.
 type paged struct {
-	stream.StreamsAPI
+	streampoll.StreamsAPI
 	pages int
 }
 
@@ -278,7 +279,7 @@ func TestPollerFollowsShardPages(t *testing.T) {
 	want := f.append(t, "s", 0, event("E1"), event("E2"))
 	client := &paged{StreamsAPI: f.streams}
 	r := &recorder{}
-	p := &stream.Poller{Client: client, StreamARN: f.arn, Handler: r.handle}
+	p := &streampoll.Poller{Client: client, StreamARN: f.arn, Handler: r.handle}
 	if n, err := p.Poll(context.Background()); n != 2 || err != nil {
 		t.Fatalf("poll: %d records, %v", n, err)
 	}
@@ -293,7 +294,7 @@ func TestPollerFollowsShardPages(t *testing.T) {
 func TestPollerNeedsItsFields(t *testing.T) {
 	f := newFixture(t)
 	r := &recorder{}
-	tests := map[string]*stream.Poller{
+	tests := map[string]*streampoll.Poller{
 		"no client":  {StreamARN: f.arn, Handler: r.handle},
 		"no stream":  {Client: f.streams, Handler: r.handle},
 		"no handler": {Client: f.streams, StreamARN: f.arn},
@@ -314,7 +315,7 @@ func TestRun(t *testing.T) {
 		var mu sync.Mutex
 		var got []string
 		all := make(chan struct{})
-		p := &stream.Poller{Client: f.streams, StreamARN: f.arn, BatchSize: 1,
+		p := &streampoll.Poller{Client: f.streams, StreamARN: f.arn, BatchSize: 1,
 			Handler: func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -352,7 +353,7 @@ func TestRun(t *testing.T) {
 		f := newFixture(t)
 		r := &recorder{}
 		var logs strings.Builder
-		p := &stream.Poller{Client: f.streams, Handler: r.handle, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		p := &streampoll.Poller{Client: f.streams, Handler: r.handle, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			StreamARN: "arn:aws:dynamodb:us-east-1:123456789012:table/no-such-table/stream/2026-01-01T00:00:00.000"}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()

@@ -1,0 +1,74 @@
+// Package commandfn builds the command function: the HTTP API, which alone needs the
+// payment provider's webhook secret, and so alone links the Secrets Manager client.
+package commandfn
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/webhook"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+// SecretReader is the part of the Secrets Manager client WebhookVerifier uses.
+type SecretReader interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// WebhookVerifier returns the verifier of the payment provider's signatures. The
+// secret comes from the Secrets Manager secret PAYMENT_WEBHOOK_SECRET_ID names, read
+// once (at cold start), or else from PAYMENT_WEBHOOK_SECRET. Errors never include
+// the secret.
+func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv wiring.Getenv) (*webhook.Verifier, error) {
+	var secret string
+	if id := getenv(wiring.EnvWebhookSecretID); id != "" {
+		out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+		if err != nil {
+			return nil, fmt.Errorf("wiring: read webhook secret %s: %w", id, err)
+		}
+		secret = aws.ToString(out.SecretString)
+	} else {
+		var err error
+		if secret, err = wiring.Required(getenv, wiring.EnvWebhookSecret); err != nil {
+			return nil, fmt.Errorf("%w (or %s)", err, wiring.EnvWebhookSecretID)
+		}
+	}
+	v, err := webhook.NewVerifier([]byte(secret), webhook.DefaultTolerance)
+	if err != nil {
+		return nil, fmt.Errorf("wiring: webhook secret: %w", err)
+	}
+	return v, nil
+}
+
+// Build wires every part, the HTTP API included, which needs the webhook secret.
+func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger) (*wiring.Service, error) {
+	s, err := wiring.Core(cfg, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := WebhookVerifier(ctx, secretsmanager.NewFromConfig(cfg), getenv)
+	if err != nil {
+		return nil, err
+	}
+	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger}
+	if s.Projection != nil {
+		apiCfg.Pending = s.Projection
+	}
+	s.API = api.New(apiCfg)
+	return s, nil
+}
+
+// CommandFunction builds the HTTP API handler.
+func CommandFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
+	s, err := Build(ctx, cfg, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	return s.API.Handle, nil
+}

@@ -1,0 +1,88 @@
+// Package projectorfn builds the projector function: the PendingPayments projection
+// and, with precise deadlines, the payments' one-time schedules, so that only the
+// projector links the EventBridge Scheduler client.
+package projectorfn
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/onetime"
+	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+// Timers returns the payments' one-time schedules when DEADLINE_MODE is "precise",
+// configured by DEADLINE_SCHEDULE_GROUP, DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN,
+// DEADLINE_DLQ_ARN and PAYMENT_TIMEOUT, or nil in sweep mode. It reads every one of
+// those variables in either mode, so that a deployment can switch modes by changing
+// DEADLINE_MODE alone.
+func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
+	mode, err := deadline.ParseMode(getenv(wiring.EnvDeadlineMode))
+	if err != nil {
+		return nil, fmt.Errorf("wiring: %s: %w", wiring.EnvDeadlineMode, err)
+	}
+	timeout, err := wiring.Duration(getenv, wiring.EnvPaymentTimeout, deadline.DefaultTimeout)
+	if err != nil {
+		return nil, err
+	}
+	settings := map[string]string{}
+	var missing error
+	for _, name := range []string{wiring.EnvDeadlineGroup, wiring.EnvDeadlineTarget, wiring.EnvDeadlineRole, wiring.EnvDeadlineDLQ} {
+		v, err := wiring.Required(getenv, name)
+		if err != nil && missing == nil {
+			missing = fmt.Errorf("%w (needed with %s=%s)", err, wiring.EnvDeadlineMode, deadline.ModePrecise)
+		}
+		settings[name] = v
+	}
+	if mode != deadline.ModePrecise {
+		return nil, nil
+	}
+	if missing != nil {
+		return nil, missing
+	}
+	return &onetime.Timers{
+		Client:        scheduler.NewFromConfig(cfg),
+		Group:         settings[wiring.EnvDeadlineGroup],
+		TargetARN:     settings[wiring.EnvDeadlineTarget],
+		RoleARN:       settings[wiring.EnvDeadlineRole],
+		DeadLetterARN: settings[wiring.EnvDeadlineDLQ],
+		Timeout:       timeout,
+	}, nil
+}
+
+// ProjectorFunction builds the projector's stream handler.
+func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
+	projection, err := wiring.Projection(cfg, getenv)
+	if err == nil && projection == nil {
+		err = wiring.ErrNoPendingTable
+	}
+	if err != nil {
+		return nil, err
+	}
+	timers, err := Timers(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	apply := projection.Apply
+	if timers != nil {
+		// The row first: the schedule is an optimisation the sweep backs up.
+		apply = func(ctx context.Context, r eventstore.Record) error {
+			if err := projection.Apply(ctx, r); err != nil {
+				return err
+			}
+			return timers.Apply(ctx, r)
+		}
+	}
+	return wiring.StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		return stream.HandleBatch(ctx, ev, apply, logger), nil
+	}), nil
+}
