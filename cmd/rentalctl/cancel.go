@@ -41,33 +41,12 @@ var outcomeSentences = map[rentalpayment.Outcome]string{
 }
 
 func runCancel(ctx context.Context, c *cli, args []string) error {
-	var (
-		eventsTable string
-		asJSON      bool
-	)
-	f := newFlags("cancel", cancelUsage, c.getenv)
-	f.eventsTable(&eventsTable, "the process reads and appends to")
-	f.jsonFlag(&asJSON)
-	pos, err := f.parse(args, c, "RENTAL_ID")
+	r, err := parseRentalCommand(ctx, c, args, "cancel", cancelUsage, "the process reads and appends to")
 	if err != nil {
 		return err
 	}
-	rentalID := pos[0]
-	if err := f.rentalID(c, rentalID); err != nil {
-		return err
-	}
-	if err := f.require(c, "events-table"); err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
-	if err != nil {
-		return err
-	}
-	store, err := wiring.EventStore(cfg, f.lookup)
-	if err != nil {
-		return configError("cancel", err)
-	}
-	process, err := wiring.Process(store, command.New(store), f.lookup, c.logger())
+	rentalID, eventsTable, store, asJSON := r.rentalID, r.eventsTable, r.store, r.asJSON
+	process, err := wiring.Process(store, command.New(store), r.flags.lookup, c.logger())
 	if err != nil {
 		return configError("cancel", err)
 	}

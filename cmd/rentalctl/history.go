@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rentalview"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -29,32 +30,11 @@ rental id. Needs dynamodb:Query on the Events table.
 `
 
 func runHistory(ctx context.Context, c *cli, args []string) error {
-	var (
-		eventsTable string
-		asJSON      bool
-	)
-	f := newFlags("history", historyUsage, c.getenv)
-	f.eventsTable(&eventsTable, "to read")
-	f.jsonFlag(&asJSON)
-	pos, err := f.parse(args, c, "RENTAL_ID")
+	r, err := parseRentalCommand(ctx, c, args, "history", historyUsage, "to read")
 	if err != nil {
 		return err
 	}
-	rentalID := pos[0]
-	if err := f.rentalID(c, rentalID); err != nil {
-		return err
-	}
-	if err := f.require(c, "events-table"); err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
-	if err != nil {
-		return err
-	}
-	store, err := wiring.EventStore(cfg, f.lookup)
-	if err != nil {
-		return configError("history", err)
-	}
+	rentalID, eventsTable, store, asJSON := r.rentalID, r.eventsTable, r.store, r.asJSON
 	view, err := rentalview.Load(ctx, store, rentalID)
 	if err != nil {
 		return fmt.Errorf("history (Events table %s): %w", eventsTable, err)
@@ -128,4 +108,42 @@ func value(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// rentalRequest is a command about one rental: its id, the Events table, a store on
+// it, and whether --json was given.
+type rentalRequest struct {
+	rentalID, eventsTable string
+	store                 *dynamo.Store
+	asJSON                bool
+	flags                 *flags
+}
+
+// parseRentalCommand parses the command line of a command that takes RENTAL_ID and
+// reads (or appends to) the Events table, whose flag describes what it does with it,
+// and opens the store.
+func parseRentalCommand(ctx context.Context, c *cli, args []string, name, usage, eventsPurpose string) (rentalRequest, error) {
+	var r rentalRequest
+	f := newFlags(name, usage, c.getenv)
+	f.eventsTable(&r.eventsTable, eventsPurpose)
+	f.jsonFlag(&r.asJSON)
+	pos, err := f.parse(args, c, "RENTAL_ID")
+	if err != nil {
+		return r, err
+	}
+	r.rentalID, r.flags = pos[0], f
+	if err := f.rentalID(c, r.rentalID); err != nil {
+		return r, err
+	}
+	if err := f.require(c, "events-table"); err != nil {
+		return r, err
+	}
+	cfg, err := awsConfig(ctx, c.getenv)
+	if err != nil {
+		return r, err
+	}
+	if r.store, err = wiring.EventStore(cfg, f.lookup); err != nil {
+		return r, configError(name, err)
+	}
+	return r, nil
 }
