@@ -14,21 +14,22 @@ import (
 
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streampoll/streampolltest"
 )
 
 // insertBatch appends n single events to one stream and returns them as Lambda
 // would deliver them: one batch read from the table's stream.
 func insertBatch(t *testing.T, n int) events.DynamoDBEvent {
 	t.Helper()
-	f := newFixture(t)
+	f := streampolltest.NewFixture(t)
 	for v := range n {
-		f.append(t, "bike-1", int64(v), event("E"))
+		f.Append(t, "bike-1", int64(v), streampolltest.Event("E"))
 	}
-	r := &recorder{}
-	if got, err := f.poller(r, n).Poll(context.Background()); err != nil || got != n {
+	r := &streampolltest.Recorder{}
+	if got, err := f.Poller(r, n).Poll(context.Background()); err != nil || got != n {
 		t.Fatalf("poll delivered %d records, %v; want %d", got, err, n)
 	}
-	return r.batches[0]
+	return r.Batches[0]
 }
 
 // logLines parses the JSON log lines in buf.

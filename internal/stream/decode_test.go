@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streampoll/streampolltest"
 )
 
 // sample decodes a Lambda DynamoDB stream event from testdata.
@@ -30,24 +31,24 @@ func sample(t *testing.T, name string) events.DynamoDBEvent {
 }
 
 func TestDecodeImageReadsWhatTheStoreWrote(t *testing.T) {
-	f := newFixture(t)
-	bare := event("Bare")
+	f := streampolltest.NewFixture(t)
+	bare := streampolltest.Event("Bare")
 	bare.Tags, bare.CorrelationID, bare.CausationID, bare.RecordedAt = nil, "", "", time.Time{}
-	f.append(t, "bike-1", 0, event("BikeRegistered"))
-	f.append(t, "bike-1", 1, event("BikeRequested"), event("RequestApproved"), bare)
-	f.append(t, "payment-1", 0, event("PaymentPrepared"), event("PaymentConfirmed"))
-	f.append(t, "bike-1", 4, event("BikeReturned"))
+	f.Append(t, "bike-1", 0, streampolltest.Event("BikeRegistered"))
+	f.Append(t, "bike-1", 1, streampolltest.Event("BikeRequested"), streampolltest.Event("RequestApproved"), bare)
+	f.Append(t, "payment-1", 0, streampolltest.Event("PaymentPrepared"), streampolltest.Event("PaymentConfirmed"))
+	f.Append(t, "bike-1", 4, streampolltest.Event("BikeReturned"))
 
-	r := &recorder{}
-	drain(t, f.poller(r, 3), 10)
+	r := &streampolltest.Recorder{}
+	streampolltest.Drain(t, f.Poller(r, 3), 10)
 	got := map[string][]eventstore.Record{}
-	for _, b := range r.batches {
-		for _, rec := range decoded(t, b) {
+	for _, b := range r.Batches {
+		for _, rec := range streampolltest.Decoded(t, b) {
 			got[rec.StreamID] = append(got[rec.StreamID], rec)
 		}
 	}
 	for _, streamID := range []string{"bike-1", "payment-1"} {
-		want, err := f.store.Read(context.Background(), streamID, 0)
+		want, err := f.Store.Read(context.Background(), streamID, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,39 +7,40 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bikerental/bikerental/internal/streampoll"
+	"github.com/bikerental/bikerental/internal/streampoll/streampolltest"
 )
 
 // TestPoisonRecordGoesToTheOnFailureDestination plays a mapping with
 // MaximumRetryAttempts 2: the record that always fails is delivered three times, then
 // handed to OnFailure and skipped; the records after it are still delivered.
 func TestPoisonRecordGoesToTheOnFailureDestination(t *testing.T) {
-	f := newFixture(t)
-	recs := f.append(t, "s", 0, event("A"), event("Poison"), event("C"))
-	poison := key(recs[1])
+	f := streampolltest.NewFixture(t)
+	recs := f.Append(t, "s", 0, streampolltest.Event("A"), streampolltest.Event("Poison"), streampolltest.Event("C"))
+	poison := streampolltest.Key(recs[1])
 	attempts := 0
 	var delivered []string
-	r := &recorder{respond: func(_ int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		for _, rec := range decoded(t, ev) {
-			if key(rec) == poison {
+	r := &streampolltest.Recorder{Respond: func(_ int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		for _, rec := range streampolltest.Decoded(t, ev) {
+			if streampolltest.Key(rec) == poison {
 				attempts++
 				return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: ev.Records[0].Change.SequenceNumber}}}, nil
 			}
-			delivered = append(delivered, key(rec))
+			delivered = append(delivered, streampolltest.Key(rec))
 		}
 		return events.DynamoDBEventResponse{}, nil
 	}}
 	var given []streampoll.FailedRecord
-	p := f.poller(r, 1) // one record a batch, so the failing one is always first
+	p := f.Poller(r, 1) // one record a batch, so the failing one is always first
 	p.MaxRetryAttempts = 2
 	p.OnFailure = func(_ context.Context, fr streampoll.FailedRecord) { given = append(given, fr) }
-	drain(t, p, 20)
+	streampolltest.Drain(t, p, 20)
 	if attempts != 3 {
 		t.Errorf("the poison record was delivered %d times, want 3 (first try and 2 retries)", attempts)
 	}
 	if len(given) != 1 || given[0].Attempts != 3 || given[0].Keys["streamId"].String() != "s" || given[0].Keys["version"].Number() != "2" {
 		t.Fatalf("on-failure destination got %+v, want the poison record once", given)
 	}
-	if len(delivered) != 2 || delivered[0] != key(recs[0]) || delivered[1] != key(recs[2]) {
+	if len(delivered) != 2 || delivered[0] != streampolltest.Key(recs[0]) || delivered[1] != streampolltest.Key(recs[2]) {
 		t.Errorf("delivered %v, want the records around the poison one", delivered)
 	}
 }

@@ -19,61 +19,50 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/stream"
 	"github.com/bikerental/bikerental/internal/streampoll"
+	"github.com/bikerental/bikerental/internal/streampoll/streampolltest"
 )
-
-// delivered lists the records of every batch r received, by key, in delivery order.
-func (r *recorder) delivered(t *testing.T) []string {
-	t.Helper()
-	var keys []string
-	for _, b := range r.batches {
-		for _, rec := range decoded(t, b) {
-			keys = append(keys, key(rec))
-		}
-	}
-	return keys
-}
 
 func keys(recs ...[]eventstore.Record) []string {
 	var out []string
 	for _, rs := range recs {
 		for _, r := range rs {
-			out = append(out, key(r))
+			out = append(out, streampolltest.Key(r))
 		}
 	}
 	return out
 }
 
 func TestPollerDeliversEachRecordOnce(t *testing.T) {
-	f := newFixture(t)
-	r := &recorder{}
-	p := f.poller(r, 2)
+	f := streampolltest.NewFixture(t)
+	r := &streampolltest.Recorder{}
+	p := f.Poller(r, 2)
 
 	var want []eventstore.Record
-	want = append(want, f.append(t, "a", 0, event("A1"))...)
-	want = append(want, f.append(t, "a", 1, event("A2"))...)
-	want = append(want, f.append(t, "a", 2, event("A3"))...)
-	if n := drain(t, p, 5); n != 3 {
+	want = append(want, f.Append(t, "a", 0, streampolltest.Event("A1"))...)
+	want = append(want, f.Append(t, "a", 1, streampolltest.Event("A2"))...)
+	want = append(want, f.Append(t, "a", 2, streampolltest.Event("A3"))...)
+	if n := streampolltest.Drain(t, p, 5); n != 3 {
 		t.Errorf("first drain delivered %d records, want 3", n)
 	}
-	want = append(want, f.append(t, "b", 0, event("B1"), event("B2"), event("B3"), event("B4"))...)
-	want = append(want, f.append(t, "a", 3, event("A4"))...)
-	want = append(want, f.append(t, "b", 4, event("B5"), event("B6"))...)
-	if n := drain(t, p, 6); n != 7 {
+	want = append(want, f.Append(t, "b", 0, streampolltest.Event("B1"), streampolltest.Event("B2"), streampolltest.Event("B3"), streampolltest.Event("B4"))...)
+	want = append(want, f.Append(t, "a", 3, streampolltest.Event("A4"))...)
+	want = append(want, f.Append(t, "b", 4, streampolltest.Event("B5"), streampolltest.Event("B6"))...)
+	if n := streampolltest.Drain(t, p, 6); n != 7 {
 		t.Errorf("second drain delivered %d records, want 7", n)
 	}
-	if n := drain(t, p, 1); n != 0 {
+	if n := streampolltest.Drain(t, p, 1); n != 0 {
 		t.Errorf("a drained stream delivered %d records", n)
 	}
 
-	if got := r.delivered(t); !reflect.DeepEqual(got, keys(want)) {
+	if got := r.Delivered(t); !reflect.DeepEqual(got, keys(want)) {
 		t.Errorf("delivered %v\nwant %v", got, keys(want))
 	}
-	for _, b := range r.batches {
+	for _, b := range r.Batches {
 		if len(b.Records) > 2 {
 			t.Errorf("a batch of %d records, more than the batch size", len(b.Records))
 		}
 		for _, rec := range b.Records {
-			if rec.EventName != "INSERT" || rec.EventSource != "aws:dynamodb" || rec.EventSourceArn != f.arn || rec.Change.SequenceNumber == "" {
+			if rec.EventName != "INSERT" || rec.EventSource != "aws:dynamodb" || rec.EventSourceArn != f.ARN || rec.Change.SequenceNumber == "" {
 				t.Errorf("record %+v does not look like Lambda's", rec)
 			}
 		}
@@ -143,12 +132,12 @@ func TestPollerRedeliversFromTheFirstFailure(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := streampolltest.NewFixture(t)
 			for v := range 5 {
-				f.append(t, "s", int64(v), event("E"))
+				f.Append(t, "s", int64(v), streampolltest.Event("E"))
 			}
-			r := &recorder{respond: tc.respond}
-			p := f.poller(r, 10)
+			r := &streampolltest.Recorder{Respond: tc.respond}
+			p := f.Poller(r, 10)
 			ctx := context.Background()
 
 			n, err := p.Poll(ctx)
@@ -159,17 +148,17 @@ func TestPollerRedeliversFromTheFirstFailure(t *testing.T) {
 			if _, err := p.Poll(ctx); err != nil {
 				t.Fatalf("second poll: %v", err)
 			}
-			if len(r.batches) != 2 {
-				t.Fatalf("%d batches, want 2", len(r.batches))
+			if len(r.Batches) != 2 {
+				t.Fatalf("%d batches, want 2", len(r.Batches))
 			}
 			var again []int64
-			for _, rec := range decoded(t, r.batches[1]) {
+			for _, rec := range streampolltest.Decoded(t, r.Batches[1]) {
 				again = append(again, rec.Version)
 			}
 			if !reflect.DeepEqual(again, tc.wantAgain) {
 				t.Errorf("second poll delivered versions %v, want %v", again, tc.wantAgain)
 			}
-			if n := drain(t, p, 1); n != 0 {
+			if n := streampolltest.Drain(t, p, 1); n != 0 {
 				t.Errorf("third poll delivered %d records, want none", n)
 			}
 		})
@@ -205,23 +194,23 @@ func TestPollerIgnoresCancelledTransactions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
+			f := streampolltest.NewFixture(t)
 			ctx := context.Background()
-			client := &interfering{StreamsAPI: f.streams}
-			r := &recorder{}
-			p := &streampoll.Poller{Client: client, StreamARN: f.arn, Handler: r.handle}
+			client := &interfering{StreamsAPI: f.Streams}
+			r := &streampolltest.Recorder{}
+			p := &streampoll.Poller{Client: client, StreamARN: f.ARN, Handler: r.Handle}
 
-			want := f.append(t, "s", 0, event("E1"), event("E2"))
-			if n := drain(t, p, 2); n != 2 {
+			want := f.Append(t, "s", 0, streampolltest.Event("E1"), streampolltest.Event("E2"))
+			if n := streampolltest.Drain(t, p, 2); n != 2 {
 				t.Fatalf("delivered %d records, want 2", n)
 			}
 			var phantoms []string
 			cancelled := func() {
-				stale := []eventstore.Event{event("Stale2"), event("Stale3"), event("Stale4")}
+				stale := []eventstore.Event{streampolltest.Event("Stale2"), streampolltest.Event("Stale3"), streampolltest.Event("Stale4")}
 				for _, e := range stale {
 					phantoms = append(phantoms, e.ID)
 				}
-				if _, err := f.store.Append(ctx, "s", 1, stale...); !errors.Is(err, eventstore.ErrConcurrency) {
+				if _, err := f.Store.Append(ctx, "s", 1, stale...); !errors.Is(err, eventstore.ErrConcurrency) {
 					t.Errorf("stale append: %v, want a concurrency conflict", err)
 				}
 			}
@@ -230,18 +219,18 @@ func TestPollerIgnoresCancelledTransactions(t *testing.T) {
 			} else {
 				cancelled()
 			}
-			if n := drain(t, p, 1); n != 0 {
+			if n := streampolltest.Drain(t, p, 1); n != 0 {
 				t.Errorf("the cancelled transaction delivered %d records", n)
 			}
-			want = append(want, f.append(t, "s", 2, event("E3"), event("E4"))...)
-			want = append(want, f.append(t, "s", 4, event("E5"))...)
-			drain(t, p, 5)
+			want = append(want, f.Append(t, "s", 2, streampolltest.Event("E3"), streampolltest.Event("E4"))...)
+			want = append(want, f.Append(t, "s", 4, streampolltest.Event("E5"))...)
+			streampolltest.Drain(t, p, 5)
 
-			if got := r.delivered(t); !reflect.DeepEqual(got, keys(want)) {
+			if got := r.Delivered(t); !reflect.DeepEqual(got, keys(want)) {
 				t.Errorf("delivered %v\nwant %v", got, keys(want))
 			}
-			for _, b := range r.batches {
-				for _, rec := range decoded(t, b) {
+			for _, b := range r.Batches {
+				for _, rec := range streampolltest.Decoded(t, b) {
 					for _, id := range phantoms {
 						if rec.ID == id {
 							t.Errorf("the cancelled event %s (%s) was delivered", id, rec.Type)
@@ -275,15 +264,15 @@ func (c *paged) DescribeStream(ctx context.Context, in *dynamodbstreams.Describe
 }
 
 func TestPollerFollowsShardPages(t *testing.T) {
-	f := newFixture(t)
-	want := f.append(t, "s", 0, event("E1"), event("E2"))
-	client := &paged{StreamsAPI: f.streams}
-	r := &recorder{}
-	p := &streampoll.Poller{Client: client, StreamARN: f.arn, Handler: r.handle}
+	f := streampolltest.NewFixture(t)
+	want := f.Append(t, "s", 0, streampolltest.Event("E1"), streampolltest.Event("E2"))
+	client := &paged{StreamsAPI: f.Streams}
+	r := &streampolltest.Recorder{}
+	p := &streampoll.Poller{Client: client, StreamARN: f.ARN, Handler: r.Handle}
 	if n, err := p.Poll(context.Background()); n != 2 || err != nil {
 		t.Fatalf("poll: %d records, %v", n, err)
 	}
-	if got := r.delivered(t); !reflect.DeepEqual(got, keys(want)) {
+	if got := r.Delivered(t); !reflect.DeepEqual(got, keys(want)) {
 		t.Errorf("delivered %v, want %v", got, keys(want))
 	}
 	if client.pages != 2 {
@@ -292,12 +281,12 @@ func TestPollerFollowsShardPages(t *testing.T) {
 }
 
 func TestPollerNeedsItsFields(t *testing.T) {
-	f := newFixture(t)
-	r := &recorder{}
+	f := streampolltest.NewFixture(t)
+	r := &streampolltest.Recorder{}
 	tests := map[string]*streampoll.Poller{
-		"no client":  {StreamARN: f.arn, Handler: r.handle},
-		"no stream":  {Client: f.streams, Handler: r.handle},
-		"no handler": {Client: f.streams, StreamARN: f.arn},
+		"no client":  {StreamARN: f.ARN, Handler: r.Handle},
+		"no stream":  {Client: f.Streams, Handler: r.Handle},
+		"no handler": {Client: f.Streams, StreamARN: f.ARN},
 	}
 	for name, p := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -310,12 +299,12 @@ func TestPollerNeedsItsFields(t *testing.T) {
 
 func TestRun(t *testing.T) {
 	t.Run("delivers until the context ends", func(t *testing.T) {
-		f := newFixture(t)
-		want := keys(f.append(t, "s", 0, event("E1"), event("E2"), event("E3")))
+		f := streampolltest.NewFixture(t)
+		want := keys(f.Append(t, "s", 0, streampolltest.Event("E1"), streampolltest.Event("E2"), streampolltest.Event("E3")))
 		var mu sync.Mutex
 		var got []string
 		all := make(chan struct{})
-		p := &streampoll.Poller{Client: f.streams, StreamARN: f.arn, BatchSize: 1,
+		p := &streampoll.Poller{Client: f.Streams, StreamARN: f.ARN, BatchSize: 1,
 			Handler: func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -324,7 +313,7 @@ func TestRun(t *testing.T) {
 					if err != nil {
 						t.Error(err)
 					}
-					got = append(got, key(r))
+					got = append(got, streampolltest.Key(r))
 				}
 				if len(got) == len(want) {
 					close(all)
@@ -350,10 +339,10 @@ func TestRun(t *testing.T) {
 		}
 	})
 	t.Run("keeps going after a Streams API error", func(t *testing.T) {
-		f := newFixture(t)
-		r := &recorder{}
+		f := streampolltest.NewFixture(t)
+		r := &streampolltest.Recorder{}
 		var logs strings.Builder
-		p := &streampoll.Poller{Client: f.streams, Handler: r.handle, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		p := &streampoll.Poller{Client: f.Streams, Handler: r.Handle, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			StreamARN: "arn:aws:dynamodb:us-east-1:123456789012:table/no-such-table/stream/2026-01-01T00:00:00.000"}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
