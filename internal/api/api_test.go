@@ -221,6 +221,46 @@ func TestBikes(t *testing.T) {
 	})
 }
 
+// TestAReturnThatNamesItsRentalHappensAtMostOnce replays a return whose answer was
+// lost after the bike was rented again: naming the rental makes the repeat a no-op
+// instead of ending the next renter's rental.
+func TestAReturnThatNamesItsRentalHappensAtMostOnce(t *testing.T) {
+	stores(t, func(t *testing.T, store eventstore.Store) {
+		h := newHarness(t, store, nil)
+		h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusCreated)
+		json := map[string]string{"Content-Type": "application/json"}
+		first := h.rentBike("b1", "alice")
+		approve(t, h, first, "alice")
+		body := `{"rentalId":"` + first + `"}`
+		if r := h.expect(http.MethodPost, "/bikes/b1/return", body, json, http.StatusOK); r.str("status") != "available" {
+			t.Errorf("return: %s", r.raw)
+		}
+		second := h.rentBike("b1", "bob")
+		approve(t, h, second, "bob")
+		before := h.streamLen(rental.StreamID("b1"))
+		if r := h.expect(http.MethodPost, "/bikes/b1/return", body, json, http.StatusOK); r.str("status") != "rented" || r.str("rentalId") != second {
+			t.Errorf("repeated return of alice's rental: %s; want bob's rental untouched", r.raw)
+		}
+		if n := h.streamLen(rental.StreamID("b1")); n != before {
+			t.Errorf("the repeated return wrote %d events", n-before)
+		}
+		r := h.expect(http.MethodPost, "/bikes/b1/return", `{"rentalId":"`+rental.NewRentalID("b1", "AAAAAAAAAAAAAAAAAAAAAA")+`"}`, json, http.StatusConflict)
+		if !strings.HasSuffix(r.str("type"), "#problem-not-active-rental") {
+			t.Errorf("return of a rental the bike never had: %s", r.raw)
+		}
+		r = h.expect(http.MethodPost, "/bikes/b1/return", `{"rentalId":"b2_AAAAAAAAAAAAAAAAAAAAAA"}`, json, http.StatusBadRequest)
+		if !strings.Contains(string(r.raw), "rentalId") {
+			t.Errorf("return naming another bike's rental: %s", r.raw)
+		}
+		if n := h.streamLen(rental.StreamID("b1")); n != before {
+			t.Errorf("refused returns wrote %d events", n-before)
+		}
+		if r := h.expect(http.MethodPost, "/bikes/b1/return", `{"rentalId":"`+second+`"}`, json, http.StatusOK); r.str("status") != "available" {
+			t.Errorf("return of bob's rental: %s", r.raw)
+		}
+	})
+}
+
 func approve(t *testing.T, h *harness, rentalID, renter string) {
 	t.Helper()
 	bikeID, _ := rental.BikeIDOf(rentalID)

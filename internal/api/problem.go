@@ -83,6 +83,7 @@ func errorResponse(err error) response {
 		{rental.ErrNoPendingRequest, http.StatusConflict, "no-pending-request"},
 		{rental.ErrRequestAlreadyApproved, http.StatusConflict, "request-already-approved"},
 		{rental.ErrBikeNotRented, http.StatusConflict, "bike-not-rented"},
+		{rental.ErrNotActiveRental, http.StatusConflict, "not-active-rental"},
 		{payment.ErrPaymentAlreadyConfirmed, http.StatusConflict, "payment-already-confirmed"},
 		{payment.ErrPaymentCancelled, http.StatusConflict, "payment-cancelled"},
 		{payment.ErrPaymentRejected, http.StatusConflict, "payment-rejected"},
@@ -99,7 +100,7 @@ func errorResponse(err error) response {
 		return resp
 	}
 	if transient(err) {
-		resp := problem(http.StatusServiceUnavailable, "unavailable", "the service's storage did not answer in time, and the request may or may not have taken effect; read the resource before retrying a return, retry after the delay in Retry-After (with an Idempotency-Key, POST /rentals returns the first answer)")
+		resp := problem(http.StatusServiceUnavailable, "unavailable", "the service's storage did not answer in time, and the request may or may not have taken effect; retry after the delay in Retry-After (with an Idempotency-Key, POST /rentals returns the first answer; a return that names its rentalId is done at most once)")
 		resp.headers["Retry-After"] = "2"
 		resp.err = err
 		return resp

@@ -29,6 +29,13 @@ func bikeView(b rental.Bike) BikeView {
 	return BikeView{BikeID: b.ID, Status: string(b.Status), RentalID: b.RentalID, Renter: b.Renter}
 }
 
+// ReturnRequest is the optional body of POST /bikes/{bikeId}/return: naming the
+// rental makes the return happen at most once, so that a retry after a lost answer
+// cannot end the next renter's rental.
+type ReturnRequest struct {
+	RentalID string `json:"rentalId,omitempty"`
+}
+
 // RentalRequest is the body of POST /rentals.
 type RentalRequest struct {
 	BikeID string `json:"bikeId"`
@@ -127,10 +134,16 @@ func (a *API) returnBike(r *request) response {
 	if bad != nil {
 		return *bad
 	}
-	if bad := decodeJSON(r, &struct{}{}, true); bad != nil {
+	var body ReturnRequest
+	if bad := decodeJSON(r, &body, true); bad != nil {
 		return *bad
 	}
-	res, err := a.cfg.Commands.Bike(r.ctx, rental.ReturnBike{BikeID: id}, r.meta())
+	if body.RentalID != "" {
+		if owner, err := rental.BikeIDOf(body.RentalID); err != nil || owner != id {
+			return invalid(InvalidParam{Name: "rentalId", Reason: "must be a rental id of bike " + id})
+		}
+	}
+	res, err := a.cfg.Commands.Bike(r.ctx, rental.ReturnBike{BikeID: id, RentalID: body.RentalID}, r.meta())
 	if err != nil {
 		return errorResponse(err)
 	}

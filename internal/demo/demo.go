@@ -199,9 +199,10 @@ func (d *demo) confirm(ctx context.Context) error {
 }
 
 func (d *demo) giveBack(ctx context.Context) error {
-	d.say("Alice brings the bike back. It is available for the next renter.")
+	d.say("Alice brings the bike back. The return names her rental, so that a retry after a lost answer cannot end the next renter's rental. The bike is available for the next renter.")
 	var bike struct{ Status string }
-	if err := d.expect(ctx, "POST", "/bikes/"+d.bike+"/return", nil, nil, http.StatusOK, &bike); err != nil {
+	body := []byte(`{"rentalId": "` + d.alice.RentalID + `"}`)
+	if err := d.expect(ctx, "POST", "/bikes/"+d.bike+"/return", body, http.Header{"Content-Type": {"application/json"}}, http.StatusOK, &bike); err != nil {
 		return err
 	}
 	return same("the returned bike's status", bike.Status, "available")

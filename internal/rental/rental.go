@@ -34,6 +34,9 @@ var (
 	ErrRequestAlreadyApproved = errors.New("request is already approved")
 	// ErrBikeNotRented is returned by ReturnBike when the bike is not rented.
 	ErrBikeNotRented = errors.New("bike is not rented")
+	// ErrNotActiveRental is returned by ReturnBike with a rental id when that rental
+	// is neither the bike's active rental nor one already returned.
+	ErrNotActiveRental = errors.New("rental is not the bike's active rental")
 	// ErrInvalidRentalID is returned by BikeIDOf for a string that is not a rental
 	// id made by NewRentalID.
 	ErrInvalidRentalID = errors.New("not a valid rental id")
@@ -258,9 +261,13 @@ type RejectRequest struct {
 	RentalID string `json:"rentalId"`
 }
 
-// ReturnBike asks to end the bike's active rental.
+// ReturnBike asks to end the bike's active rental. With RentalID it asks to end that
+// rental only: a repeat after the rental was returned does nothing, even if the bike
+// has been rented again since, and a rental that is not the active one is refused.
+// Without it, it ends whichever rental is active.
 type ReturnBike struct {
-	BikeID string `json:"bikeId"`
+	BikeID   string `json:"bikeId"`
+	RentalID string `json:"rentalId,omitempty"`
 }
 
 func (RegisterBike) isCommand()   {}
@@ -381,6 +388,12 @@ func Decide(s Bike, c Command) ([]Event, error) {
 		return nil, ErrNoPendingRequest
 
 	case ReturnBike:
+		if c.RentalID != "" && !(s.Status == StatusRented && s.RentalID == c.RentalID) {
+			if r, ok := s.Rentals[c.RentalID]; ok && r.Outcome == OutcomeReturned {
+				return nil, nil // a retry of a return that already took effect
+			}
+			return nil, ErrNotActiveRental
+		}
 		if s.Status != StatusRented {
 			return nil, ErrBikeNotRented
 		}
@@ -411,6 +424,11 @@ func validate(s Bike, c Command) error {
 		bikeID = c.BikeID
 	case ReturnBike:
 		bikeID = c.BikeID
+		if c.RentalID != "" {
+			if owner, err := BikeIDOf(c.RentalID); err != nil || owner != c.BikeID {
+				return fmt.Errorf("rentalId %q is not a rental of bike %q", c.RentalID, c.BikeID)
+			}
+		}
 	case RequestBike:
 		bikeID = c.BikeID
 		if err := validateRental(c.BikeID, c.Renter, c.RentalID); err != nil {

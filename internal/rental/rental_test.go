@@ -100,6 +100,14 @@ func TestDecide(t *testing.T) {
 		{"return available bike", []Event{registered}, ReturnBike{BikeID: bike}, nil, ErrBikeNotRented},
 		{"return requested bike", []Event{registered, requested1}, ReturnBike{BikeID: bike}, nil, ErrBikeNotRented},
 		{"return unregistered bike", nil, ReturnBike{BikeID: bike}, nil, ErrBikeNotRegistered},
+		{"return a named rental", []Event{registered, requested1, approved1}, ReturnBike{BikeID: bike, RentalID: r1}, []Event{returned1}, nil},
+		{"return a named rental again", []Event{registered, requested1, approved1, returned1}, ReturnBike{BikeID: bike, RentalID: r1}, nil, nil},
+		{"return a named rental again after the bike was rented again", []Event{registered, requested1, approved1, returned1, requested2, approved2}, ReturnBike{BikeID: bike, RentalID: r1}, nil, nil},
+		{"return a named rental that is not the active one", []Event{registered, requested1, approved1}, ReturnBike{BikeID: bike, RentalID: r2}, nil, ErrNotActiveRental},
+		{"return a named rental still pending", []Event{registered, requested1}, ReturnBike{BikeID: bike, RentalID: r1}, nil, ErrNotActiveRental},
+		{"return a named rental that was rejected", []Event{registered, requested1, rejected1}, ReturnBike{BikeID: bike, RentalID: r1}, nil, ErrNotActiveRental},
+		{"return naming another bike's rental", []Event{registered, requested1, approved1}, ReturnBike{BikeID: bike, RentalID: NewRentalID("b2", "AAAAAAAAAAAAAAAAAAAAA1")}, nil, ErrInvalidCommand},
+		{"return naming a malformed rental", []Event{registered, requested1, approved1}, ReturnBike{BikeID: bike, RentalID: "r 1"}, nil, ErrInvalidCommand},
 
 		// Invalid commands
 		{"nil command", nil, nil, nil, ErrInvalidCommand},
@@ -134,7 +142,7 @@ func TestDecide(t *testing.T) {
 			}
 			// Once its events are applied, repeating the command changes nothing.
 			again, err := Decide(Fold(append(slices.Clone(tc.given), got...)), tc.when)
-			if _, ok := tc.when.(ReturnBike); ok {
+			if c, ok := tc.when.(ReturnBike); ok && c.RentalID == "" {
 				if !errors.Is(err, ErrBikeNotRented) {
 					t.Fatalf("repeated ReturnBike error = %v, want %v", err, ErrBikeNotRented)
 				}
