@@ -17,7 +17,7 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help demo soak run test lint vet fmt bench bench-sweep build moto rie clean \
+.PHONY: help demo soak run test lint vet fmt bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-startup build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
@@ -45,8 +45,8 @@ vet:
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')
 
-bench: moto ## benchmarks of the event store, both implementations
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/eventstore/...
+bench: moto ## benchmarks of the event store (both implementations) and of the hot paths
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/eventstore/... ./internal/command/ ./internal/stream/ ./internal/api/
 
 build: ## build every Lambda function into bin/<function>/bootstrap (linux/arm64) and report sizes
 	@for f in $(FUNCTIONS); do \
@@ -71,6 +71,38 @@ soak: moto ## long load runs on a local stack, calm and with 20% of DynamoDB req
 
 bench-sweep: moto ## items one sweep reads vs a scan (SWEEP_BENCH_SIZES=1000,10000,100000 for more)
 	$(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 3x -timeout 60m ./internal/deadline/
+
+# The chart needs only the items read, which do not vary between runs: one sweep per
+# size is enough. The benchmark's output is kept beside the chart as its data.
+bench-sweep-chart: moto ## bench-sweep at 1,000, 10,000 and 100,000 pending rows, charted into docs/sweep-scaling.png
+	set -o pipefail; SWEEP_BENCH_SIZES=1000,10000,100000 $(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 1x -timeout 60m ./internal/deadline/ | tee docs/sweep-scaling.txt.partial
+	mv docs/sweep-scaling.txt.partial docs/sweep-scaling.txt
+	$(GO) run ./cmd/sweepchart -in docs/sweep-scaling.txt -out docs/sweep-scaling.png
+
+# Request units per rental path, floor and cost per million rentals, as markdown on
+# stdout (progress on stderr); BENCH_UNITS_FLAGS=-modes=append -history=0 for less.
+bench-units: moto ## DynamoDB request units per rental and cost per million rentals, as markdown (about a minute)
+	@$(GO) run ./internal/capacity/cmd/unitreport $(BENCH_UNITS_FLAGS)
+
+# Deadline lateness on a local stack, in sweep and in precise mode (about a minute
+# each), then one sweep over 1,000 payments that fall due together, CPU-profiled, with
+# the emulator's own ceiling for the same calls (minutes: on moto every Query sorts the whole table). Flags:
+# DEADLINE_LATENESS_FLAGS (e.g. --rentals 50), DEADLINE_SWEEP_FLAGS (e.g.
+# --concurrency 1,4,8,16,32); go run ./cmd/deadlinebench <lateness|sweep> -h lists them.
+DEADLINE_SWEEP_FLAGS ?= --concurrency 1,8,32
+bench-deadline: moto ## deadline lateness in both modes, and one sweep over 1,000 due payments with a CPU profile (minutes)
+	$(GO) run ./cmd/deadlinebench lateness --mode sweep $(DEADLINE_LATENESS_FLAGS)
+	$(GO) run ./cmd/deadlinebench lateness --mode precise $(DEADLINE_LATENESS_FLAGS)
+	@mkdir -p bin
+	$(GO) run ./cmd/deadlinebench sweep --cpuprofile bin/deadline-sweep.pprof $(DEADLINE_SWEEP_FLAGS)
+	$(GO) tool pprof -top -nodecount 25 bin/deadline-sweep.pprof
+
+# Start-up: each function's stripped arm64 and amd64 size and its cold start under the
+# Runtime Interface Emulator, next to a minimal aws-lambda-go function built the same
+# way, as a markdown table (about a minute). STARTUP_RUNS cold starts of each (20).
+STARTUP_RUNS ?= 20
+bench-startup: moto rie ## function sizes and cold starts under the RIE vs a hello-world, as markdown
+	$(GO) run ./cmd/startupbench -n $(STARTUP_RUNS) -rie $(CURDIR)/$(RIE)
 
 rie: $(RIE) ## install the Lambda Runtime Interface Emulator into bin/
 $(RIE):
