@@ -78,26 +78,48 @@ func (p *Projection) ShardOf(reference string) string {
 // brings a settled payment back. Other records, and payments that belong to no
 // rental, are ignored. Safe to call any number of times for the same record.
 func (p *Projection) Apply(ctx context.Context, r eventstore.Record) error {
+	c, ok, err := PaymentChangeOf(r)
+	if err != nil || !ok {
+		return err
+	}
+	if c.Settled == "" {
+		return p.prepared(ctx, c.Reference, r)
+	}
+	return p.settled(ctx, c.Reference, c.Settled, r)
+}
+
+// PaymentChange is what a record of the Events table means for a payment's deadline:
+// the payment was prepared (Settled is empty), or it settled, and how ("confirmed",
+// "rejected" or "cancelled").
+type PaymentChange struct {
+	Reference string
+	Settled   string
+}
+
+// PaymentChangeOf decodes the record of a payment event that starts or ends a
+// payment's wait; ok is false for every other record. A record of one of those types
+// that does not decode is an error wrapping eventstore.ErrCorruptRecord.
+func PaymentChangeOf(r eventstore.Record) (c PaymentChange, ok bool, err error) {
 	switch r.Type {
 	case "PaymentPrepared", "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
 	default:
-		return nil
+		return PaymentChange{}, false, nil
 	}
 	e, err := payment.DecodeEvent(r.Type, r.Data)
 	if err != nil {
-		return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		return PaymentChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
 	}
 	switch e := e.(type) {
 	case payment.PaymentPrepared:
-		return p.prepared(ctx, e.Reference, r)
+		return PaymentChange{Reference: e.Reference}, true, nil
 	case payment.PaymentConfirmed:
-		return p.settled(ctx, e.Reference, "confirmed", r)
+		return PaymentChange{Reference: e.Reference, Settled: "confirmed"}, true, nil
 	case payment.PaymentRejected:
-		return p.settled(ctx, e.Reference, "rejected", r)
+		return PaymentChange{Reference: e.Reference, Settled: "rejected"}, true, nil
 	case payment.PaymentCancelled:
-		return p.settled(ctx, e.Reference, "cancelled", r)
+		return PaymentChange{Reference: e.Reference, Settled: "cancelled"}, true, nil
 	}
-	return nil
+	return PaymentChange{}, false, nil
 }
 
 func (p *Projection) prepared(ctx context.Context, ref string, r eventstore.Record) error {

@@ -57,26 +57,14 @@ type Timers struct {
 // Apply creates or deletes the schedule of the payment a record of the Events table
 // is about; other records, and payments that belong to no rental, are ignored.
 func (t *Timers) Apply(ctx context.Context, r eventstore.Record) error {
-	switch r.Type {
-	case "PaymentPrepared", "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
-	default:
-		return nil
+	c, ok, err := deadline.PaymentChangeOf(r)
+	if err != nil || !ok {
+		return err
 	}
-	e, err := payment.DecodeEvent(r.Type, r.Data)
-	if err != nil {
-		return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	if c.Settled == "" {
+		return t.arm(ctx, c.Reference, r.RecordedAt)
 	}
-	switch e := e.(type) {
-	case payment.PaymentPrepared:
-		return t.arm(ctx, e.Reference, r.RecordedAt)
-	case payment.PaymentConfirmed:
-		return t.disarm(ctx, e.Reference)
-	case payment.PaymentRejected:
-		return t.disarm(ctx, e.Reference)
-	case payment.PaymentCancelled:
-		return t.disarm(ctx, e.Reference)
-	}
-	return nil
+	return t.disarm(ctx, c.Reference)
 }
 
 func (t *Timers) arm(ctx context.Context, reference string, preparedAt time.Time) error {
