@@ -19,6 +19,7 @@ import (
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"golang.org/x/sync/errgroup"
 )
 
 // EventsSource is what an audit reads of the Events table. *Dynamo is one.
@@ -268,40 +269,11 @@ func (a *auditor) violate(invariant, detail string, streams ...string) {
 
 // readEvents lists the streams and reads each one, Concurrency at a time.
 func (a *auditor) readEvents(ctx context.Context, events EventsSource) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var (
-		failMu sync.Mutex
-		failed error
-	)
-	fail := func(err error) {
-		failMu.Lock()
-		defer failMu.Unlock()
-		if failed == nil {
-			failed = err
-			cancel(err)
-		}
-	}
-
-	ids := make(chan string)
-	var workers sync.WaitGroup
-	for range a.opts.Concurrency {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			for id := range ids {
-				if ctx.Err() != nil {
-					continue // drain: the lister stops once it sees the cancellation
-				}
-				if err := a.readStream(ctx, events, id); err != nil {
-					fail(err)
-				}
-			}
-		}()
-	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(a.opts.Concurrency)
 	var seenMu sync.Mutex
 	seen := make(map[string]struct{})
-	listErr := events.StreamIDs(ctx, func(id string) error {
+	listErr := events.StreamIDs(gctx, func(id string) error {
 		seenMu.Lock()
 		_, dup := seen[id]
 		seen[id] = struct{}{}
@@ -309,22 +281,16 @@ func (a *auditor) readEvents(ctx context.Context, events EventsSource) error {
 		if dup {
 			return nil
 		}
-		select {
-		case ids <- id:
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
+		if gctx.Err() != nil {
+			return context.Cause(gctx)
 		}
+		g.Go(func() error { return a.readStream(gctx, events, id) }) // waits for a free worker
+		return nil
 	})
-	close(ids)
-	workers.Wait()
-
-	failMu.Lock()
-	defer failMu.Unlock()
-	switch {
-	case failed != nil:
-		return failed
-	case listErr != nil:
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if listErr != nil {
 		return fmt.Errorf("audit: list streams: %w", listErr)
 	}
 	return ctx.Err()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"golang.org/x/sync/errgroup"
 )
 
 // Source is what a rebuild reads: the ids of the streams to replay, and each
@@ -65,67 +66,38 @@ var paymentStreams = payment.StreamID("")
 // stops and returns the error, naming the stream, with what it had done until then;
 // the projection then holds a partial replay, which a later run completes.
 func PendingPayments(ctx context.Context, events Source, projection Projector, progress func(done int)) (Result, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(Concurrency)
 	var (
-		mu     sync.Mutex // guards res and failed, and serializes progress
-		res    Result
-		failed error
+		mu  sync.Mutex // guards res, and serializes progress
+		res Result
 	)
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if failed == nil {
-			failed = err
-			cancel(err)
+	listErr := events.StreamIDs(gctx, paymentStreams, ScanSegments, func(id string) error {
+		if gctx.Err() != nil {
+			return context.Cause(gctx)
 		}
-	}
-
-	ids := make(chan string)
-	var workers sync.WaitGroup
-	for range Concurrency {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			for id := range ids {
-				if ctx.Err() != nil {
-					continue // drain: the lister stops once it sees the cancellation
-				}
-				n, err := replay(ctx, events, projection, id)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				mu.Lock()
-				res.Streams++
-				res.Records += n
-				if progress != nil && failed == nil {
-					progress(res.Streams)
-				}
-				mu.Unlock()
+		g.Go(func() error { // waits for a free worker
+			n, err := replay(gctx, events, projection, id)
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	listErr := events.StreamIDs(ctx, paymentStreams, ScanSegments, func(id string) error {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		select {
-		case ids <- id:
+			mu.Lock()
+			defer mu.Unlock()
+			res.Streams++
+			res.Records += n
+			if progress != nil && gctx.Err() == nil {
+				progress(res.Streams)
+			}
 			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
+		})
+		return nil
 	})
-	close(ids)
-	workers.Wait()
-
+	err := g.Wait()
 	mu.Lock()
 	defer mu.Unlock()
 	switch {
-	case failed != nil:
-		return res, failed
+	case err != nil:
+		return res, err
 	case listErr != nil:
 		return res, fmt.Errorf("rebuild: list payment streams: %w", listErr)
 	}
