@@ -113,8 +113,9 @@ func DecodeRecord(item map[string]types.AttributeValue) (eventstore.Record, erro
 // RecordSize is the size DynamoDB bills and limits for r's item, by its published
 // rules: each attribute's name plus its value (strings by UTF-8 length, numbers at
 // most 21 bytes, lists 3 bytes plus 1 byte and the size of each element).
-// It is ItemSize(EncodeRecord(r)), counted without building the item, whose
-// payload alone is a copy of up to 400 KB.
+// It is the size of EncodeRecord(r)'s item, counted without building the item, whose
+// payload alone is a copy of up to 400 KB; the version number is counted by all its
+// digits, trailing zeros included, so the figure is exact or a few bytes over.
 func RecordSize(r eventstore.Record) int {
 	var buf [64]byte
 	n := len(schema.EventsStreamID) + len(r.StreamID) +
@@ -136,46 +137,4 @@ func RecordSize(r eventstore.Record) int {
 		n += len(schema.EventsCausationID) + len(r.CausationID)
 	}
 	return n
-}
-
-// ItemSize computes an item's size by DynamoDB's published rules, rounding numbers up.
-func ItemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(v.Value)+1)/2 + 1
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	default:
-		return 0
-	}
 }
