@@ -116,6 +116,8 @@ func FuzzHandle(f *testing.F) {
 		{"PUT", "/bikes/fb1", js, "{}"},
 		{"GET", "/bikes/fb2", "", ""},
 		{"POST", "/bikes/fb2/return", "", ""},
+		{"POST", "/bikes/fb2/return", js, `{"rentalId":"` + fuzzRental + `"}`},
+		{"POST", "/bikes/fb2/return", js, `{"rentalId":"fb1_AAAAAAAAAAAAAAAAAAAAAA"}`},
 		{"POST", "/rentals", js, `{"bikeId":"fb1","renter":"bob"}`},
 		{"POST", "/rentals", "application/merge-patch+json; charset=utf-8", `{"bikeId":"fb2","renter":"bob"}`},
 		{"GET", "/rentals/" + fuzzRental, "", ""},
