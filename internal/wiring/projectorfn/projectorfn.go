@@ -74,12 +74,18 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	}
 	apply := projection.Apply
 	if timers != nil {
-		// The row first: the schedule is an optimisation the sweep backs up.
+		// The row first, and it alone decides whether the record is handled: the
+		// schedule is an optimisation the sweep backs up, so a Scheduler that still
+		// refuses after the SDK's retries must not hold the projection back.
 		apply = func(ctx context.Context, r eventstore.Record) error {
 			if err := projection.Apply(ctx, r); err != nil {
 				return err
 			}
-			return timers.Apply(ctx, r)
+			if err := timers.Apply(ctx, r); err != nil {
+				logger.LogAttrs(ctx, slog.LevelError, "precise deadline not scheduled; the sweep will call the payment off",
+					slog.String("streamId", r.StreamID), slog.Int64("version", r.Version), slog.String("error", err.Error()))
+			}
+			return nil
 		}
 	}
 	return wiring.StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {

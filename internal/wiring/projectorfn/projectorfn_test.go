@@ -1,0 +1,91 @@
+package projectorfn_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }
+
+// lambdaRecord is a record of the Events table as Lambda delivers it.
+func lambdaRecord(t *testing.T, r eventstore.Record) events.DynamoDBEventRecord {
+	t.Helper()
+	image := map[string]events.DynamoDBAttributeValue{}
+	for name, v := range dynamo.EncodeRecord(r) {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			image[name] = events.NewStringAttribute(v.Value)
+		case *types.AttributeValueMemberN:
+			image[name] = events.NewNumberAttribute(v.Value)
+		case *types.AttributeValueMemberL:
+			var list []events.DynamoDBAttributeValue
+			for _, e := range v.Value {
+				list = append(list, events.NewStringAttribute(e.(*types.AttributeValueMemberS).Value))
+			}
+			image[name] = events.NewListAttribute(list)
+		default:
+			t.Fatalf("attribute %s of type %T", name, v)
+		}
+	}
+	return events.DynamoDBEventRecord{
+		EventID: "1", EventName: "INSERT", EventSource: "aws:dynamodb", AWSRegion: "us-east-1",
+		Change: events.DynamoDBStreamRecord{NewImage: image, SequenceNumber: "100", StreamViewType: "NEW_IMAGE"},
+	}
+}
+
+// TestASchedulerFailureDoesNotHoldTheProjectionBack runs the projector in precise
+// mode against a schedule group that does not exist, so that every CreateSchedule
+// fails: the payment's row is still projected, the record is reported handled, and
+// the failure is logged for the sweep to make up for.
+func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
+	cfg := emulatortest.Config(t)
+	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.PendingPayments, "pending")
+	env := map[string]string{
+		wiring.EnvPendingTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise,
+		wiring.EnvDeadlineGroup:  emulatortest.TableName(t, "no-such-group"),
+		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
+		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
+		wiring.EnvDeadlineDLQ:    "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",
+	}
+	var logs strings.Builder
+	h, err := projectorfn.ProjectorFunction(context.Background(), cfg, func(k string) string { return env[k] },
+		slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := payment.ReferenceFor("bike-1_AAAAAAAAAAAAAAAAAAAAAA")
+	data, _ := json.Marshal(payment.PaymentPrepared{PaymentID: "p", Reference: ref, Amount: 1500, Currency: "EUR"})
+	rec := eventstore.Record{StreamID: payment.StreamID(ref), Version: 1, Event: eventstore.Event{
+		ID: "e1", Type: "PaymentPrepared", Data: data, RecordedAt: time.Now(),
+	}}
+	resp, err := h.(wiring.StreamHandler)(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{lambdaRecord(t, rec)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("batch: %+v, %v; want the record handled", resp, err)
+	}
+	projection, err := wiring.PendingReader(cfg, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := projection.Get(context.Background(), ref); err != nil || !ok {
+		t.Errorf("the payment's row: outstanding %v, %v; want it projected", ok, err)
+	}
+	if !strings.Contains(logs.String(), "precise deadline not scheduled") || !strings.Contains(logs.String(), ref) {
+		t.Errorf("the failure was not logged: %s", logs.String())
+	}
+}
