@@ -36,29 +36,6 @@ func TestMain(m *testing.M) { emulatortest.Main(m) }
 
 var root = filepath.Join("..", "..")
 
-// rieBinary finds the emulator: $RIE (what make test sets), bin/aws-lambda-rie, or PATH.
-func rieBinary(t *testing.T) string {
-	candidates := []string{os.Getenv("RIE"), filepath.Join(root, "bin", "aws-lambda-rie")}
-	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range candidates {
-		if c == "" {
-			continue
-		}
-		if abs, err := filepath.Abs(c); err == nil {
-			if _, err := os.Stat(abs); err == nil {
-				return abs
-			}
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("aws-lambda-rie is required under CI=true: run make rie")
-	}
-	t.Skip("SKIPPED, aws-lambda-rie not installed: run make rie")
-	return ""
-}
-
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -115,7 +92,7 @@ func startRIE(t *testing.T, rie, dir string, env []string, logs *os.File) *local
 }
 
 func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
-	rie := rieBinary(t)
+	rie := emulatortest.RIE(t, root)
 	server := emulatortest.Server(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

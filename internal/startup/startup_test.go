@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/startup"
 )
 
@@ -103,29 +103,6 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
-// rie finds the emulator as the end-to-end test does: $RIE, bin/aws-lambda-rie, PATH.
-func rie(t *testing.T) string {
-	candidates := []string{os.Getenv("RIE"), filepath.Join("..", "..", "bin", "aws-lambda-rie")}
-	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, c := range candidates {
-		if c == "" {
-			continue
-		}
-		if abs, err := filepath.Abs(c); err == nil {
-			if _, err := os.Stat(abs); err == nil {
-				return abs
-			}
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("aws-lambda-rie is required under CI=true: run make rie")
-	}
-	t.Skip("SKIPPED, aws-lambda-rie not installed: run make rie")
-	return ""
-}
-
 // TestColdStartOfHello builds the reference function and starts it cold once under
 // the emulator: the sample must hold every measure, and a wrong answer, a failing
 // function and a bootstrap that dies at init must be errors that quote its output.
@@ -133,7 +110,7 @@ func TestColdStartOfHello(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("SKIPPED, the Runtime Interface Emulator runs on Linux only")
 	}
-	r := &startup.Runner{RIE: rie(t), Env: []string{"PATH=/usr/bin:/bin"}, Timeout: time.Minute}
+	r := &startup.Runner{RIE: emulatortest.RIE(t, filepath.Join("..", "..")), Env: []string{"PATH=/usr/bin:/bin"}, Timeout: time.Minute}
 	ctx := context.Background()
 	dir := t.TempDir()
 	size, err := startup.Build(ctx, filepath.Join("..", ".."), "./internal/startup/hello", runtime.GOARCH, filepath.Join(dir, "bootstrap"))

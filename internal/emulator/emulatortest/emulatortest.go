@@ -13,6 +13,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -107,4 +109,30 @@ func EventsTable(tb testing.TB) (*dynamodb.Client, string) {
 	tb.Helper()
 	client := DynamoDB(tb)
 	return client, CreateTable(tb, client, schema.Events, "events")
+}
+
+// RIE returns the absolute path of the AWS Lambda Runtime Interface Emulator: $RIE
+// (what make test sets), bin/aws-lambda-rie under repoRoot, or aws-lambda-rie on
+// PATH. Without one the test is skipped, or fails under CI=true.
+func RIE(tb testing.TB, repoRoot string) string {
+	tb.Helper()
+	candidates := []string{os.Getenv("RIE"), filepath.Join(repoRoot, "bin", "aws-lambda-rie")}
+	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(c); err == nil {
+			if _, err := os.Stat(abs); err == nil {
+				return abs
+			}
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatal("aws-lambda-rie is required under CI=true: run make rie")
+	}
+	tb.Skip("SKIPPED, aws-lambda-rie not installed: run make rie")
+	return ""
 }
