@@ -12,6 +12,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/payment/paymenttest"
 	"github.com/bikerental/bikerental/internal/rental"
 )
 
@@ -37,10 +38,10 @@ func TestOverdueListsOnlyRowsBeforeTheCutoffOldestFirst(t *testing.T) {
 	for i := 19; i >= 0; i-- {
 		rentalID := rental.NewRentalID(fmt.Sprint("ob", i), "AAAAAAAAAAAAAAAAAAAAAA")
 		ids = append([]string{rentalID}, ids...)
-		w.apply(paymentRecord(t, payment.PaymentPrepared{Reference: payment.ReferenceFor(rentalID), PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, base.Add(time.Duration(i)*time.Second)))
+		w.apply(paymenttest.Record(t, payment.PaymentPrepared{Reference: payment.ReferenceFor(rentalID), PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, base.Add(time.Duration(i)*time.Second)))
 	}
 	settledID := ids[3]
-	w.apply(paymentRecord(t, payment.PaymentCancelled{Reference: payment.ReferenceFor(settledID), PaymentID: "p"}, 2, base.Add(time.Minute)))
+	w.apply(paymenttest.Record(t, payment.PaymentCancelled{Reference: payment.ReferenceFor(settledID), PaymentID: "p"}, 2, base.Add(time.Minute)))
 
 	counting := &countingClient{Client: w.client}
 	p, err := deadline.NewProjection(counting, w.pending, 4, deadline.DefaultMarkerTTL)

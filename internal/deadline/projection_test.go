@@ -1,7 +1,6 @@
 package deadline_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,32 +14,10 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/payment/paymenttest"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/schema"
 )
-
-// paymentRecord builds the record of a payment event as the event store holds it.
-func paymentRecord(t *testing.T, e payment.Event, version int64, at time.Time) eventstore.Record {
-	t.Helper()
-	data, err := json.Marshal(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref string
-	switch e := e.(type) {
-	case payment.PaymentPrepared:
-		ref = e.Reference
-	case payment.PaymentConfirmed:
-		ref = e.Reference
-	case payment.PaymentRejected:
-		ref = e.Reference
-	case payment.PaymentCancelled:
-		ref = e.Reference
-	}
-	return eventstore.Record{StreamID: payment.StreamID(ref), Version: version, Event: eventstore.Event{
-		ID: fmt.Sprintf("%s-%d", ref, version), Type: e.EventType(), Data: data, RecordedAt: at,
-	}}
-}
 
 func (w *world) row(ref string) map[string]types.AttributeValue {
 	w.t.Helper()
@@ -76,7 +53,7 @@ func TestEverySettlementRemovesTheRow(t *testing.T) {
 	} {
 		rentalID := rental.NewRentalID(fmt.Sprint("b", i), "AAAAAAAAAAAAAAAAAAAAAA")
 		ref := payment.ReferenceFor(rentalID)
-		prepared := paymentRecord(t, payment.PaymentPrepared{Reference: ref, PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, preparedAt)
+		prepared := paymenttest.Record(t, payment.PaymentPrepared{Reference: ref, PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, preparedAt)
 		w.apply(prepared)
 		if !w.listed(rentalID) {
 			t.Fatalf("%s: not listed after PaymentPrepared", ref)
@@ -85,7 +62,7 @@ func TestEverySettlementRemovesTheRow(t *testing.T) {
 		if at := row[schema.PendingPreparedAt].(*types.AttributeValueMemberN).Value; at != strconv.FormatInt(preparedAt.UnixMilli(), 10) {
 			t.Errorf("preparedAt = %s, want the event's recorded time %d", at, preparedAt.UnixMilli())
 		}
-		settled := paymentRecord(t, settle(ref), 2, settledAt)
+		settled := paymenttest.Record(t, settle(ref), 2, settledAt)
 		w.apply(settled)
 		if w.listed(rentalID) {
 			t.Errorf("%s: still listed after %s", ref, settled.Type)
@@ -116,13 +93,13 @@ func TestSettlementBeforePreparationStillWins(t *testing.T) {
 	rentalID := rental.NewRentalID("b1", "AAAAAAAAAAAAAAAAAAAAAA")
 	ref := payment.ReferenceFor(rentalID)
 	now := time.Now()
-	w.apply(paymentRecord(t, payment.PaymentCancelled{Reference: ref}, 2, now))
-	w.apply(paymentRecord(t, payment.PaymentPrepared{Reference: ref, PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, now.Add(-time.Minute)))
+	w.apply(paymenttest.Record(t, payment.PaymentCancelled{Reference: ref}, 2, now))
+	w.apply(paymenttest.Record(t, payment.PaymentPrepared{Reference: ref, PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, now.Add(-time.Minute)))
 	if w.listed(rentalID) {
 		t.Error("a PaymentPrepared applied after its settlement listed the payment")
 	}
 	// An older settlement than the one the marker holds changes nothing.
-	w.apply(paymentRecord(t, payment.PaymentConfirmed{Reference: ref}, 1, now))
+	w.apply(paymenttest.Record(t, payment.PaymentConfirmed{Reference: ref}, 1, now))
 	if got := w.row(ref)[schema.PendingSettled].(*types.AttributeValueMemberS).Value; got != "cancelled" {
 		t.Errorf("marker says %s, want cancelled", got)
 	}
@@ -135,7 +112,7 @@ func TestRowsSpreadOverShardsAndListOldestFirst(t *testing.T) {
 	for i := range 40 {
 		rentalID := rental.NewRentalID(fmt.Sprint("bike", i), "AAAAAAAAAAAAAAAAAAAAAA")
 		ref := payment.ReferenceFor(rentalID)
-		w.apply(paymentRecord(t, payment.PaymentPrepared{Reference: ref, PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, base.Add(time.Duration(40-i)*time.Second)))
+		w.apply(paymenttest.Record(t, payment.PaymentPrepared{Reference: ref, PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, base.Add(time.Duration(40-i)*time.Second)))
 		shards[w.row(ref)[schema.PendingDueShard].(*types.AttributeValueMemberS).Value] = true
 	}
 	if len(shards) != 4 {
@@ -158,7 +135,7 @@ func TestRowsSpreadOverShardsAndListOldestFirst(t *testing.T) {
 func TestProjectionIgnoresOtherRecordsAndReportsCorruptOnes(t *testing.T) {
 	w := newWorld(t, 1)
 	w.apply(eventstore.Record{StreamID: "bike-b1", Version: 1, Event: eventstore.Event{ID: "1", Type: "BikeRegistered", Data: []byte(`{}`)}})
-	w.apply(paymentRecord(t, payment.PaymentPrepared{Reference: "not-a-rental", PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, time.Now()))
+	w.apply(paymenttest.Record(t, payment.PaymentPrepared{Reference: "not-a-rental", PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, time.Now()))
 	if rows, _ := w.projection.List(ctx, 10); len(rows) != 0 {
 		t.Errorf("rows %v, want none", rows)
 	}

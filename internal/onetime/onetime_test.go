@@ -2,7 +2,6 @@ package onetime_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -16,32 +15,12 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/onetime"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/payment/paymenttest"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
 
 var ctx = context.Background()
-
-// paymentRecord builds the record of a payment event as the event store holds it.
-func paymentRecord(t *testing.T, e payment.Event, version int64, at time.Time) eventstore.Record {
-	t.Helper()
-	data, err := json.Marshal(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref string
-	switch e := e.(type) {
-	case payment.PaymentPrepared:
-		ref = e.Reference
-	case payment.PaymentConfirmed:
-		ref = e.Reference
-	case payment.PaymentRejected:
-		ref = e.Reference
-	case payment.PaymentCancelled:
-		ref = e.Reference
-	}
-	return eventstore.Record{StreamID: payment.StreamID(ref), Version: version, Event: eventstore.Event{Type: e.EventType(), Data: data, RecordedAt: at}}
-}
 
 func newTimers(t *testing.T, now time.Time) (*onetime.Timers, *scheduler.Client) {
 	t.Helper()
@@ -81,17 +60,9 @@ func TestTimersCreateOneScheduleAtTheDeadlineAndDeleteItOnSettlement(t *testing.
 		payment.PaymentRejected{Reference: "rp_bike-r_AAAAAAAAAAAAAAAAAAAAAA", PaymentID: "p"},
 		payment.PaymentCancelled{Reference: "rp_bike-x_AAAAAAAAAAAAAAAAAAAAAA"},
 	} {
-		var ref string
-		switch e := settle.(type) {
-		case payment.PaymentConfirmed:
-			ref = e.Reference
-		case payment.PaymentRejected:
-			ref = e.Reference
-		case payment.PaymentCancelled:
-			ref = e.Reference
-		}
+		ref := payment.ReferenceOf(settle)
 		t.Run(settle.EventType(), func(t *testing.T) {
-			prepared := paymentRecord(t, payment.PaymentPrepared{PaymentID: "p", Reference: ref, Amount: 1500, Currency: "EUR"}, 1, now.Add(-time.Minute+250*time.Millisecond))
+			prepared := paymenttest.Record(t, payment.PaymentPrepared{PaymentID: "p", Reference: ref, Amount: 1500, Currency: "EUR"}, 1, now.Add(-time.Minute+250*time.Millisecond))
 			for range 2 { // redelivered: still one schedule, no error
 				if err := tm.Apply(ctx, prepared); err != nil {
 					t.Fatal(err)
@@ -118,7 +89,7 @@ func TestTimersCreateOneScheduleAtTheDeadlineAndDeleteItOnSettlement(t *testing.
 				t.Errorf("input %s: %+v, %v", aws.ToString(s.Target.Input), trigger, err)
 			}
 			for range 2 { // the second delete finds it gone, which is fine
-				if err := tm.Apply(ctx, paymentRecord(t, settle, 2, now)); err != nil {
+				if err := tm.Apply(ctx, paymenttest.Record(t, settle, 2, now)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -133,14 +104,14 @@ func TestTimersLeaveAlreadyDueAndForeignPaymentsToTheSweep(t *testing.T) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	tm, _ := newTimers(t, now)
 	ref := "rp_bike-old_AAAAAAAAAAAAAAAAAAAAAA"
-	if err := tm.Apply(ctx, paymentRecord(t, payment.PaymentPrepared{PaymentID: "p", Reference: ref, Amount: 1, Currency: "EUR"}, 1, now.Add(-time.Hour))); err != nil {
+	if err := tm.Apply(ctx, paymenttest.Record(t, payment.PaymentPrepared{PaymentID: "p", Reference: ref, Amount: 1, Currency: "EUR"}, 1, now.Add(-time.Hour))); err != nil {
 		t.Fatal(err)
 	}
 	if getSchedule(t, tm, ref) != nil {
 		t.Error("a payment already past its deadline got a schedule")
 	}
 	foreign := "invoice-42"
-	if err := tm.Apply(ctx, paymentRecord(t, payment.PaymentPrepared{PaymentID: "p", Reference: foreign, Amount: 1, Currency: "EUR"}, 1, now)); err != nil {
+	if err := tm.Apply(ctx, paymenttest.Record(t, payment.PaymentPrepared{PaymentID: "p", Reference: foreign, Amount: 1, Currency: "EUR"}, 1, now)); err != nil {
 		t.Fatal(err)
 	}
 	if getSchedule(t, tm, foreign) != nil {

@@ -122,6 +122,22 @@ func (PaymentRejected) EventType() string { return "PaymentRejected" }
 // EventType returns "PaymentCancelled".
 func (PaymentCancelled) EventType() string { return "PaymentCancelled" }
 
+// ReferenceOf returns the payment reference an event is about, or "" for a type
+// this package does not define.
+func ReferenceOf(e Event) string {
+	switch e := e.(type) {
+	case PaymentPrepared:
+		return e.Reference
+	case PaymentConfirmed:
+		return e.Reference
+	case PaymentRejected:
+		return e.Reference
+	case PaymentCancelled:
+		return e.Reference
+	}
+	return ""
+}
+
 var decoders = map[string]func([]byte) (Event, error){
 	PaymentPrepared{}.EventType():  decode[PaymentPrepared],
 	PaymentConfirmed{}.EventType(): decode[PaymentConfirmed],

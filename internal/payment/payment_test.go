@@ -241,3 +241,18 @@ func TestStreamID(t *testing.T) {
 		t.Fatalf(`StreamID("rp_r-1") = %q, want "payment-rp_r-1"`, got)
 	}
 }
+
+func TestReferenceOf(t *testing.T) {
+	const ref = "rp_b1_AAAAAAAAAAAAAAAAAAAAAA"
+	for _, e := range []Event{
+		PaymentPrepared{Reference: ref}, PaymentConfirmed{Reference: ref},
+		PaymentRejected{Reference: ref}, PaymentCancelled{Reference: ref},
+	} {
+		if got := ReferenceOf(e); got != ref {
+			t.Errorf("ReferenceOf(%T) = %q, want %q", e, got, ref)
+		}
+	}
+	if got := ReferenceOf(nil); got != "" {
+		t.Errorf("ReferenceOf(nil) = %q", got)
+	}
+}
