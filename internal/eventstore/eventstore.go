@@ -33,6 +33,52 @@ type Store interface {
 	Read(ctx context.Context, streamID string, fromVersion int64) ([]Record, error)
 }
 
+// StreamAppend is one stream's part of an AppendStreams call: events to write to the
+// end of StreamID at ExpectedVersion, as in Store.Append.
+type StreamAppend struct {
+	StreamID        string
+	ExpectedVersion int64
+	Events          []Event
+}
+
+// MultiStreamStore is a Store that can append to several streams at once. Both stores
+// of this service implement it; callers discover it with a type assertion.
+type MultiStreamStore interface {
+	Store
+
+	// AppendStreams writes the events of every StreamAppend to its stream, each at its
+	// expected version as Append would, all or nothing: if another writer has already
+	// taken any of those versions in any stream, nothing is written and the error
+	// matches ErrConcurrency. It is a *ConflictError naming the first conflicting
+	// stream, in the order given, and that stream's expected version, when the store
+	// can tell which stream it was (both of this service's stores can); otherwise it
+	// names the first stream.
+	//
+	// The appends are checked by ValidateAppendStreams before anything is sent: each
+	// by the rules of Append, and together they carry at most MaxEventsPerAppend events
+	// and MaxAppendBytes, name distinct streams (ErrDuplicateStream) and use every
+	// event id once. Invalid input is rejected with an error matching ErrInvalidInput.
+	//
+	// AppendStreams returns the stored records of every stream, the streams in the
+	// order given and each stream's in version order, with RecordedAt filled in where
+	// it was zero.
+	AppendStreams(ctx context.Context, appends ...StreamAppend) ([]Record, error)
+}
+
+// BackwardReader is implemented by stores that can read a stream newest first, a page
+// at a time. Both stores of this service implement it; callers discover it with a
+// type assertion on their Store.
+type BackwardReader interface {
+	// ReadBackward returns at most limit records of streamID whose version is below
+	// beforeVersion, newest first; beforeVersion 0 reads from the newest record. To
+	// page backwards, pass the version of the last (oldest) record of one page as
+	// beforeVersion of the next; a page shorter than limit, or empty, is the last.
+	// An unknown stream reads as empty, without error. limit must be 1 to
+	// MaxReadBackwardLimit (else ErrInvalidLimit) and beforeVersion not negative (else
+	// ErrInvalidVersion); both match ErrInvalidInput and nothing is read.
+	ReadBackward(ctx context.Context, streamID string, beforeVersion int64, limit int) ([]Record, error)
+}
+
 // Event is what a writer appends: everything a Record holds except the stream id and
 // version, which the store assigns.
 type Event struct {
@@ -60,10 +106,11 @@ type Record struct {
 	Event
 }
 
-// Limits on what one Append may carry. They follow DynamoDB's: one transaction holds
-// at most 100 items and 4 MB, and one item at most 400 KB (409,600 bytes). The item
-// limit keeps a margin under DynamoDB's for estimation error, which also keeps it
-// under the emulator's (moto refuses items over 405,000 bytes).
+// Limits on what one Append, or one AppendStreams in all, may carry. They follow
+// DynamoDB's: one transaction holds at most 100 items and 4 MB, and one item at most
+// 400 KB (409,600 bytes). The item limit keeps a margin under DynamoDB's for
+// estimation error, which also keeps it under the emulator's (moto refuses items over
+// 405,000 bytes). MaxReadBackwardLimit bounds one ReadBackward page.
 const (
 	MaxStreamIDBytes       = 256
 	MaxEventsPerAppend     = 100
@@ -72,6 +119,7 @@ const (
 	MaxTagBytes            = 256
 	MaxRecordBytes         = 400_000
 	MaxAppendBytes         = 4 * 1024 * 1024
+	MaxReadBackwardLimit   = 1000
 	maxCorrelationIDBytes  = 256
 	maxCausationIDBytes    = 256
 	recordOverheadEstimate = 256 // attribute names and number encodings, rounded up
@@ -81,8 +129,9 @@ const (
 // read it: the caller must read again and decide again. Nothing was written.
 var ErrConcurrency = errors.New("eventstore: concurrency conflict: the stream changed since it was read")
 
-// ErrInvalidInput is matched by every error that rejects an Append or Read for its
-// input. Nothing was sent to the database and nothing was written.
+// ErrInvalidInput is matched by every error that rejects an Append, AppendStreams,
+// Read or ReadBackward for its input. Nothing was sent to the database and nothing
+// was written.
 var ErrInvalidInput = errors.New("eventstore: invalid input")
 
 // Input errors, each matching ErrInvalidInput as well as itself.
@@ -95,13 +144,15 @@ var (
 	ErrAppendTooLarge  = fmt.Errorf("%w: append too large", ErrInvalidInput)
 	ErrInvalidPayload  = fmt.Errorf("%w: payload is not valid JSON", ErrInvalidInput)
 	ErrInvalidEvent    = fmt.Errorf("%w: invalid event", ErrInvalidInput)
+	ErrDuplicateStream = fmt.Errorf("%w: the same stream twice in one append", ErrInvalidInput)
+	ErrInvalidLimit    = fmt.Errorf("%w: invalid limit", ErrInvalidInput)
 )
 
 // ErrCorruptRecord reports a stored item that cannot be read back as a Record.
 var ErrCorruptRecord = errors.New("eventstore: stored record is corrupt")
 
-// ConflictError is returned by Append when expected versions were taken by another
-// writer. It matches ErrConcurrency.
+// ConflictError is returned by Append and AppendStreams when expected versions were
+// taken by another writer. It matches ErrConcurrency.
 type ConflictError struct {
 	StreamID        string
 	ExpectedVersion int64
@@ -134,42 +185,115 @@ func ValidateRead(streamID string, fromVersion int64) error {
 	return nil
 }
 
+// ValidateReadBackward checks the arguments of a ReadBackward. Implementations call
+// it first.
+func ValidateReadBackward(streamID string, beforeVersion int64, limit int) error {
+	if err := ValidateStreamID(streamID); err != nil {
+		return err
+	}
+	if beforeVersion < 0 {
+		return fmt.Errorf("%w: beforeVersion %d is negative", ErrInvalidVersion, beforeVersion)
+	}
+	if limit < 1 || limit > MaxReadBackwardLimit {
+		return fmt.Errorf("%w: limit %d, want 1 to %d", ErrInvalidLimit, limit, MaxReadBackwardLimit)
+	}
+	return nil
+}
+
 // ValidateAppend checks the arguments of an Append against the limits above, with
 // sizeOf estimating the stored size of each record in bytes. Implementations call it
 // before sending anything, so that bad input changes nothing.
 func ValidateAppend(streamID string, expectedVersion int64, events []Event, sizeOf func(Record) int) error {
+	if err := validateStream(streamID, expectedVersion); err != nil {
+		return err
+	}
+	if len(events) > MaxEventsPerAppend {
+		return fmt.Errorf("%w: %d events, at most %d in one append", ErrTooManyEvents, len(events), MaxEventsPerAppend)
+	}
+	total, err := validateEvents(streamID, expectedVersion, events, sizeOf, make(map[string]bool, len(events)))
+	if err != nil {
+		return err
+	}
+	if total > MaxAppendBytes {
+		return fmt.Errorf("%w: %d bytes in one append, at most %d", ErrAppendTooLarge, total, MaxAppendBytes)
+	}
+	return nil
+}
+
+// ValidateAppendStreams checks the arguments of an AppendStreams: at least one
+// StreamAppend; each by the rules of ValidateAppend; distinct stream ids
+// (ErrDuplicateStream); every event id used once across all of them
+// (ErrInvalidEvent); and in all at most MaxEventsPerAppend events (ErrTooManyEvents)
+// and MaxAppendBytes as estimated by sizeOf (ErrAppendTooLarge), the limits of one
+// DynamoDB transaction. Implementations call it before sending anything, so that bad
+// input changes nothing.
+func ValidateAppendStreams(appends []StreamAppend, sizeOf func(Record) int) error {
+	if len(appends) == 0 {
+		return fmt.Errorf("%w: no streams given", ErrNoEvents)
+	}
+	streams := make(map[string]bool, len(appends))
+	count := 0
+	for i, a := range appends {
+		if err := validateStream(a.StreamID, a.ExpectedVersion); err != nil {
+			return fmt.Errorf("append %d: %w", i, err)
+		}
+		if streams[a.StreamID] {
+			return fmt.Errorf("append %d: %w: stream %q", i, ErrDuplicateStream, a.StreamID)
+		}
+		streams[a.StreamID] = true
+		count += len(a.Events)
+	}
+	if count > MaxEventsPerAppend {
+		return fmt.Errorf("%w: %d events in %d streams, at most %d in one append", ErrTooManyEvents, count, len(appends), MaxEventsPerAppend)
+	}
+	seen := make(map[string]bool, count)
+	total := 0
+	for i, a := range appends {
+		size, err := validateEvents(a.StreamID, a.ExpectedVersion, a.Events, sizeOf, seen)
+		if err != nil {
+			return fmt.Errorf("append %d (stream %q): %w", i, a.StreamID, err)
+		}
+		total += size
+	}
+	if total > MaxAppendBytes {
+		return fmt.Errorf("%w: %d bytes in %d streams, at most %d in one append", ErrAppendTooLarge, total, len(appends), MaxAppendBytes)
+	}
+	return nil
+}
+
+func validateStream(streamID string, expectedVersion int64) error {
 	if err := ValidateStreamID(streamID); err != nil {
 		return err
 	}
 	if expectedVersion < 0 {
 		return fmt.Errorf("%w: expected version %d is negative", ErrInvalidVersion, expectedVersion)
 	}
+	return nil
+}
+
+// validateEvents checks the events of one stream's part of an append, at least one,
+// which must not reuse an id in seen, to which it adds theirs. It returns their
+// estimated stored size.
+func validateEvents(streamID string, expectedVersion int64, events []Event, sizeOf func(Record) int, seen map[string]bool) (int, error) {
 	if len(events) == 0 {
-		return ErrNoEvents
-	}
-	if len(events) > MaxEventsPerAppend {
-		return fmt.Errorf("%w: %d events, at most %d in one append", ErrTooManyEvents, len(events), MaxEventsPerAppend)
+		return 0, ErrNoEvents
 	}
 	total := 0
-	seen := make(map[string]bool, len(events))
 	for i, e := range events {
 		if err := validateEvent(e); err != nil {
-			return fmt.Errorf("event %d: %w", i, err)
+			return 0, fmt.Errorf("event %d: %w", i, err)
 		}
 		if seen[e.ID] {
-			return fmt.Errorf("event %d: %w: id %q appears twice in one append", i, ErrInvalidEvent, e.ID)
+			return 0, fmt.Errorf("event %d: %w: id %q appears twice in one append", i, ErrInvalidEvent, e.ID)
 		}
 		seen[e.ID] = true
 		size := sizeOf(Record{StreamID: streamID, Version: expectedVersion + int64(i) + 1, Event: e})
 		if size > MaxRecordBytes {
-			return fmt.Errorf("event %d (%s): %w: %d bytes stored, at most %d", i, e.Type, ErrRecordTooLarge, size, MaxRecordBytes)
+			return 0, fmt.Errorf("event %d (%s): %w: %d bytes stored, at most %d", i, e.Type, ErrRecordTooLarge, size, MaxRecordBytes)
 		}
 		total += size
 	}
-	if total > MaxAppendBytes {
-		return fmt.Errorf("%w: %d bytes in one append, at most %d", ErrAppendTooLarge, total, MaxAppendBytes)
-	}
-	return nil
+	return total, nil
 }
 
 func validateEvent(e Event) error {

@@ -2,6 +2,7 @@ package eventstore
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -16,7 +17,10 @@ type Memory struct {
 	now     func() time.Time
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ MultiStreamStore = (*Memory)(nil)
+	_ BackwardReader   = (*Memory)(nil)
+)
 
 // NewMemory returns an empty store that stamps unstamped events with time.Now.
 func NewMemory() *Memory { return NewMemoryWithClock(time.Now) }
@@ -47,6 +51,65 @@ func (m *Memory) Append(ctx context.Context, streamID string, expectedVersion in
 	}
 	m.streams[streamID] = append(stream, out...)
 	return copyRecords(out), nil
+}
+
+// AppendStreams implements MultiStreamStore. Under the store's lock it checks every
+// expected version first, then writes every stream, so that no reader ever sees part
+// of it.
+func (m *Memory) AppendStreams(ctx context.Context, appends ...StreamAppend) ([]Record, error) {
+	if err := ValidateAppendStreams(appends, ApproximateSize); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := m.now()
+	parts := make([][]Record, len(appends))
+	count := 0
+	for i, a := range appends {
+		parts[i] = make([]Record, len(a.Events))
+		for j, e := range Stamp(a.Events, now) {
+			parts[i][j] = Record{StreamID: a.StreamID, Version: a.ExpectedVersion + int64(j) + 1, Event: e}
+		}
+		count += len(a.Events)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range appends {
+		if int64(len(m.streams[a.StreamID])) != a.ExpectedVersion {
+			return nil, &ConflictError{StreamID: a.StreamID, ExpectedVersion: a.ExpectedVersion}
+		}
+	}
+	out := make([]Record, 0, count)
+	for i, a := range appends {
+		m.streams[a.StreamID] = append(m.streams[a.StreamID], parts[i]...)
+		out = append(out, parts[i]...)
+	}
+	return copyRecords(out), nil
+}
+
+// ReadBackward implements BackwardReader.
+func (m *Memory) ReadBackward(ctx context.Context, streamID string, beforeVersion int64, limit int) ([]Record, error) {
+	if err := ValidateReadBackward(streamID, beforeVersion, limit); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	stream := m.streams[streamID]
+	end := int64(len(stream)) // versions 1..end are stream[0:end]
+	if beforeVersion > 0 {
+		end = min(end, beforeVersion-1)
+	}
+	start := max(end-int64(limit), 0)
+	if start >= end {
+		return nil, nil
+	}
+	out := copyRecords(stream[start:end])
+	slices.Reverse(out)
+	return out, nil
 }
 
 // Read implements Store.

@@ -9,6 +9,9 @@ import (
 
 func newMemory(testing.TB) eventstore.Store { return eventstore.NewMemory() }
 
-func TestMemoryContract(t *testing.T) { eventstoretest.Run(t, newMemory) }
+func TestMemoryContract(t *testing.T) {
+	eventstoretest.RequireEveryCapability(t, newMemory(t))
+	eventstoretest.Run(t, newMemory)
+}
 
 func BenchmarkMemory(b *testing.B) { eventstoretest.Bench(b, newMemory) }

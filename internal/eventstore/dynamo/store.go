@@ -36,7 +36,10 @@ type Store struct {
 	now    func() time.Time
 }
 
-var _ eventstore.Store = (*Store)(nil)
+var (
+	_ eventstore.MultiStreamStore = (*Store)(nil)
+	_ eventstore.BackwardReader   = (*Store)(nil)
+)
 
 // Option configures a Store.
 type Option func(*Store)
@@ -106,6 +109,32 @@ func (s *Store) put(ctx context.Context, r eventstore.Record) error {
 	}
 }
 
+// AppendStreams implements eventstore.MultiStreamStore with one TransactWriteItems
+// holding every event of every stream, each Put conditional as in Append, with a
+// ClientRequestToken so that the SDK's retries of the same request are idempotent. A
+// failed condition becomes an *eventstore.ConflictError naming the stream of the
+// first item whose condition failed, found from the cancellation reasons; throttling
+// and server errors are handled as in Append.
+func (s *Store) AppendStreams(ctx context.Context, appends ...eventstore.StreamAppend) ([]eventstore.Record, error) {
+	if err := eventstore.ValidateAppendStreams(appends, RecordSize); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var records []eventstore.Record
+	for _, a := range appends {
+		for i, e := range eventstore.Stamp(a.Events, now) {
+			records = append(records, eventstore.Record{StreamID: a.StreamID, Version: a.ExpectedVersion + int64(i) + 1, Event: e})
+		}
+	}
+	if err := s.transact(ctx, records); err != nil {
+		return nil, err
+	}
+	return records, nil
+}
+
+// transact writes records in one TransactWriteItems, every Put conditional on its
+// version being free. The records may belong to several streams, each stream's
+// records together and in version order, as Append and AppendStreams make them.
 func (s *Store) transact(ctx context.Context, records []eventstore.Record) error {
 	items := make([]types.TransactWriteItem, len(records))
 	for i, r := range records {
@@ -125,7 +154,6 @@ func (s *Store) transact(ctx context.Context, records []eventstore.Record) error
 		TransactItems:      items,
 		ClientRequestToken: aws.String(token),
 	}, retryThrottledTransactions)
-	streamID := records[0].StreamID
 	var canceled *types.TransactionCanceledException
 	switch {
 	case err == nil:
@@ -135,11 +163,11 @@ func (s *Store) transact(ctx context.Context, records []eventstore.Record) error
 			if allOwn(canceled.CancellationReasons, records) {
 				return nil
 			}
-			return &eventstore.ConflictError{StreamID: streamID, ExpectedVersion: records[0].Version - 1}
+			return conflictError(canceled.CancellationReasons, records)
 		}
-		return fmt.Errorf("dynamo: append to stream %q: transaction cancelled (%s): %w", streamID, reasonCodes(canceled.CancellationReasons), err)
+		return fmt.Errorf("dynamo: append to %s: transaction cancelled (%s): %w", streamNames(records), reasonCodes(canceled.CancellationReasons), err)
 	default:
-		return fmt.Errorf("dynamo: append to stream %q: %w", streamID, err)
+		return fmt.Errorf("dynamo: append to %s: %w", streamNames(records), err)
 	}
 }
 
@@ -147,12 +175,64 @@ func (s *Store) transact(ctx context.Context, records []eventstore.Record) error
 // or is writing one of its versions, as opposed to throttling or a validation error.
 func conflicted(reasons []types.CancellationReason) bool {
 	for _, r := range reasons {
-		switch aws.ToString(r.Code) {
-		case "ConditionalCheckFailed", "TransactionConflict":
+		if conflictCode(r) {
 			return true
 		}
 	}
 	return false
+}
+
+func conflictCode(r types.CancellationReason) bool {
+	switch aws.ToString(r.Code) {
+	case "ConditionalCheckFailed", "TransactionConflict":
+		return true
+	}
+	return false
+}
+
+// conflictError names the stream of the first item that failed for another writer's
+// sake, preferring one whose version holds an event not its own (a retry that meets
+// its own event in one stream is not what failed), and that stream's expected
+// version. DynamoDB gives one reason per item, in the order of the items; if the
+// reasons do not line up with the records it names the first stream.
+func conflictError(reasons []types.CancellationReason, records []eventstore.Record) *eventstore.ConflictError {
+	at := -1
+	if len(reasons) == len(records) {
+		for i, r := range reasons {
+			if !conflictCode(r) {
+				continue
+			}
+			if at < 0 {
+				at = i
+			}
+			if aws.ToString(r.Code) != "ConditionalCheckFailed" || !ownEvent(r.Item, records[i]) {
+				at = i
+				break
+			}
+		}
+	}
+	first := max(at, 0) // then back to its stream's first record, whose version is one past the expected
+	for first > 0 && records[first-1].StreamID == records[first].StreamID {
+		first--
+	}
+	return &eventstore.ConflictError{StreamID: records[first].StreamID, ExpectedVersion: records[first].Version - 1}
+}
+
+// streamNames names the streams of records for an error message: `stream "a"`, or
+// `streams "a", "b"`.
+func streamNames(records []eventstore.Record) string {
+	names := fmt.Sprintf("%q", records[0].StreamID)
+	n := 1
+	for i := 1; i < len(records); i++ {
+		if records[i].StreamID != records[i-1].StreamID {
+			names += fmt.Sprintf(", %q", records[i].StreamID)
+			n++
+		}
+	}
+	if n == 1 {
+		return "stream " + names
+	}
+	return "streams " + names
 }
 
 // allOwn reports whether every version the transaction wanted already holds the very
@@ -256,4 +336,47 @@ func (s *Store) Read(ctx context.Context, streamID string, fromVersion int64) ([
 		}
 	}
 	return records, nil
+}
+
+// ReadBackward implements eventstore.BackwardReader with strongly consistent Query
+// calls in descending version order. A Query's Limit caps the items it evaluates, and
+// a page also ends at 1 MB, so a page may come back short with more to read: it
+// follows LastEvaluatedKey, asking each time for no more than are still wanted, until
+// it has limit records or the stream's start.
+func (s *Store) ReadBackward(ctx context.Context, streamID string, beforeVersion int64, limit int) ([]eventstore.Record, error) {
+	if err := eventstore.ValidateReadBackward(streamID, beforeVersion, limit); err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		ConsistentRead:            aws.Bool(true),
+		ScanIndexForward:          aws.Bool(false),
+		KeyConditionExpression:    aws.String("#s = :s"),
+		ExpressionAttributeNames:  map[string]string{"#s": schema.EventsStreamID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: streamID}},
+	}
+	if beforeVersion > 0 {
+		in.KeyConditionExpression = aws.String("#s = :s AND #v < :v")
+		in.ExpressionAttributeNames["#v"] = schema.EventsVersion
+		in.ExpressionAttributeValues[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(beforeVersion, 10)}
+	}
+	var records []eventstore.Record
+	for {
+		in.Limit = aws.Int32(int32(limit - len(records)))
+		page, err := s.client.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: read stream %q backward: %w", streamID, err)
+		}
+		for _, item := range page.Items {
+			r, err := DecodeRecord(item)
+			if err != nil {
+				return nil, fmt.Errorf("dynamo: read stream %q backward: %w", streamID, err)
+			}
+			records = append(records, r)
+		}
+		if len(records) >= limit || len(page.LastEvaluatedKey) == 0 {
+			return records[:min(len(records), limit)], nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
 }

@@ -24,7 +24,10 @@ func newStore(t testing.TB) eventstore.Store {
 	return dynamo.New(client, table)
 }
 
-func TestContract(t *testing.T) { eventstoretest.Run(t, newStore) }
+func TestContract(t *testing.T) {
+	eventstoretest.RequireEveryCapability(t, newStore(t))
+	eventstoretest.Run(t, newStore)
+}
 
 func BenchmarkDynamo(b *testing.B) { eventstoretest.Bench(b, newStore) }
 
@@ -68,6 +71,101 @@ func TestOneEventIsOnePutAndSeveralAreOneTransaction(t *testing.T) {
 	}
 	if c.puts.Load() != 1 || c.transactions.Load() != 1 {
 		t.Errorf("%d puts and %d transactions, want 1 and 1", c.puts.Load(), c.transactions.Load())
+	}
+}
+
+func TestAppendStreamsIsOneTransaction(t *testing.T) {
+	c, s, _, _ := countingStore(t)
+	ctx := context.Background()
+	_, err := s.AppendStreams(ctx,
+		eventstore.StreamAppend{StreamID: "a", Events: []eventstore.Event{eventstoretest.Event("E", `1`)}},
+		eventstore.StreamAppend{StreamID: "b", Events: []eventstore.Event{eventstoretest.Event("E", `1`), eventstoretest.Event("E", `2`)}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One stream and one event is still a transaction: AppendStreams has one path.
+	if _, err := s.AppendStreams(ctx, eventstore.StreamAppend{StreamID: "c", Events: []eventstore.Event{eventstoretest.Event("E", `1`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if c.puts.Load() != 0 || c.transactions.Load() != 2 {
+		t.Errorf("%d puts and %d transactions, want 0 and 2", c.puts.Load(), c.transactions.Load())
+	}
+}
+
+// TestRetriedAppendStreamsOfOwnEventsSucceeds plays a retried transaction across
+// streams whose first attempt was written, after its idempotency token expired.
+func TestRetriedAppendStreamsOfOwnEventsSucceeds(t *testing.T) {
+	client, table := emulatortest.EventsTable(t)
+	s := dynamo.New(client, table)
+	ctx := context.Background()
+	appends := []eventstore.StreamAppend{
+		{StreamID: "a", Events: []eventstore.Event{eventstoretest.Event("E", `1`), eventstoretest.Event("E", `2`)}},
+		{StreamID: "b", Events: []eventstore.Event{eventstoretest.Event("E", `1`)}},
+	}
+	first, err := s.AppendStreams(ctx, appends...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appends[0].Events[0].RecordedAt, appends[0].Events[1].RecordedAt = first[0].RecordedAt, first[1].RecordedAt
+	appends[1].Events[0].RecordedAt = first[2].RecordedAt
+	if _, err := s.AppendStreams(ctx, appends...); err != nil {
+		t.Fatalf("re-append of the same events at the same versions: %v, want success", err)
+	}
+	// Stream a all its own, stream b another event: a conflict, and on b.
+	appends[1].Events = []eventstore.Event{eventstoretest.Event("E", `1`)}
+	_, err = s.AppendStreams(ctx, appends...)
+	var conflict *eventstore.ConflictError
+	if !errors.As(err, &conflict) || conflict.StreamID != "b" || conflict.ExpectedVersion != 0 {
+		t.Fatalf("own events on a, another on b: err = %v, want a ConflictError on b at 0", err)
+	}
+	for stream, want := range map[string]int{"a": 2, "b": 1} {
+		if recs, _ := s.Read(ctx, stream, 0); len(recs) != want {
+			t.Fatalf("stream %s holds %d events, want %d", stream, len(recs), want)
+		}
+	}
+}
+
+func TestBadMultiStreamInputNeverReachesDynamoDB(t *testing.T) {
+	c, s, _, _ := countingStore(t)
+	for _, tc := range eventstoretest.MultiBadInputs() {
+		if _, err := s.AppendStreams(context.Background(), tc.Appends...); !errors.Is(err, tc.Err) {
+			t.Errorf("%s: err = %v, want %v", tc.Name, err, tc.Err)
+		}
+	}
+	for _, tc := range eventstoretest.BackwardBadInputs() {
+		if _, err := s.ReadBackward(context.Background(), tc.StreamID, tc.Before, tc.Limit); !errors.Is(err, tc.Err) {
+			t.Errorf("%s: err = %v, want %v", tc.Name, err, tc.Err)
+		}
+	}
+	if n := c.total(); n != 0 {
+		t.Errorf("bad input made %d calls to DynamoDB, want 0", n)
+	}
+}
+
+// TestReadBackwardFollowsShortPages reads 20 items of 100 KB newest first: a Query
+// page ends at 1 MB, so the first comes back short of the limit, with more to read.
+func TestReadBackwardFollowsShortPages(t *testing.T) {
+	c, s, _, _ := countingStore(t)
+	eventstoretest.WriteLargeStream(t, s, "big")
+	before := c.queries.Load()
+	recs, err := s.ReadBackward(context.Background(), "big", 0, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 20 || recs[0].Version != eventstoretest.LargeStreamEvents || recs[19].Version != eventstoretest.LargeStreamEvents-19 {
+		t.Fatalf("read %d records, want 20 from version %d down", len(recs), eventstoretest.LargeStreamEvents)
+	}
+	if q := c.queries.Load() - before; q < 2 {
+		t.Errorf("read took %d Query calls, want at least 2 (one per 1 MB page)", q)
+	}
+	// A small page is one Query, however long the stream.
+	before = c.queries.Load()
+	if _, err := s.ReadBackward(context.Background(), "big", 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	if q := c.queries.Load() - before; q != 1 {
+		t.Errorf("a read of 3 records took %d Query calls, want 1", q)
 	}
 }
 
@@ -167,6 +265,9 @@ func TestCorruptItemIsReported(t *testing.T) {
 	}
 	if _, err := dynamo.New(client, table).Read(context.Background(), "s", 0); !errors.Is(err, eventstore.ErrCorruptRecord) {
 		t.Fatalf("err = %v, want ErrCorruptRecord", err)
+	}
+	if _, err := dynamo.New(client, table).ReadBackward(context.Background(), "s", 0, 10); !errors.Is(err, eventstore.ErrCorruptRecord) {
+		t.Fatalf("ReadBackward: err = %v, want ErrCorruptRecord", err)
 	}
 }
 

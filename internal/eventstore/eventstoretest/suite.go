@@ -19,7 +19,11 @@ import (
 // NewStore returns an empty store for one test.
 type NewStore func(t testing.TB) eventstore.Store
 
-// Run runs the contract suite against the stores newStore makes.
+// Run runs the contract suite against the stores newStore makes: the Store contract,
+// then the contracts of eventstore.MultiStreamStore and eventstore.BackwardReader,
+// whose tests are skipped for a store that does not implement them. A store meant to
+// implement them should also be checked with RequireEveryCapability, so that they
+// cannot be skipped unnoticed.
 func Run(t *testing.T, newStore NewStore) {
 	tests := []struct {
 		name string
@@ -39,6 +43,56 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
+	multi := []struct {
+		name string
+		run  func(*testing.T, eventstore.MultiStreamStore)
+	}{
+		{"AppendStreamsRoundTrip", testMultiRoundTrip},
+		{"AppendStreamsStaleVersionWritesNothing", testMultiStaleVersion},
+		{"AppendStreamsContentionOneWinnerPerRound", testMultiContention},
+		{"AppendStreamsSameStreamTwiceIsRefused", testMultiSameStreamTwice},
+		{"AppendStreamsBadInputIsRejected", testMultiBadInput},
+	}
+	for _, tc := range multi {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ok := newStore(t).(eventstore.MultiStreamStore)
+			if !ok {
+				t.Skip("the store does not implement eventstore.MultiStreamStore")
+			}
+			tc.run(t, s)
+		})
+	}
+	backward := []struct {
+		name string
+		run  func(*testing.T, eventstore.Store, eventstore.BackwardReader)
+	}{
+		{"ReadBackwardPages", testBackwardPages},
+		{"ReadBackwardUnknownStream", testBackwardUnknown},
+		{"ReadBackwardPastShortPages", testBackwardLarge},
+		{"ReadBackwardBadInputIsRejected", testBackwardBadInput},
+	}
+	for _, tc := range backward {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			r, ok := s.(eventstore.BackwardReader)
+			if !ok {
+				t.Skip("the store does not implement eventstore.BackwardReader")
+			}
+			tc.run(t, s, r)
+		})
+	}
+}
+
+// RequireEveryCapability fails the test unless s implements every optional interface
+// of package eventstore, whose contract tests Run would otherwise skip.
+func RequireEveryCapability(t testing.TB, s eventstore.Store) {
+	t.Helper()
+	if _, ok := s.(eventstore.MultiStreamStore); !ok {
+		t.Errorf("%T does not implement eventstore.MultiStreamStore", s)
+	}
+	if _, ok := s.(eventstore.BackwardReader); !ok {
+		t.Errorf("%T does not implement eventstore.BackwardReader", s)
 	}
 }
 
