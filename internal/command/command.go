@@ -13,6 +13,7 @@ import (
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/renter"
 )
 
 // Meta ties the events a command appends to what caused them.
@@ -35,9 +36,10 @@ type Result[S any] struct {
 
 // Handler executes commands against an event store. It is safe for concurrent use.
 type Handler struct {
-	store  eventstore.Store
-	policy eventstore.RetryPolicy
-	newID  func() string
+	store      eventstore.Store
+	policy     eventstore.RetryPolicy
+	newID      func() string
+	maxPending int
 }
 
 // Option configures a Handler.
@@ -46,12 +48,22 @@ type Option func(*Handler)
 // WithRetryPolicy sets how concurrency conflicts are retried.
 func WithRetryPolicy(p eventstore.RetryPolicy) Option { return func(h *Handler) { h.policy = p } }
 
+// WithMaxPending sets how many outstanding requests (requested or awaiting payment)
+// one renter may have at once (renter.DefaultMaxPending by default; below 1 keeps it).
+func WithMaxPending(n int) Option {
+	return func(h *Handler) {
+		if n >= 1 {
+			h.maxPending = n
+		}
+	}
+}
+
 // WithEventIDs sets how event ids are made (random UUIDs by default).
 func WithEventIDs(newID func() string) Option { return func(h *Handler) { h.newID = newID } }
 
 // New returns a Handler on store.
 func New(store eventstore.Store, opts ...Option) *Handler {
-	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID}
+	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending}
 	for _, o := range opts {
 		o(h)
 	}
@@ -65,10 +77,19 @@ func (h *Handler) Store() eventstore.Store { return h.store }
 // rental package's sentinel errors; a command that repeats one already applied
 // succeeds with no events appended. After repeated concurrency conflicts the error
 // matches eventstore.ErrRetriesExhausted.
+//
+// RequestBike is also counted against its renter's limit of outstanding requests: it
+// is refused with renter.ErrTooManyPendingRequests at the limit, and otherwise its
+// BikeRequested and the renter's RentalRequested are appended together, each at the
+// version it was decided on, so that two requests by one renter that read the same
+// renter state can never both succeed.
 func (h *Handler) Bike(ctx context.Context, c rental.Command, meta Meta) (Result[rental.Bike], error) {
 	bikeID, err := bikeOf(c)
 	if err != nil {
 		return Result[rental.Bike]{}, err
+	}
+	if req, ok := c.(rental.RequestBike); ok {
+		return h.requestBike(ctx, req, meta)
 	}
 	return run(ctx, h, bikes, rental.StreamID(bikeID), c, meta)
 }
@@ -221,27 +242,34 @@ func run[S any, E interface{ EventType() string }, C any](ctx context.Context, h
 		if err != nil {
 			return nil, err
 		}
-		out := make([]eventstore.Event, len(decided))
-		for i, e := range decided {
+		for _, e := range decided {
 			state = d.evolve(state, e)
-			data, err := json.Marshal(e)
-			if err != nil {
-				return nil, fmt.Errorf("command: encode %s: %w", e.EventType(), err)
-			}
-			correlation := meta.CorrelationID
-			if correlation == "" {
-				correlation = d.rental(e)
-			}
-			out[i] = eventstore.Event{
-				ID: h.newID(), Type: e.EventType(), Data: data, Tags: d.tags(e),
-				CorrelationID: correlation, CausationID: meta.CausationID,
-			}
 		}
 		after = state
-		return out, nil
+		return encode(h, d, decided, meta)
 	}, h.policy)
 	if err != nil {
 		return Result[S]{}, err
 	}
 	return Result[S]{State: after, Appended: appended}, nil
+}
+
+// encode turns a domain's decided events into events to append, tied to meta.
+func encode[S any, E interface{ EventType() string }, C any](h *Handler, d domain[S, E, C], decided []E, meta Meta) ([]eventstore.Event, error) {
+	out := make([]eventstore.Event, len(decided))
+	for i, e := range decided {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("command: encode %s: %w", e.EventType(), err)
+		}
+		correlation := meta.CorrelationID
+		if correlation == "" {
+			correlation = d.rental(e)
+		}
+		out[i] = eventstore.Event{
+			ID: h.newID(), Type: e.EventType(), Data: data, Tags: d.tags(e),
+			CorrelationID: correlation, CausationID: meta.CausationID,
+		}
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -11,13 +12,15 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/renter"
 )
 
 var ctx = context.Background()
 
 func TestEventsCarryTagsCorrelationAndCausation(t *testing.T) {
 	store := eventstore.NewMemory()
-	h := command.New(store, command.WithEventIDs(func() string { return "evt-fixed" }))
+	n := 0
+	h := command.New(store, command.WithEventIDs(func() string { n++; return fmt.Sprintf("evt-%d", n) }))
 	if _, err := h.Bike(ctx, rental.RegisterBike{BikeID: "b1"}, command.Meta{CausationID: "request:1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +29,15 @@ func TestEventsCarryTagsCorrelationAndCausation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State.Status != rental.StatusRequested || len(res.Appended) != 1 {
+	if res.State.Status != rental.StatusRequested || len(res.Appended) != 2 {
 		t.Fatalf("result = %+v", res)
 	}
 	r := res.Appended[0]
-	if r.ID != "evt-fixed" || r.Type != "BikeRequested" || r.Version != 2 || r.CausationID != "request:2" ||
+	if who := res.Appended[1]; who.StreamID != renter.StreamID("alice") || who.Type != "RentalRequested" || who.Version != 1 ||
+		who.CorrelationID != rentalID || who.CausationID != "request:2" || !slices.Equal(who.Tags, []string{"renter:alice", "rental:" + rentalID}) {
+		t.Errorf("renter record = %+v", who)
+	}
+	if r.ID != "evt-2" || r.Type != "BikeRequested" || r.Version != 2 || r.CausationID != "request:2" ||
 		r.CorrelationID != rentalID || !slices.Equal(r.Tags, []string{"bike:b1", "rental:" + rentalID}) {
 		t.Errorf("record = %+v", r)
 	}
