@@ -48,6 +48,9 @@ type Config struct {
 	Logger  *slog.Logger
 	// Now is the clock the webhook signatures are checked against.
 	Now func() time.Time
+	// OperatorScope is the token scope that opens operator routes
+	// (DefaultOperatorScope if empty).
+	OperatorScope string
 }
 
 // API handles HTTP API requests. It is safe for concurrent use.
@@ -63,6 +66,9 @@ func New(cfg Config) *API {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.OperatorScope == "" {
+		cfg.OperatorScope = DefaultOperatorScope
 	}
 	a := &API{cfg: cfg}
 	for _, rt := range a.table() {
@@ -84,13 +90,29 @@ func segmentsOf(pattern string) []segment {
 	return out
 }
 
-// Route is one route of the API. Operator routes must require AWS_IAM authorization
-// at the gateway; the others are for renters and for the payment provider, whose
-// webhooks are authenticated by their signature.
+// Access says who may call a route. On AWS the gateway enforces it before the
+// function runs (template.yaml declares the same per route, checked by a test); the
+// handler enforces it again from the claims the gateway passes.
+type Access string
+
+// Who may call a route.
+const (
+	// Public routes answer anyone, and their answers name nobody.
+	Public Access = "public"
+	// Webhook routes are the payment provider's, authenticated by their signature.
+	Webhook Access = "webhook"
+	// Renter routes need a valid token; its subject is the renter. Operators' tokens
+	// are valid too.
+	Renter Access = "renter"
+	// Operator routes need a valid token that carries the operator scope.
+	Operator Access = "operator"
+)
+
+// Route is one route of the API and who may call it.
 type Route struct {
-	Method   string
-	Pattern  string
-	Operator bool
+	Method  string
+	Pattern string
+	Access  Access
 }
 
 type route struct {
@@ -112,15 +134,16 @@ type segment struct {
 
 func (a *API) table() []route {
 	return []route{
-		{Route{http.MethodPut, "/bikes/{bikeId}", true}, a.registerBike},
-		{Route{http.MethodGet, "/bikes/{bikeId}", false}, a.getBike},
-		{Route{http.MethodPost, "/bikes/{bikeId}/return", true}, a.returnBike},
-		{Route{http.MethodPost, "/rentals", false}, a.requestBike},
-		{Route{http.MethodGet, "/rentals/{rentalId}", false}, a.getRental},
-		{Route{http.MethodPost, "/rentals/{rentalId}/cancel-payment", true}, a.cancelPayment},
-		{Route{http.MethodPost, "/payments/{paymentReference}/confirm", false}, a.confirmPayment},
-		{Route{http.MethodPost, "/payments/{paymentReference}/reject", false}, a.rejectPayment},
-		{Route{http.MethodGet, "/payments/pending", true}, a.pendingPayments},
+		{Route{http.MethodPut, "/bikes/{bikeId}", Operator}, a.registerBike},
+		{Route{http.MethodGet, "/bikes/{bikeId}", Public}, a.getBike},
+		{Route{http.MethodPost, "/bikes/{bikeId}/return", Operator}, a.returnBike},
+		{Route{http.MethodPost, "/rentals", Renter}, a.requestBike},
+		{Route{http.MethodGet, "/rentals", Renter}, a.listRentals},
+		{Route{http.MethodGet, "/rentals/{rentalId}", Renter}, a.getRental},
+		{Route{http.MethodPost, "/rentals/{rentalId}/cancel-payment", Operator}, a.cancelPayment},
+		{Route{http.MethodPost, "/payments/{paymentReference}/confirm", Webhook}, a.confirmPayment},
+		{Route{http.MethodPost, "/payments/{paymentReference}/reject", Webhook}, a.rejectPayment},
+		{Route{http.MethodGet, "/payments/pending", Operator}, a.pendingPayments},
 	}
 }
 
@@ -133,6 +156,20 @@ func Routes() []Route {
 	return out
 }
 
+// routing is the API's route table without handlers, for RouteFor.
+var routing = New(Config{})
+
+// RouteFor returns the route that serves method on path, as the handler would find
+// it, and false when none does. It lets the local gateway authorize a request by its
+// route exactly as API Gateway does on AWS.
+func RouteFor(method, path string) (Route, bool) {
+	rt, _, _ := routing.find(method, path)
+	if rt == nil {
+		return Route{}, false
+	}
+	return rt.Route, true
+}
+
 // request is one API call being handled.
 type request struct {
 	ctx       context.Context
@@ -140,6 +177,7 @@ type request struct {
 	params    []pathParam
 	requestID string
 	body      []byte
+	caller    caller
 }
 
 // param returns the value of the path parameter name, "" if the route has none.
@@ -202,6 +240,9 @@ func (a *API) dispatch(r *request, method, path string, pattern *string) respons
 	if rt != nil {
 		*pattern = rt.Pattern
 		r.params = params
+		if refused := a.authorize(r, rt.Access); refused != nil {
+			return *refused
+		}
 		body, failure := readBody(r.raw)
 		if failure != nil {
 			return *failure

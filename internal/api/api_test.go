@@ -51,6 +51,7 @@ type harness struct {
 	commands *command.Handler
 	logs     *syncBuffer
 	now      time.Time
+	query    map[string]string // sent with every request while set
 }
 
 type syncBuffer struct {
@@ -70,13 +71,13 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newHarness(t *testing.T, store eventstore.Store, canceller api.Canceller) *harness {
+func newHarness(t *testing.T, store eventstore.Store, canceller api.Canceller, opts ...command.Option) *harness {
 	t.Helper()
 	verifier, err := webhook.NewVerifier(secret, webhook.DefaultTolerance)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, store: store, commands: command.New(store), logs: &syncBuffer{}, now: time.Now()}
+	h := &harness{t: t, store: store, commands: command.New(store, opts...), logs: &syncBuffer{}, now: time.Now()}
 	h.api = api.New(api.Config{
 		Commands:  h.commands,
 		Webhook:   verifier,
@@ -99,6 +100,39 @@ func (r reply) str(key string) string { s, _ := r.body[key].(string); return s }
 
 var requestCount int
 
+// asHeader is not sent: the harness turns it into the verified claims API Gateway's
+// JWT authorizer would pass, as the renter it names. Without it a request is sent as
+// the operator "ops"; with anonymous, with no claims at all.
+const asHeader = "x-test-as"
+
+// as returns headers that send a request as renter, plus those of more.
+func as(renter string, more ...map[string]string) map[string]string {
+	h := map[string]string{asHeader: renter}
+	for _, m := range more {
+		for k, v := range m {
+			h[k] = v
+		}
+	}
+	return h
+}
+
+// anonymous sends a request without a token.
+var anonymous = map[string]string{asHeader: ""}
+
+// claims returns the authorizer context of a verified token of sub, with the
+// operator scope when operator.
+func claims(sub string, operator bool) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+	c := map[string]string{"sub": sub, "iss": "https://issuer.example", "aud": "bikerental"}
+	var scopes []string
+	if operator {
+		c["scope"] = api.DefaultOperatorScope
+		scopes = []string{api.DefaultOperatorScope}
+	}
+	return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+		JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: c, Scopes: scopes},
+	}
+}
+
 func (h *harness) do(method, path, body string, headers map[string]string) reply {
 	h.t.Helper()
 	requestCount++
@@ -116,7 +150,18 @@ func (h *harness) do(method, path, body string, headers map[string]string) reply
 	if body != "" {
 		req.Headers["content-type"] = "application/json"
 	}
+	req.RequestContext.Authorizer = claims("ops", true)
+	if h.query != nil {
+		req.QueryStringParameters = h.query
+	}
 	for k, v := range headers {
+		if k == asHeader {
+			req.RequestContext.Authorizer = nil
+			if v != "" {
+				req.RequestContext.Authorizer = claims(v, false)
+			}
+			continue
+		}
 		req.Headers[strings.ToLower(k)] = v
 	}
 	resp, err := h.api.Handle(context.Background(), req)
@@ -171,7 +216,7 @@ func (h *harness) streamLen(stream string) int {
 func (h *harness) rentBike(bikeID, renter string) string {
 	h.t.Helper()
 	h.do(http.MethodPut, "/bikes/"+bikeID, "", nil)
-	r := h.expect(http.MethodPost, "/rentals", fmt.Sprintf(`{"bikeId":%q,"renter":%q}`, bikeID, renter), nil, http.StatusAccepted)
+	r := h.expect(http.MethodPost, "/rentals", fmt.Sprintf(`{"bikeId":%q}`, bikeID), as(renter), http.StatusAccepted)
 	return r.str("rentalId")
 }
 
@@ -197,11 +242,11 @@ func TestBikes(t *testing.T) {
 		if n := h.streamLen(rental.StreamID("b1")); n != 1 {
 			t.Errorf("registering twice wrote %d events, want 1", n)
 		}
-		r = h.expect(http.MethodGet, "/bikes/b1", "", nil, http.StatusOK)
-		if r.str("status") != "available" {
+		r = h.expect(http.MethodGet, "/bikes/b1", "", anonymous, http.StatusOK)
+		if r.raw != `{"bikeId":"b1","available":true}` {
 			t.Errorf("GET bike: %s", r.raw)
 		}
-		h.expect(http.MethodGet, "/bikes/nope", "", nil, http.StatusNotFound)
+		h.expect(http.MethodGet, "/bikes/nope", "", anonymous, http.StatusNotFound)
 		r = h.expect(http.MethodPost, "/bikes/b1/return", "", nil, http.StatusConflict)
 		if !strings.Contains(r.str("detail"), "not rented") {
 			t.Errorf("return of an available bike: detail %q", r.str("detail"))
@@ -209,9 +254,15 @@ func TestBikes(t *testing.T) {
 		h.expect(http.MethodPost, "/bikes/nope/return", "", nil, http.StatusNotFound)
 
 		rentalID := h.rentBike("b1", "alice")
-		r = h.expect(http.MethodGet, "/bikes/b1", "", nil, http.StatusOK)
-		if r.str("status") != "requested" || r.str("rentalId") != rentalID || r.str("renter") != "alice" {
-			t.Errorf("GET requested bike: %s", r.raw)
+		// The public view names nobody, whoever asks; operators see who has the bike
+		// in the answers of their own routes.
+		for _, who := range []map[string]string{anonymous, as("bob"), as("alice"), nil} {
+			if r = h.expect(http.MethodGet, "/bikes/b1", "", who, http.StatusOK); r.raw != `{"bikeId":"b1","available":false}` {
+				t.Errorf("GET requested bike: %s", r.raw)
+			}
+		}
+		if r = h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusOK); r.str("status") != "requested" || r.str("rentalId") != rentalID || r.str("renter") != "alice" {
+			t.Errorf("PUT of a requested bike, as an operator: %s", r.raw)
 		}
 		approve(t, h, rentalID, "alice")
 		r = h.expect(http.MethodPost, "/bikes/b1/return", "", nil, http.StatusOK)
@@ -282,18 +333,19 @@ func TestBadInputNeverReachesTheStore(t *testing.T) {
 		}{
 			{"malformed JSON", "POST", "/rentals", `{"bikeId":"b1",`, nil, 400, "body"},
 			{"not an object", "POST", "/rentals", `["b1"]`, nil, 400, "body"},
-			{"unknown field", "POST", "/rentals", `{"bikeId":"b1","renter":"alice","price":0}`, nil, 400, "body"},
-			{"trailing data", "POST", "/rentals", `{"bikeId":"b1","renter":"alice"} {}`, nil, 400, "body"},
-			{"missing renter", "POST", "/rentals", `{"bikeId":"b1"}`, nil, 400, "renter"},
-			{"empty bike id", "POST", "/rentals", `{"bikeId":"","renter":"alice"}`, nil, 400, "bikeId"},
-			{"wrong type", "POST", "/rentals", `{"bikeId":7,"renter":"alice"}`, nil, 400, "body"},
-			{"renter with a space", "POST", "/rentals", `{"bikeId":"b1","renter":"al ice"}`, nil, 400, "renter"},
-			{"renter too long", "POST", "/rentals", `{"bikeId":"b1","renter":"` + long + `"}`, nil, 400, "renter"},
-			{"no body", "POST", "/rentals", ``, nil, 400, "body"},
-			{"bad idempotency key", "POST", "/rentals", `{"bikeId":"b1","renter":"alice"}`, map[string]string{"Idempotency-Key": "é"}, 400, "Idempotency-Key"},
-			{"text body", "POST", "/rentals", `bikeId=b1`, map[string]string{"Content-Type": "text/plain"}, 415, ""},
+			{"unknown field", "POST", "/rentals", `{"bikeId":"b1","price":0}`, as("alice"), 400, "body"},
+			{"a body that names the renter", "POST", "/rentals", `{"bikeId":"b1","renter":"bob"}`, as("alice"), 400, "body"},
+			{"trailing data", "POST", "/rentals", `{"bikeId":"b1"} {}`, as("alice"), 400, "body"},
+			{"trailing closing brackets", "POST", "/rentals", `{"bikeId":"b1"}]]]`, as("alice"), 400, "body"},
+			{"trailing garbage after white space", "POST", "/rentals", "{\"bikeId\":\"b1\"}\n\t x", as("alice"), 400, "body"},
+			{"missing bike id", "POST", "/rentals", `{}`, as("alice"), 400, "bikeId"},
+			{"empty bike id", "POST", "/rentals", `{"bikeId":""}`, as("alice"), 400, "bikeId"},
+			{"wrong type", "POST", "/rentals", `{"bikeId":7}`, as("alice"), 400, "body"},
+			{"no body", "POST", "/rentals", ``, as("alice"), 400, "body"},
+			{"bad idempotency key", "POST", "/rentals", `{"bikeId":"b1"}`, as("alice", map[string]string{"Idempotency-Key": "é"}), 400, "Idempotency-Key"},
+			{"text body", "POST", "/rentals", `bikeId=b1`, as("alice", map[string]string{"Content-Type": "text/plain"}), 415, ""},
 			{"form body", "PUT", "/bikes/b2", `a=b`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, ""},
-			{"body too large", "POST", "/rentals", `{"bikeId":"b1","renter":"` + strings.Repeat("a", api.MaxBodyBytes) + `"}`, nil, 413, ""},
+			{"body too large", "POST", "/rentals", `{"bikeId":"` + strings.Repeat("a", api.MaxBodyBytes) + `"}`, as("alice"), 413, ""},
 			{"bike id with a dot", "PUT", "/bikes/b.2", ``, nil, 400, "bikeId"},
 			{"bike id too long", "PUT", "/bikes/" + strings.Repeat("b", 37), ``, nil, 400, "bikeId"},
 			{"unknown field on register", "PUT", "/bikes/b3", `{"colour":"red"}`, nil, 400, "body"},
@@ -333,9 +385,9 @@ func TestBadInputNeverReachesTheStore(t *testing.T) {
 func TestRentals(t *testing.T) {
 	stores(t, func(t *testing.T, store eventstore.Store) {
 		h := newHarness(t, store, nil)
-		h.expect(http.MethodPost, "/rentals", `{"bikeId":"ghost","renter":"alice"}`, nil, http.StatusNotFound)
+		h.expect(http.MethodPost, "/rentals", `{"bikeId":"ghost"}`, as("alice"), http.StatusNotFound)
 		h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusCreated)
-		r := h.expect(http.MethodPost, "/rentals", `{"bikeId":"b1","renter":"alice"}`, nil, http.StatusAccepted)
+		r := h.expect(http.MethodPost, "/rentals", `{"bikeId":"b1"}`, as("alice"), http.StatusAccepted)
 		rentalID := r.str("rentalId")
 		if bike, err := rental.BikeIDOf(rentalID); err != nil || bike != "b1" {
 			t.Fatalf("rental id %q does not name bike b1: %v", rentalID, err)
@@ -343,7 +395,7 @@ func TestRentals(t *testing.T) {
 		if r.headers["Location"] != "/rentals/"+rentalID || r.str("status") != "requested" || r.str("paymentReference") != payment.ReferenceFor(rentalID) {
 			t.Errorf("POST /rentals: headers %v body %s", r.headers, r.raw)
 		}
-		r = h.expect(http.MethodPost, "/rentals", `{"bikeId":"b1","renter":"bob"}`, nil, http.StatusConflict)
+		r = h.expect(http.MethodPost, "/rentals", `{"bikeId":"b1"}`, as("bob"), http.StatusConflict)
 		if !strings.Contains(r.str("detail"), "not available") {
 			t.Errorf("second request: %s", r.raw)
 		}
@@ -374,7 +426,7 @@ func TestRentals(t *testing.T) {
 		}
 
 		// The bike's next rental does not show up in this one's history.
-		next := h.expect(http.MethodPost, "/rentals", `{"bikeId":"b1","renter":"bob"}`, nil, http.StatusAccepted).str("rentalId")
+		next := h.expect(http.MethodPost, "/rentals", `{"bikeId":"b1"}`, as("bob"), http.StatusAccepted).str("rentalId")
 		assertHistory(t, h.expect(http.MethodGet, "/rentals/"+rentalID, "", nil, http.StatusOK), "BikeRequested", "PaymentPrepared", "PaymentConfirmed", "RequestApproved", "BikeReturned")
 		assertHistory(t, h.expect(http.MethodGet, "/rentals/"+next, "", nil, http.StatusOK), "BikeRequested")
 
@@ -436,17 +488,17 @@ func TestIdempotencyKeyReturnsTheFirstAnswer(t *testing.T) {
 		h := newHarness(t, store, nil)
 		h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusCreated)
 		key := map[string]string{"Idempotency-Key": "order-42"}
-		body := `{"bikeId":"b1","renter":"alice"}`
-		first := h.expect(http.MethodPost, "/rentals", body, key, http.StatusAccepted)
-		again := h.expect(http.MethodPost, "/rentals", body, key, http.StatusAccepted)
+		body := `{"bikeId":"b1"}`
+		first := h.expect(http.MethodPost, "/rentals", body, as("alice", key), http.StatusAccepted)
+		again := h.expect(http.MethodPost, "/rentals", body, as("alice", key), http.StatusAccepted)
 		if first.raw != again.raw || first.headers["Location"] != again.headers["Location"] {
 			t.Errorf("retry answered %s, first answer was %s", again.raw, first.raw)
 		}
 		if n := h.streamLen(rental.StreamID("b1")); n != 2 {
 			t.Errorf("bike stream has %d events, want 2 (registered, requested once)", n)
 		}
-		h.expect(http.MethodPost, "/rentals", body, map[string]string{"Idempotency-Key": "order-43"}, http.StatusConflict)
-		h.expect(http.MethodPost, "/rentals", body, nil, http.StatusConflict)
+		h.expect(http.MethodPost, "/rentals", body, as("alice", map[string]string{"Idempotency-Key": "order-43"}), http.StatusConflict)
+		h.expect(http.MethodPost, "/rentals", body, as("alice"), http.StatusConflict)
 	})
 }
 
@@ -551,10 +603,11 @@ func TestConcurrentRequestsForOneBike(t *testing.T) {
 				req := events.APIGatewayV2HTTPRequest{
 					RawPath: "/rentals",
 					Headers: map[string]string{"content-type": "application/json"},
-					Body:    fmt.Sprintf(`{"bikeId":"b1","renter":"renter-%d"}`, i),
+					Body:    `{"bikeId":"b1"}`,
 					RequestContext: events.APIGatewayV2HTTPRequestContext{
-						RequestID: fmt.Sprintf("concurrent-%d", i),
-						HTTP:      events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/rentals"},
+						Authorizer: claims(fmt.Sprintf("renter-%d", i), false),
+						RequestID:  fmt.Sprintf("concurrent-%d", i),
+						HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/rentals"},
 					},
 				}
 				<-start
@@ -682,7 +735,7 @@ func TestPendingPayments(t *testing.T) {
 		t.Errorf("pending: %s", r.raw)
 	}
 	req := events.APIGatewayV2HTTPRequest{RawPath: "/payments/pending", QueryStringParameters: map[string]string{"limit": "1"},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "q", HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}}}
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "q", Authorizer: claims("ops", true), HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}}}
 	resp, _ := h.api.Handle(context.Background(), req)
 	if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"count":1`) || fake.limits[len(fake.limits)-1] != 1 {
 		t.Errorf("limit=1: %d %s", resp.StatusCode, resp.Body)

@@ -16,6 +16,7 @@ import (
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalview"
+	"github.com/bikerental/bikerental/internal/renter"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -74,12 +75,14 @@ func errorResponse(err error) response {
 		{webhook.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
 		{rental.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
 		{payment.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
+		{renter.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
 		{eventstore.ErrInvalidInput, http.StatusBadRequest, "invalid-request"},
 		{rental.ErrBikeNotRegistered, http.StatusNotFound, "bike-not-found"},
 		{payment.ErrPaymentNotFound, http.StatusNotFound, "payment-not-found"},
 		{rentalview.ErrNotFound, http.StatusNotFound, "rental-not-found"},
 		{rental.ErrBikeUnavailable, http.StatusConflict, "bike-unavailable"},
 		{rental.ErrRentalIDInUse, http.StatusConflict, "rental-id-in-use"},
+		{renter.ErrTooManyPendingRequests, http.StatusConflict, "too-many-pending-requests"},
 		{rental.ErrNoPendingRequest, http.StatusConflict, "no-pending-request"},
 		{rental.ErrRequestAlreadyApproved, http.StatusConflict, "request-already-approved"},
 		{rental.ErrBikeNotRented, http.StatusConflict, "bike-not-rented"},
@@ -131,7 +134,7 @@ func transient(err error) bool {
 // full message, which names the field. Other internals never reach the client.
 func detailOf(err, target error) string {
 	switch target {
-	case rental.ErrInvalidCommand, payment.ErrInvalidCommand, eventstore.ErrInvalidInput:
+	case rental.ErrInvalidCommand, payment.ErrInvalidCommand, renter.ErrInvalidCommand, eventstore.ErrInvalidInput:
 		return err.Error()
 	case webhook.ErrUnauthorized:
 		return "the Payment-Signature header is missing, malformed, stale or wrong"
@@ -171,7 +174,9 @@ func decodeJSON(r *request, v any, emptyOK bool) *response {
 		resp := invalid(InvalidParam{Name: "body", Reason: jsonReason(err)})
 		return &resp
 	}
-	if dec.More() {
+	// Only white space may follow the value: json.Decoder.More would let a stray
+	// closing bracket through.
+	if len(bytes.Trim(r.body[dec.InputOffset():], " \t\r\n")) > 0 {
 		resp := invalid(InvalidParam{Name: "body", Reason: "unexpected data after the JSON object"})
 		return &resp
 	}

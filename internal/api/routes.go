@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,12 +18,19 @@ import (
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
-// BikeView is the JSON form of a bike.
+// BikeView is the JSON form of a bike as operators see it.
 type BikeView struct {
 	BikeID   string `json:"bikeId"`
 	Status   string `json:"status"`
 	RentalID string `json:"rentalId,omitempty"`
 	Renter   string `json:"renter,omitempty"`
+}
+
+// BikeAvailability is the public JSON form of a bike, GET /bikes/{bikeId}: whether
+// it can be requested, and nothing about who has it.
+type BikeAvailability struct {
+	BikeID    string `json:"bikeId"`
+	Available bool   `json:"available"`
 }
 
 func bikeView(b rental.Bike) BikeView {
@@ -36,10 +44,10 @@ type ReturnRequest struct {
 	RentalID string `json:"rentalId,omitempty"`
 }
 
-// RentalRequest is the body of POST /rentals.
+// RentalRequest is the body of POST /rentals. The renter is the caller, the token's
+// subject: a body that names one is refused as an unknown field.
 type RentalRequest struct {
 	BikeID string `json:"bikeId"`
-	Renter string `json:"renter"`
 }
 
 // RentalAccepted is the answer to POST /rentals.
@@ -126,7 +134,7 @@ func (a *API) getBike(r *request) response {
 	if !bike.Registered {
 		return errorResponse(rental.ErrBikeNotRegistered)
 	}
-	return jsonResponse(http.StatusOK, bikeView(bike))
+	return jsonResponse(http.StatusOK, BikeAvailability{BikeID: bike.ID, Available: bike.Status == rental.StatusAvailable})
 }
 
 func (a *API) returnBike(r *request) response {
@@ -159,9 +167,6 @@ func (a *API) requestBike(r *request) response {
 	if !rental.ValidBikeID(body.BikeID) {
 		params = append(params, InvalidParam{Name: "bikeId", Reason: fmt.Sprintf("required, 1 to %d characters of A-Z, a-z, 0-9, _ or -", rental.MaxBikeIDLength)})
 	}
-	if !ident.Valid(body.Renter) {
-		params = append(params, InvalidParam{Name: "renter", Reason: "required, must match " + ident.Pattern})
-	}
 	key := r.header("Idempotency-Key")
 	if key != "" && !validKey(key) {
 		params = append(params, InvalidParam{Name: "Idempotency-Key", Reason: fmt.Sprintf("must be 1 to %d printable ASCII characters", MaxIdempotencyKeyLength)})
@@ -169,22 +174,23 @@ func (a *API) requestBike(r *request) response {
 	if len(params) > 0 {
 		return invalid(params...)
 	}
+	renter := r.caller.subject
 	// With an Idempotency-Key the rental id is derived from it, so a retry asks for
 	// the same rental and the decider recognises it: the first answer comes back.
 	var suffix string
 	if key != "" {
-		suffix = ident.Derived(rental.RentalSuffixLength, body.BikeID, body.Renter, key)
+		suffix = ident.Derived(rental.RentalSuffixLength, body.BikeID, renter, key)
 	} else {
 		suffix = ident.Random(rental.RentalSuffixLength)
 	}
 	rentalID := rental.NewRentalID(body.BikeID, suffix)
 	meta := r.meta()
 	meta.CorrelationID = rentalID
-	if _, err := a.cfg.Commands.Bike(r.ctx, rental.RequestBike{BikeID: body.BikeID, Renter: body.Renter, RentalID: rentalID}, meta); err != nil {
+	if _, err := a.cfg.Commands.Bike(r.ctx, rental.RequestBike{BikeID: body.BikeID, Renter: renter, RentalID: rentalID}, meta); err != nil {
 		return errorResponse(err)
 	}
 	resp := jsonResponse(http.StatusAccepted, RentalAccepted{
-		RentalID: rentalID, BikeID: body.BikeID, Renter: body.Renter,
+		RentalID: rentalID, BikeID: body.BikeID, Renter: renter,
 		Status: string(rentalview.StatusRequested), PaymentReference: payment.ReferenceFor(rentalID),
 	})
 	resp.headers["Location"] = "/rentals/" + rentalID
@@ -203,19 +209,97 @@ func validKey(k string) bool {
 	return true
 }
 
+// getRental answers a rental's view to its renter and to operators. Another
+// renter's rental answers exactly as one that does not exist.
 func (a *API) getRental(r *request) response {
 	id, bad := idParam(r, "rentalId")
 	if bad != nil {
 		return *bad
 	}
 	view, err := rentalview.Load(r.ctx, a.cfg.Commands.Store(), id)
-	if errors.Is(err, rental.ErrInvalidRentalID) {
+	if errors.Is(err, rental.ErrInvalidRentalID) || errors.Is(err, rentalview.ErrNotFound) ||
+		err == nil && !r.caller.operator && view.Renter != r.caller.subject {
 		return errorResponse(fmt.Errorf("%w: %s", rentalview.ErrNotFound, id))
 	}
 	if err != nil {
 		return errorResponse(err)
 	}
 	return jsonResponse(http.StatusOK, view)
+}
+
+// Rental-list paging limits.
+const (
+	DefaultRentalsLimit = 20
+	MaxRentalsLimit     = command.MaxRentalsPage
+)
+
+// RentalSummary is one rental in GET /rentals.
+type RentalSummary struct {
+	RentalID    string    `json:"rentalId"`
+	BikeID      string    `json:"bikeId"`
+	RequestedAt time.Time `json:"requestedAt"`
+}
+
+// RentalList is the answer to GET /rentals: the caller's rentals, newest first, and
+// the cursor of the next page, absent on the last.
+type RentalList struct {
+	Rentals    []RentalSummary `json:"rentals"`
+	NextCursor string          `json:"nextCursor,omitempty"`
+}
+
+// listRentals answers the caller's own rentals a page at a time, from the caller's
+// renter stream alone. The cursor is opaque to clients; it is the place in that
+// stream to continue from, so a cursor can only ever page through the caller's own.
+func (a *API) listRentals(r *request) response {
+	var params []InvalidParam
+	limit := DefaultRentalsLimit
+	if v, ok := r.raw.QueryStringParameters["limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxRentalsLimit {
+			params = append(params, InvalidParam{Name: "limit", Reason: fmt.Sprintf("a whole number from 1 to %d", MaxRentalsLimit)})
+		}
+		limit = n
+	}
+	var before int64
+	if v, ok := r.raw.QueryStringParameters["cursor"]; ok {
+		var err error
+		if before, err = decodeCursor(v); err != nil {
+			params = append(params, InvalidParam{Name: "cursor", Reason: "not a cursor this API gave out"})
+		}
+	}
+	if len(params) > 0 {
+		return invalid(params...)
+	}
+	rentals, err := a.cfg.Commands.RenterRentals(r.ctx, r.caller.subject, before, limit)
+	if err != nil {
+		return errorResponse(err)
+	}
+	out := RentalList{Rentals: make([]RentalSummary, len(rentals))}
+	for i, x := range rentals {
+		out.Rentals[i] = RentalSummary{RentalID: x.RentalID, BikeID: x.BikeID, RequestedAt: x.RequestedAt}
+	}
+	if n := len(rentals); n == limit && rentals[n-1].Version > 1 {
+		out.NextCursor = encodeCursor(rentals[n-1].Version)
+	}
+	return jsonResponse(http.StatusOK, out)
+}
+
+// encodeCursor and decodeCursor turn a place in a renter's stream into the opaque
+// cursor of GET /rentals and back.
+func encodeCursor(version int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("v" + strconv.FormatInt(version, 10)))
+}
+
+func decodeCursor(s string) (int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) < 2 || raw[0] != 'v' {
+		return 0, errors.New("malformed cursor")
+	}
+	v, err := strconv.ParseInt(string(raw[1:]), 10, 64)
+	if err != nil || v < 2 {
+		return 0, errors.New("malformed cursor")
+	}
+	return v, nil
 }
 
 func (a *API) cancelPayment(r *request) response {

@@ -37,7 +37,25 @@ const (
 	sampleBike   = "bike-42"
 	sampleRenter = "alice"
 	sampleKey    = "3c0b6a2e-rental-request-1"
+	// sampleOperatorClient is the operator app client whose client-credentials
+	// token calls the operator routes: its id is the token's subject.
+	sampleOperatorClient = "5ktl2o8fl6ga3bcu7rpvmjqh1n"
+	sampleRenterClient   = "3n4b5urk1ft4fl3mg5e62d9ado"
+	sampleIssuer         = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EXAMPLE42"
 )
+
+// sampleClaims is the authorizer context API Gateway's JWT authorizer passes for a
+// Cognito access token of sub with scope: every claim as a string, and the scopes.
+func sampleClaims(sub, client, scope string) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
+	iat := sampleTime.Add(-5 * time.Minute).Unix()
+	return &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+		Claims: map[string]string{
+			"sub": sub, "iss": sampleIssuer, "client_id": client, "token_use": "access", "scope": scope,
+			"auth_time": fmt.Sprint(iat), "iat": fmt.Sprint(iat), "exp": fmt.Sprint(iat + 3600), "jti": "0b0c5d6e-sample-token",
+		},
+		Scopes: strings.Fields(scope),
+	}}
+}
 
 var (
 	sampleTime   = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -48,7 +66,7 @@ var (
 type sample struct {
 	file, method, route, path, body string
 	headers                         map[string]string
-	iam                             bool // an operator route: API Gateway has checked AWS_IAM
+	caller                          api.Access // Renter or Operator: the claims API Gateway's JWT authorizer verified
 	setup                           func(h *harness)
 	canceller                       api.Canceller
 	pending                         api.PendingLister
@@ -59,22 +77,23 @@ func samples() []sample {
 	register := func(h *harness) { h.expect("PUT", "/bikes/"+sampleBike, "", nil, http.StatusCreated) }
 	request := func(h *harness) {
 		register(h)
-		h.expect("POST", "/rentals", fmt.Sprintf(`{"bikeId":%q,"renter":%q}`, sampleBike, sampleRenter), map[string]string{"Idempotency-Key": sampleKey}, http.StatusAccepted)
+		h.expect("POST", "/rentals", fmt.Sprintf(`{"bikeId":%q}`, sampleBike), as(sampleRenter, map[string]string{"Idempotency-Key": sampleKey}), http.StatusAccepted)
 	}
 	prepared := func(h *harness) { request(h); h.prepare(sampleRental) }
 	rented := func(h *harness) { request(h); approve(h.t, h, sampleRental, sampleRenter) }
 	confirmBody := `{}`
 	rejectBody := `{"reason":"card declined"}`
 	return []sample{
-		{file: "register-bike.json", method: "PUT", route: "/bikes/{bikeId}", path: "/bikes/" + sampleBike, iam: true, status: 201},
+		{file: "register-bike.json", method: "PUT", route: "/bikes/{bikeId}", path: "/bikes/" + sampleBike, caller: api.Operator, status: 201},
 		{file: "get-bike.json", method: "GET", route: "/bikes/{bikeId}", path: "/bikes/" + sampleBike, setup: register, status: 200},
-		{file: "return-bike.json", method: "POST", route: "/bikes/{bikeId}/return", path: "/bikes/" + sampleBike + "/return", iam: true, setup: rented, status: 200},
+		{file: "return-bike.json", method: "POST", route: "/bikes/{bikeId}/return", path: "/bikes/" + sampleBike + "/return", caller: api.Operator, setup: rented, status: 200},
 		{file: "request-rental.json", method: "POST", route: "/rentals", path: "/rentals",
-			body:    fmt.Sprintf(`{"bikeId":%q,"renter":%q}`, sampleBike, sampleRenter),
-			headers: map[string]string{"content-type": "application/json", "idempotency-key": sampleKey}, setup: register, status: 202},
-		{file: "get-rental.json", method: "GET", route: "/rentals/{rentalId}", path: "/rentals/" + sampleRental, setup: prepared, status: 200},
+			body:    fmt.Sprintf(`{"bikeId":%q}`, sampleBike),
+			headers: map[string]string{"content-type": "application/json", "idempotency-key": sampleKey}, caller: api.Renter, setup: register, status: 202},
+		{file: "list-rentals.json", method: "GET", route: "/rentals", path: "/rentals", caller: api.Renter, setup: prepared, status: 200},
+		{file: "get-rental.json", method: "GET", route: "/rentals/{rentalId}", path: "/rentals/" + sampleRental, caller: api.Renter, setup: prepared, status: 200},
 		{file: "cancel-payment.json", method: "POST", route: "/rentals/{rentalId}/cancel-payment", path: "/rentals/" + sampleRental + "/cancel-payment",
-			iam: true, setup: prepared, canceller: &fakeCanceller{outcome: rentalpayment.OutcomeCancelled}, status: 200},
+			caller: api.Operator, setup: prepared, canceller: &fakeCanceller{outcome: rentalpayment.OutcomeCancelled}, status: 200},
 		{file: "confirm-payment.json", method: "POST", route: "/payments/{paymentReference}/confirm", path: "/payments/" + sampleRef + "/confirm",
 			body:    confirmBody,
 			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(confirmBody), sampleTime)},
@@ -83,7 +102,7 @@ func samples() []sample {
 			body:    rejectBody,
 			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(rejectBody), sampleTime)},
 			setup:   prepared, status: 200},
-		{file: "pending-payments.json", method: "GET", route: "/payments/pending", path: "/payments/pending", iam: true,
+		{file: "pending-payments.json", method: "GET", route: "/payments/pending", path: "/payments/pending", caller: api.Operator,
 			pending: &fakePending{rows: []deadline.Pending{{Reference: sampleRef, RentalID: sampleRental, PreparedAt: sampleTime.Add(-20 * time.Minute)}}}, status: 200},
 	}
 }
@@ -130,11 +149,11 @@ func (s sample) event() events.APIGatewayV2HTTPRequest {
 			Method: s.method, Path: s.path, Protocol: "HTTP/1.1", SourceIP: "203.0.113.10", UserAgent: "curl/8.5.0",
 		},
 	}
-	if s.iam {
-		ctx.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
-			AccessKey: "ASIAEXAMPLEOPERATOR1", AccountID: "123456789012", CallerID: "AROAEXAMPLEOPERATOR:operator",
-			UserARN: "arn:aws:sts::123456789012:assumed-role/BikeRentalOperator/operator", UserID: "AROAEXAMPLEOPERATOR:operator",
-		}}
+	switch s.caller {
+	case api.Renter:
+		ctx.Authorizer = sampleClaims(sampleRenter, sampleRenterClient, "aws.cognito.signin.user.admin")
+	case api.Operator:
+		ctx.Authorizer = sampleClaims(sampleOperatorClient, sampleOperatorClient, api.DefaultOperatorScope)
 	}
 	return events.APIGatewayV2HTTPRequest{
 		Version: "2.0", RouteKey: routeKey, RawPath: s.path, Headers: headers,
@@ -204,8 +223,7 @@ func sampleJSON(e events.APIGatewayV2HTTPRequest) ([]byte, error) {
 	rc := m["requestContext"].(map[string]any)
 	delete(rc, "authentication")
 	if auth, ok := rc["authorizer"].(map[string]any); ok {
-		iam := auth["iam"].(map[string]any)
-		iam["cognitoIdentity"], iam["principalOrgId"] = nil, nil
+		delete(auth, "iam")
 	}
 	return json.MarshalIndent(m, "", "  ")
 }

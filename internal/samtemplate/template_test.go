@@ -269,9 +269,21 @@ func TestFunctionsReadExactlyTheirTemplateEnvironment(t *testing.T) {
 	}
 }
 
+// TestRoutesAgreeWithTheAPI checks that the template declares every route the
+// handler serves, and no other, each with the gateway authorization its access
+// needs: no authorizer for public routes and webhooks, the JWT authorizer for renter
+// routes, and the JWT authorizer with the operator scope for operator routes.
 func TestRoutesAgreeWithTheAPI(t *testing.T) {
 	tpl := load(t)
-	got := map[string]bool{}
+	authorizers := tpl.Resource("HttpApi").Get("Properties", "Auth")
+	if got := authorizers.Get("DefaultAuthorizer").Str(); got != "TokenAuthorizer" {
+		t.Errorf("the HTTP API's default authorizer is %q, want TokenAuthorizer, so that a route without Auth is closed", got)
+	}
+	jwt := authorizers.Get("Authorizers", "TokenAuthorizer")
+	if jwt.Get("IdentitySource").Str() != "$request.header.Authorization" || !jwt.Get("JwtConfiguration", "issuer").Exists() || !jwt.Get("JwtConfiguration", "audience").Exists() {
+		t.Errorf("TokenAuthorizer is not a JWT authorizer on the Authorization header with an issuer and audience")
+	}
+	got := map[string]api.Access{}
 	fn := tpl.Resource("CommandFunction").Get("Properties", "Events")
 	for _, name := range fn.Keys() {
 		ev := fn.Get(name)
@@ -279,19 +291,34 @@ func TestRoutesAgreeWithTheAPI(t *testing.T) {
 			continue
 		}
 		p := ev.Get("Properties")
-		got[p.Get("Method").Str()+" "+p.Get("Path").Str()] = p.Get("Auth", "Authorizer").Str() == "AWS_IAM"
+		route := p.Get("Method").Str() + " " + p.Get("Path").Str()
+		auth := p.Get("Auth")
+		switch scopes := auth.Get("AuthorizationScopes").Items(); {
+		case auth.Get("Authorizer").Str() == "NONE" && len(scopes) == 0:
+			got[route] = api.Public
+		case auth.Get("Authorizer").Str() == "TokenAuthorizer" && len(scopes) == 0:
+			got[route] = api.Renter
+		case auth.Get("Authorizer").Str() == "TokenAuthorizer" && len(scopes) == 1 && scopes[0].Tag() == "!Ref" && scopes[0].Str() == "OperatorScope":
+			got[route] = api.Operator
+		default:
+			t.Errorf("route %s: its Auth is none of the three the API's routes need", route)
+		}
 	}
-	want := map[string]bool{}
+	want := map[string]api.Access{}
 	for _, r := range api.Routes() {
-		want[r.Method+" "+r.Pattern] = r.Operator
+		access := r.Access
+		if access == api.Webhook { // signed, not authorized by the gateway
+			access = api.Public
+		}
+		want[r.Method+" "+r.Pattern] = access
 	}
-	for route, operator := range want {
-		iam, ok := got[route]
+	for route, access := range want {
+		declared, ok := got[route]
 		switch {
 		case !ok:
 			t.Errorf("the template lacks route %s", route)
-		case iam != operator:
-			t.Errorf("route %s: AWS_IAM %v, but operator route %v", route, iam, operator)
+		case declared != access:
+			t.Errorf("route %s: the template authorizes it as %s, the API serves it as %s", route, declared, access)
 		}
 	}
 	for route := range got {

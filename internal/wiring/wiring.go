@@ -53,6 +53,12 @@ const (
 	// EnvMetricsService is the Service dimension of the sweep's metrics, which tells
 	// deployments apart ("bikerental").
 	EnvMetricsService = "METRICS_SERVICE"
+	// EnvMaxPendingPerRenter is how many outstanding requests one renter may have at
+	// once (1); the command function reads it.
+	EnvMaxPendingPerRenter = "MAX_PENDING_PER_RENTER"
+	// EnvOperatorScope is the token scope that opens operator routes
+	// (bikerental/operator); the command function reads it.
+	EnvOperatorScope = "OPERATOR_SCOPE"
 )
 
 // DefaultPrice is the price of a rental when none is configured.
@@ -188,13 +194,13 @@ type Service struct {
 
 // Core wires the parts every function shares: the event store, the command handler,
 // the rental-payment process and (when PENDING_TABLE is set) the projection. It
-// needs no secret.
-func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger) (*Service, error) {
+// needs no secret. opts configure the command handler.
+func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger, opts ...command.Option) (*Service, error) {
 	store, err := EventStore(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	commands := command.New(store)
+	commands := command.New(store, opts...)
 	process, err := Process(store, commands, getenv, logger)
 	if err != nil {
 		return nil, err
@@ -205,6 +211,9 @@ func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger) (*Service, error) 
 	}
 	return &Service{Store: store, Commands: commands, Process: process, Projection: projection}, nil
 }
+
+// Int reads a whole-number setting, def when unset; it must be at least 1.
+func Int(getenv Getenv, name string, def int) (int, error) { return intSetting(getenv, name, def) }
 
 // Required reads a setting that must be set; an empty one is an error wrapping
 // ErrMissingSetting.

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/renter"
 	"github.com/bikerental/bikerental/internal/webhook"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -48,7 +50,11 @@ func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv wiring.Ge
 
 // Build wires every part, the HTTP API included, which needs the webhook secret.
 func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger) (*wiring.Service, error) {
-	s, err := wiring.Core(cfg, getenv, logger)
+	maxPending, err := wiring.Int(getenv, wiring.EnvMaxPendingPerRenter, renter.DefaultMaxPending)
+	if err != nil {
+		return nil, err
+	}
+	s, err := wiring.Core(cfg, getenv, logger, command.WithMaxPending(maxPending))
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +62,8 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger}
+	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger,
+		OperatorScope: getenv(wiring.EnvOperatorScope)}
 	if s.Projection != nil {
 		apiCfg.Pending = s.Projection
 	}
