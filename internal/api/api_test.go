@@ -18,6 +18,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/apicontract"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
@@ -167,6 +168,9 @@ func (h *harness) do(method, path, body string, headers map[string]string) reply
 	resp, err := h.api.Handle(context.Background(), req)
 	if err != nil {
 		h.t.Fatalf("%s %s: Handle returned an error: %v", method, path, err)
+	}
+	if err := apicontract.MustLoad(h.t).ValidateEvent(req, resp); err != nil {
+		h.t.Errorf("%s %s: the answer breaks api/openapi.yaml: %v", method, path, err)
 	}
 	out := reply{status: resp.StatusCode, headers: resp.Headers, raw: resp.Body}
 	if resp.Headers["X-Request-Id"] != req.RequestContext.RequestID {

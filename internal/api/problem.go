@@ -24,6 +24,10 @@ import (
 // lists them.
 const problemBase = "https://github.com/bikerental/bikerental/blob/main/README.md#problem-"
 
+// ProblemType returns the type URI of the problem this API names name, such as
+// "unauthenticated", for the local gateway's own refusals.
+func ProblemType(name string) string { return problemBase + name }
+
 // Problem is an RFC 9457 problem details body.
 type Problem struct {
 	Type          string         `json:"type"`

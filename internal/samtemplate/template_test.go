@@ -22,6 +22,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/apicontract"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/samtemplate"
@@ -516,5 +517,52 @@ func TestSamconfigOverridesTemplateParameters(t *testing.T) {
 	}
 	if stages < 2 {
 		t.Errorf("samconfig.toml has %d stages with parameter overrides, want a default and at least one more", stages)
+	}
+}
+
+// TestTheOpenAPIDocumentDescribesEveryRoute checks the third side of the contract:
+// api/openapi.yaml describes exactly the routes the handler serves (the test above
+// checks the template against the same table), each with the security its access
+// needs.
+func TestTheOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
+	doc := apicontract.MustLoad(t)
+	var want []string
+	access := map[string]api.Access{}
+	for _, r := range api.Routes() {
+		key := r.Method + " " + r.Pattern
+		want = append(want, key)
+		access[key] = r.Access
+	}
+	slices.Sort(want)
+	if got := doc.Routes(); !slices.Equal(got, want) {
+		t.Fatalf("api/openapi.yaml describes %v, the handler serves %v", got, want)
+	}
+	for key, a := range access {
+		method, path, _ := strings.Cut(key, " ")
+		op := doc.Document().Paths.Find(path).GetOperation(method)
+		var schemes []string
+		if op.Security != nil {
+			for _, req := range *op.Security {
+				for name, scopes := range req {
+					schemes = append(schemes, name+fmt.Sprint(scopes))
+				}
+			}
+		}
+		slices.Sort(schemes)
+		var wantSchemes []string
+		switch a {
+		case api.Renter:
+			// Any token; a route that also serves operators (reading any rental)
+			// says so with the operator scheme beside the bearer one.
+			wantSchemes = []string{"bearer[]"}
+			if len(schemes) == 2 {
+				wantSchemes = append(wantSchemes, "operator["+api.DefaultOperatorScope+"]")
+			}
+		case api.Operator:
+			wantSchemes = []string{"operator[" + api.DefaultOperatorScope + "]"}
+		}
+		if op.Security == nil || !slices.Equal(schemes, wantSchemes) {
+			t.Errorf("%s (%s): the document's security is %v, want %v", key, a, schemes, wantSchemes)
+		}
 	}
 }
