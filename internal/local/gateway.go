@@ -6,8 +6,11 @@ package local
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -16,6 +19,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/ident"
 )
 
@@ -23,11 +28,24 @@ import (
 // without reaching the handler, as on AWS.
 const MaxPayloadBytes = 10 * 1024 * 1024
 
-// Gateway is an http.Handler that plays API Gateway's HTTP API with a $default route
-// to one Lambda function: each request becomes a payload 2.0 event, and the function's
-// response becomes the HTTP response.
+// Gateway is an http.Handler that plays API Gateway's HTTP API in front of one Lambda
+// function: each request becomes a payload 2.0 event, and the function's response
+// becomes the HTTP response. Like the deployed API's JWT authorizer, it checks the
+// bearer token of every route that needs one (api.Renter and api.Operator routes)
+// before the function runs, answering 401 or 403 itself, and passes the verified
+// claims in the event's request context; requests on no route go to the function,
+// which answers 404 or 405.
 type Gateway struct {
 	Function Invoker
+	// Authorizer checks bearer tokens. While nil, every route that needs a token is
+	// refused with 401.
+	Authorizer *auth.Authorizer
+	// OperatorScope is the scope operator routes require (api.DefaultOperatorScope
+	// if empty), as the template's AuthorizationScopes.
+	OperatorScope string
+	// Logger receives one line per refused token, with the reason (never the
+	// token); nil logs nothing.
+	Logger *slog.Logger
 }
 
 // ServeHTTP implements http.Handler.
@@ -41,8 +59,13 @@ func (g Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"message":"Request Entity Too Large"}`, http.StatusRequestEntityTooLarge)
 		return
 	}
+	event := Event(r, body, time.Now())
+	if refused := g.authorize(r, &event); refused != nil {
+		refused.write(w)
+		return
+	}
 	var resp events.APIGatewayV2HTTPResponse
-	if err := Call(r.Context(), g.Function, Event(r, body, time.Now()), &resp); err != nil {
+	if err := Call(r.Context(), g.Function, event, &resp); err != nil {
 		// What API Gateway answers when the function fails.
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)
@@ -70,6 +93,67 @@ func (g Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(status)
 	w.Write(out)
+}
+
+// refusal is an answer the gateway gives itself.
+type refusal struct {
+	status    int
+	challenge string
+	body      []byte
+}
+
+func (f *refusal) write(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", f.challenge)
+	w.WriteHeader(f.status)
+	w.Write(f.body)
+}
+
+// authorize plays the JWT authorizer for the route r is on: it refuses a missing or
+// invalid token (401) and a token without the operator scope on an operator route
+// (403), and otherwise puts the verified claims into the event.
+func (g Gateway) authorize(r *http.Request, e *events.APIGatewayV2HTTPRequest) *refusal {
+	rt, ok := api.RouteFor(r.Method, e.RawPath)
+	if !ok || rt.Access == api.Public || rt.Access == api.Webhook {
+		return nil
+	}
+	scope := g.OperatorScope
+	if scope == "" {
+		scope = api.DefaultOperatorScope
+	}
+	var scopes []string
+	if rt.Access == api.Operator {
+		scopes = []string{scope}
+	}
+	err := errors.New("local: no authorizer configured")
+	if g.Authorizer != nil {
+		var claims *events.APIGatewayV2HTTPRequestContextAuthorizerDescription
+		if claims, err = g.Authorizer.Authorize(r.Context(), r.Header.Get("Authorization"), scopes); err == nil {
+			e.RequestContext.Authorizer = claims
+			return nil
+		}
+	}
+	if g.Logger != nil {
+		g.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request refused by the authorizer", slog.String("requestId", e.RequestContext.RequestID),
+			slog.String("method", rt.Method), slog.String("route", rt.Pattern), slog.String("reason", err.Error()))
+	}
+	if errors.Is(err, auth.ErrForbidden) {
+		return problemRefusal(http.StatusForbidden, "forbidden", "this route is for operators: the token lacks the operator scope",
+			fmt.Sprintf(`Bearer realm="bikerental", error="insufficient_scope", scope=%q`, scope), e.RequestContext.RequestID)
+	}
+	challenge := `Bearer realm="bikerental"`
+	if r.Header.Get("Authorization") != "" {
+		challenge += `, error="invalid_token"`
+	}
+	return problemRefusal(http.StatusUnauthorized, "unauthenticated", "this route needs a valid bearer token from the service's identity provider in the Authorization header",
+		challenge, e.RequestContext.RequestID)
+}
+
+func problemRefusal(status int, typ, detail, challenge, requestID string) *refusal {
+	body, _ := json.Marshal(map[string]any{
+		"type": api.ProblemType(typ), "title": http.StatusText(status), "status": status, "detail": detail, "requestId": requestID,
+	})
+	return &refusal{status: status, challenge: challenge, body: body}
 }
 
 // Event returns the HTTP API payload 2.0 event API Gateway would send for r.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/streampoll"
@@ -78,6 +81,10 @@ type Stack struct {
 	// DeadlinePoll is how often due one-time schedules are looked for
 	// (DefaultDeadlinePoll if zero).
 	DeadlinePoll time.Duration
+
+	// OperatorScope is the token scope of operator routes (api.DefaultOperatorScope
+	// if empty); the command function must be configured with the same.
+	OperatorScope string
 
 	mu          sync.Mutex
 	deadLetters []DeadLetter
@@ -154,13 +161,17 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 			},
 		}
 	}
+	front, err := s.front(l)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	tasks := []func() error{
 		func() error { return consumer("process", s.Functions.Process).Run(ctx, 0) },
 		func() error { return consumer("projector", s.Functions.Projector).Run(ctx, 0) },
 		func() error { return Schedule(ctx, s.SweepInterval, s.paused, s.sweep) },
-		func() error { return serve(ctx, l, Gateway{Function: s.Functions.Command}) },
+		func() error { return serve(ctx, l, front) },
 	}
 	if s.DeadlineGroup != "" {
 		firer := &DeadlineFirer{
@@ -190,6 +201,41 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 		}
 	}
 	return err
+}
+
+// LocalAudience is the audience of the local stack's tokens.
+const LocalAudience = "bikerental-local"
+
+// front is what listens on the API's address: the local token issuer (its OpenID
+// configuration, its JWKS and POST /local/tokens) and, for everything else, API
+// Gateway with its JWT authorizer, which fetches the issuer's keys over HTTP from
+// this same address, as the deployed authorizer fetches its issuer's.
+func (s *Stack) front(l net.Listener) (http.Handler, error) {
+	issuerURL := "http://" + l.Addr().String()
+	issuer, err := auth.NewIssuer(issuerURL, LocalAudience)
+	if err != nil {
+		return nil, err
+	}
+	authorizer, err := auth.NewAuthorizer(auth.AuthorizerConfig{Issuer: issuerURL, Audiences: []string{LocalAudience}})
+	if err != nil {
+		return nil, err
+	}
+	scope := s.OperatorScope
+	if scope == "" {
+		scope = api.DefaultOperatorScope
+	}
+	tokens := issuer.Handler(scope)
+	gateway := Gateway{Function: s.Functions.Command, Authorizer: authorizer, OperatorScope: scope, Logger: s.Logger.With("function", "gateway")}
+	// Not an http.ServeMux: it would clean and redirect paths that API Gateway
+	// passes on as they are.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case auth.DiscoveryPath, auth.JWKSPath, auth.TokenPath:
+			tokens.ServeHTTP(w, r)
+		default:
+			gateway.ServeHTTP(w, r)
+		}
+	}), nil
 }
 
 // paused reports whether the sweep's schedule is disabled in the emulator; without a

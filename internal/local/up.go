@@ -36,7 +36,8 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", wiring.EnvDeadlineMode, err)
 	}
-	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: interval, Logger: logger}
+	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: interval, Logger: logger,
+		OperatorScope: getenv(wiring.EnvOperatorScope)}
 	if endpoint, set := os.LookupEnv("AWS_ENDPOINT_URL"); set {
 		where := endpoint
 		if where == "" {
