@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
+	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/local"
@@ -32,6 +33,7 @@ type preciseStack struct {
 	scheduler *scheduler.Client
 	group     string
 	base      string
+	tokens    *auth.Tokens
 }
 
 const preciseTimeout = 4 * time.Second
@@ -78,7 +80,8 @@ func startPrecise(t *testing.T) *preciseStack {
 			t.Errorf("stack: %v", err)
 		}
 	})
-	return &preciseStack{t: t, stack: stack, scheduler: client, group: group, base: "http://" + l.Addr().String()}
+	base := "http://" + l.Addr().String()
+	return &preciseStack{t: t, stack: stack, scheduler: client, group: group, base: base, tokens: &auth.Tokens{BaseURL: base}}
 }
 
 func (p *preciseStack) send(method, path string, body []byte, hdr http.Header, out any) int {
@@ -89,6 +92,13 @@ func (p *preciseStack) send(method, path string, body []byte, hdr http.Header, o
 	}
 	for k, v := range hdr {
 		req.Header[k] = v
+	}
+	if req.Header.Get("Authorization") == "" { // an operator, unless the caller says who
+		token, err := p.tokens.Operator(context.Background(), "ops")
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		req.Header.Set("Authorization", auth.Bearer(token))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -111,9 +121,13 @@ func (p *preciseStack) rent(bike string) (string, string) {
 	if code := p.send("PUT", "/bikes/"+bike, nil, nil, nil); code != http.StatusCreated {
 		p.t.Fatalf("register %s: %d", bike, code)
 	}
-	body, _ := json.Marshal(map[string]string{"bikeId": bike, "renter": "alice"})
+	body, _ := json.Marshal(map[string]string{"bikeId": bike})
+	token, err := p.tokens.Renter(context.Background(), "renter-"+bike)
+	if err != nil {
+		p.t.Fatal(err)
+	}
 	var r struct{ RentalID, PaymentReference string }
-	if code := p.send("POST", "/rentals", body, http.Header{"Content-Type": {"application/json"}}, &r); code != http.StatusAccepted {
+	if code := p.send("POST", "/rentals", body, http.Header{"Content-Type": {"application/json"}, "Authorization": {auth.Bearer(token)}}, &r); code != http.StatusAccepted {
 		p.t.Fatalf("request %s: %d", bike, code)
 	}
 	p.waitStatus(r.RentalID, "awaiting-payment")
