@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -77,7 +78,10 @@ func fuzzWorld(t *testing.T) (*api.API, *syncBuffer) {
 // binary bodies. Every request is signed with the webhook secret, so that the
 // webhooks' bodies are reached; refused signatures are the business of
 // TestWebhooks and of the webhook package's FuzzVerify.
-func fuzzRequest(method, path, contentType string, body []byte) events.APIGatewayV2HTTPRequest {
+//
+// caller says who sends it, as the gateway's authorizer would have verified: 0
+// nobody, 1 alice (fb2's renter), 2 bob, anything else the operator.
+func fuzzRequest(method, path, contentType string, body []byte, caller byte) events.APIGatewayV2HTTPRequest {
 	rawPath, rawQuery, _ := strings.Cut(path, "?")
 	req := events.APIGatewayV2HTTPRequest{
 		Version:        "2.0",
@@ -94,6 +98,15 @@ func fuzzRequest(method, path, contentType string, body []byte) events.APIGatewa
 	if contentType != "" {
 		req.Headers["content-type"] = contentType
 	}
+	switch caller {
+	case 0:
+	case 1:
+		req.RequestContext.Authorizer = claims("alice", false)
+	case 2:
+		req.RequestContext.Authorizer = claims("bob", false)
+	default:
+		req.RequestContext.Authorizer = claims("ops", true)
+	}
 	if !utf8.Valid(body) {
 		req.Body, req.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
 	}
@@ -109,38 +122,57 @@ func fuzzRequest(method, path, contentType string, body []byte) events.APIGatewa
 func FuzzHandle(f *testing.F) {
 	const js = "application/json"
 	confirm, reject := "/payments/"+fuzzRef+"/confirm", "/payments/"+fuzzRef+"/reject"
+	const nobody, alice, bob, ops = 0, 1, 2, 3
 	for _, seed := range []struct {
 		method, path, contentType, body string
+		caller                          byte
 	}{
-		{"PUT", "/bikes/fb3", "", ""},
-		{"PUT", "/bikes/fb1", js, "{}"},
-		{"GET", "/bikes/fb2", "", ""},
-		{"POST", "/bikes/fb2/return", "", ""},
-		{"POST", "/bikes/fb2/return", js, `{"rentalId":"` + fuzzRental + `"}`},
-		{"POST", "/bikes/fb2/return", js, `{"rentalId":"fb1_AAAAAAAAAAAAAAAAAAAAAA"}`},
-		{"POST", "/rentals", js, `{"bikeId":"fb1","renter":"bob"}`},
-		{"POST", "/rentals", "application/merge-patch+json; charset=utf-8", `{"bikeId":"fb2","renter":"bob"}`},
-		{"GET", "/rentals/" + fuzzRental, "", ""},
-		{"POST", "/rentals/" + fuzzRental + "/cancel-payment", js, "{}"},
-		{"POST", confirm, js, "{}"},
-		{"POST", reject, js, `{"reason":"card declined"}`},
-		{"GET", "/payments/pending?limit=1", "", ""},
-		{"GET", "/payments/pending?limit=0&limit=2", "", ""},
-		{"POST", "/rentals", js, `{"bikeId":"fb1","renter":"bob","x":` + arrays(api.MaxJSONDepth) + `}`},
-		{"POST", reject, js, `{"reason":"\"[[[[{{{{\\"}`},
-		{"POST", "/rentals", "text/plain", "bikeId=fb1"},
-		{"POST", "/rentals", js, "\xff\xfe{}"},
-		{"DELETE", "/bikes/fb1", "", ""},
-		{"GET", "//bikes//fb1", "", ""},
-		{"GET", "/rentals/fb2_AAAAAAAAAAAAAAAAAAAAAA", "", ""},
-		{"POST", "/payments/rp_/confirm", js, "{}"},
-		{"", "", "", ""},
+		{"PUT", "/bikes/fb3", "", "", ops},
+		{"PUT", "/bikes/fb1", js, "{}", ops},
+		{"PUT", "/bikes/fb3", "", "", alice},
+		{"PUT", "/bikes/fb3", "", "", nobody},
+		{"GET", "/bikes/fb2", "", "", nobody},
+		{"POST", "/bikes/fb2/return", "", "", ops},
+		{"POST", "/bikes/fb2/return", "", "", alice},
+		{"POST", "/bikes/fb2/return", js, `{"rentalId":"` + fuzzRental + `"}`, ops},
+		{"POST", "/bikes/fb2/return", js, `{"rentalId":"fb1_AAAAAAAAAAAAAAAAAAAAAA"}`, ops},
+		{"POST", "/rentals", js, `{"bikeId":"fb1"}`, bob},
+		{"POST", "/rentals", js, `{"bikeId":"fb1"}`, alice},
+		{"POST", "/rentals", js, `{"bikeId":"fb1"}`, nobody},
+		{"POST", "/rentals", js, `{"bikeId":"fb1","renter":"alice"}`, bob},
+		{"POST", "/rentals", js, `{"bikeId":"fb1"}]]]`, bob},
+		{"POST", "/rentals", js, "{\"bikeId\":\"fb1\"}\n \t\r", bob},
+		{"POST", "/rentals", "application/merge-patch+json; charset=utf-8", `{"bikeId":"fb2"}`, bob},
+		{"GET", "/rentals", "", "", alice},
+		{"GET", "/rentals?limit=1&cursor=djI", "", "", alice},
+		{"GET", "/rentals?cursor=djA", "", "", alice},
+		{"GET", "/rentals?limit=101", "", "", bob},
+		{"GET", "/rentals/" + fuzzRental, "", "", ops},
+		{"GET", "/rentals/" + fuzzRental, "", "", alice},
+		{"GET", "/rentals/" + fuzzRental, "", "", bob},
+		{"POST", "/rentals/" + fuzzRental + "/cancel-payment", js, "{}", ops},
+		{"POST", "/rentals/" + fuzzRental + "/cancel-payment", js, "{}", alice},
+		{"POST", confirm, js, "{}", nobody},
+		{"POST", confirm, js, "{}]", nobody},
+		{"POST", reject, js, `{"reason":"card declined"}`, nobody},
+		{"GET", "/payments/pending?limit=1", "", "", ops},
+		{"GET", "/payments/pending?limit=0&limit=2", "", "", ops},
+		{"GET", "/payments/pending", "", "", bob},
+		{"POST", "/rentals", js, `{"bikeId":"fb1","x":` + arrays(api.MaxJSONDepth) + `}`, bob},
+		{"POST", reject, js, `{"reason":"\"[[[[{{{{\\"}`, nobody},
+		{"POST", "/rentals", "text/plain", "bikeId=fb1", bob},
+		{"POST", "/rentals", js, "\xff\xfe{}", bob},
+		{"DELETE", "/bikes/fb1", "", "", ops},
+		{"GET", "//bikes//fb1", "", "", nobody},
+		{"GET", "/rentals/fb2_AAAAAAAAAAAAAAAAAAAAAA", "", "", alice},
+		{"POST", "/payments/rp_/confirm", js, "{}", nobody},
+		{"", "", "", "", nobody},
 	} {
-		f.Add(seed.method, seed.path, seed.contentType, []byte(seed.body))
+		f.Add(seed.method, seed.path, seed.contentType, []byte(seed.body), seed.caller)
 	}
-	f.Fuzz(func(t *testing.T, method, path, contentType string, body []byte) {
+	f.Fuzz(func(t *testing.T, method, path, contentType string, body []byte, caller byte) {
 		a, logs := fuzzWorld(t)
-		resp, err := a.Handle(context.Background(), fuzzRequest(method, path, contentType, body))
+		resp, err := a.Handle(context.Background(), fuzzRequest(method, path, contentType, body, caller))
 		if err != nil {
 			t.Fatalf("Handle returned an error: %v", err)
 		}
@@ -168,6 +200,14 @@ func FuzzHandle(f *testing.F) {
 			}
 		default:
 			t.Errorf("status %d", status)
+		}
+		// Nothing about alice's rental reaches anyone else, unless they named it.
+		asked := method + path + contentType + string(body)
+		if (caller == 0 || caller == 2) && strings.Contains(resp.Body, "alice") && !strings.Contains(asked, "alice") {
+			t.Errorf("caller %d learned of alice: %d %s", caller, status, resp.Body)
+		}
+		if caller == 0 && status == http.StatusOK && method != "GET" && !strings.HasPrefix(path, "/payments/") {
+			t.Errorf("an anonymous %s %s succeeded: %s", method, path, resp.Body)
 		}
 		line := logs.String()
 		if strings.Count(line, "\n") != 1 || !json.Valid([]byte(line)) {
