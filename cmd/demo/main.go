@@ -1,13 +1,18 @@
-// Demo tells the service's story against a running stack: a bike is registered and
-// requested, paid through a signed webhook and approved; a second renter's payment
-// never arrives and the sweep calls it off; an operator's late cancel changes nothing;
-// the audit trails are printed.
+// Demo tells the service's story against a running stack: renters and an operator
+// sign in (bearer tokens from the local stack's POST /local/tokens); bikes are
+// registered; a request without a token is refused; a bike is requested, kept from
+// other renters' eyes, paid through a signed webhook and approved, while its renter's
+// second request is refused; a second renter's payment never arrives and the sweep
+// calls it off; an operator's late cancel changes nothing; the audit trails are
+// printed.
 //
 // By default it brings up its own local stack (its own emulator, PAYMENT_TIMEOUT=5s,
 // a sweep every second) on a free port, so that the story takes seconds and never
 // touches the stack of `make run`. DEMO_API=http://127.0.0.1:3000 runs it against a
-// stack that is already running instead (start that one with a short PAYMENT_TIMEOUT;
-// PAYMENT_WEBHOOK_SECRET must match it).
+// local stack that is already running instead (start that one with a short
+// PAYMENT_TIMEOUT; PAYMENT_WEBHOOK_SECRET must match it, and MAX_PENDING_PER_RENTER
+// must be 1, the default). The demo needs the local stack's token issuer, so it
+// cannot run against a deployed API.
 package main
 
 import (

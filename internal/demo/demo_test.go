@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -90,13 +91,111 @@ func TestRunFailsClearlyOnServerErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("Run succeeded against a server that answers 500 to everything")
 	}
-	for _, s := range []string{"step 1 (Register a bike)", "PUT /bikes/demo-bike-", "want 201 Created, got 500 Internal Server Error", `"title":"Internal Server Error"`} {
+	for _, s := range []string{"step 1 (Renters and operators sign in)", "POST /local/tokens", "answered 500", `"title":"Internal Server Error"`} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not contain %q", err, s)
 		}
 	}
-	if !strings.Contains(out.String(), "1. Register a bike") || !strings.Contains(out.String(), "FAILED:") {
+	if !strings.Contains(out.String(), "1. Renters and operators sign in") || !strings.Contains(out.String(), "FAILED:") {
 		t.Errorf("narration does not show the failed step:\n%s", out.String())
+	}
+}
+
+// tokenServer answers POST /local/tokens with "tok-<sub>", or "op-<sub>" for an
+// operator, and hands every other request to next.
+func tokenServer(t *testing.T, asked *[]string, next http.HandlerFunc) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/local/tokens" {
+			next(w, r)
+			return
+		}
+		var req struct {
+			Sub      string `json:"sub"`
+			Operator bool   `json:"operator"`
+		}
+		if r.Method != "POST" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			t.Errorf("token request %s %s", r.Method, r.URL)
+		}
+		token := "tok-" + req.Sub
+		if req.Operator {
+			token = "op-" + req.Sub
+		}
+		*asked = append(*asked, token)
+		w.Write([]byte(`{"token":"` + token + `","expiresIn":3600}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestRunSignsInAndRegistersWithTheOperatorsToken(t *testing.T) {
+	var asked []string
+	var auth string
+	srv := tokenServer(t, &asked, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "PUT" {
+			auth = r.Header.Get("Authorization")
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"title":"Internal Server Error","status":500}`))
+	})
+	var out strings.Builder
+	err := Run(context.Background(), Config{BaseURL: srv.URL, WebhookSecret: []byte("0123456789abcdef"), Out: &out, Wait: time.Second})
+	if err == nil {
+		t.Fatal("Run succeeded against a server that answers 500 to everything but tokens")
+	}
+	for _, s := range []string{"step 2 (An operator registers two bikes)", "PUT /bikes/demo-bike-", "want 201 Created, got 500 Internal Server Error"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not contain %q", err, s)
+		}
+	}
+	if strings.Join(asked, " ") != "tok-alice tok-bob op-ops" {
+		t.Errorf("tokens asked for: %q, want alice's, bob's and an operator's", asked)
+	}
+	if auth != "Bearer op-ops" {
+		t.Errorf("PUT /bikes carried Authorization %q, want the operator's token", auth)
+	}
+	if !strings.Contains(out.String(), "Authorization: Bearer <the operator's token>") {
+		t.Errorf("narration does not say whose token the request carries:\n%s", out.String())
+	}
+}
+
+func TestDescribeToken(t *testing.T) {
+	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	for _, c := range []struct{ token, want string }{
+		{enc(`{"alg":"RS256"}`) + "." + enc(`{"sub":"alice","iat":1000,"exp":4600}`) + ".sig", "sub=alice, valid for 1h"},
+		{"h." + enc(`{"sub":"ops","scope":"bikerental/operator","iat":1000,"exp":1090}`) + ".sig", "sub=ops scope=bikerental/operator, valid for 1m30s"},
+		{"opaque", "not a JWT"},
+		{"a.!!.c", "with claims that do not decode"},
+	} {
+		if got := describeToken(c.token); got != c.want {
+			t.Errorf("describeToken(%q) = %q, want %q", c.token, got, c.want)
+		}
+	}
+}
+
+func TestCheckPublicBike(t *testing.T) {
+	for _, c := range []struct {
+		body      string
+		available bool
+		err       string
+	}{
+		{`{"bikeId":"b1","available":true}`, true, ""},
+		{`{"bikeId":"b1","available":false}`, false, ""},
+		{`{"bikeId":"b1","available":false,"renter":"alice"}`, false, "only bikeId and available, got available, bikeId, renter"},
+		{`{"bikeId":"b1","status":"rented"}`, false, "only bikeId and available, got bikeId, status"},
+		{`{"bikeId":"b2","available":true}`, false, `want bikeId "b1"`},
+		{`{"bikeId":"b1","available":"yes"}`, false, "available a boolean"},
+	} {
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(c.body), &raw); err != nil {
+			t.Fatal(err)
+		}
+		available, err := checkPublicBike(raw, "b1")
+		if c.err == "" && (err != nil || available != c.available) {
+			t.Errorf("%s: available %t, err %v; want %t", c.body, available, err, c.available)
+		}
+		if c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s: err = %v, want one saying %q", c.body, err, c.err)
+		}
 	}
 }
 
@@ -115,6 +214,13 @@ func TestShowPending(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				want := "Bearer op-ops"
+				if strings.HasPrefix(r.URL.Path, "/rentals/") {
+					want = "Bearer tok-bob"
+				}
+				if got := r.Header.Get("Authorization"); got != want {
+					t.Errorf("%s %s: Authorization %q, want %q", r.Method, r.URL, got, want)
+				}
 				switch {
 				case r.URL.Path == "/payments/pending" && c.pending == "501":
 					w.WriteHeader(http.StatusNotImplemented)
@@ -129,7 +235,8 @@ func TestShowPending(t *testing.T) {
 			defer srv.Close()
 			var out strings.Builder
 			d := &demo{cfg: Config{Out: &out, Wait: time.Second, Client: srv.Client()}, base: srv.URL,
-				bob: rentalAccepted{RentalID: "b_r", PaymentReference: "rp_b_r"}}
+				tokens: map[string]string{alice: "tok-alice", bob: "tok-bob", operator: "op-ops"},
+				bob:    rentalAccepted{RentalID: "b_r", PaymentReference: "rp_b_r"}}
 			if err := d.showPending(context.Background()); err != nil {
 				t.Fatal(err)
 			}

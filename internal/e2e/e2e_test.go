@@ -174,6 +174,7 @@ func samples(t *testing.T, command local.Invoker, base string) {
 		{"get-bike.json", 200, nil},
 		{"request-rental.json", 202, nil},
 		{"get-rental.json", 200, nil},
+		{"list-rentals.json", 200, nil},
 		{"confirm-payment.json", 401, nil},
 		{"reject-payment.json", 401, nil},
 		{"cancel-payment.json", 200, func(t *testing.T) { awaitPayment(t, command) }},
