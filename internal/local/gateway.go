@@ -99,12 +99,14 @@ func (g Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type refusal struct {
 	status    int
 	challenge string
+	requestID string
 	body      []byte
 }
 
 func (f *refusal) write(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("WWW-Authenticate", f.challenge)
+	w.Header().Set("X-Request-Id", f.requestID)
 	w.WriteHeader(f.status)
 	w.Write(f.body)
 }
@@ -153,7 +155,7 @@ func problemRefusal(status int, typ, detail, challenge, requestID string) *refus
 	body, _ := json.Marshal(map[string]any{
 		"type": api.ProblemType(typ), "title": http.StatusText(status), "status": status, "detail": detail, "requestId": requestID,
 	})
-	return &refusal{status: status, challenge: challenge, body: body}
+	return &refusal{status: status, challenge: challenge, requestID: requestID, body: body}
 }
 
 // Event returns the HTTP API payload 2.0 event API Gateway would send for r.

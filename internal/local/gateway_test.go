@@ -193,7 +193,8 @@ func TestGatewayPlaysTheJWTAuthorizer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := call("POST", "/rentals", `{"bikeId":"b1"}`, tc.authorization)
 			if resp.StatusCode != tc.status || resp.Header.Get("WWW-Authenticate") != tc.challenge ||
-				resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(body, "#problem-unauthenticated") {
+				resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(body, "#problem-unauthenticated") ||
+				resp.Header.Get("X-Request-Id") == "" || !strings.Contains(body, resp.Header.Get("X-Request-Id")) {
 				t.Errorf("%d %v %s", resp.StatusCode, resp.Header, body)
 			}
 			if tok := strings.TrimPrefix(tc.authorization, "Bearer "); len(tok) > 8 && strings.Contains(body, tok) {
