@@ -1,6 +1,8 @@
 // Package payment is the decider for payments: one event stream per payment
-// reference, derived from a rental id, records a payment being prepared and how
-// it settled (confirmed, rejected or cancelled). Decide and Evolve are pure.
+// reference, derived from a rental id, records a payment being prepared at the
+// provider, how it settled (confirmed, rejected or cancelled) and, when the money
+// arrived for a payment already given up on, how it went back (a refund, or a
+// refund owed). Decide and Evolve are pure; the provider is called around them.
 package payment
 
 import (
@@ -24,10 +26,6 @@ var (
 	ErrInvalidReference = errors.New("invalid payment reference")
 	// ErrPaymentNotFound is returned when no payment was prepared for the reference.
 	ErrPaymentNotFound = errors.New("payment not found")
-	// ErrPaymentCancelled is returned when confirming or rejecting a cancelled payment.
-	ErrPaymentCancelled = errors.New("payment is cancelled")
-	// ErrPaymentRejected is returned when confirming a rejected payment.
-	ErrPaymentRejected = errors.New("payment is rejected")
 	// ErrPaymentAlreadyConfirmed is returned when rejecting or cancelling a
 	// confirmed payment; a cancellation is declined this way.
 	ErrPaymentAlreadyConfirmed = errors.New("payment is already confirmed")
@@ -68,40 +66,102 @@ const (
 	StatusCancelled Status = "cancelled"
 )
 
+// RefundStatus is where the money of a late success stands.
+type RefundStatus string
+
+// Refund statuses; the zero value means no refund is due or under way.
+const (
+	RefundStatusNone      RefundStatus = ""
+	RefundStatusRequested RefundStatus = "requested" // the provider accepted a refund
+	RefundStatusOwed      RefundStatus = "owed"      // the provider cannot refund: operators must
+	RefundStatusDone      RefundStatus = "refunded"  // the provider confirmed the refund
+)
+
 // Payment is the state of one payment reference's stream. Amount is in minor
 // units of Currency (ISO 4217); Reason is set once the payment is rejected.
+// LateSuccess is set when the provider took the money after the payment was
+// cancelled or rejected: the rental stays ended, and the money must go back.
 type Payment struct {
-	Reference string
-	PaymentID string
-	Amount    int64
-	Currency  string
-	Status    Status
-	Reason    string
+	Reference    string
+	PaymentID    string
+	ClientSecret string
+	Amount       int64
+	Currency     string
+	Status       Status
+	Reason       string
+	LateSuccess  bool
+	Refund       RefundStatus
 }
+
+// RefundDue reports whether money was taken for a payment that was given up on and
+// no refund has been recorded for it yet.
+func (s Payment) RefundDue() bool { return s.LateSuccess && s.Refund == RefundStatusNone }
 
 // Event is a fact in a payment's stream. EventType returns the struct's type
 // name, which is the stored event type: renaming an event is a schema change.
 type Event interface{ EventType() string }
 
-// PaymentPrepared records that a payment was prepared and awaits the provider.
+// PaymentPrepared records that the provider accepted a payment, under its own
+// PaymentID, and that it awaits the renter. ClientSecret is what the renter's client
+// needs to pay ("" for providers that need none): readers must never show it to
+// anyone but the renter, nor log it.
 type PaymentPrepared struct {
-	PaymentID string `json:"paymentId"`
-	Reference string `json:"reference"`
-	Amount    int64  `json:"amount"`
-	Currency  string `json:"currency"`
+	PaymentID    string `json:"paymentId"`
+	Reference    string `json:"reference"`
+	Amount       int64  `json:"amount"`
+	Currency     string `json:"currency"`
+	ClientSecret string `json:"clientSecret,omitempty"`
 }
 
 // PaymentConfirmed records that the provider confirmed the payment.
 type PaymentConfirmed struct {
-	Reference string `json:"reference"`
-	PaymentID string `json:"paymentId"`
+	Reference       string `json:"reference"`
+	PaymentID       string `json:"paymentId"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
 }
 
 // PaymentRejected records that the provider rejected the payment.
 type PaymentRejected struct {
+	Reference       string `json:"reference"`
+	PaymentID       string `json:"paymentId"`
+	Reason          string `json:"reason"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// PaymentSucceededAfterCancellation records that the provider took the money for a
+// payment already cancelled or rejected: the rental stays ended and the money
+// must go back (RefundRequested or RefundOwed follow).
+type PaymentSucceededAfterCancellation struct {
+	Reference       string `json:"reference"`
+	PaymentID       string `json:"paymentId"`
+	Amount          int64  `json:"amount"`
+	Currency        string `json:"currency"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// RefundRequested records that the provider accepted a refund of the payment.
+type RefundRequested struct {
 	Reference string `json:"reference"`
 	PaymentID string `json:"paymentId"`
-	Reason    string `json:"reason"`
+	RefundID  string `json:"refundId"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+// RefundOwed records that money must go back that the provider cannot refund:
+// operators see it (rentalctl refunds) and an alarm reports it.
+type RefundOwed struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+// PaymentRefunded records that the provider confirmed a refund of the payment.
+type PaymentRefunded struct {
+	Reference       string `json:"reference"`
+	PaymentID       string `json:"paymentId"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
 }
 
 // PaymentCancelled records that the payment was called off before it settled.
@@ -122,6 +182,20 @@ func (PaymentRejected) EventType() string { return "PaymentRejected" }
 // EventType returns "PaymentCancelled".
 func (PaymentCancelled) EventType() string { return "PaymentCancelled" }
 
+// EventType returns "PaymentSucceededAfterCancellation".
+func (PaymentSucceededAfterCancellation) EventType() string {
+	return "PaymentSucceededAfterCancellation"
+}
+
+// EventType returns "RefundRequested".
+func (RefundRequested) EventType() string { return "RefundRequested" }
+
+// EventType returns "RefundOwed".
+func (RefundOwed) EventType() string { return "RefundOwed" }
+
+// EventType returns "PaymentRefunded".
+func (PaymentRefunded) EventType() string { return "PaymentRefunded" }
+
 // ReferenceOf returns the payment reference an event is about, or "" for a type
 // this package does not define.
 func ReferenceOf(e Event) string {
@@ -134,15 +208,27 @@ func ReferenceOf(e Event) string {
 		return e.Reference
 	case PaymentCancelled:
 		return e.Reference
+	case PaymentSucceededAfterCancellation:
+		return e.Reference
+	case RefundRequested:
+		return e.Reference
+	case RefundOwed:
+		return e.Reference
+	case PaymentRefunded:
+		return e.Reference
 	}
 	return ""
 }
 
 var decoders = map[string]func([]byte) (Event, error){
-	PaymentPrepared{}.EventType():  decode[PaymentPrepared],
-	PaymentConfirmed{}.EventType(): decode[PaymentConfirmed],
-	PaymentRejected{}.EventType():  decode[PaymentRejected],
-	PaymentCancelled{}.EventType(): decode[PaymentCancelled],
+	PaymentPrepared{}.EventType():                   decode[PaymentPrepared],
+	PaymentConfirmed{}.EventType():                  decode[PaymentConfirmed],
+	PaymentRejected{}.EventType():                   decode[PaymentRejected],
+	PaymentCancelled{}.EventType():                  decode[PaymentCancelled],
+	PaymentSucceededAfterCancellation{}.EventType(): decode[PaymentSucceededAfterCancellation],
+	RefundRequested{}.EventType():                   decode[RefundRequested],
+	RefundOwed{}.EventType():                        decode[RefundOwed],
+	PaymentRefunded{}.EventType():                   decode[PaymentRefunded],
 }
 
 // EventTypes returns the type name of every event of this package, in a new slice.
@@ -152,6 +238,10 @@ func EventTypes() []string {
 		PaymentConfirmed{}.EventType(),
 		PaymentRejected{}.EventType(),
 		PaymentCancelled{}.EventType(),
+		PaymentSucceededAfterCancellation{}.EventType(),
+		RefundRequested{}.EventType(),
+		RefundOwed{}.EventType(),
+		PaymentRefunded{}.EventType(),
 	}
 }
 
@@ -183,24 +273,47 @@ func decode[E Event](data []byte) (Event, error) {
 // structs implement it.
 type Command interface{ isCommand() }
 
-// PreparePayment asks to prepare a payment of Amount minor units of Currency
-// under a caller-chosen PaymentID. It is idempotent on Reference.
+// PreparePayment asks to record a payment of Amount minor units of Currency that the
+// provider accepted under its PaymentID. It is idempotent on Reference.
 type PreparePayment struct {
-	Reference string `json:"reference"`
-	PaymentID string `json:"paymentId"`
-	Amount    int64  `json:"amount"`
-	Currency  string `json:"currency"`
+	Reference    string `json:"reference"`
+	PaymentID    string `json:"paymentId"`
+	Amount       int64  `json:"amount"`
+	Currency     string `json:"currency"`
+	ClientSecret string `json:"clientSecret,omitempty"`
 }
 
-// ConfirmPayment asks to confirm a prepared payment (the provider's callback).
+// ConfirmPayment records the provider's word that the payment succeeded. For a
+// payment already cancelled or rejected it records the late success instead, so
+// that the money goes back.
 type ConfirmPayment struct {
+	Reference       string `json:"reference"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// RejectPayment records the provider's word that the payment failed.
+type RejectPayment struct {
+	Reference       string `json:"reference"`
+	Reason          string `json:"reason"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// RecordRefund records that the provider accepted the refund of a late success.
+type RecordRefund struct {
+	Reference string `json:"reference"`
+	RefundID  string `json:"refundId"`
+}
+
+// OweRefund records that the refund of a late success is owed: the provider cannot
+// refund.
+type OweRefund struct {
 	Reference string `json:"reference"`
 }
 
-// RejectPayment asks to reject a prepared payment (the provider's callback).
-type RejectPayment struct {
-	Reference string `json:"reference"`
-	Reason    string `json:"reason"`
+// ConfirmRefund records the provider's word that the payment was refunded.
+type ConfirmRefund struct {
+	Reference       string `json:"reference"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
 }
 
 // CancelPayment asks to call off a payment that has not settled. It is declined
@@ -213,6 +326,9 @@ func (PreparePayment) isCommand() {}
 func (ConfirmPayment) isCommand() {}
 func (RejectPayment) isCommand()  {}
 func (CancelPayment) isCommand()  {}
+func (RecordRefund) isCommand()   {}
+func (OweRefund) isCommand()      {}
+func (ConfirmRefund) isCommand()  {}
 
 // Fold applies events in order to the initial state, a Payment with StatusNone.
 func Fold(events []Event) Payment {
@@ -230,7 +346,7 @@ func Evolve(s Payment, e Event) Payment {
 	switch e := e.(type) {
 	case PaymentPrepared:
 		if !s.exists() {
-			s = Payment{Reference: e.Reference, PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency, Status: StatusPrepared}
+			s = Payment{Reference: e.Reference, PaymentID: e.PaymentID, ClientSecret: e.ClientSecret, Amount: e.Amount, Currency: e.Currency, Status: StatusPrepared}
 		}
 	case PaymentConfirmed:
 		s.Status = StatusConfirmed
@@ -238,6 +354,18 @@ func Evolve(s Payment, e Event) Payment {
 		s.Status, s.Reason = StatusRejected, e.Reason
 	case PaymentCancelled:
 		s.Status = StatusCancelled
+	case PaymentSucceededAfterCancellation:
+		s.LateSuccess = true
+	case RefundRequested:
+		if s.Refund != RefundStatusDone {
+			s.Refund = RefundStatusRequested
+		}
+	case RefundOwed:
+		if s.Refund == RefundStatusNone {
+			s.Refund = RefundStatusOwed
+		}
+	case PaymentRefunded:
+		s.Refund = RefundStatusDone
 	}
 	return s
 }
@@ -268,23 +396,43 @@ func Decide(s Payment, c Command) ([]Event, error) {
 		switch s.Status {
 		case StatusConfirmed:
 			return nil, nil
-		case StatusCancelled:
-			return nil, ErrPaymentCancelled
-		case StatusRejected:
-			return nil, ErrPaymentRejected
+		case StatusCancelled, StatusRejected:
+			// The money arrived for a payment already given up on: the rental
+			// stays ended, and what was taken must go back.
+			if s.LateSuccess {
+				return nil, nil
+			}
+			return []Event{PaymentSucceededAfterCancellation{Reference: s.Reference, PaymentID: s.PaymentID,
+				Amount: s.Amount, Currency: s.Currency, ProviderEventID: c.ProviderEventID}}, nil
 		}
-		return []Event{PaymentConfirmed{Reference: s.Reference, PaymentID: s.PaymentID}}, nil
+		return []Event{PaymentConfirmed{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}, nil
 
 	case RejectPayment:
 		switch s.Status {
-		case StatusRejected:
+		case StatusRejected, StatusCancelled:
 			return nil, nil
 		case StatusConfirmed:
 			return nil, ErrPaymentAlreadyConfirmed
-		case StatusCancelled:
-			return nil, ErrPaymentCancelled
 		}
-		return []Event{PaymentRejected{Reference: s.Reference, PaymentID: s.PaymentID, Reason: c.Reason}}, nil
+		return []Event{PaymentRejected{Reference: s.Reference, PaymentID: s.PaymentID, Reason: c.Reason, ProviderEventID: c.ProviderEventID}}, nil
+
+	case RecordRefund:
+		if !s.RefundDue() {
+			return nil, nil
+		}
+		return []Event{RefundRequested{Reference: s.Reference, PaymentID: s.PaymentID, RefundID: c.RefundID, Amount: s.Amount, Currency: s.Currency}}, nil
+
+	case OweRefund:
+		if !s.RefundDue() {
+			return nil, nil
+		}
+		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency}}, nil
+
+	case ConfirmRefund:
+		if s.Refund == RefundStatusDone {
+			return nil, nil
+		}
+		return []Event{PaymentRefunded{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}, nil
 
 	case CancelPayment:
 		switch s.Status {
@@ -316,6 +464,15 @@ func validate(s Payment, c Command) error {
 	case RejectPayment:
 		ref = c.Reference
 	case CancelPayment:
+		ref = c.Reference
+	case RecordRefund:
+		ref = c.Reference
+		if c.RefundID == "" {
+			return errors.New("refundId is required")
+		}
+	case OweRefund:
+		ref = c.Reference
+	case ConfirmRefund:
 		ref = c.Reference
 	default:
 		return fmt.Errorf("unknown command %T", c)

@@ -18,6 +18,10 @@ var (
 	confirmed = PaymentConfirmed{Reference: ref, PaymentID: "p1"}
 	rejected  = PaymentRejected{Reference: ref, PaymentID: "p1", Reason: "insufficient funds"}
 	cancelled = PaymentCancelled{Reference: ref, PaymentID: "p1"}
+	late      = PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", ProviderEventID: "evt_2"}
+	asked     = RefundRequested{Reference: ref, PaymentID: "p1", RefundID: "re_1", Amount: 1250, Currency: "EUR"}
+	owed      = RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}
+	refunded  = PaymentRefunded{Reference: ref, PaymentID: "p1", ProviderEventID: "evt_3"}
 )
 
 func TestDecide(t *testing.T) {
@@ -40,8 +44,19 @@ func TestDecide(t *testing.T) {
 		// ConfirmPayment
 		{"confirm prepared", []Event{prepared}, ConfirmPayment{Reference: ref}, []Event{confirmed}, nil},
 		{"confirm again", []Event{prepared, confirmed}, ConfirmPayment{Reference: ref}, nil, nil},
-		{"confirm cancelled", []Event{prepared, cancelled}, ConfirmPayment{Reference: ref}, nil, ErrPaymentCancelled},
-		{"confirm rejected", []Event{prepared, rejected}, ConfirmPayment{Reference: ref}, nil, ErrPaymentRejected},
+		{"a success after the cancellation is recorded for a refund", []Event{prepared, cancelled}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
+		{"a success after a rejection likewise", []Event{prepared, rejected}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
+		{"a second late success changes nothing", []Event{prepared, cancelled, late}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_9"}, nil, nil},
+		{"a late success never confirms", []Event{prepared, cancelled, late}, CancelPayment{Reference: ref}, nil, nil},
+		{"a late success is refunded once", []Event{prepared, cancelled, late}, RecordRefund{Reference: ref, RefundID: "re_1"}, []Event{asked}, nil},
+		{"a refund already requested is not asked again", []Event{prepared, cancelled, late, asked}, RecordRefund{Reference: ref, RefundID: "re_2"}, nil, nil},
+		{"nothing to refund without a late success", []Event{prepared, cancelled}, RecordRefund{Reference: ref, RefundID: "re_1"}, nil, nil},
+		{"nothing to refund on a confirmed payment", []Event{prepared, confirmed}, OweRefund{Reference: ref}, nil, nil},
+		{"a refund the provider cannot make is owed", []Event{prepared, cancelled, late}, OweRefund{Reference: ref}, []Event{owed}, nil},
+		{"owed once", []Event{prepared, cancelled, late, owed}, OweRefund{Reference: ref}, nil, nil},
+		{"the provider confirms a refund", []Event{prepared, cancelled, late, asked}, ConfirmRefund{Reference: ref, ProviderEventID: "evt_3"}, []Event{refunded}, nil},
+		{"a refund confirmed twice", []Event{prepared, cancelled, late, asked, refunded}, ConfirmRefund{Reference: ref}, nil, nil},
+		{"a refund id is required", []Event{prepared, cancelled, late}, RecordRefund{Reference: ref}, nil, ErrInvalidCommand},
 		{"confirm unknown", nil, ConfirmPayment{Reference: ref}, nil, ErrPaymentNotFound},
 
 		// RejectPayment
@@ -49,7 +64,7 @@ func TestDecide(t *testing.T) {
 		{"reject without reason", []Event{prepared}, RejectPayment{Reference: ref}, []Event{PaymentRejected{Reference: ref, PaymentID: "p1"}}, nil},
 		{"reject again", []Event{prepared, rejected}, RejectPayment{Reference: ref, Reason: "other"}, nil, nil},
 		{"reject confirmed", []Event{prepared, confirmed}, RejectPayment{Reference: ref}, nil, ErrPaymentAlreadyConfirmed},
-		{"reject cancelled", []Event{prepared, cancelled}, RejectPayment{Reference: ref}, nil, ErrPaymentCancelled},
+		{"a failure after the cancellation changes nothing", []Event{prepared, cancelled}, RejectPayment{Reference: ref}, nil, nil},
 		{"reject unknown", nil, RejectPayment{Reference: ref}, nil, ErrPaymentNotFound},
 
 		// CancelPayment
@@ -60,7 +75,7 @@ func TestDecide(t *testing.T) {
 		{"cancel unknown", nil, CancelPayment{Reference: ref}, nil, ErrPaymentNotFound},
 
 		// A duplicated PaymentPrepared never reopens a settled payment.
-		{"confirm after duplicate prepared on cancelled", []Event{prepared, cancelled, prepared}, ConfirmPayment{Reference: ref}, nil, ErrPaymentCancelled},
+		{"confirm after duplicate prepared on cancelled", []Event{prepared, cancelled, prepared}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
 
 		// Invalid commands
 		{"nil command", nil, nil, nil, ErrInvalidCommand},
@@ -141,7 +156,7 @@ type unknownEvent struct{}
 
 func (unknownEvent) EventType() string { return "Unknown" }
 
-var allEvents = []Event{prepared, confirmed, rejected, cancelled}
+var allEvents = []Event{prepared, confirmed, rejected, cancelled, late, asked, owed, refunded}
 
 func TestEventTypes(t *testing.T) {
 	var names []string
@@ -182,7 +197,7 @@ func TestDecodeEvent(t *testing.T) {
 	}{
 		{"camelCase fields", "PaymentPrepared", `{"paymentId":"p1","reference":"rp_r-1","amount":1250,"currency":"EUR"}`, prepared, nil},
 		{"unknown fields are ignored", "PaymentConfirmed", `{"reference":"rp_r-1","paymentId":"p1","provider":"x"}`, confirmed, nil},
-		{"unknown event type", "PaymentRefunded", `{}`, nil, ErrUnknownEventType},
+		{"unknown event type", "PaymentVanished", `{}`, nil, ErrUnknownEventType},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

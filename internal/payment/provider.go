@@ -1,0 +1,81 @@
+package payment
+
+import "errors"
+
+// What the payment provider says, as the payment context sees it whatever the
+// provider: the adapters (internal/paymentprovider/...) turn each provider's API and
+// webhooks into these values, and the command layer acts on them around the pure
+// decider.
+
+// Created is what the provider answers when a payment is created for a reference.
+type Created struct {
+	// PaymentID is the provider's id of the payment (a Stripe PaymentIntent id).
+	PaymentID string
+	// ClientSecret is what the renter's client needs to pay (a PaymentIntent's
+	// client secret), "" for providers that need none. It is a secret: it is shown
+	// to the renter who must pay and to nobody else, and never logged.
+	ClientSecret string
+}
+
+// CancelOutcome is the provider's answer to a cancellation.
+type CancelOutcome string
+
+// The answers to a cancellation.
+const (
+	// CancelledAtProvider: the provider called the payment off (or had already).
+	CancelledAtProvider CancelOutcome = "cancelled"
+	// AlreadySucceeded: the payment succeeded at the provider first; the
+	// cancellation must be declined.
+	AlreadySucceeded CancelOutcome = "already-succeeded"
+	// ProviderCannotSay: the provider cannot cancel (it only calls back) or did not
+	// answer; the cancellation goes ahead, and a success that arrives later is
+	// refunded.
+	ProviderCannotSay CancelOutcome = "cannot-say"
+)
+
+// ErrRefundNotSupported is returned by a provider that cannot refund: what would be
+// a refund is recorded as a refund owed.
+var ErrRefundNotSupported = errors.New("payment: the provider cannot refund")
+
+// ProviderEventKind is what a provider's webhook event says happened.
+type ProviderEventKind string
+
+// The kinds of provider event the payment context acts on.
+const (
+	ProviderSucceeded ProviderEventKind = "succeeded"
+	ProviderFailed    ProviderEventKind = "failed"
+	ProviderCancelled ProviderEventKind = "cancelled"
+	ProviderRefunded  ProviderEventKind = "refunded"
+)
+
+// ProviderEvent is one verified webhook event about one of our payments.
+type ProviderEvent struct {
+	// Provider names the provider ("generic", "stripe"); event ids are unique per
+	// provider only.
+	Provider string
+	// EventID is the provider's id of the event: deliveries of the same event share
+	// it, and it is what makes webhooks idempotent.
+	EventID string
+	Kind    ProviderEventKind
+	// Reference is our payment reference, as the provider was given it.
+	Reference string
+	// PaymentID is the provider's id of the payment ("" if the event lacks it).
+	PaymentID string
+	// Reason says why a payment failed (ProviderFailed only).
+	Reason string
+	// Digest identifies the event's content (a hash of what the signature covered),
+	// so that an event id sent again with another body can be refused.
+	Digest string
+}
+
+// Errors of webhook verification, shared by the adapters.
+var (
+	// ErrWebhookUnauthentic: the signature is missing, malformed, stale or wrong.
+	ErrWebhookUnauthentic = errors.New("payment: webhook signature is missing, malformed, stale or wrong")
+	// ErrWebhookMalformed: the signed body is not an event the provider sends.
+	ErrWebhookMalformed = errors.New("payment: webhook body is not a valid event")
+	// ErrWebhookIgnored: an authentic event that is not about one of our payments,
+	// or of a type the payment context does not act on; it is acknowledged and
+	// ignored.
+	ErrWebhookIgnored = errors.New("payment: webhook event is not one the service acts on")
+)
