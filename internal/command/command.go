@@ -40,6 +40,7 @@ type Handler struct {
 	policy     eventstore.RetryPolicy
 	newID      func() string
 	maxPending int
+	provider   PaymentProvider
 }
 
 // Option configures a Handler.
@@ -63,7 +64,7 @@ func WithEventIDs(newID func() string) Option { return func(h *Handler) { h.newI
 
 // New returns a Handler on store.
 func New(store eventstore.Store, opts ...Option) *Handler {
-	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending}
+	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, provider: defaultProvider}
 	for _, o := range opts {
 		o(h)
 	}
@@ -95,11 +96,20 @@ func (h *Handler) Bike(ctx context.Context, c rental.Command, meta Meta) (Result
 }
 
 // Payment executes a payment command on its payment's stream, with the same
-// guarantees as Bike.
+// guarantees as Bike. PreparePayment creates the payment at the provider first and
+// records the provider's payment id; CancelPayment asks the provider first and is
+// declined with payment.ErrPaymentAlreadyConfirmed when the payment already
+// succeeded there.
 func (h *Handler) Payment(ctx context.Context, c payment.Command, meta Meta) (Result[payment.Payment], error) {
 	ref, err := referenceOf(c)
 	if err != nil {
 		return Result[payment.Payment]{}, err
+	}
+	switch c := c.(type) {
+	case payment.PreparePayment:
+		return h.preparePayment(ctx, c, meta)
+	case payment.CancelPayment:
+		return h.cancelPayment(ctx, c, meta)
 	}
 	return run(ctx, h, payments, payment.StreamID(ref), c, meta)
 }
@@ -140,6 +150,12 @@ func referenceOf(c payment.Command) (string, error) {
 		return c.Reference, nil
 	case payment.CancelPayment:
 		return c.Reference, nil
+	case payment.RecordRefund:
+		return c.Reference, nil
+	case payment.OweRefund:
+		return c.Reference, nil
+	case payment.ConfirmRefund:
+		return c.Reference, nil
 	}
 	return "", fmt.Errorf("%w: unknown command %T", payment.ErrInvalidCommand, c)
 }
@@ -176,11 +192,11 @@ var bikes = domain[rental.Bike, rental.Event, rental.Command]{
 var payments = domain[payment.Payment, payment.Event, payment.Command]{
 	fold: payment.Fold, evolve: payment.Evolve, decide: payment.Decide, decode: payment.DecodeEvent,
 	rental: func(e payment.Event) string {
-		rentalID, _ := payment.RentalIDFor(referenceOfEvent(e))
+		rentalID, _ := payment.RentalIDFor(payment.ReferenceOf(e))
 		return rentalID
 	},
 	tags: func(e payment.Event) []string {
-		ref := referenceOfEvent(e)
+		ref := payment.ReferenceOf(e)
 		tags := make([]string, 1, 2)
 		tags[0] = "payment:" + ref
 		if rentalID, err := payment.RentalIDFor(ref); err == nil {
@@ -188,20 +204,6 @@ var payments = domain[payment.Payment, payment.Event, payment.Command]{
 		}
 		return tags
 	},
-}
-
-func referenceOfEvent(e payment.Event) string {
-	switch e := e.(type) {
-	case payment.PaymentPrepared:
-		return e.Reference
-	case payment.PaymentConfirmed:
-		return e.Reference
-	case payment.PaymentRejected:
-		return e.Reference
-	case payment.PaymentCancelled:
-		return e.Reference
-	}
-	return ""
 }
 
 // decodeAll turns records into a domain's events, failing on the first it cannot read.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bikerental/bikerental/internal/command"
@@ -56,7 +57,7 @@ func TestEventsCarryTagsCorrelationAndCausation(t *testing.T) {
 		t.Errorf("payment record = %+v", p)
 	}
 	again, err := h.Payment(ctx, payment.PreparePayment{Reference: ref, PaymentID: "p2", Amount: 100, Currency: "EUR"}, command.Meta{})
-	if err != nil || len(again.Appended) != 0 || again.State.PaymentID != "p1" {
+	if err != nil || len(again.Appended) != 0 || again.State.PaymentID != pay.State.PaymentID || !strings.HasPrefix(pay.State.PaymentID, "pay_") {
 		t.Errorf("preparing twice: %+v, %v; want nothing appended and the first payment kept", again, err)
 	}
 	state, records, err := h.LoadPayment(ctx, ref)

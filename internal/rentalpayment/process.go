@@ -18,6 +18,9 @@ import (
 type Commands interface {
 	Bike(ctx context.Context, c rental.Command, meta command.Meta) (command.Result[rental.Bike], error)
 	Payment(ctx context.Context, c payment.Command, meta command.Meta) (command.Result[payment.Payment], error)
+	// Refund sends back the money of a late success; it does nothing when no refund
+	// is due.
+	Refund(ctx context.Context, reference string, meta command.Meta) (payment.Payment, error)
 }
 
 var _ Commands = (*command.Handler)(nil)
@@ -73,7 +76,13 @@ type Config struct {
 	// Retry bounds how often a reaction is run again after a concurrency conflict
 	// on the process's stream.
 	Retry eventstore.RetryPolicy
+	// MetricsService is the Service dimension of the RefundsOwed metric, written
+	// to the log in Embedded Metric Format when a refund is owed.
+	MetricsService string
 }
+
+// MetricsNamespace is the CloudWatch namespace of the payment metrics.
+const MetricsNamespace = "BikeRental/Payments"
 
 // Process is the rental-payment process. It is safe for concurrent use; every
 // method is idempotent, because deliveries and commands arrive at least once.
@@ -85,6 +94,7 @@ type Process struct {
 	logger   *slog.Logger
 	retry    eventstore.RetryPolicy
 	newID    func() string
+	service  string
 }
 
 // New returns the process for cfg.
@@ -102,7 +112,7 @@ func New(cfg Config) (*Process, error) {
 	if cfg.Retry.MaxAttempts == 0 {
 		cfg.Retry = eventstore.DefaultRetryPolicy
 	}
-	p := &Process{store: cfg.Store, commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, newID: ident.UUID}
+	p := &Process{store: cfg.Store, commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, newID: ident.UUID, service: cfg.MetricsService}
 	if mode == RecordByCommand {
 		p.recorder = commandRecorder{p}
 	} else {
@@ -236,6 +246,22 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
 		}
 		react = func() error { return p.onPaymentSettled(ctx, r, e) }
+	case "PaymentSucceededAfterCancellation":
+		// The money arrived for a rental that did not get its bike: it goes back.
+		// The webhook that recorded it refunds too; this is the retried path.
+		var e payment.PaymentSucceededAfterCancellation
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		_, err := p.commands.Refund(ctx, e.Reference, command.Meta{CorrelationID: r.CorrelationID, CausationID: r.ID})
+		return err
+	case "RefundOwed":
+		var e payment.RefundOwed
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		p.refundOwed(ctx, r, e)
+		return nil
 	default:
 		return nil
 	}
@@ -248,6 +274,22 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 		}
 	}
 	return err
+}
+
+// refundOwed reports a refund owed: a log line that is also the RefundsOwed metric
+// in Embedded Metric Format, which the template's alarm watches. A redelivered
+// record counts again; the alarm fires on any.
+func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment.RefundOwed) {
+	p.logger.LogAttrs(ctx, slog.LevelWarn, "refund owed",
+		slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
+		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int("RefundsOwed", 1),
+		slog.Any("_aws", map[string]any{
+			"Timestamp": r.RecordedAt.UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
+				"Metrics": []map[string]string{{"Name": "RefundsOwed", "Unit": "Count"}},
+			}},
+		}))
 }
 
 func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e rental.BikeRequested) error {

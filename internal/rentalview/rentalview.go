@@ -35,12 +35,39 @@ const (
 
 // View is one rental as an operator sees it.
 type View struct {
-	RentalID         string  `json:"rentalId"`
-	BikeID           string  `json:"bikeId"`
-	Renter           string  `json:"renter"`
-	Status           Status  `json:"status"`
-	PaymentReference string  `json:"paymentReference"`
-	History          []Entry `json:"history"`
+	RentalID         string   `json:"rentalId"`
+	BikeID           string   `json:"bikeId"`
+	Renter           string   `json:"renter"`
+	Status           Status   `json:"status"`
+	PaymentReference string   `json:"paymentReference"`
+	Payment          *Payment `json:"payment,omitempty"`
+	History          []Entry  `json:"history"`
+}
+
+// Payment is what the rental's payment stands at: how a client pays it, and where
+// any money taken after it was given up on stands.
+type Payment struct {
+	// PaymentID is the provider's id of the payment: what a client of a provider
+	// that only calls back needs to pay.
+	PaymentID string `json:"paymentId"`
+	// ClientSecret is what a Stripe client needs to pay. Load fills it in; it is for
+	// the renter alone, and WithoutSecrets removes it for every other reader.
+	ClientSecret string `json:"clientSecret,omitempty"`
+	Status       string `json:"status"`
+	// Refund is "requested", "owed" or "refunded" once money taken after the
+	// payment was given up on goes back.
+	Refund string `json:"refund,omitempty"`
+}
+
+// WithoutSecrets returns the view with the payment's client secret removed, for
+// readers other than the renter.
+func (v View) WithoutSecrets() View {
+	if v.Payment != nil && v.Payment.ClientSecret != "" {
+		p := *v.Payment
+		p.ClientSecret = ""
+		v.Payment = &p
+	}
+	return v
 }
 
 // Entry is one event of the rental's history.
@@ -108,7 +135,9 @@ func Load(ctx context.Context, store eventstore.Store, rentalID string) (View, e
 		v.History = append(v.History, entry(r))
 	}
 	if len(paymentEvents) > 0 {
-		paymentStatus = payment.Fold(paymentEvents).Status
+		pay := payment.Fold(paymentEvents)
+		paymentStatus = pay.Status
+		v.Payment = &Payment{PaymentID: pay.PaymentID, ClientSecret: pay.ClientSecret, Status: string(pay.Status), Refund: string(pay.Refund)}
 	}
 	processStarted := false
 	for _, r := range records[2] {
@@ -137,7 +166,19 @@ func status(bike rental.Outcome, pay payment.Status, processStarted bool) Status
 	return StatusRequested
 }
 
+// entry is one record of the history. The client secret of a PaymentPrepared
+// never reaches the history, whoever reads it: View.Payment carries it.
 func entry(r eventstore.Record) Entry {
-	return Entry{At: r.RecordedAt, Stream: r.StreamID, Version: r.Version, Type: r.Type, Data: r.Data,
+	data := r.Data
+	if r.Type == (payment.PaymentPrepared{}).EventType() {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(data, &fields) == nil {
+			if _, ok := fields["clientSecret"]; ok {
+				delete(fields, "clientSecret")
+				data, _ = json.Marshal(fields)
+			}
+		}
+	}
+	return Entry{At: r.RecordedAt, Stream: r.StreamID, Version: r.Version, Type: r.Type, Data: data,
 		CorrelationID: r.CorrelationID, CausationID: r.CausationID}
 }

@@ -1,0 +1,254 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+)
+
+// PaymentProvider is what the payment commands need of the provider that holds the
+// money. The adapters in internal/paymentprovider implement it. The decider stays
+// pure: the handler calls the provider around it, and what it records always
+// follows the provider's answer.
+type PaymentProvider interface {
+	// CreatePayment creates the payment of a reference at the provider; creating
+	// twice for one reference must be the same payment.
+	CreatePayment(ctx context.Context, reference string, amount int64, currency string) (payment.Created, error)
+	// CancelPayment calls a payment off at the provider, and says whether it did,
+	// whether the payment had already succeeded, or that it cannot say.
+	CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, error)
+	// RefundPayment refunds a payment; refunding twice for one reference must be one
+	// refund. payment.ErrRefundNotSupported: the provider cannot refund.
+	RefundPayment(ctx context.Context, paymentID, reference string) (refundID string, err error)
+}
+
+// ReferenceFinder is an optional capability of a PaymentProvider: finding our
+// payment reference from the provider's payment id, for events that carry only the
+// latter.
+type ReferenceFinder interface {
+	ReferenceOf(ctx context.Context, paymentID string) (string, error)
+}
+
+// WithProvider sets the payment provider (the generic provider, which only calls
+// back, by default).
+func WithProvider(p PaymentProvider) Option { return func(h *Handler) { h.provider = p } }
+
+// defaultProvider is the provider of a Handler configured with none.
+var defaultProvider PaymentProvider = generic.Provider{}
+
+// ErrProviderEventReused reports a provider event id seen before with another
+// content: it is refused, and nothing is applied.
+var ErrProviderEventReused = errors.New("command: the provider's event id was already used for another event")
+
+// ProviderEventReceived is the receipt of one provider event, alone in a stream of
+// its own ("providerevent-<provider>-<event id>"), written in the same transaction as
+// whatever the event changed, so that every delivery after the first finds it and
+// changes nothing.
+type ProviderEventReceived struct {
+	Provider  string                    `json:"provider"`
+	EventID   string                    `json:"eventId"`
+	Kind      payment.ProviderEventKind `json:"kind"`
+	Reference string                    `json:"reference"`
+	Digest    string                    `json:"digest"`
+}
+
+// EventType returns "ProviderEventReceived".
+func (ProviderEventReceived) EventType() string { return "ProviderEventReceived" }
+
+// ReceiptStreamID returns the stream of a provider event's receipt.
+func ReceiptStreamID(provider, eventID string) string {
+	return "providerevent-" + provider + "-" + eventID
+}
+
+// ProviderResult is the outcome of a provider event: the payment after it, and
+// whether this delivery repeated one already applied.
+type ProviderResult struct {
+	Payment   payment.Payment
+	Duplicate bool
+}
+
+// preparePayment creates the payment at the provider, then records PaymentPrepared
+// with the provider's payment id. A payment already prepared is not created again.
+func (h *Handler) preparePayment(ctx context.Context, c payment.PreparePayment, meta Meta) (Result[payment.Payment], error) {
+	s, _, err := h.LoadPayment(ctx, c.Reference)
+	if err != nil {
+		return Result[payment.Payment]{}, err
+	}
+	if s.Status != "" && s.Status != payment.StatusNone {
+		return Result[payment.Payment]{State: s}, nil
+	}
+	if _, err := payment.Decide(s, c); err != nil { // refuse bad input before the provider sees it
+		return Result[payment.Payment]{}, err
+	}
+	created, err := h.provider.CreatePayment(ctx, c.Reference, c.Amount, c.Currency)
+	if err != nil {
+		return Result[payment.Payment]{}, fmt.Errorf("command: create payment %s at the provider: %w", c.Reference, err)
+	}
+	c.PaymentID, c.ClientSecret = created.PaymentID, created.ClientSecret
+	return run(ctx, h, payments, payment.StreamID(c.Reference), payment.Command(c), meta)
+}
+
+// cancelPayment asks the provider first: a payment that already succeeded there is
+// declined (payment.ErrPaymentAlreadyConfirmed) and nothing is recorded; otherwise,
+// whether the provider cancelled it or cannot say, PaymentCancelled is recorded,
+// and a success that arrives later is refunded.
+func (h *Handler) cancelPayment(ctx context.Context, c payment.CancelPayment, meta Meta) (Result[payment.Payment], error) {
+	s, _, err := h.LoadPayment(ctx, c.Reference)
+	if err != nil {
+		return Result[payment.Payment]{}, err
+	}
+	if s.Status == payment.StatusPrepared {
+		outcome, err := h.provider.CancelPayment(ctx, s.PaymentID)
+		switch {
+		case outcome == payment.AlreadySucceeded:
+			return Result[payment.Payment]{State: s}, payment.ErrPaymentAlreadyConfirmed
+		case err != nil && outcome != payment.ProviderCannotSay:
+			return Result[payment.Payment]{}, fmt.Errorf("command: cancel payment %s at the provider: %w", c.Reference, err)
+		}
+	}
+	return run(ctx, h, payments, payment.StreamID(c.Reference), payment.Command(c), meta)
+}
+
+// Refund sends back the money of a late success: through the provider where it can
+// refund (RefundRequested), else as a refund owed (RefundOwed). It does nothing for
+// a payment with no refund due, so it is safe to call twice and from every path
+// that sees a late success.
+func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (payment.Payment, error) {
+	s, _, err := h.LoadPayment(ctx, reference)
+	if err != nil || !s.RefundDue() {
+		return s, err
+	}
+	refundID, err := h.provider.RefundPayment(ctx, s.PaymentID, reference)
+	var c payment.Command = payment.RecordRefund{Reference: reference, RefundID: refundID}
+	switch {
+	case errors.Is(err, payment.ErrRefundNotSupported):
+		c = payment.OweRefund{Reference: reference}
+	case err != nil:
+		return s, fmt.Errorf("command: refund payment %s at the provider: %w", reference, err)
+	}
+	res, err := run(ctx, h, payments, payment.StreamID(reference), c, meta)
+	return res.State, err
+}
+
+// ApplyProviderEvent applies one verified provider event to its payment, once: the
+// first delivery records what it changes and its receipt in one write; every later
+// delivery of the same event id and content changes nothing and gets the same
+// answer, and one with other content is refused with ErrProviderEventReused. A
+// success for a payment already given up on is recorded and refunded. An event
+// for a payment we never prepared is payment.ErrPaymentNotFound, and changes
+// nothing.
+func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEvent, meta Meta) (ProviderResult, error) {
+	store, ok := h.store.(eventstore.MultiStreamStore)
+	if !ok {
+		return ProviderResult{}, ErrNeedsMultiStreamStore
+	}
+	if ev.Reference == "" && ev.PaymentID != "" {
+		finder, ok := h.provider.(ReferenceFinder)
+		if !ok {
+			return ProviderResult{}, fmt.Errorf("%w: the event names no payment reference", payment.ErrPaymentNotFound)
+		}
+		ref, err := finder.ReferenceOf(ctx, ev.PaymentID)
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		ev.Reference = ref
+	}
+	if _, err := payment.RentalIDFor(ev.Reference); err != nil {
+		return ProviderResult{}, fmt.Errorf("%w: %w", payment.ErrPaymentNotFound, err)
+	}
+	receiptStream := ReceiptStreamID(ev.Provider, ev.EventID)
+	if err := eventstore.ValidateStreamID(receiptStream); err != nil || ev.EventID == "" {
+		return ProviderResult{}, fmt.Errorf("%w: provider event id %q", payment.ErrWebhookMalformed, ev.EventID)
+	}
+	if meta.CausationID == "" {
+		meta.CausationID = "provider-event:" + ev.Provider + ":" + ev.EventID
+	}
+	for attempt := 1; ; attempt++ {
+		receipts, err := store.Read(ctx, receiptStream, 0)
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		if len(receipts) > 0 {
+			var seen ProviderEventReceived
+			if err := json.Unmarshal(receipts[0].Data, &seen); err != nil {
+				return ProviderResult{}, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, receiptStream, err)
+			}
+			if seen.Digest != ev.Digest || seen.Reference != ev.Reference || seen.Kind != ev.Kind {
+				return ProviderResult{}, ErrProviderEventReused
+			}
+			s, err := h.Refund(ctx, ev.Reference, meta) // finish what the first delivery may not have
+			return ProviderResult{Payment: s, Duplicate: true}, err
+		}
+		s, records, err := h.LoadPayment(ctx, ev.Reference)
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		if s.Status == "" || s.Status == payment.StatusNone {
+			return ProviderResult{}, fmt.Errorf("%w: %s", payment.ErrPaymentNotFound, ev.Reference)
+		}
+		decided, err := payment.Decide(s, commandFor(ev))
+		if errors.Is(err, payment.ErrPaymentAlreadyConfirmed) {
+			decided, err = nil, nil // a failure or cancellation reported after the success: acknowledged, changes nothing
+		}
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		after := s
+		for _, e := range decided {
+			after = payment.Evolve(after, e)
+		}
+		receipt, err := json.Marshal(ProviderEventReceived{Provider: ev.Provider, EventID: ev.EventID, Kind: ev.Kind, Reference: ev.Reference, Digest: ev.Digest})
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		rentalID, _ := payment.RentalIDFor(ev.Reference)
+		parts := []eventstore.StreamAppend{{StreamID: receiptStream, Events: []eventstore.Event{{
+			ID: h.newID(), Type: ProviderEventReceived{}.EventType(), Data: receipt,
+			Tags: []string{"payment:" + ev.Reference, "rental:" + rentalID}, CorrelationID: rentalID, CausationID: meta.CausationID,
+		}}}}
+		if len(decided) > 0 {
+			events, err := encode(h, payments, decided, meta)
+			if err != nil {
+				return ProviderResult{}, err
+			}
+			parts = append(parts, eventstore.StreamAppend{StreamID: payment.StreamID(ev.Reference), ExpectedVersion: lastVersion(records), Events: events})
+		}
+		_, err = store.AppendStreams(ctx, parts...)
+		if err == nil {
+			if after.RefundDue() {
+				refunded, err := h.Refund(ctx, ev.Reference, meta)
+				return ProviderResult{Payment: refunded}, err
+			}
+			return ProviderResult{Payment: after}, nil
+		}
+		if !errors.Is(err, eventstore.ErrConcurrency) {
+			return ProviderResult{}, err
+		}
+		if attempt >= h.policy.MaxAttempts {
+			return ProviderResult{}, fmt.Errorf("%w (%d attempts on provider event %s): %w", eventstore.ErrRetriesExhausted, attempt, ev.EventID, err)
+		}
+		if err := h.policy.Backoff(ctx, attempt); err != nil {
+			return ProviderResult{}, err
+		}
+	}
+}
+
+// commandFor is the payment command a provider event asks for.
+func commandFor(ev payment.ProviderEvent) payment.Command {
+	switch ev.Kind {
+	case payment.ProviderSucceeded:
+		return payment.ConfirmPayment{Reference: ev.Reference, ProviderEventID: ev.EventID}
+	case payment.ProviderFailed:
+		return payment.RejectPayment{Reference: ev.Reference, Reason: ev.Reason, ProviderEventID: ev.EventID}
+	case payment.ProviderCancelled:
+		return payment.CancelPayment{Reference: ev.Reference}
+	case payment.ProviderRefunded:
+		return payment.ConfirmRefund{Reference: ev.Reference, ProviderEventID: ev.EventID}
+	}
+	return nil
+}
