@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
 const cancelUsage = `Usage: rentalctl cancel [flags] RENTAL_ID
@@ -46,7 +48,11 @@ func runCancel(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	rentalID, eventsTable, store, asJSON := r.rentalID, r.eventsTable, r.store, r.asJSON
-	process, err := wiring.Process(store, command.New(store), r.flags.lookup, c.logger())
+	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secretsmanager.NewFromConfig(r.cfg) }, r.flags.lookup)
+	if err != nil {
+		return configError("cancel", err)
+	}
+	process, err := wiring.Process(store, command.New(store, command.WithProvider(pay.Provider)), r.flags.lookup, c.logger())
 	if err != nil {
 		return configError("cancel", err)
 	}

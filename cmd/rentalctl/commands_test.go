@@ -135,7 +135,7 @@ func TestHistoryPrintsTheRentalsAuditTrail(t *testing.T) {
 
 	r := must(t, e, "history", approved)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-	for i, want := range []string{"rental   " + approved, "status   approved", "bike     bike3", "renter   alice", "payment  " + payment.ReferenceFor(approved), ""} {
+	for i, want := range []string{"rental   " + approved, "status   approved", "bike     bike3", "renter   renter-bike3", "payment  " + payment.ReferenceFor(approved), ""} {
 		if i >= len(lines) || strings.TrimRight(lines[i], " ") != want {
 			t.Fatalf("header line %d: want %q\nstdout:\n%s", i, want, r.stdout)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"io"
 	"slices"
 	"strconv"
@@ -36,6 +37,7 @@ func runHistory(ctx context.Context, c *cli, args []string) error {
 	}
 	rentalID, eventsTable, store, asJSON := r.rentalID, r.eventsTable, r.store, r.asJSON
 	view, err := rentalview.Load(ctx, store, rentalID)
+	view = view.WithoutSecrets() // the client secret is the renter's alone
 	if err != nil {
 		return fmt.Errorf("history (Events table %s): %w", eventsTable, err)
 	}
@@ -117,6 +119,7 @@ type rentalRequest struct {
 	store                 *dynamo.Store
 	asJSON                bool
 	flags                 *flags
+	cfg                   aws.Config
 }
 
 // parseRentalCommand parses the command line of a command that takes RENTAL_ID and
@@ -142,6 +145,7 @@ func parseRentalCommand(ctx context.Context, c *cli, args []string, name, usage,
 	if err != nil {
 		return r, err
 	}
+	r.cfg = cfg
 	if r.store, err = wiring.EventStore(cfg, f.lookup); err != nil {
 		return r, configError(name, err)
 	}

@@ -59,6 +59,7 @@ var commands = []subcommand{
 	{"pending", "", "outstanding payments, oldest first; --overdue: past due", runPending},
 	{"cancel", "RENTAL_ID", "send CancelRentalPayment and print the outcome", runCancel},
 	{"sweep", "", "run the sweep now or --at a time; --dry-run only lists", runSweep},
+	{"refunds", "", "refunds owed for rentals that did not get their bike, oldest first", runRefunds},
 	{"audit", "", "check the service's invariants across both tables", runAudit},
 	{"rebuild", "", "rebuild PendingPayments, with the sweep's schedule paused", runRebuild},
 }

@@ -313,7 +313,7 @@ func TestAuditOfAQuietCleanWorldSucceeds(t *testing.T) {
 	if err := run(context.Background(), []string{"audit", "--quiet"}, e.get, &stdout, &stderr); err != nil {
 		t.Fatalf("audit: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	want := "15 streams, 29 records, 5 rentals, 5 payments, 5 pending rows"
+	want := "20 streams, 34 records, 5 rentals, 5 payments, 5 pending rows" // 5 bikes, payments, processes and renters
 	if out := stdout.String(); strings.Count(out, "\n") != 1 || !strings.Contains(out, want) || !strings.Contains(out, "no violations (quiet checks included)") {
 		t.Errorf("stdout %q, want one summary line with %q and no violations", out, want)
 	}
@@ -348,7 +348,7 @@ func TestAuditReportsViolationsAndFails(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, stdout.String())
 	}
-	if report.OK() || len(report.Violations) != 2 || report.Violations[0].Invariant != audit.PendingMissing || report.Streams != 15 {
+	if report.OK() || len(report.Violations) != 2 || report.Violations[0].Invariant != audit.PendingMissing || report.Streams != 20 {
 		t.Errorf("JSON report %+v, want the 2 pending-missing violations", report)
 	}
 

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
 const sweepUsage = `Usage: rentalctl sweep [flags]
@@ -94,7 +97,11 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	}
 
 	logger := c.logger()
-	s, err := wiring.Core(cfg, f.lookup, logger)
+	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secretsmanager.NewFromConfig(cfg) }, f.lookup)
+	if err != nil {
+		return configError("sweep", err)
+	}
+	s, err := wiring.Core(cfg, f.lookup, logger, command.WithProvider(pay.Provider))
 	if err != nil {
 		return configError("sweep", err)
 	}

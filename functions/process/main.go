@@ -6,6 +6,9 @@
 // RENTAL_CURRENCY; see internal/wiring.
 package main
 
-import "github.com/bikerental/bikerental/internal/wiring"
+import (
+	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
+)
 
-func main() { wiring.Run(wiring.ProcessFunction) }
+func main() { wiring.Run(paymentfn.ProcessFunction) }

@@ -7,6 +7,9 @@
 // SWEEP_CONCURRENCY, RECORDING_MODE; see internal/wiring.
 package main
 
-import "github.com/bikerental/bikerental/internal/wiring"
+import (
+	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
+)
 
-func main() { wiring.Run(wiring.SweepFunction) }
+func main() { wiring.Run(paymentfn.SweepFunction) }

@@ -14,6 +14,7 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/renter"
 )
@@ -41,16 +42,16 @@ func TestWhoMayCallWhat(t *testing.T) {
 
 	type call struct{ method, path, body string }
 	routes := map[string]call{
-		"PUT /bikes/{bikeId}":                       {"PUT", "/bikes/b9", ""},
-		"GET /bikes/{bikeId}":                       {"GET", "/bikes/b1", ""},
-		"POST /bikes/{bikeId}/return":               {"POST", "/bikes/b2/return", ""},
-		"POST /rentals":                             {"POST", "/rentals", `{"bikeId":"b1"}`},
-		"GET /rentals":                              {"GET", "/rentals", ""},
-		"GET /rentals/{rentalId}":                   {"GET", "/rentals/" + rentalID, ""},
-		"POST /rentals/{rentalId}/cancel-payment":   {"POST", "/rentals/" + rentalID + "/cancel-payment", ""},
-		"POST /payments/{paymentReference}/confirm": {"POST", "/payments/" + ref + "/confirm", "{}"},
-		"POST /payments/{paymentReference}/reject":  {"POST", "/payments/" + ref + "/reject", "{}"},
-		"GET /payments/pending":                     {"GET", "/payments/pending", ""},
+		"PUT /bikes/{bikeId}":                     {"PUT", "/bikes/b9", ""},
+		"GET /bikes/{bikeId}":                     {"GET", "/bikes/b1", ""},
+		"POST /bikes/{bikeId}/return":             {"POST", "/bikes/b2/return", ""},
+		"POST /rentals":                           {"POST", "/rentals", `{"bikeId":"b1"}`},
+		"GET /rentals":                            {"GET", "/rentals", ""},
+		"GET /rentals/{rentalId}":                 {"GET", "/rentals/" + rentalID, ""},
+		"POST /rentals/{rentalId}/cancel-payment": {"POST", "/rentals/" + rentalID + "/cancel-payment", ""},
+		"POST /webhooks/payments":                 {"POST", "/webhooks/payments", event("e1", generic.TypeSucceeded, ref, "")},
+		"POST /webhooks/stripe":                   {"POST", "/webhooks/stripe", "{}"},
+		"GET /payments/pending":                   {"GET", "/payments/pending", ""},
 	}
 	for _, rt := range api.Routes() {
 		c, ok := routes[rt.Method+" "+rt.Pattern]

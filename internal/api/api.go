@@ -18,12 +18,17 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
 // MaxBodyBytes is the largest request body accepted; larger ones get 413.
 const MaxBodyBytes = 16 * 1024
+
+// MaxWebhookBodyBytes is the largest webhook body accepted: a provider's event
+// carries the whole object it is about.
+const MaxWebhookBodyBytes = 256 * 1024
 
 // Canceller sends CancelRentalPayment to the rental-payment process;
 // *rentalpayment.Process is one.
@@ -36,11 +41,21 @@ type PendingLister interface {
 	List(ctx context.Context, limit int) ([]deadline.Pending, error)
 }
 
+// WebhookParser verifies a payment provider's webhook and says what it reports
+// (the adapters in internal/paymentprovider).
+type WebhookParser interface {
+	ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error)
+}
+
 // Config is what the API needs.
 type Config struct {
 	Commands *command.Handler
-	// Webhook verifies the payment provider's signatures. Required.
+	// Webhook verifies the generic provider's Payment-Signature, for
+	// POST /webhooks/payments. Required.
 	Webhook *webhook.Verifier
+	// Stripe verifies and reads Stripe's webhooks, for POST /webhooks/stripe; while
+	// nil that route answers 501.
+	Stripe WebhookParser
 	// Canceller handles cancel-payment; while nil that route answers 501.
 	Canceller Canceller
 	// Pending lists outstanding payments; while nil GET /payments/pending answers 501.
@@ -141,8 +156,8 @@ func (a *API) table() []route {
 		{Route{http.MethodGet, "/rentals", Renter}, a.listRentals},
 		{Route{http.MethodGet, "/rentals/{rentalId}", Renter}, a.getRental},
 		{Route{http.MethodPost, "/rentals/{rentalId}/cancel-payment", Operator}, a.cancelPayment},
-		{Route{http.MethodPost, "/payments/{paymentReference}/confirm", Webhook}, a.confirmPayment},
-		{Route{http.MethodPost, "/payments/{paymentReference}/reject", Webhook}, a.rejectPayment},
+		{Route{http.MethodPost, "/webhooks/payments", Webhook}, a.genericWebhook},
+		{Route{http.MethodPost, "/webhooks/stripe", Webhook}, a.stripeWebhook},
 		{Route{http.MethodGet, "/payments/pending", Operator}, a.pendingPayments},
 	}
 }
@@ -243,7 +258,11 @@ func (a *API) dispatch(r *request, method, path string, pattern *string) respons
 		if refused := a.authorize(r, rt.Access); refused != nil {
 			return *refused
 		}
-		body, failure := readBody(r.raw)
+		limit := MaxBodyBytes
+		if rt.Access == Webhook {
+			limit = MaxWebhookBodyBytes
+		}
+		body, failure := readBody(r.raw, limit)
 		if failure != nil {
 			return *failure
 		}
@@ -314,7 +333,7 @@ func params(pattern []segment, path string) []pathParam {
 	return out
 }
 
-func readBody(req *events.APIGatewayV2HTTPRequest) ([]byte, *response) {
+func readBody(req *events.APIGatewayV2HTTPRequest, limit int) ([]byte, *response) {
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
 		decoded, err := base64.StdEncoding.DecodeString(req.Body)
@@ -324,8 +343,8 @@ func readBody(req *events.APIGatewayV2HTTPRequest) ([]byte, *response) {
 		}
 		body = decoded
 	}
-	if len(body) > MaxBodyBytes {
-		p := problem(http.StatusRequestEntityTooLarge, "about:blank", fmt.Sprintf("the request body is %d bytes, at most %d are accepted", len(body), MaxBodyBytes))
+	if len(body) > limit {
+		p := problem(http.StatusRequestEntityTooLarge, "about:blank", fmt.Sprintf("the request body is %d bytes, at most %d are accepted", len(body), limit))
 		return nil, &p
 	}
 	return body, nil

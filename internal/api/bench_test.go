@@ -65,8 +65,8 @@ func handle(b *testing.B, a *API, req events.APIGatewayV2HTTPRequest, status int
 // BenchmarkHandle measures whole API requests against the in-memory store: routing,
 // decoding, the command or query, and the response. The POST /rentals case is a
 // retry with the same Idempotency-Key, which answers the first 202 again and appends
-// nothing, so every iteration does the same work; the confirm case is the payment
-// provider's retried, signed webhook.
+// nothing, so every iteration does the same work; the webhook case is the payment
+// provider's redelivered, signed event, found by its receipt.
 func BenchmarkHandle(b *testing.B) {
 	a, commands := benchAPI(b)
 	rentalBody := `{"bikeId":"bike-42"}`
@@ -78,7 +78,8 @@ func BenchmarkHandle(b *testing.B) {
 	if _, err := commands.Payment(context.Background(), payment.PreparePayment{Reference: ref, PaymentID: "pay_1", Amount: 1500, Currency: "EUR"}, command.Meta{}); err != nil {
 		b.Fatal(err)
 	}
-	handle(b, a, benchRequest(http.MethodPost, "/payments/"+ref+"/confirm", "{}", map[string]string{webhook.Header: webhook.Sign(benchSecret, []byte("{}"), time.Now())}), http.StatusOK)
+	paid := `{"id":"evt-bench-1","type":"payment.succeeded","paymentReference":"` + ref + `"}`
+	handle(b, a, benchRequest(http.MethodPost, "/webhooks/payments", paid, map[string]string{webhook.Header: webhook.Sign(benchSecret, []byte(paid), time.Now())}), http.StatusOK)
 
 	cases := []struct {
 		name   string
@@ -88,8 +89,8 @@ func BenchmarkHandle(b *testing.B) {
 		{"PUT-bike-again", benchRequest(http.MethodPut, "/bikes/bike-42", "", nil), http.StatusOK},
 		{"GET-bike", benchRequest(http.MethodGet, "/bikes/bike-42", "", nil), http.StatusOK},
 		{"POST-rentals-idempotent-retry", benchRequest(http.MethodPost, "/rentals", rentalBody, rentalKey), http.StatusAccepted},
-		{"POST-confirm-retry", benchRequest(http.MethodPost, "/payments/"+ref+"/confirm", "{}",
-			map[string]string{webhook.Header: webhook.Sign(benchSecret, []byte("{}"), time.Now())}), http.StatusOK},
+		{"POST-webhook-redelivery", benchRequest(http.MethodPost, "/webhooks/payments", paid,
+			map[string]string{webhook.Header: webhook.Sign(benchSecret, []byte(paid), time.Now())}), http.StatusOK},
 		{"GET-rental", benchRequest(http.MethodGet, "/rentals/"+rentalID, "", nil), http.StatusOK},
 		{"unknown-route", benchRequest(http.MethodGet, "/no/such/route", "", nil), http.StatusNotFound},
 	}
@@ -115,7 +116,7 @@ func BenchmarkDecode(b *testing.B) {
 	for _, rt := range []struct{ method, path string }{
 		{http.MethodPost, "/rentals"},
 		{http.MethodPost, "/bikes/bike-42/return"},
-		{http.MethodPost, "/payments/rp_bike-42_AAAAAAAAAAAAAAAAAAAAAA/confirm"},
+		{http.MethodPost, "/webhooks/payments"},
 		{http.MethodGet, "/payments/pending"},
 	} {
 		method, path := rt.method, rt.path

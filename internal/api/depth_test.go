@@ -22,7 +22,7 @@ func objects(n int) string { return strings.Repeat(`{"a":`, n-1) + "{}" + string
 
 func TestJSONDepthLimit(t *testing.T) {
 	const (
-		reject  = "reject"    // POST /payments/{ref}/reject, signed: {"reason"} can be accepted
+		reject  = "reject"    // POST /webhooks/payments, signed: a failure's "reason" can be anything
 		rentals = "/rentals"  // POST /rentals
 		bikes   = "/bikes/b7" // PUT /bikes/b7, which takes an empty object or no body
 	)
@@ -34,16 +34,16 @@ func TestJSONDepthLimit(t *testing.T) {
 	}{
 		{"deeply nested array", rentals, arrays(api.MaxJSONDepth + 1), 400, true},
 		{"deeply nested object", rentals, objects(api.MaxJSONDepth + 1), 400, true},
-		{"nested array inside the body", reject, `{"reason":"x","extra":` + arrays(api.MaxJSONDepth) + `}`, 400, true},
+		{"nested array inside a webhook", reject, `{"reason":"x","extra":` + arrays(api.MaxJSONDepth) + `}`, 400, false},
 		{"nested object on a route without a body", bikes, objects(api.MaxJSONDepth + 1), 400, true},
 		{"as deep as the body limit allows", rentals, strings.Repeat("[", api.MaxBodyBytes), 400, true},
 		{"unbalanced closers do not hide depth", rentals, strings.Repeat("]", 8) + arrays(api.MaxJSONDepth+1), 400, true},
 		// At the limit the decoder sees the body and refuses it for what it holds.
-		{"array exactly at the limit", reject, `{"reason":"x","extra":` + arrays(api.MaxJSONDepth-1) + `}`, 400, false},
+		{"array exactly at the limit", rentals, `{"bikeId":"x","extra":` + arrays(api.MaxJSONDepth-1) + `}`, 400, false},
 		{"objects exactly at the limit", rentals, objects(api.MaxJSONDepth), 400, false},
 		{"brackets inside a string", reject, `{"reason":"` + brackets + `"}`, 200, false},
 		{"escaped quotes inside a string", reject, `{"reason":"\"` + brackets + `\" \\\"` + brackets + `"}`, 200, false},
-		{"escaped backslash ends the string", reject, `{"reason":"\\","extra":` + arrays(api.MaxJSONDepth) + `}`, 400, true},
+		{"escaped backslash ends the string", rentals, `{"bikeId":"\\","extra":` + arrays(api.MaxJSONDepth) + `}`, 400, true},
 		{"unterminated string", rentals, `{"bikeId":"` + brackets, 400, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,11 +52,12 @@ func TestJSONDepthLimit(t *testing.T) {
 			switch tc.route {
 			case reject:
 				ref := h.prepare(h.rentBike("b1", "alice"))
-				r = h.expect(http.MethodPost, "/payments/"+ref+"/reject", tc.body, signed(secret, tc.body, h.now), tc.status)
+				body := strings.Replace(tc.body, "{", `{"id":"e1","type":"payment.failed","paymentReference":"`+ref+`",`, 1)
+				r = h.expect(http.MethodPost, "/webhooks/payments", body, with(anonymous, signed(secret, body, h.now)), tc.status)
 			case bikes:
 				r = h.expect(http.MethodPut, bikes, tc.body, nil, tc.status)
 			default:
-				r = h.expect(http.MethodPost, tc.route, tc.body, nil, tc.status)
+				r = h.expect(http.MethodPost, tc.route, tc.body, as("alice"), tc.status)
 			}
 			if tc.status == 200 {
 				if r.str("status") != "rejected" {
@@ -90,8 +91,8 @@ func bodyReason(r reply) string {
 func TestJSONDepthLimitWritesNothing(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
 	ref := h.prepare(h.rentBike("b1", "alice"))
-	body := `{"reason":"x","extra":` + arrays(api.MaxJSONDepth) + `}`
-	h.expect(http.MethodPost, "/payments/"+ref+"/reject", body, signed(secret, body, h.now), http.StatusBadRequest)
+	body := `{"id":"e1","type":"payment.failed","paymentReference":"` + ref + `","reason":"x","extra":` + arrays(api.MaxJSONDepth) + `}`
+	h.expect(http.MethodPost, "/webhooks/payments", body, with(anonymous, signed(secret, body, h.now)), http.StatusBadRequest)
 	h.expect(http.MethodPut, "/bikes/b2", objects(api.MaxJSONDepth+1), nil, http.StatusBadRequest)
 	if n := h.streamLen("payment-" + ref); n != 1 {
 		t.Errorf("a refused reject wrote to the payment: %d events, want 1", n)

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
 
+	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -77,6 +78,9 @@ func errorResponse(err error) response {
 	}
 	for _, m := range []mapping{
 		{webhook.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
+		{payment.ErrWebhookUnauthentic, http.StatusUnauthorized, "unauthorized"},
+		{payment.ErrWebhookMalformed, http.StatusBadRequest, "invalid-request"},
+		{command.ErrProviderEventReused, http.StatusUnprocessableEntity, "webhook-event-reused"},
 		{rental.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
 		{payment.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
 		{renter.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
@@ -92,8 +96,6 @@ func errorResponse(err error) response {
 		{rental.ErrBikeNotRented, http.StatusConflict, "bike-not-rented"},
 		{rental.ErrNotActiveRental, http.StatusConflict, "not-active-rental"},
 		{payment.ErrPaymentAlreadyConfirmed, http.StatusConflict, "payment-already-confirmed"},
-		{payment.ErrPaymentCancelled, http.StatusConflict, "payment-cancelled"},
-		{payment.ErrPaymentRejected, http.StatusConflict, "payment-rejected"},
 	} {
 		if errors.Is(err, m.target) {
 			resp := problem(m.status, m.typ, detailOf(err, m.target))
@@ -138,10 +140,10 @@ func transient(err error) bool {
 // full message, which names the field. Other internals never reach the client.
 func detailOf(err, target error) string {
 	switch target {
-	case rental.ErrInvalidCommand, payment.ErrInvalidCommand, renter.ErrInvalidCommand, eventstore.ErrInvalidInput:
+	case rental.ErrInvalidCommand, payment.ErrInvalidCommand, renter.ErrInvalidCommand, eventstore.ErrInvalidInput, payment.ErrWebhookMalformed:
 		return err.Error()
-	case webhook.ErrUnauthorized:
-		return "the Payment-Signature header is missing, malformed, stale or wrong"
+	case webhook.ErrUnauthorized, payment.ErrWebhookUnauthentic:
+		return "the webhook's signature header is missing, malformed, stale or wrong"
 	}
 	return target.Error()
 }

@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
-	"github.com/bikerental/bikerental/internal/webhook"
 )
 
 // BikeView is the JSON form of a bike as operators see it.
@@ -59,28 +60,14 @@ type RentalAccepted struct {
 	PaymentReference string `json:"paymentReference"`
 }
 
-// PaymentView is the answer to the payment webhooks.
-type PaymentView struct {
-	PaymentReference string `json:"paymentReference"`
-	Status           string `json:"status"`
-}
-
 // CancelPaymentResult is the answer to POST /rentals/{rentalId}/cancel-payment.
 type CancelPaymentResult struct {
 	RentalID string                `json:"rentalId"`
 	Outcome  rentalpayment.Outcome `json:"outcome"`
 }
 
-// RejectionNotice is the body of the reject webhook.
-type RejectionNotice struct {
-	Reason string `json:"reason"`
-}
-
 // MaxIdempotencyKeyLength bounds the Idempotency-Key header.
 const MaxIdempotencyKeyLength = 255
-
-// MaxReasonLength bounds a rejection reason.
-const MaxReasonLength = 500
 
 func (r *request) meta() command.Meta { return command.Meta{CausationID: "request:" + r.requestID} }
 
@@ -224,6 +211,9 @@ func (a *API) getRental(r *request) response {
 	if err != nil {
 		return errorResponse(err)
 	}
+	if view.Renter != r.caller.subject { // an operator: what pays is the renter's alone
+		view = view.WithoutSecrets()
+	}
 	return jsonResponse(http.StatusOK, view)
 }
 
@@ -320,67 +310,58 @@ func (a *API) cancelPayment(r *request) response {
 	return jsonResponse(http.StatusOK, CancelPaymentResult{RentalID: id, Outcome: outcome})
 }
 
-// verified checks the webhook's signature over the raw body before anything else
-// is looked at, so that unsigned requests learn nothing.
-func (a *API) verified(r *request) *response {
-	if err := a.cfg.Webhook.Verify(r.header(webhook.Header), r.body, a.cfg.Now()); err != nil {
+// WebhookAnswer is the answer to an authentic provider event.
+type WebhookAnswer struct {
+	EventID          string `json:"eventId,omitempty"`
+	PaymentReference string `json:"paymentReference,omitempty"`
+	// Status is the payment's after the event; Refund where its money stands when
+	// it arrived after the payment was given up on.
+	Status string `json:"status,omitempty"`
+	Refund string `json:"refund,omitempty"`
+	// Duplicate is true when this delivery repeated an event already applied.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Ignored is true for an event that is not about one of our payments.
+	Ignored bool `json:"ignored,omitempty"`
+}
+
+func (a *API) genericWebhook(r *request) response {
+	return a.providerWebhook(r, generic.Provider{Verifier: a.cfg.Webhook}, false)
+}
+
+func (a *API) stripeWebhook(r *request) response {
+	if a.cfg.Stripe == nil {
+		return problem(http.StatusNotImplemented, "about:blank", "this deployment does not take payments through Stripe")
+	}
+	return a.providerWebhook(r, a.cfg.Stripe, true)
+}
+
+// providerWebhook verifies a provider's event over its raw body before anything
+// else is looked at, then applies it once. Every authentic event about a payment we
+// know is acknowledged with 200, late ones included, so that the provider stops
+// retrying; with ignoreUnknown, so is an event about a payment that is not ours.
+func (a *API) providerWebhook(r *request, parser WebhookParser, ignoreUnknown bool) response {
+	ev, err := parser.ParseWebhook(r.header, r.body, a.cfg.Now())
+	switch {
+	case errors.Is(err, payment.ErrWebhookUnauthentic):
 		resp := errorResponse(err)
 		resp.err = err
-		return &resp
+		return resp
+	case errors.Is(err, payment.ErrWebhookIgnored):
+		return jsonResponse(http.StatusOK, WebhookAnswer{Ignored: true})
+	case errors.Is(err, payment.ErrWebhookMalformed):
+		return invalid(InvalidParam{Name: "body", Reason: strings.TrimPrefix(err.Error(), "payment: ")})
+	case err != nil:
+		return errorResponse(err)
 	}
-	return nil
-}
-
-func referenceParam(r *request) (string, *response) {
-	ref, bad := idParam(r, "paymentReference")
-	if bad != nil {
-		return "", bad
+	res, err := a.cfg.Commands.ApplyProviderEvent(r.ctx, ev, r.meta())
+	if ignoreUnknown && errors.Is(err, payment.ErrPaymentNotFound) {
+		return jsonResponse(http.StatusOK, WebhookAnswer{EventID: ev.EventID, Ignored: true})
 	}
-	if _, err := payment.RentalIDFor(ref); err != nil {
-		resp := errorResponse(payment.ErrPaymentNotFound)
-		return "", &resp
-	}
-	return ref, nil
-}
-
-func (a *API) confirmPayment(r *request) response {
-	if bad := a.verified(r); bad != nil {
-		return *bad
-	}
-	ref, bad := referenceParam(r)
-	if bad != nil {
-		return *bad
-	}
-	if bad := decodeJSON(r, &struct{}{}, true); bad != nil {
-		return *bad
-	}
-	res, err := a.cfg.Commands.Payment(r.ctx, payment.ConfirmPayment{Reference: ref}, r.meta())
 	if err != nil {
 		return errorResponse(err)
 	}
-	return jsonResponse(http.StatusOK, PaymentView{PaymentReference: ref, Status: string(res.State.Status)})
-}
-
-func (a *API) rejectPayment(r *request) response {
-	if bad := a.verified(r); bad != nil {
-		return *bad
-	}
-	ref, bad := referenceParam(r)
-	if bad != nil {
-		return *bad
-	}
-	var body RejectionNotice
-	if bad := decodeJSON(r, &body, true); bad != nil {
-		return *bad
-	}
-	if len(body.Reason) > MaxReasonLength {
-		return invalid(InvalidParam{Name: "reason", Reason: fmt.Sprintf("at most %d bytes", MaxReasonLength)})
-	}
-	res, err := a.cfg.Commands.Payment(r.ctx, payment.RejectPayment{Reference: ref, Reason: body.Reason}, r.meta())
-	if err != nil {
-		return errorResponse(err)
-	}
-	return jsonResponse(http.StatusOK, PaymentView{PaymentReference: ref, Status: string(res.State.Status)})
+	return jsonResponse(http.StatusOK, WebhookAnswer{EventID: ev.EventID, PaymentReference: ev.Reference,
+		Status: string(res.Payment.Status), Refund: string(res.Payment.Refund), Duplicate: res.Duplicate})
 }
 
 // Pending-payment listing limits.

@@ -81,8 +81,8 @@ func samples() []sample {
 	}
 	prepared := func(h *harness) { request(h); h.prepare(sampleRental) }
 	rented := func(h *harness) { request(h); approve(h.t, h, sampleRental, sampleRenter) }
-	confirmBody := `{}`
-	rejectBody := `{"reason":"card declined"}`
+	confirmBody := `{"id":"evt-sample-1","type":"payment.succeeded","paymentReference":"` + sampleRef + `"}`
+	rejectBody := `{"id":"evt-sample-2","type":"payment.failed","paymentReference":"` + sampleRef + `","reason":"card declined"}`
 	return []sample{
 		{file: "register-bike.json", method: "PUT", route: "/bikes/{bikeId}", path: "/bikes/" + sampleBike, caller: api.Operator, status: 201},
 		{file: "get-bike.json", method: "GET", route: "/bikes/{bikeId}", path: "/bikes/" + sampleBike, setup: register, status: 200},
@@ -94,11 +94,11 @@ func samples() []sample {
 		{file: "get-rental.json", method: "GET", route: "/rentals/{rentalId}", path: "/rentals/" + sampleRental, caller: api.Renter, setup: prepared, status: 200},
 		{file: "cancel-payment.json", method: "POST", route: "/rentals/{rentalId}/cancel-payment", path: "/rentals/" + sampleRental + "/cancel-payment",
 			caller: api.Operator, setup: prepared, canceller: &fakeCanceller{outcome: rentalpayment.OutcomeCancelled}, status: 200},
-		{file: "confirm-payment.json", method: "POST", route: "/payments/{paymentReference}/confirm", path: "/payments/" + sampleRef + "/confirm",
+		{file: "payment-succeeded.json", method: "POST", route: "/webhooks/payments", path: "/webhooks/payments",
 			body:    confirmBody,
 			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(confirmBody), sampleTime)},
 			setup:   prepared, status: 200},
-		{file: "reject-payment.json", method: "POST", route: "/payments/{paymentReference}/reject", path: "/payments/" + sampleRef + "/reject",
+		{file: "payment-failed.json", method: "POST", route: "/webhooks/payments", path: "/webhooks/payments",
 			body:    rejectBody,
 			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(rejectBody), sampleTime)},
 			setup:   prepared, status: 200},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
@@ -20,7 +21,8 @@ func TestTheWebhookSecretNeverReachesTheLogs(t *testing.T) {
 		h := newHarness(t, store, nil)
 		rentalID := h.rentBike("b1", "alice")
 		ref := h.prepare(rentalID)
-		confirm := "/payments/" + ref + "/confirm"
+		confirm := "/webhooks/payments"
+		paid := event("evt-1", generic.TypeSucceeded, ref, "")
 		before := strings.Count(h.logs.String(), "\n")
 
 		s := string(secret)
@@ -33,17 +35,17 @@ func TestTheWebhookSecretNeverReachesTheLogs(t *testing.T) {
 		}{
 			{"forged webhook carrying the secret", http.MethodPost, confirm, withSecret,
 				map[string]string{webhook.Header: fmt.Sprintf("t=%d,v1=%.64s", h.now.Unix(), hex.EncodeToString(secret)+strings.Repeat("0", 64))}, http.StatusUnauthorized},
-			{"the secret as the signature", http.MethodPost, confirm, `{}`, map[string]string{webhook.Header: s}, http.StatusUnauthorized},
-			{"the secret as a v1 value", http.MethodPost, confirm, `{}`, map[string]string{webhook.Header: "t=1,v1=" + s}, http.StatusUnauthorized},
-			{"bearer token on a webhook", http.MethodPost, confirm, `{}`, bearer, http.StatusUnauthorized},
+			{"the secret as the signature", http.MethodPost, confirm, paid, map[string]string{webhook.Header: s}, http.StatusUnauthorized},
+			{"the secret as a v1 value", http.MethodPost, confirm, paid, map[string]string{webhook.Header: "t=1,v1=" + s}, http.StatusUnauthorized},
+			{"bearer token on a webhook", http.MethodPost, confirm, paid, bearer, http.StatusUnauthorized},
 			{"bearer token on a query", http.MethodGet, "/bikes/b1", "", bearer, http.StatusOK},
 			{"bearer token on a refused request", http.MethodPost, "/rentals", withSecret, bearer, http.StatusBadRequest},
 			{"the secret as a field name", http.MethodPut, "/bikes/b2", `{"` + s + `":1}`, nil, http.StatusBadRequest},
 			{"the secret as an idempotency key", http.MethodPost, "/rentals", `{"bikeId":"b1"}`,
 				as("bob", map[string]string{"Idempotency-Key": s}), http.StatusConflict},
 			{"the secret as a bike id", http.MethodGet, "/bikes/" + s, "", nil, http.StatusNotFound},
-			{"the secret in a signed reason", http.MethodPost, "/payments/" + ref + "/reject", `{"reason":"` + s + `"}`,
-				signed(secret, `{"reason":"`+s+`"}`, h.now), http.StatusOK},
+			{"the secret in a signed reason", http.MethodPost, confirm, event("evt-2", generic.TypeFailed, ref, s),
+				signed(secret, event("evt-2", generic.TypeFailed, ref, s), h.now), http.StatusOK},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := h.expect(tc.method, tc.path, tc.body, tc.headers, tc.status)
@@ -79,8 +81,8 @@ func TestStaleWebhooksAreRefused(t *testing.T) {
 		rentalID := h.rentBike("b1", "alice")
 		ref := h.prepare(rentalID)
 		bikeEvents := h.streamLen(rental.StreamID("b1"))
-		confirm, reject := "/payments/"+ref+"/confirm", "/payments/"+ref+"/reject"
-		confirmBody, rejectBody := `{}`, `{"reason":"card declined"}`
+		confirm, reject := "/webhooks/payments", "/webhooks/payments"
+		confirmBody, rejectBody := event("evt-1", generic.TypeSucceeded, ref, ""), event("evt-2", generic.TypeFailed, ref, "card declined")
 
 		for _, tc := range []struct {
 			name, path, body string

@@ -82,10 +82,10 @@ func TestRoutesListsEveryOperation(t *testing.T) {
 		"GET /rentals",
 		"GET /rentals/{rentalId}",
 		"POST /bikes/{bikeId}/return",
-		"POST /payments/{paymentReference}/confirm",
-		"POST /payments/{paymentReference}/reject",
 		"POST /rentals",
 		"POST /rentals/{rentalId}/cancel-payment",
+		"POST /webhooks/payments",
+		"POST /webhooks/stripe",
 		"PUT /bikes/{bikeId}",
 	}
 	if got := apicontract.MustLoad(t).Routes(); !slices.Equal(got, want) {
@@ -96,16 +96,16 @@ func TestRoutesListsEveryOperation(t *testing.T) {
 func TestSecurityOfEachOperation(t *testing.T) {
 	doc := apicontract.MustLoad(t).Document()
 	want := map[string]string{
-		"PUT /bikes/{bikeId}":                       "operator",
-		"GET /bikes/{bikeId}":                       "",
-		"POST /bikes/{bikeId}/return":               "operator",
-		"POST /rentals":                             "bearer",
-		"GET /rentals":                              "bearer",
-		"GET /rentals/{rentalId}":                   "bearer|operator",
-		"POST /rentals/{rentalId}/cancel-payment":   "operator",
-		"POST /payments/{paymentReference}/confirm": "",
-		"POST /payments/{paymentReference}/reject":  "",
-		"GET /payments/pending":                     "operator",
+		"PUT /bikes/{bikeId}":                     "operator",
+		"GET /bikes/{bikeId}":                     "",
+		"POST /bikes/{bikeId}/return":             "operator",
+		"POST /rentals":                           "bearer",
+		"GET /rentals":                            "bearer",
+		"GET /rentals/{rentalId}":                 "bearer|operator",
+		"POST /rentals/{rentalId}/cancel-payment": "operator",
+		"POST /webhooks/payments":                 "",
+		"POST /webhooks/stripe":                   "",
+		"GET /payments/pending":                   "operator",
 	}
 	for route, schemes := range want {
 		method, path, _ := strings.Cut(route, " ")
@@ -204,7 +204,7 @@ func TestValidateResponse(t *testing.T) {
 		{"a 401 with its challenge", "POST", "/rentals", nil, 401, with2(problem("req-4"), "WWW-Authenticate", `Bearer realm="bikerental"`), problemBody(problemBase+"unauthenticated", 401, "req-4"), true},
 		{"a 401 with an invalid_token challenge", "GET", "/rentals", nil, 401, with2(problem("req-4"), "WWW-Authenticate", `Bearer realm="bikerental", error="invalid_token"`), problemBody(problemBase+"unauthenticated", 401, "req-4"), true},
 		{"a 401 without its challenge", "POST", "/rentals", nil, 401, problem("req-4"), problemBody(problemBase+"unauthenticated", 401, "req-4"), false},
-		{"a webhook 401 without a challenge", "POST", "/payments/" + ref + "/confirm", nil, 401, problem("req-5"), problemBody(problemBase+"unauthorized", 401, "req-5"), true},
+		{"a webhook 401 without a challenge", "POST", "/webhooks/payments", nil, 401, problem("req-5"), problemBody(problemBase+"unauthorized", 401, "req-5"), true},
 		{"a 503 with Retry-After", "GET", "/bikes/b1", nil, 503, with2(problem("req-6"), "Retry-After", "2"), problemBody(problemBase+"unavailable", 503, "req-6"), true},
 		{"a 503 without Retry-After", "GET", "/bikes/b1", nil, 503, problem("req-6"), problemBody(problemBase+"busy", 503, "req-6"), false},
 		{"a 503 with a date as Retry-After", "GET", "/bikes/b1", nil, 503, with2(problem("req-6"), "Retry-After", "soon"), problemBody(problemBase+"busy", 503, "req-6"), false},
@@ -232,9 +232,22 @@ func TestValidateResponse(t *testing.T) {
 		{"a rental in an unknown status", "GET", "/rentals/" + rentalID, nil, 200, jsonHeader("r"),
 			`{"rentalId":"` + rentalID + `","bikeId":"bike-1","renter":"alice","status":"lost","paymentReference":"` + ref + `","history":[]}`, false},
 		{"a foreign rental is a 404", "GET", "/rentals/" + rentalID, nil, 404, problem("r"), problemBody(problemBase+"rental-not-found", 404, "r"), true},
-		{"a confirmation", "POST", "/payments/" + ref + "/confirm", nil, 200, jsonHeader("r"), `{"paymentReference":"` + ref + `","status":"confirmed"}`, true},
-		{"a confirmation answering rejected", "POST", "/payments/" + ref + "/confirm", nil, 200, jsonHeader("r"), `{"paymentReference":"` + ref + `","status":"rejected"}`, false},
-		{"a rejection", "POST", "/payments/" + ref + "/reject", nil, 200, jsonHeader("r"), `{"paymentReference":"` + ref + `","status":"rejected"}`, true},
+		{"a webhook applied", "POST", "/webhooks/payments", nil, 200, jsonHeader("r"), `{"eventId":"e1","paymentReference":"` + ref + `","status":"confirmed"}`, true},
+		{"a late webhook, repeated", "POST", "/webhooks/payments", nil, 200, jsonHeader("r"), `{"eventId":"e1","paymentReference":"` + ref + `","status":"cancelled","refund":"owed","duplicate":true}`, true},
+		{"a webhook answer without its event", "POST", "/webhooks/payments", nil, 200, jsonHeader("r"), `{"paymentReference":"` + ref + `","status":"confirmed"}`, false},
+		{"a generic webhook ignored", "POST", "/webhooks/payments", nil, 200, jsonHeader("r"), `{"ignored":true}`, false},
+		{"a Stripe event ignored", "POST", "/webhooks/stripe", nil, 200, jsonHeader("r"), `{"ignored":true}`, true},
+		{"a Stripe event ignored, with a status", "POST", "/webhooks/stripe", nil, 200, jsonHeader("r"), `{"eventId":"evt_1","ignored":true,"status":"confirmed"}`, false},
+		{"a reused event id", "POST", "/webhooks/payments", nil, 422, problem("r"), problemBody(problemBase+"webhook-event-reused", 422, "r"), true},
+		{"a problem type that is gone", "POST", "/webhooks/payments", nil, 409, problem("r"), problemBody(problemBase+"payment-cancelled", 409, "r"), false},
+		{"a webhook body too large", "POST", "/webhooks/stripe", nil, 413, problem("r"), problemBody("about:blank", 413, "r"), true},
+		{"no Stripe here", "POST", "/webhooks/stripe", nil, 501, problem("r"), problemBody("about:blank", 501, "r"), true},
+		{"a rental with its payment", "GET", "/rentals/" + rentalID, nil, 200, jsonHeader("r"),
+			`{"rentalId":"` + rentalID + `","bikeId":"bike-1","renter":"alice","status":"awaiting-payment","paymentReference":"` + ref + `",` +
+				`"payment":{"paymentId":"pi_1","clientSecret":"pi_1_secret_2","status":"prepared"},"history":[]}`, true},
+		{"a rental whose payment has no id", "GET", "/rentals/" + rentalID, nil, 200, jsonHeader("r"),
+			`{"rentalId":"` + rentalID + `","bikeId":"bike-1","renter":"alice","status":"cancelled","paymentReference":"` + ref + `",` +
+				`"payment":{"status":"cancelled","refund":"owed"},"history":[]}`, false},
 		{"a cancellation", "POST", "/rentals/" + rentalID + "/cancel-payment", nil, 200, jsonHeader("r"), `{"rentalId":"` + rentalID + `","outcome":"nothing-to-do"}`, true},
 		{"a cancellation's 501", "POST", "/rentals/" + rentalID + "/cancel-payment", nil, 501, problem("r"), problemBody("about:blank", 501, "r"), true},
 		{"pending payments", "GET", "/payments/pending", url.Values{"limit": {"5"}}, 200, jsonHeader("r"),
@@ -299,6 +312,7 @@ func TestValidateRequest(t *testing.T) {
 	jsonBody := http.Header{"Content-Type": {"application/json"}}
 	signed := http.Header{"Content-Type": {"application/json"},
 		"Payment-Signature": {"t=1796040000,v1=" + strings.Repeat("ab", 32)}}
+	succeeded := `{"id":"e1","type":"payment.succeeded","paymentReference":"` + ref + `"}`
 	for _, tc := range []struct {
 		name, method, path string
 		query              url.Values
@@ -325,12 +339,18 @@ func TestValidateRequest(t *testing.T) {
 		{"a registration with a field", "PUT", "/bikes/b1", nil, jsonBody, `{"colour":"red"}`, false},
 		{"a return naming its rental", "POST", "/bikes/b1/return", nil, jsonBody, `{"rentalId":"b1_abcdefghijABCDEFGHIJ12"}`, true},
 		{"a return with an unknown field", "POST", "/bikes/b1/return", nil, jsonBody, `{"rental":"x"}`, false},
-		{"a signed confirmation", "POST", "/payments/" + ref + "/confirm", nil, signed, `{}`, true},
-		{"a signed confirmation without a body", "POST", "/payments/" + ref + "/confirm", nil, http.Header{"Payment-Signature": signed["Payment-Signature"]}, ``, true},
-		{"an unsigned confirmation", "POST", "/payments/" + ref + "/confirm", nil, jsonBody, `{}`, false},
-		{"a signature without v1", "POST", "/payments/" + ref + "/confirm", nil, http.Header{"Content-Type": {"application/json"}, "Payment-Signature": {"t=1796040000"}}, `{}`, false},
-		{"a signed rejection with a reason", "POST", "/payments/" + ref + "/reject", nil, signed, `{"reason":"card declined"}`, true},
-		{"a reason too long", "POST", "/payments/" + ref + "/reject", nil, signed, `{"reason":"` + strings.Repeat("x", 501) + `"}`, false},
+		{"a signed success", "POST", "/webhooks/payments", nil, signed, succeeded, true},
+		{"a signed success without a body", "POST", "/webhooks/payments", nil, signed, ``, false},
+		{"an unsigned success", "POST", "/webhooks/payments", nil, jsonBody, succeeded, false},
+		{"a signature without v1", "POST", "/webhooks/payments", nil, http.Header{"Content-Type": {"application/json"}, "Payment-Signature": {"t=1796040000"}}, succeeded, false},
+		{"a signed failure with a reason", "POST", "/webhooks/payments", nil, signed, `{"id":"e2","type":"payment.failed","paymentReference":"` + ref + `","reason":"card declined"}`, true},
+		{"a reason on a success", "POST", "/webhooks/payments", nil, signed, `{"id":"e1","type":"payment.succeeded","paymentReference":"` + ref + `","reason":"why"}`, false},
+		{"a reason too long", "POST", "/webhooks/payments", nil, signed, `{"id":"e2","type":"payment.failed","paymentReference":"` + ref + `","reason":"` + strings.Repeat("x", 501) + `"}`, false},
+		{"an unknown event field", "POST", "/webhooks/payments", nil, signed, `{"id":"e1","type":"payment.succeeded","paymentReference":"` + ref + `","amount":1}`, false},
+		{"an unknown event type", "POST", "/webhooks/payments", nil, signed, `{"id":"e1","type":"payment.refunded","paymentReference":"` + ref + `"}`, false},
+		{"a Stripe event", "POST", "/webhooks/stripe", nil, http.Header{"Content-Type": {"application/json; charset=utf-8"}, "Stripe-Signature": {"t=1796040000,v1=" + strings.Repeat("ab", 32) + ",v0=00"}},
+			`{"id":"evt_1","object":"event","api_version":"2026-03-25.dahlia","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1","object":"payment_intent"}},"livemode":false}`, true},
+		{"a Stripe event signed the generic way", "POST", "/webhooks/stripe", nil, signed, `{"id":"evt_1","object":"event","type":"x","data":{"object":{}}}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := c.ValidateRequest(tc.method, tc.path, tc.query, tc.header, []byte(tc.body))

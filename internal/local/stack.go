@@ -24,6 +24,7 @@ import (
 	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/commandfn"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
 
@@ -42,9 +43,9 @@ func InProcessFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Geten
 		build wiring.Builder
 	}{
 		{&fs.Command, "command", commandfn.CommandFunction},
-		{&fs.Process, "process", wiring.ProcessFunction},
+		{&fs.Process, "process", paymentfn.ProcessFunction},
 		{&fs.Projector, "projector", projectorfn.ProjectorFunction},
-		{&fs.Sweep, "sweep", wiring.SweepFunction},
+		{&fs.Sweep, "sweep", paymentfn.SweepFunction},
 	} {
 		h, err := f.build(ctx, cfg, getenv, logger.With("function", f.name), discard{})
 		if err != nil {

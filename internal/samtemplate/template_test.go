@@ -29,6 +29,7 @@ import (
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/commandfn"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
 
@@ -177,9 +178,9 @@ func (r *recorder) getenv(name string) string {
 // runs. (A map in the wiring package would link every function into every binary.)
 var functions = map[string]wiring.Builder{
 	"command":   commandfn.CommandFunction,
-	"process":   wiring.ProcessFunction,
+	"process":   paymentfn.ProcessFunction,
 	"projector": projectorfn.ProjectorFunction,
-	"sweep":     wiring.SweepFunction,
+	"sweep":     paymentfn.SweepFunction,
 }
 
 func logicalID(function string) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/bikerental/bikerental/internal/awsenv"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/stream"
 )
 
@@ -53,13 +54,21 @@ var ErrNoPendingTable = errors.New("wiring: PENDING_TABLE is not set")
 // StreamHandler is the handler of a function on the Events table's stream.
 type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
-// ProcessFunction builds the rental-payment process's stream handler.
-func ProcessFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
+// ProcessFunction builds the rental-payment process's stream handler, its commands
+// configured by opts (the payment provider, in wiring/paymentfn, which the mains use).
+func ProcessFunction(opts ...command.Option) Builder {
+	return func(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
+		return processFunction(ctx, cfg, getenv, logger, stdout, opts)
+	}
+}
+
+func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer, opts []command.Option) (any, error) {
 	store, err := EventStore(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	process, err := Process(store, command.New(store), getenv, logger)
+	service := getenv(EnvMetricsService)
+	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *rentalpayment.Config) { c.MetricsService = service })
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +81,16 @@ func ProcessFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 // scheduler's (or an EventBridge rule's) event.
 type SweepHandler = func(context.Context, json.RawMessage) (deadline.Summary, error)
 
-// SweepFunction builds the sweep's handler; its metrics go to stdout in Embedded
-// Metric Format.
-func SweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
-	s, err := Core(cfg, getenv, logger)
+// SweepFunction builds the sweep's handler, its commands configured by opts; its
+// metrics go to stdout in Embedded Metric Format.
+func SweepFunction(opts ...command.Option) Builder {
+	return func(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
+		return sweepFunction(ctx, cfg, getenv, logger, stdout, opts)
+	}
+}
+
+func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer, opts []command.Option) (any, error) {
+	s, err := Core(cfg, getenv, logger, opts...)
 	if err == nil && s.Projection == nil {
 		err = ErrNoPendingTable
 	}

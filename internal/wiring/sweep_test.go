@@ -91,7 +91,7 @@ func TestEveryTriggerShapeSendsTheSameSweep(t *testing.T) {
 			getenv, rentalID, due := overdueWorld(t)
 			time.Sleep(time.Until(due.Add(time.Second))) // the payment falls due
 			at := time.Now().UTC().Truncate(time.Second)
-			h, err := wiring.SweepFunction(context.Background(), emulatortest.Config(t), getenv, slog.New(slog.DiscardHandler), discard{})
+			h, err := wiring.SweepFunction()(context.Background(), emulatortest.Config(t), getenv, slog.New(slog.DiscardHandler), discard{})
 			if err != nil {
 				t.Fatal(err)
 			}

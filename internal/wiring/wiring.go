@@ -89,7 +89,7 @@ func EventStore(cfg aws.Config, getenv Getenv) (*dynamo.Store, error) {
 
 // Process builds the rental-payment process on store, sending its commands through
 // commands, configured by RECORDING_MODE, RENTAL_PRICE_CENTS and RENTAL_CURRENCY.
-func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, logger *slog.Logger) (*rentalpayment.Process, error) {
+func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, logger *slog.Logger, opts ...func(*rentalpayment.Config)) (*rentalpayment.Process, error) {
 	mode, err := rentalpayment.ParseRecordingMode(getenv(EnvRecordingMode))
 	if err != nil {
 		return nil, fmt.Errorf("wiring: %s: %w", EnvRecordingMode, err)
@@ -103,9 +103,11 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 	if v := getenv(EnvRentalCurrency); v != "" {
 		price.Currency = v
 	}
-	return rentalpayment.New(rentalpayment.Config{
-		Store: store, Commands: commands, Mode: mode, Price: price, Logger: logger,
-	})
+	cfg := rentalpayment.Config{Store: store, Commands: commands, Mode: mode, Price: price, Logger: logger}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return rentalpayment.New(cfg)
 }
 
 // Projection returns the PendingPayments projection named by PENDING_TABLE, for the

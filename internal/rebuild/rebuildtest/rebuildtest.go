@@ -88,7 +88,7 @@ func (w *World) Rent(bikeID string, how Settlement) string {
 	rentalID := rental.NewRentalID(bikeID, "AAAAAAAAAAAAAAAAAAAAAA")
 	for _, c := range []rental.Command{
 		rental.RegisterBike{BikeID: bikeID},
-		rental.RequestBike{BikeID: bikeID, Renter: "alice", RentalID: rentalID},
+		rental.RequestBike{BikeID: bikeID, Renter: "renter-" + bikeID, RentalID: rentalID}, // one renter per bike: a renter may have one outstanding request
 	} {
 		if _, err := w.Commands.Bike(ctx, c, command.Meta{}); err != nil {
 			w.T.Fatal(err)

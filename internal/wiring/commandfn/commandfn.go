@@ -16,6 +16,7 @@ import (
 	"github.com/bikerental/bikerental/internal/renter"
 	"github.com/bikerental/bikerental/internal/webhook"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
 // SecretReader is the part of the Secrets Manager client WebhookVerifier uses.
@@ -54,15 +55,20 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	s, err := wiring.Core(cfg, getenv, logger, command.WithMaxPending(maxPending))
+	secrets := secretsmanager.NewFromConfig(cfg)
+	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secrets }, getenv)
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := WebhookVerifier(ctx, secretsmanager.NewFromConfig(cfg), getenv)
+	s, err := wiring.Core(cfg, getenv, logger, command.WithMaxPending(maxPending), command.WithProvider(pay.Provider))
 	if err != nil {
 		return nil, err
 	}
-	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger,
+	verifier, err := WebhookVerifier(ctx, secrets, getenv)
+	if err != nil {
+		return nil, err
+	}
+	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Stripe: pay.Stripe, Canceller: s.Process, Logger: logger,
 		OperatorScope: getenv(wiring.EnvOperatorScope)}
 	if s.Projection != nil {
 		apiCfg.Pending = s.Projection

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/bikerental/bikerental/internal/refund"
+)
+
+const refundsUsage = `Usage: rentalctl refunds [flags]
+
+Lists the refunds the service owes, oldest first: money a payment provider that
+cannot refund (the generic provider) took for a rental that did not get its bike.
+Each needs paying back by hand; the RefundsOwed alarm reports them as they happen.
+Refunds through Stripe are made by the service itself and are not listed.
+
+It scans the Events table, filtered on RefundOwed and PaymentRefunded, so it reads
+the whole table; it only reads, and is safe to run at any time. Needs dynamodb:Scan
+on the Events table.
+`
+
+// refundList is what refunds --json prints.
+type refundList struct {
+	Refunds []refund.Owed `json:"refunds"`
+	Count   int           `json:"count"`
+}
+
+func runRefunds(ctx context.Context, c *cli, args []string) error {
+	var (
+		eventsTable string
+		asJSON      bool
+	)
+	f := newFlags("refunds", refundsUsage, c.getenv)
+	f.eventsTable(&eventsTable, "to scan")
+	f.jsonFlag(&asJSON)
+	if _, err := f.parse(args, c); err != nil {
+		return err
+	}
+	if err := f.require(c, "events-table"); err != nil {
+		return err
+	}
+	cfg, err := awsConfig(ctx, c.getenv)
+	if err != nil {
+		return err
+	}
+	owed, err := refund.List(ctx, dynamodb.NewFromConfig(cfg), eventsTable)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if owed == nil {
+			owed = []refund.Owed{}
+		}
+		return c.printJSON(refundList{Refunds: owed, Count: len(owed)})
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "PAYMENT\tRENTAL\tPROVIDER PAYMENT\tAMOUNT\tOWED SINCE")
+	for _, o := range owed {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d.%02d %s\t%s\n", o.PaymentReference, o.RentalID, o.PaymentID, o.Amount/100, o.Amount%100, o.Currency, timestamp(o.OwedSince))
+	}
+	w.Flush()
+	fmt.Fprintf(c.stdout, "%d refunds owed\n", len(owed))
+	return nil
+}

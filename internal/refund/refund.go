@@ -1,0 +1,88 @@
+// Package refund lists the refunds the service owes: money a provider that cannot
+// refund took for a rental that did not get its bike (RefundOwed), with no refund
+// recorded since. Operators pay them (rentalctl refunds); an alarm reports each one.
+package refund
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/schema"
+)
+
+// Owed is one refund owed.
+type Owed struct {
+	PaymentReference string    `json:"paymentReference"`
+	RentalID         string    `json:"rentalId"`
+	PaymentID        string    `json:"paymentId"`
+	Amount           int64     `json:"amount"`
+	Currency         string    `json:"currency"`
+	OwedSince        time.Time `json:"owedSince"`
+}
+
+// Scanner is the part of the DynamoDB client List uses.
+type Scanner interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// List returns the refunds owed in the Events table, oldest first: every RefundOwed
+// whose payment has no PaymentRefunded. Refunds are rare and this is an operator's
+// tool, so it scans the table, filtered on the two event types; it needs
+// dynamodb:Scan on the table.
+func List(ctx context.Context, db Scanner, table string) ([]Owed, error) {
+	owed := map[string]Owed{}
+	refunded := map[string]bool{}
+	in := &dynamodb.ScanInput{
+		TableName:                aws.String(table),
+		FilterExpression:         aws.String("#t IN (:owed, :refunded)"),
+		ExpressionAttributeNames: map[string]string{"#t": schema.EventsType},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":owed":     &types.AttributeValueMemberS{Value: payment.RefundOwed{}.EventType()},
+			":refunded": &types.AttributeValueMemberS{Value: payment.PaymentRefunded{}.EventType()},
+		},
+	}
+	for {
+		out, err := db.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("refund: scan %s: %w", table, err)
+		}
+		for _, item := range out.Items {
+			r, err := dynamo.DecodeRecord(item)
+			if err != nil {
+				return nil, err
+			}
+			e, err := payment.DecodeEvent(r.Type, r.Data)
+			if err != nil {
+				return nil, fmt.Errorf("refund: %s version %d: %w", r.StreamID, r.Version, err)
+			}
+			switch e := e.(type) {
+			case payment.RefundOwed:
+				rentalID, _ := payment.RentalIDFor(e.Reference)
+				owed[e.Reference] = Owed{PaymentReference: e.Reference, RentalID: rentalID, PaymentID: e.PaymentID,
+					Amount: e.Amount, Currency: e.Currency, OwedSince: r.RecordedAt}
+			case payment.PaymentRefunded:
+				refunded[e.Reference] = true
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	var list []Owed
+	for ref, o := range owed {
+		if !refunded[ref] {
+			list = append(list, o)
+		}
+	}
+	slices.SortFunc(list, func(a, b Owed) int { return a.OwedSince.Compare(b.OwedSince) })
+	return list, nil
+}

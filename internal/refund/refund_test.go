@@ -1,0 +1,60 @@
+package refund_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/refund"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }
+
+// TestListsWhatIsStillOwedOldestFirst writes three refunds owed, one of them paid
+// since, among other events, to a table in the emulator.
+func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
+	ctx := context.Background()
+	client, table := emulatortest.EventsTable(t)
+	store := dynamo.New(client, table)
+	base := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	put := func(ref string, at time.Time, events ...payment.Event) {
+		t.Helper()
+		var out []eventstore.Event
+		for i, e := range events {
+			data, _ := json.Marshal(e)
+			out = append(out, eventstore.Event{ID: ref + "-" + e.EventType(), Type: e.EventType(), Data: data, RecordedAt: at.Add(time.Duration(i) * time.Second)})
+		}
+		if _, err := store.Append(ctx, payment.StreamID(ref), 0, out...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late, early, paid := payment.ReferenceFor("b1_AAAAAAAAAAAAAAAAAAAAA1"), payment.ReferenceFor("b2_AAAAAAAAAAAAAAAAAAAAA2"), payment.ReferenceFor("b3_AAAAAAAAAAAAAAAAAAAAA3")
+	owed := func(ref string) []payment.Event {
+		return []payment.Event{
+			payment.PaymentPrepared{Reference: ref, PaymentID: "pay-" + ref, Amount: 1500, Currency: "EUR"},
+			payment.PaymentCancelled{Reference: ref, PaymentID: "pay-" + ref},
+			payment.PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "pay-" + ref, Amount: 1500, Currency: "EUR"},
+			payment.RefundOwed{Reference: ref, PaymentID: "pay-" + ref, Amount: 1500, Currency: "EUR"},
+		}
+	}
+	put(late, base.Add(time.Hour), owed(late)...)
+	put(early, base, owed(early)...)
+	put(paid, base, append(owed(paid), payment.PaymentRefunded{Reference: paid, PaymentID: "pay-" + paid})...)
+	put(payment.ReferenceFor("b4_AAAAAAAAAAAAAAAAAAAAA4"), base, payment.PaymentPrepared{Reference: "rp_b4_AAAAAAAAAAAAAAAAAAAAA4", PaymentID: "p", Amount: 1, Currency: "EUR"})
+
+	got, err := refund.List(ctx, client, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].PaymentReference != early || got[1].PaymentReference != late {
+		t.Fatalf("owed = %+v, want %s then %s", got, early, late)
+	}
+	if o := got[0]; o.Amount != 1500 || o.Currency != "EUR" || o.RentalID != "b2_AAAAAAAAAAAAAAAAAAAAA2" || !o.OwedSince.Equal(base.Add(3*time.Second)) || o.PaymentID != "pay-"+early {
+		t.Errorf("first = %+v", o)
+	}
+}

@@ -1,0 +1,116 @@
+// Package paymentfn wires the payment provider, chosen by PAYMENT_PROVIDER, into
+// the functions that call it: the command function (payments, cancellations and
+// webhooks), the process (payments and refunds) and the sweep (cancellations). It
+// is a package of its own so that only they link the Stripe client.
+package paymentfn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/paymentprovider/stripe"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+// Environment variables of the payment provider.
+const (
+	// EnvProvider chooses the provider: generic (the default: one that only calls
+	// back) or stripe.
+	EnvProvider = "PAYMENT_PROVIDER"
+	// EnvStripeSecretID names the Secrets Manager secret holding
+	// {"secretKey": "sk_...", "webhookSecret": "whsec_..."}, read at cold start.
+	EnvStripeSecretID = "STRIPE_SECRET_ID"
+	// EnvStripeSecretKey and EnvStripeWebhookSecret are the same, for local runs.
+	EnvStripeSecretKey     = "STRIPE_SECRET_KEY"
+	EnvStripeWebhookSecret = "STRIPE_WEBHOOK_SECRET"
+	// EnvStripeAPIURL points the Stripe client elsewhere than Stripe's API: at
+	// stripe-mock, locally.
+	EnvStripeAPIURL = "STRIPE_API_URL"
+)
+
+// Provider names.
+const (
+	Generic = generic.Name
+	Stripe  = "stripe"
+)
+
+// SecretReader is the part of the Secrets Manager client Provider uses.
+type SecretReader interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// Payments is the configured provider: its calls, and for Stripe its webhooks.
+type Payments struct {
+	Provider command.PaymentProvider
+	// Stripe reads Stripe's webhooks; nil for the generic provider.
+	Stripe api.WebhookParser
+}
+
+// Provider returns the provider PAYMENT_PROVIDER names. Stripe's keys come from the
+// Secrets Manager secret STRIPE_SECRET_ID names (secrets is called only then), or
+// else from STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET. Errors never carry a key.
+func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Getenv) (Payments, error) {
+	name, secretID := getenv(EnvProvider), getenv(EnvStripeSecretID)
+	switch name {
+	case "", Generic:
+		return Payments{Provider: generic.Provider{}}, nil
+	case Stripe:
+	default:
+		return Payments{}, fmt.Errorf("wiring: %s=%q: want %s or %s", EnvProvider, name, Generic, Stripe)
+	}
+	var key, hookSecret, apiURL string
+	if secretID == "" { // a local run: the keys, and stripe-mock's address, from the environment
+		key, hookSecret, apiURL = getenv(EnvStripeSecretKey), getenv(EnvStripeWebhookSecret), getenv(EnvStripeAPIURL)
+	} else {
+		out, err := secrets().GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretID)})
+		if err != nil {
+			return Payments{}, fmt.Errorf("wiring: read the Stripe secret %s: %w", secretID, err)
+		}
+		var keys struct {
+			SecretKey     string `json:"secretKey"`
+			WebhookSecret string `json:"webhookSecret"`
+		}
+		if err := json.Unmarshal([]byte(aws.ToString(out.SecretString)), &keys); err != nil {
+			return Payments{}, fmt.Errorf("wiring: the Stripe secret %s is not JSON with secretKey and webhookSecret", secretID)
+		}
+		key, hookSecret = keys.SecretKey, keys.WebhookSecret
+	}
+	p, err := stripe.New(stripe.Config{SecretKey: key, WebhookSecret: hookSecret, APIURL: apiURL})
+	if err != nil {
+		return Payments{}, fmt.Errorf("wiring: %w (set %s, or %s and %s)", err, EnvStripeSecretID, EnvStripeSecretKey, EnvStripeWebhookSecret)
+	}
+	return Payments{Provider: p, Stripe: p}, nil
+}
+
+// secretsOf returns a maker of the Secrets Manager client of cfg.
+func secretsOf(cfg aws.Config) func() SecretReader {
+	return func() SecretReader { return secretsmanager.NewFromConfig(cfg) }
+}
+
+// ProcessFunction builds the process's handler with the configured provider.
+func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
+	pay, err := Provider(ctx, secretsOf(cfg), getenv)
+	if err != nil {
+		return nil, err
+	}
+	return wiring.ProcessFunction(command.WithProvider(pay.Provider))(ctx, cfg, getenv, logger, stdout)
+}
+
+// SweepFunction builds the sweep's handler with the configured provider, which its
+// cancellations reach.
+func SweepFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
+	pay, err := Provider(ctx, secretsOf(cfg), getenv)
+	if err != nil {
+		return nil, err
+	}
+	return wiring.SweepFunction(command.WithProvider(pay.Provider))(ctx, cfg, getenv, logger, stdout)
+}
