@@ -107,6 +107,11 @@ const (
 	// BikeNotTold (quiet only): a completed process whose bike does not show the
 	// matching RequestApproved (approved) or RequestRejected (rejected, cancelled).
 	BikeNotTold = "bike-not-told"
+	// MoneyKept: the provider took the money for a payment already cancelled or
+	// rejected (PaymentSucceededAfterCancellation) and there is neither a refund
+	// (RefundRequested, PaymentRefunded) nor a refund owed (RefundOwed); when not
+	// quiet, only once the late success is older than the grace period.
+	MoneyKept = "money-kept"
 )
 
 // Violation is one broken invariant.
@@ -250,6 +255,8 @@ type rentalSummary struct {
 	settlements   int
 	settlement    string // the type of the first settling event
 	settledAt     time.Time
+	lateSuccessAt time.Time // zero unless the money arrived after the payment was given up on
+	refunded      bool      // a refund was requested, confirmed or recorded as owed
 }
 
 func (a *auditor) rental(id string) *rentalSummary {
@@ -513,10 +520,12 @@ func (c *streamCheck) process(rentalID string) (func(eventstore.Record) error, f
 // payment reads a payment's stream.
 func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, func()) {
 	var (
-		prepared    bool
-		preparedAt  time.Time
-		settlements []string
-		settledAt   time.Time
+		prepared      bool
+		preparedAt    time.Time
+		settlements   []string
+		settledAt     time.Time
+		lateSuccessAt time.Time
+		refunded      bool
 	)
 	apply := func(r eventstore.Record) error {
 		e, err := payment.DecodeEvent(r.Type, r.Data)
@@ -533,6 +542,12 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 				settledAt = r.RecordedAt
 			}
 			settlements = append(settlements, fmt.Sprintf("%s at version %d", r.Type, r.Version))
+		case payment.PaymentSucceededAfterCancellation:
+			if lateSuccessAt.IsZero() {
+				lateSuccessAt = r.RecordedAt
+			}
+		case payment.RefundRequested, payment.RefundOwed, payment.PaymentRefunded:
+			refunded = true
 		}
 		return nil
 	}
@@ -550,6 +565,7 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 			r.paymentStream = c.id
 			r.prepared, r.preparedAt = prepared, preparedAt
 			r.settlements, r.settledAt = len(settlements), settledAt
+			r.lateSuccessAt, r.refunded = lateSuccessAt, refunded
 			if len(settlements) > 0 {
 				r.settlement, _, _ = strings.Cut(settlements[0], " ")
 			}
@@ -603,6 +619,9 @@ func (a *auditor) crossCheck(recent time.Time) {
 			}
 		}
 
+		if !r.lateSuccessAt.IsZero() && !r.refunded && (quiet || r.lateSuccessAt.Before(recent)) {
+			a.violate(MoneyKept, fmt.Sprintf("the provider took the money of rental %s at %s, after its payment was %s, and no refund or refund owed is recorded", id, r.lateSuccessAt.Format(time.RFC3339), r.settlement), paymentStream)
+		}
 		if r.prepared && r.settlements == 0 {
 			if _, ok := a.rows[payment.ReferenceFor(id)]; !ok && (quiet || r.preparedAt.Before(recent)) {
 				a.violate(PendingMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but PendingPayments has no outstanding row for it", payment.ReferenceFor(id), r.preparedAt.Format(time.RFC3339)), paymentStream)

@@ -88,7 +88,7 @@ func rentalID(bikeID, name string) string {
 
 func (w *world) request(bikeID, rentalID string) {
 	w.t.Helper()
-	w.bike(rental.RequestBike{BikeID: bikeID, Renter: "alice", RentalID: rentalID})
+	w.bike(rental.RequestBike{BikeID: bikeID, Renter: "renter-" + bikeID, RentalID: rentalID}) // a renter per bike, each with one outstanding request at most
 }
 
 func (w *world) bike(c rental.Command) {
@@ -226,8 +226,9 @@ func TestACleanWorldAuditsClean(t *testing.T) {
 			t.Errorf("quiet=%v: violations in a clean world:\n%s", quiet, strings.Join(lines(report), "\n"))
 		}
 		// 4 bikes with one rental each and busy with three; a process and a payment
-		// per rental; a PendingPayments row per payment, markers included.
-		want := audit.Report{Quiet: quiet, Streams: 5 + 7 + 7, Records: 19 + 13 + 13, Rentals: 7, Payments: 7, PendingRows: 7, Violations: []audit.Violation{}}
+		// per rental; a renter per bike, with an event per rental; a PendingPayments
+		// row per payment, markers included.
+		want := audit.Report{Quiet: quiet, Streams: 5 + 7 + 7 + 5, Records: 19 + 13 + 13 + 7, Rentals: 7, Payments: 7, PendingRows: 7, Violations: []audit.Violation{}}
 		if got := report; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("quiet=%v: report %+v, want %+v", quiet, got, want)
 		}
@@ -295,6 +296,22 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 				return []string{"payment-settled-twice " + paymentOf(w.rentals["cancelled"])}
 			},
 			detail: "PaymentCancelled at version 2, PaymentConfirmed at version 3",
+		},
+		{
+			name:  "money taken after the cancellation and never refunded",
+			quiet: true,
+			damage: func(w *world) {
+				ref := payment.ReferenceFor(w.rentals["cancelled"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 1500, Currency: "EUR"})
+				// The same late success with its refund owed is no violation.
+				other := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(other), 3, payment.PaymentSucceededAfterCancellation{Reference: other, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(other), 4, payment.RefundOwed{Reference: other, Amount: 1500, Currency: "EUR"})
+			},
+			want: func(w *world) []string {
+				return []string{"money-kept " + paymentOf(w.rentals["cancelled"])}
+			},
+			detail: "no refund or refund owed",
 		},
 		{
 			name:  "a bike requested by another rental while one is requested",
