@@ -9,6 +9,10 @@ CFN_LINT_VERSION := 1.51.0
 # binaries (it publishes no tagged module versions; this is its commit of 2026-10-30).
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := bin/aws-lambda-rie
+# stripe-mock, Stripe's API mock, for the tests of the Stripe provider and
+# PAYMENT_PROVIDER=stripe make run (keep it equal to internal/stripemock.Version).
+STRIPE_MOCK_VERSION := v0.203.0
+STRIPE_MOCK := bin/stripe-mock
 VENV := .venv
 PKGS := ./...
 
@@ -17,20 +21,20 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help demo soak run test lint vet fmt bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-startup build moto rie clean \
+.PHONY: help demo soak run test lint vet fmt stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-startup build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-demo: moto ## a narrated walk-through of the service on its own local stack (about a minute)
+demo: moto stripe-mock ## a narrated walk-through of the service on its own local stack (about a minute)
 	$(GO) run ./cmd/demo
 
-run: moto ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
+run: moto stripe-mock ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
 	$(GO) run ./cmd/local
 
-test: moto rie lint build ## go vet, gofmt check and every test, the DynamoDB ones against a local moto
-	RIE=$(CURDIR)/$(RIE) $(GO) test -count=1 -timeout 15m $(PKGS)
+test: moto rie stripe-mock lint build ## go vet, gofmt check and every test, the DynamoDB ones against a local moto
+	RIE=$(CURDIR)/$(RIE) STRIPE_MOCK=$(CURDIR)/$(STRIPE_MOCK) $(GO) test -count=1 -timeout 15m $(PKGS)
 
 lint: vet ## go vet, a gofmt check and cfn-lint on template.yaml
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './$(VENV)/*')); \
@@ -103,6 +107,10 @@ bench-deadline: moto ## deadline lateness in both modes, and one sweep over 1,00
 STARTUP_RUNS ?= 20
 bench-startup: moto rie ## function sizes and cold starts under the RIE vs a hello-world, as markdown
 	$(GO) run ./cmd/startupbench -n $(STARTUP_RUNS) -rie $(CURDIR)/$(RIE)
+
+stripe-mock: $(STRIPE_MOCK) ## install the pinned stripe-mock into bin/ (the Stripe provider's tests, PAYMENT_PROVIDER=stripe)
+$(STRIPE_MOCK):
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
 
 rie: $(RIE) ## install the Lambda Runtime Interface Emulator into bin/
 $(RIE):

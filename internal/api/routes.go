@@ -354,7 +354,7 @@ func (a *API) providerWebhook(r *request, parser WebhookParser, ignoreUnknown bo
 		return errorResponse(err)
 	}
 	res, err := a.cfg.Commands.ApplyProviderEvent(r.ctx, ev, r.meta())
-	if ignoreUnknown && errors.Is(err, payment.ErrPaymentNotFound) {
+	if ignoreUnknown && errors.Is(err, payment.ErrPaymentNotFound) || errors.Is(err, payment.ErrWebhookIgnored) {
 		return jsonResponse(http.StatusOK, WebhookAnswer{EventID: ev.EventID, Ignored: true})
 	}
 	if err != nil {
