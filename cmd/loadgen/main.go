@@ -7,8 +7,13 @@
 // It runs --renters renters over --bikes bikes for --rentals rentals or --duration,
 // waits until the stack is quiet (no rental requested or awaiting payment, no bike
 // requested), checks every rental's end state against its intent and prints a
-// summary (--json for the report as JSON). It exits with status 1 on any unclean
-// failure, stuck rental or wrong end state, and 2 on a usage error.
+// summary (--json for the report as JSON). Every request carries the token its route
+// needs, from the stack's local token issuer (POST /local/tokens), so --api must be a
+// local stack. Each renter runs one rental after another; after a rental it did not
+// see approved, which may still count against the stack's MAX_PENDING_PER_RENTER, it
+// goes on as a new renter (see package load). It exits with status 1 on any unclean
+// failure, stuck rental or wrong end state, or when the stack gives no token, and 2
+// on a usage error.
 //
 //	go run ./cmd/loadgen --rentals 200 --renters 8 --bikes 6
 //	go run ./cmd/loadgen --rentals 200 --renters 8 --bikes 6 --faults 0.2
@@ -18,6 +23,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -139,6 +145,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	}
 	fmt.Fprintf(stderr, "Loading %s: %d renters, %d bikes, %d rentals, duration %v...\n", cfg.BaseURL, cfg.Renters, cfg.Bikes, cfg.Rentals, cfg.Duration)
 	rep, err := load.Run(ctx, cfg)
+	if errors.Is(err, load.ErrNoToken) {
+		return 1, err
+	}
 	if err != nil && ctx.Err() == nil {
 		return 2, err // an invalid configuration
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
@@ -77,6 +78,12 @@ type LatenessReport struct {
 // API spread over cfg.Spread, never pays, waits until every payment is cancelled and
 // measures how late each cancellation was. It fails if any payment ends otherwise
 // or is still outstanding when the wait runs out.
+//
+// The bikes are registered with an operator's token and each is requested by a
+// renter of its own, with that renter's token, all from the stack's local token
+// issuer and fetched before the requests start, so that minting them does not delay
+// any request; with one outstanding request per renter, the stack's limit of
+// outstanding requests per renter (MAX_PENDING_PER_RENTER) never refuses one.
 func Lateness(ctx context.Context, cfg LatenessConfig) (LatenessReport, error) {
 	mode, err := deadline.ParseMode(cfg.Mode)
 	switch {
@@ -154,15 +161,24 @@ func Lateness(ctx context.Context, cfg LatenessConfig) (LatenessReport, error) {
 
 	fmt.Fprintf(progress, "API: %s; mode %s, payment timeout %s, sweep interval %s\n", base, mode, cfg.Timeout, cfg.Interval)
 	client := &http.Client{Timeout: 30 * time.Second}
+	tokens := &auth.Tokens{BaseURL: base, Client: client}
+	operator, err := tokens.Operator(ctx, "dlb-"+run+"-ops")
+	if err != nil {
+		return rep, withCause(ctx, err)
+	}
 	bikes := make([]string, cfg.Rentals)
+	renters := make([]string, cfg.Rentals) // each bike's renter's token
 	for i := range bikes {
 		bikes[i] = fmt.Sprintf("dlb-%s-%d", run, i)
-		if err := call(ctx, client, http.MethodPut, base+"/bikes/"+bikes[i], nil, http.StatusCreated, nil); err != nil {
+		if err := call(ctx, client, operator, http.MethodPut, base+"/bikes/"+bikes[i], nil, http.StatusCreated, nil); err != nil {
+			return rep, withCause(ctx, err)
+		}
+		if renters[i], err = tokens.Renter(ctx, "renter-"+bikes[i]); err != nil {
 			return rep, withCause(ctx, err)
 		}
 	}
 	fmt.Fprintf(progress, "registered %d bikes; requesting them over %s...\n", len(bikes), cfg.Spread)
-	refs, err := requestAll(ctx, client, base, bikes, cfg.Spread)
+	refs, err := requestAll(ctx, client, base, bikes, renters, cfg.Spread)
 	if err != nil {
 		return rep, withCause(ctx, err)
 	}
@@ -231,9 +247,10 @@ func withCause(ctx context.Context, err error) error {
 	return err
 }
 
-// requestAll requests each bike, the i-th request starting at i/len(bikes) of spread,
-// and returns the payment references, in the order of bikes.
-func requestAll(ctx context.Context, client *http.Client, base string, bikes []string, spread time.Duration) ([]string, error) {
+// requestAll requests each bike as its renter, whose token is the same index of
+// renters, the i-th request starting at i/len(bikes) of spread, and returns the
+// payment references, in the order of bikes.
+func requestAll(ctx context.Context, client *http.Client, base string, bikes, renters []string, spread time.Duration) ([]string, error) {
 	refs := make([]string, len(bikes))
 	errs := make([]error, len(bikes))
 	start := time.Now()
@@ -249,11 +266,11 @@ func requestAll(ctx context.Context, client *http.Client, base string, bikes []s
 				errs[i] = ctx.Err()
 				return
 			}
-			body, _ := json.Marshal(map[string]string{"bikeId": bike, "renter": "renter-" + bike})
+			body, _ := json.Marshal(map[string]string{"bikeId": bike}) // the renter is the token's subject
 			var accepted struct {
 				PaymentReference string `json:"paymentReference"`
 			}
-			if errs[i] = call(ctx, client, http.MethodPost, base+"/rentals", body, http.StatusAccepted, &accepted); errs[i] == nil {
+			if errs[i] = call(ctx, client, renters[i], http.MethodPost, base+"/rentals", body, http.StatusAccepted, &accepted); errs[i] == nil {
 				refs[i] = accepted.PaymentReference
 				if refs[i] == "" {
 					errs[i] = fmt.Errorf("POST /rentals for %s: no paymentReference in the answer", bike)
@@ -265,13 +282,14 @@ func requestAll(ctx context.Context, client *http.Client, base string, bikes []s
 	return refs, errors.Join(errs...)
 }
 
-// call sends one request and decodes the answer into out (if not nil), expecting the
-// status want.
-func call(ctx context.Context, client *http.Client, method, url string, body []byte, want int, out any) error {
+// call sends one request with the bearer token and decodes the answer into out (if
+// not nil), expecting the status want.
+func call(ctx context.Context, client *http.Client, token, method, url string, body []byte, want int, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Authorization", auth.Bearer(token))
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -291,15 +291,30 @@ func (b *sweepBench) once(ctx context.Context, i, concurrency int, profile, keep
 	return r, nil
 }
 
-// recording is an event store that remembers every record appended through it.
+// recording is an in-memory event store that remembers every record appended
+// through it, by Append or by AppendStreams (a bike request appends to the bike's and
+// the renter's streams together). It reads backwards as the memory store does, which
+// the renter's limit needs.
 type recording struct {
-	eventstore.Store
+	*eventstore.Memory
 	mu      sync.Mutex
 	records []eventstore.Record
 }
 
+var (
+	_ eventstore.MultiStreamStore = (*recording)(nil)
+	_ eventstore.BackwardReader   = (*recording)(nil)
+)
+
 func (r *recording) Append(ctx context.Context, streamID string, expected int64, events ...eventstore.Event) ([]eventstore.Record, error) {
-	recs, err := r.Store.Append(ctx, streamID, expected, events...)
+	return r.remember(r.Memory.Append(ctx, streamID, expected, events...))
+}
+
+func (r *recording) AppendStreams(ctx context.Context, appends ...eventstore.StreamAppend) ([]eventstore.Record, error) {
+	return r.remember(r.Memory.AppendStreams(ctx, appends...))
+}
+
+func (r *recording) remember(recs []eventstore.Record, err error) ([]eventstore.Record, error) {
 	if err == nil {
 		r.mu.Lock()
 		r.records = append(r.records, recs...)
@@ -309,7 +324,8 @@ func (r *recording) Append(ctx context.Context, streamID string, expected int64,
 }
 
 // seed makes n rentals whose payments are outstanding, every event recorded at
-// preparedAt: each bike is registered and requested through the command handler, and
+// preparedAt: each bike is registered and requested, by a renter of its own, through
+// the command handler (the request appends to the renter's stream too), and
 // the rental-payment process reacts to the request (preparing the payment and
 // recording that it asked for it), all in memory; then every record is written to the
 // Events table as the event store writes it (in batches, as the store never does,
@@ -317,7 +333,7 @@ func (r *recording) Append(ctx context.Context, streamID string, expected int64,
 // PendingPayments table by the projector's code. The sweep then finds exactly what
 // the live service would have left: full histories and one index row per payment.
 func seed(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, run string, n int, preparedAt time.Time) (rentalIDs []string, err error) {
-	rec := &recording{Store: eventstore.NewMemoryWithClock(func() time.Time { return preparedAt })}
+	rec := &recording{Memory: eventstore.NewMemoryWithClock(func() time.Time { return preparedAt })}
 	commands := command.New(rec)
 	process, err := wiring.Process(rec, commands, getenv, logger)
 	if err != nil {

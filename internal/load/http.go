@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bikerental/bikerental/internal/auth"
 )
 
 // call is one API request.
@@ -19,7 +21,10 @@ type call struct {
 	method, path string
 	route        string // the route's pattern, for counting, e.g. "GET /rentals/{id}"
 	body         []byte
-	header       func() http.Header // built again for every attempt (a webhook is signed anew)
+	// token is the bearer token the request carries ("" for none: a webhook, a
+	// public route).
+	token  string
+	header func() http.Header // built again for every attempt (a webhook is signed anew)
 	// effect, when set, reads back through the API whether the request took effect;
 	// after an unclean answer it tells the report whether the failure left a change
 	// behind.
@@ -151,6 +156,9 @@ func (g *gen) attempt(ctx context.Context, c call) (answer, time.Duration, error
 		for k, vs := range c.header() {
 			req.Header[k] = vs
 		}
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", auth.Bearer(c.token))
 	}
 	g.tally.requests.Add(1)
 	resp, err := g.cfg.Client.Do(req)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/bikerental/bikerental/internal/ident"
 )
 
 func TestIntentsAreDealtInTheirShares(t *testing.T) {
@@ -73,5 +75,31 @@ func TestBackoff(t *testing.T) {
 	}
 	if got := backoff(base, 100); got != 8*base {
 		t.Errorf("backoff(%v, 100) = %v, want the cap %v", base, got, 8*base)
+	}
+}
+
+func TestRentedBikes(t *testing.T) {
+	rentals := map[string]string{
+		"b1_AAAAAAAAAAAAAAAAAAAAAA": "approved",
+		"b2_AAAAAAAAAAAAAAAAAAAAAA": "returned",
+		"b3_AAAAAAAAAAAAAAAAAAAAAA": "cancelled",
+		"not-a-rental-id":           "approved",
+	}
+	got := rentedBikes(rentals)
+	if len(got) != 1 || !got["b1"] {
+		t.Errorf("rentedBikes = %v, want only b1", got)
+	}
+}
+
+func TestRenterIdentities(t *testing.T) {
+	prefix := "load-abcdef789012345" // as long as a prefix may be
+	if got := renterID(prefix, 0, 1); got != prefix+"-r1-1" {
+		t.Errorf("renterID = %q", got)
+	}
+	if id := renterID(prefix, 9999, 99999); !ident.Valid(id) {
+		t.Errorf("renter %q is not a valid renter id", id)
+	}
+	if id := operatorSubject(prefix); !ident.Valid(id) {
+		t.Errorf("operator %q is not a valid subject", id)
 	}
 }

@@ -4,14 +4,30 @@
 // DynamoDB, under faults.
 //
 // Each of Config.Renters renters repeats: pick one of Config.Bikes bikes, register it
-// (PUT /bikes/{id}, idempotent), request it (POST /rentals; 409 bike-unavailable is a
-// normal outcome, and the renter tries another bike), wait until the payment is
-// prepared and the rental-payment process has recorded its start (GET
+// as an operator (PUT /bikes/{id}, idempotent), request it (POST /rentals; 409
+// bike-unavailable is a normal outcome, and the renter tries another bike), wait until
+// the payment is prepared and the rental-payment process has recorded its start (GET
 // /rentals/{id}, polled with a deadline), then act as the rental's intent says:
 // confirm the payment with a signed webhook, wait for the approval and return the
-// bike; reject the payment with a signed webhook; never pay (the sweep calls the
-// payment off); or cancel it as an operator (POST /rentals/{id}/cancel-payment).
-// Intents are dealt in the shares of Config.Mix, evenly spread over the rentals.
+// bike as an operator; reject the payment with a signed webhook; never pay (the sweep
+// calls the payment off); or cancel it as an operator (POST
+// /rentals/{id}/cancel-payment). Intents are dealt in the shares of Config.Mix,
+// evenly spread over the rentals.
+//
+// Every request carries the token its route needs, from the local stack's token
+// issuer (POST /local/tokens, through auth.Tokens): the renter's own on the renter
+// routes (the renter is the token's subject), an operator's on the operator routes,
+// none on the webhooks, which are signed, and on GET /bikes/{id}, which is public.
+//
+// A renter may have only MAX_PENDING_PER_RENTER (1 by default) outstanding requests,
+// and a rental stays outstanding until its bike records the approval or the
+// rejection, which for a rejected, never-paid or cancelled rental happens after the
+// renter has moved on. So that each of the Config.Renters runs one rental after
+// another as before, whatever the stack's limit, every rental in flight has its own
+// renter: a renter goes on under the same identity after a rental it saw approved,
+// and under a new one (the next of its numbered identities, with a token of its own)
+// after any other. A 409 too-many-pending-requests is therefore never expected and
+// counts as an unexpected refusal.
 //
 // Every answer is checked. A 2xx must be the route's documented status with a
 // well-formed JSON body; a 4xx must be application/problem+json with a type and its
@@ -38,6 +54,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/webhook"
@@ -154,7 +171,8 @@ type Config struct {
 	Prefix string
 	// Seed seeds the renters' choices of bikes; 0 picks one at random.
 	Seed uint64
-	// Client sends the requests; nil means a client with a 30s timeout.
+	// Client sends the requests, and fetches the tokens; nil means a client with a
+	// 30s timeout. The tokens live auth.DefaultTokenLifetime: a run must be shorter.
 	Client *http.Client
 }
 
@@ -223,6 +241,16 @@ func randomAlnum(n int) string {
 	return string(b)
 }
 
+// operatorSubject is the subject of a run's operator token.
+func operatorSubject(prefix string) string { return prefix + "-ops" }
+
+// renterID returns the k-th identity (from 1) of the n-th renter (from 0).
+func renterID(prefix string, n, k int) string { return fmt.Sprintf("%s-r%d-%d", prefix, n+1, k) }
+
+// ErrNoToken reports that the stack's token issuer gave no token: it is not a local
+// stack, or not one that issues tokens.
+var ErrNoToken = errors.New("load: no token from the stack")
+
 // BikeIDs returns the ids of the bikes a run with cfg uses.
 func (c Config) BikeIDs() []string {
 	ids := make([]string, c.Bikes)
@@ -258,7 +286,8 @@ type Report struct {
 	Prefix string `json:"prefix"`
 	// Elapsed is the run's duration.
 	Elapsed time.Duration `json:"elapsedNs"`
-	// Requests is every HTTP request sent, retries and polls included.
+	// Requests is every API request sent, retries and polls included (not the
+	// fetches of tokens from the local issuer).
 	Requests int64 `json:"requests"`
 	// RequestsPerSecond is Requests over Elapsed.
 	RequestsPerSecond float64 `json:"requestsPerSecond"`
@@ -289,6 +318,10 @@ type Report struct {
 	Stuck []string `json:"stuck,omitempty"`
 	// Bikes is the ids of the bikes used.
 	Bikes []string `json:"bikes"`
+	// RenterIdentities counts the renters the run's Config.Renters acted as: each
+	// goes on as a new renter after a rental it did not see approved (see the package
+	// documentation).
+	RenterIdentities int64 `json:"renterIdentities"`
 }
 
 // maxSamples bounds Report.UncleanSamples.
@@ -302,6 +335,13 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	g := newGen(cfg)
+	var err error
+	if g.operator, err = g.tokens.Operator(ctx, operatorSubject(cfg.Prefix)); err != nil {
+		if ctx.Err() != nil {
+			return Report{}, ctx.Err()
+		}
+		return Report{}, fmt.Errorf("%w: %w", ErrNoToken, err)
+	}
 	start := time.Now()
 	if cfg.Duration > 0 {
 		g.deadline = start.Add(cfg.Duration)
@@ -321,6 +361,10 @@ type gen struct {
 	bikes    []string
 	deadline time.Time // zero: no time limit
 	tally    *tally
+	tokens   *auth.Tokens
+	operator string // the operator's token
+	// identities counts the renter identities the renters used.
+	identities atomic.Int64
 
 	mu      sync.Mutex
 	claimed int
@@ -332,7 +376,7 @@ type gen struct {
 
 func newGen(cfg Config) *gen {
 	return &gen{
-		cfg: cfg, bikes: cfg.BikeIDs(), tally: newTally(),
+		cfg: cfg, bikes: cfg.BikeIDs(), tally: newTally(), tokens: &auth.Tokens{BaseURL: cfg.BaseURL, Client: cfg.Client},
 		current: make([]float64, len(Intents())), rentals: map[Intent][]string{},
 	}
 }
@@ -390,6 +434,7 @@ func (g *gen) report(elapsed time.Duration) Report {
 	rep.Diverted = slices.Clone(g.divert)
 	rep.Stuck = slices.Clone(g.stuck)
 	rep.Bikes = slices.Clone(g.bikes)
+	rep.RenterIdentities = g.identities.Load()
 	return rep
 }
 
@@ -419,10 +464,17 @@ func (v rentalView) has(eventType string) bool {
 	return slices.ContainsFunc(v.History, func(e historyEntry) bool { return e.Type == eventType })
 }
 
-// bikeView is the answer of the bike routes.
+// bikeView is the answer of the operators' bike routes (PUT /bikes/{id}, POST
+// /bikes/{id}/return).
 type bikeView struct {
 	BikeID string `json:"bikeId"`
 	Status string `json:"status"`
+}
+
+// bikeAvailability is the answer of the public GET /bikes/{id}.
+type bikeAvailability struct {
+	BikeID    string `json:"bikeId"`
+	Available *bool  `json:"available"`
 }
 
 // The rental statuses of GET /rentals/{id}.
@@ -437,42 +489,68 @@ const (
 
 var rentalStatuses = []string{statusRequested, statusAwaitingPayment, statusApproved, statusReturned, statusRejected, statusCancelled}
 
-// renter runs one renter's loop until the run is over.
+// renter runs one renter's loop until the run is over. It keeps its identity after
+// a rental it saw approved, which no longer counts against the renter's limit of
+// outstanding requests, and takes its next identity after any other, which may still.
 func (g *gen) renter(ctx context.Context, n int) {
 	rng := rand.New(rand.NewPCG(g.cfg.Seed, uint64(n)))
-	renter := fmt.Sprintf("%s-r%d", g.cfg.Prefix, n+1)
+	identity, counted := 1, 0
 	for seq := 1; ; seq++ {
 		intent, ok := g.claim(ctx)
 		if !ok {
 			return
 		}
-		g.rental(ctx, rng, renter, seq, intent)
+		if counted != identity {
+			g.identities.Add(1)
+			counted = identity
+		}
+		if settled := g.rental(ctx, rng, renterID(g.cfg.Prefix, n, identity), seq, intent); !settled {
+			identity++
+		}
 	}
 }
 
-// rental carries one rental through, from finding a bike to the renter's action.
-func (g *gen) rental(ctx context.Context, rng *rand.Rand, renter string, seq int, intent Intent) {
-	accepted, ok := g.request(ctx, rng, renter, seq)
+// renterToken returns the renter's token, fetched once; a failure is unclean.
+func (g *gen) renterToken(ctx context.Context, renter string) (string, bool) {
+	token, err := g.tokens.Renter(ctx, renter)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.tally.unclean(fmt.Sprintf("POST /local/tokens for %s: %v", renter, err))
+		}
+		return "", false
+	}
+	return token, true
+}
+
+// rental carries one rental through, from finding a bike to the renter's action,
+// and reports whether the rental is known to be settled (approved, its bike's
+// approval recorded) so that it no longer counts against the renter's limit.
+func (g *gen) rental(ctx context.Context, rng *rand.Rand, renter string, seq int, intent Intent) (settled bool) {
+	token, ok := g.renterToken(ctx, renter)
 	if !ok {
-		return
+		return false
+	}
+	accepted, ok := g.request(ctx, rng, renter, token, seq)
+	if !ok {
+		return false
 	}
 	id := accepted.RentalID
-	view, ok := g.waitRental(ctx, id, func(v rentalView) bool {
+	view, ok := g.waitRental(ctx, token, id, func(v rentalView) bool {
 		return v.has("RentalPaymentRequested") || v.Status == statusCancelled || v.Status == statusRejected
 	})
 	if !ok {
-		return
+		return false
 	}
 	if view.Status == statusCancelled || view.Status == statusRejected {
 		g.tally.outcome(OutcomeDiverted)
 		g.record(&g.divert, id)
-		return
+		return false
 	}
 	switch intent {
 	case Confirm:
-		g.confirm(ctx, accepted)
+		return g.confirm(ctx, token, accepted)
 	case Reject:
-		if g.webhook(ctx, accepted.PaymentReference, "reject", []byte(`{"reason":"declined by the load generator"}`)) {
+		if g.webhook(ctx, token, accepted.PaymentReference, "reject", []byte(`{"reason":"declined by the load generator"}`)) {
 			g.tally.outcome(OutcomeRejected)
 			g.recordIntent(Reject, id)
 		}
@@ -482,12 +560,14 @@ func (g *gen) rental(ctx context.Context, rng *rand.Rand, renter string, seq int
 	case OperatorCancel:
 		g.cancel(ctx, id)
 	}
+	return false
 }
 
-// request registers a bike and asks for it, a random one at a time, until one is
-// accepted: after a 409 bike-unavailable it pauses about cfg.Pause and tries another
-// bike. It gives up only when the run's Duration is over or ctx is done.
-func (g *gen) request(ctx context.Context, rng *rand.Rand, renter string, seq int) (rentalAccepted, bool) {
+// request registers a bike as an operator and asks for it as the renter, whose token
+// is token, a random bike at a time, until one is accepted: after a 409
+// bike-unavailable it pauses about cfg.Pause and tries another bike. It gives up only
+// when the run's Duration is over or ctx is done.
+func (g *gen) request(ctx context.Context, rng *rand.Rand, renter, token string, seq int) (rentalAccepted, bool) {
 	last := -1
 	for attempt := 1; ; attempt++ {
 		i := rng.IntN(len(g.bikes))
@@ -497,18 +577,19 @@ func (g *gen) request(ctx context.Context, rng *rand.Rand, renter string, seq in
 		last = i
 		bike := g.bikes[i]
 		var b bikeView
-		ans, err := g.send(ctx, call{method: http.MethodPut, path: "/bikes/" + bike, route: "PUT /bikes/{id}"})
+		ans, err := g.send(ctx, call{method: http.MethodPut, path: "/bikes/" + bike, route: "PUT /bikes/{id}", token: g.operator})
 		if err != nil || !g.expect(ans, &b, func() bool { return b.BikeID == bike && b.Status != "" }, http.StatusOK, http.StatusCreated) {
 			return rentalAccepted{}, false
 		}
-		body, _ := json.Marshal(map[string]string{"bikeId": bike, "renter": renter})
+		// The renter is the token's subject, never named in the body.
+		body, _ := json.Marshal(map[string]string{"bikeId": bike})
 		key := fmt.Sprintf("%s-%d-%d", renter, seq, attempt)
 		// The API derives the rental id from the key: a retry asks for the same rental.
 		id := rental.NewRentalID(bike, ident.Derived(rental.RentalSuffixLength, bike, renter, key))
-		ans, err = g.send(ctx, call{method: http.MethodPost, path: "/rentals", route: "POST /rentals", body: body,
+		ans, err = g.send(ctx, call{method: http.MethodPost, path: "/rentals", route: "POST /rentals", body: body, token: token,
 			header: func() http.Header { return http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {key}} },
 			effect: func(ctx context.Context) (bool, error) {
-				v, err := g.readRental(ctx, id)
+				v, err := g.readRental(ctx, token, id)
 				if errors.Is(err, errNotFound) {
 					return false, nil
 				}
@@ -543,13 +624,13 @@ func (g *gen) request(ctx context.Context, rng *rand.Rand, renter string, seq in
 	}
 }
 
-// waitRental reads the rental until done holds, for at most cfg.Wait, every
-// cfg.Poll at first and less often as the wait goes on (see backoff); a rental the
-// wait ran out on is stuck.
-func (g *gen) waitRental(ctx context.Context, id string, done func(rentalView) bool) (rentalView, bool) {
+// waitRental reads the rental with token (its renter's) until done holds, for at
+// most cfg.Wait, every cfg.Poll at first and less often as the wait goes on (see
+// backoff); a rental the wait ran out on is stuck.
+func (g *gen) waitRental(ctx context.Context, token, id string, done func(rentalView) bool) (rentalView, bool) {
 	giveUp := time.Now().Add(g.cfg.Wait)
 	for polls := 0; ; {
-		v, err := g.readRental(ctx, id)
+		v, err := g.readRental(ctx, token, id)
 		if errors.Is(err, errNotFound) {
 			g.tally.unexpected(fmt.Sprintf("%s GET /rentals/{id} 404 rental-not-found", OutcomeUnexpected))
 		}
@@ -579,16 +660,17 @@ func (g *gen) stuckOn(ctx context.Context, id string) {
 	}
 }
 
-// webhook sends a signed payment webhook and reports whether it was accepted. A
+// webhook sends a signed payment webhook, with no token, and reports whether it was
+// accepted; token (the renter's) reads the rental back after an unclean answer. A
 // refusal because the payment was called off first diverts the rental.
-func (g *gen) webhook(ctx context.Context, ref, action string, body []byte) bool {
+func (g *gen) webhook(ctx context.Context, token, ref, action string, body []byte) bool {
 	id := strings.TrimPrefix(ref, "rp_")
 	event := map[string]string{"confirm": "PaymentConfirmed", "reject": "PaymentRejected"}[action]
 	ans, err := g.send(ctx, call{method: http.MethodPost, path: "/payments/" + ref + "/" + action, route: "POST /payments/{ref}/" + action, body: body,
 		header: func() http.Header {
 			return http.Header{"Content-Type": {"application/json"}, webhook.Header: {webhook.Sign(g.cfg.WebhookSecret, body, time.Now())}}
 		},
-		effect: g.recorded(id, event)})
+		effect: g.recorded(token, id, event)})
 	if err != nil {
 		g.stuckOn(ctx, id)
 		return false
@@ -607,26 +689,28 @@ func (g *gen) webhook(ctx context.Context, ref, action string, body []byte) bool
 	return true
 }
 
-// confirm pays, waits for the approval and returns the bike.
-func (g *gen) confirm(ctx context.Context, r rentalAccepted) {
-	if !g.webhook(ctx, r.PaymentReference, "confirm", []byte(`{}`)) {
-		return
+// confirm pays, waits for the approval and returns the bike as an operator. It
+// reports whether it saw the rental approved: the bike has recorded the approval, so
+// the rental no longer counts against the renter's limit.
+func (g *gen) confirm(ctx context.Context, token string, r rentalAccepted) (approved bool) {
+	if !g.webhook(ctx, token, r.PaymentReference, "confirm", []byte(`{}`)) {
+		return false
 	}
 	g.tally.outcome(OutcomeConfirmed)
 	g.recordIntent(Confirm, r.RentalID)
-	if _, ok := g.waitRental(ctx, r.RentalID, func(v rentalView) bool { return v.Status == statusApproved }); !ok {
-		return
+	if _, ok := g.waitRental(ctx, token, r.RentalID, func(v rentalView) bool { return v.Status == statusApproved }); !ok {
+		return false
 	}
 	g.tally.outcome(OutcomeApproved)
 	// A return is not idempotent: it names no rental, so sent again after it took
 	// effect it is refused as bike-not-rented, or ends whichever rental the bike is
 	// in by then. After an unclean answer or a 503 it is sent again only once the
 	// rental's history shows that it did not take effect.
-	returned := g.recorded(r.RentalID, "BikeReturned")
+	returned := g.recorded(g.operator, r.RentalID, "BikeReturned")
 	for attempt := 0; ; attempt++ {
 		var b bikeView
 		ans, err := g.send(ctx, call{method: http.MethodPost, path: "/bikes/" + r.BikeID + "/return", route: "POST /bikes/{id}/return",
-			effect: returned, once: true})
+			token: g.operator, effect: returned, once: true})
 		if (errors.Is(err, errUnclean) || errors.Is(err, errRetryLater)) && attempt < maxUncleanRetries+g.cfg.MaxBusyRetries {
 			if took, err := returned(ctx); err == nil && took {
 				break
@@ -639,26 +723,28 @@ func (g *gen) confirm(ctx context.Context, r rentalAccepted) {
 				g.tally.outcome(OutcomeUncleanRetried)
 			}
 			if sleep(ctx, delay) != nil {
-				return
+				return true
 			}
 			continue
 		}
 		if err != nil || !g.expect(ans, &b, func() bool { return b.BikeID == r.BikeID && b.Status == "available" }, http.StatusOK) {
 			g.stuckOn(ctx, r.RentalID)
-			return
+			return true
 		}
 		break
 	}
 	g.tally.outcome(OutcomeReturned)
+	return true
 }
 
 // errNotFound reports a rental the API does not know.
 var errNotFound = errors.New("load: rental not found")
 
-// readRental reads a rental once; errNotFound if the API answers 404.
-func (g *gen) readRental(ctx context.Context, id string) (rentalView, error) {
+// readRental reads a rental once with token, its renter's or an operator's;
+// errNotFound if the API answers 404 (as it does to another renter).
+func (g *gen) readRental(ctx context.Context, token, id string) (rentalView, error) {
 	var v rentalView
-	ans, err := g.send(ctx, call{method: http.MethodGet, path: "/rentals/" + id, route: "GET /rentals/{id}"})
+	ans, err := g.send(ctx, call{method: http.MethodGet, path: "/rentals/" + id, route: "GET /rentals/{id}", token: token})
 	if err != nil {
 		return v, err
 	}
@@ -671,11 +757,11 @@ func (g *gen) readRental(ctx context.Context, id string) (rentalView, error) {
 	return v, nil
 }
 
-// recorded returns a call's effect check: whether the rental's history holds an
-// event of the given type.
-func (g *gen) recorded(id, eventType string) func(context.Context) (bool, error) {
+// recorded returns a call's effect check: whether the rental's history, read with
+// token, holds an event of the given type.
+func (g *gen) recorded(token, id, eventType string) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
-		v, err := g.readRental(ctx, id)
+		v, err := g.readRental(ctx, token, id)
 		return err == nil && v.has(eventType), err
 	}
 }
@@ -684,7 +770,7 @@ func (g *gen) recorded(id, eventType string) func(context.Context) (bool, error)
 func (g *gen) cancel(ctx context.Context, id string) {
 	var c struct{ RentalID, Outcome string }
 	ans, err := g.send(ctx, call{method: http.MethodPost, path: "/rentals/" + id + "/cancel-payment", route: "POST /rentals/{id}/cancel-payment",
-		effect: g.recorded(id, "PaymentCancelled")})
+		token: g.operator, effect: g.recorded(g.operator, id, "PaymentCancelled")})
 	if err != nil || !g.expect(ans, &c, func() bool {
 		return c.RentalID == id && (c.Outcome == "cancelled" || c.Outcome == "declined" || c.Outcome == "nothing-to-do")
 	}, http.StatusOK) {

@@ -21,6 +21,7 @@ func (r Report) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Rentals carried through: %d (%s); called off before the renter acted: %d; stuck: %d\n",
 		total, strings.Join(rentals, ", "), len(r.Diverted), len(r.Stuck))
+	fmt.Fprintf(w, "Renter identities: %d (a renter goes on as a new one after a rental it did not see approved)\n", r.RenterIdentities)
 	fmt.Fprintln(w, "Outcomes:")
 	writeCounts(w, r.Outcomes)
 	fmt.Fprintln(w, "Answers by route and status:")

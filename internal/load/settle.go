@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/bikerental/bikerental/internal/rental"
 )
 
 // EndState is where the rentals and bikes of a run ended, as GET /rentals/{id} and
@@ -15,7 +17,12 @@ import (
 type EndState struct {
 	// Rentals maps each rental id of the report to its status.
 	Rentals map[string]string `json:"rentals"`
-	// Bikes maps each bike id of the report to its status.
+	// Bikes maps each bike id of the report to its status: "available", "rented",
+	// "requested" or "not registered". GET /bikes/{id} is public and says only
+	// whether a bike is available; one that is not is rented when one of the
+	// report's rentals of it ended approved (its renter has it: a bike is rented only
+	// by an approved rental, and that rental is one of the run's), and requested
+	// otherwise (a request, not yet approved nor rejected, holds it).
 	Bikes map[string]string `json:"bikes"`
 	// Waited is how long the stack took to become quiet.
 	Waited time.Duration `json:"waitedNs"`
@@ -28,22 +35,34 @@ type EndState struct {
 // Settle waits, for at most timeout, until the stack is quiet: no rental of rep
 // still requested or awaiting payment, no bike of rep still requested (a bike is
 // released a moment after its payment is called off). It reads every rental and
-// bike every 250ms (or cfg.Poll, if longer), and returns their last statuses, with
-// an error naming the stragglers if the stack did not become quiet in time. Only
-// cfg.BaseURL, cfg.Client, cfg.Poll and cfg.MaxBusyRetries are used.
+// bike every 250ms (or cfg.Poll, if longer), the rentals with an operator's token
+// (an operator reads every renter's rentals) and the bikes with none, and returns
+// their last statuses (see EndState.Bikes), with an error naming the stragglers if
+// the stack did not become quiet in time. Only cfg.BaseURL, cfg.Client, cfg.Poll and
+// cfg.MaxBusyRetries are used. An error matching ErrNoToken means that the stack
+// gave no operator's token, and nothing was read.
 func Settle(ctx context.Context, cfg Config, rep Report, timeout time.Duration) (EndState, error) {
 	if cfg.BaseURL == "" {
 		return EndState{}, errors.New("load: Config.BaseURL is required")
 	}
-	g := newGen(Config{
-		BaseURL: cfg.BaseURL, Client: cfg.Client, Poll: max(cfg.Poll, 250*time.Millisecond), MaxBusyRetries: cfg.MaxBusyRetries,
-	})
-	g.cfg.BaseURL = trimSlash(g.cfg.BaseURL)
-	if g.cfg.Client == nil {
-		g.cfg.Client = NewClient()
+	cfg = Config{BaseURL: trimSlash(cfg.BaseURL), Client: cfg.Client, Poll: max(cfg.Poll, 250*time.Millisecond), MaxBusyRetries: cfg.MaxBusyRetries}
+	if cfg.Client == nil {
+		cfg.Client = NewClient()
 	}
-	if g.cfg.MaxBusyRetries <= 0 {
-		g.cfg.MaxBusyRetries = 10
+	if cfg.MaxBusyRetries <= 0 {
+		cfg.MaxBusyRetries = 10
+	}
+	g := newGen(cfg)
+	prefix := rep.Prefix
+	if prefix == "" {
+		prefix = "load-settle"
+	}
+	var err error
+	if g.operator, err = g.tokens.Operator(ctx, operatorSubject(prefix)); err != nil {
+		if ctx.Err() != nil {
+			return EndState{}, ctx.Err()
+		}
+		return EndState{}, fmt.Errorf("%w: %w", ErrNoToken, err)
 	}
 	end := EndState{Rentals: map[string]string{}, Bikes: map[string]string{}}
 	for _, id := range rep.rentalIDs() {
@@ -62,7 +81,7 @@ func Settle(ctx context.Context, cfg Config, rep Report, timeout time.Duration) 
 				continue // a final status for this purpose: nothing the stack does alone changes it
 			}
 			var v rentalView
-			ans, err := g.send(ctx, call{method: http.MethodGet, path: "/rentals/" + id, route: "GET /rentals/{id}"})
+			ans, err := g.send(ctx, call{method: http.MethodGet, path: "/rentals/" + id, route: "GET /rentals/{id}", token: g.operator})
 			if err == nil && g.expect(ans, &v, func() bool { return v.RentalID == id && slices.Contains(rentalStatuses, v.Status) }, http.StatusOK) {
 				end.Rentals[id] = v.Status
 			}
@@ -70,11 +89,19 @@ func Settle(ctx context.Context, cfg Config, rep Report, timeout time.Duration) 
 				pending = append(pending, fmt.Sprintf("rental %s (%s)", id, orUnknown(s)))
 			}
 		}
+		rented := rentedBikes(end.Rentals)
 		for _, id := range slices.Sorted(maps.Keys(end.Bikes)) {
-			var b bikeView
+			var b bikeAvailability
 			ans, err := g.send(ctx, call{method: http.MethodGet, path: "/bikes/" + id, route: "GET /bikes/{id}"})
-			if err == nil && g.expect(ans, &b, func() bool { return b.BikeID == id && b.Status != "" }, http.StatusOK) {
-				end.Bikes[id] = b.Status
+			if err == nil && g.expect(ans, &b, func() bool { return b.BikeID == id && b.Available != nil }, http.StatusOK) {
+				switch {
+				case *b.Available:
+					end.Bikes[id] = statusAvailable
+				case rented[id]:
+					end.Bikes[id] = statusRented
+				default:
+					end.Bikes[id] = statusRequested
+				}
 			} else if err == nil && ans.problem.is("bike-not-found") {
 				end.Bikes[id] = "not registered"
 			}
@@ -98,6 +125,27 @@ func Settle(ctx context.Context, cfg Config, rep Report, timeout time.Duration) 
 			return end, err
 		}
 	}
+}
+
+// The bike statuses of EndState.Bikes.
+const (
+	statusAvailable = "available"
+	statusRented    = "rented"
+)
+
+// rentedBikes returns the bikes of the rentals that ended approved: the bikes their
+// renters have.
+func rentedBikes(rentals map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for id, s := range rentals {
+		if s != statusApproved {
+			continue
+		}
+		if bike, err := rental.BikeIDOf(id); err == nil {
+			out[bike] = true
+		}
+	}
+	return out
 }
 
 func orUnknown(s string) string {

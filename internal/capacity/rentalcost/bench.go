@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/api"
+	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/capacity"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -34,9 +35,11 @@ import (
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
+	"github.com/bikerental/bikerental/internal/renter"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/webhook"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 	"github.com/bikerental/bikerental/internal/wiring/commandfn"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
@@ -116,14 +119,22 @@ type Bench struct {
 	stack   *local.Stack
 	base    string
 	client  *http.Client
+	// tokens fetches the bearer tokens of the bench's renters and its operator from
+	// the local stack's token issuer.
+	tokens *auth.Tokens
 
 	stop context.CancelFunc
 	// done is closed when the stack has stopped, runErr then saying why.
 	done   chan struct{}
 	runErr error
 	seq    int
-	http   int
+	// renters counts the renters made, one per rental (see rent).
+	renters int
+	http    int
 }
+
+// operator is the subject of the bench's operator token.
+const operator = "rentalcost-operator"
 
 // Start creates the tables and brings the stack up on cfg, which must reach DynamoDB
 // and DynamoDB Streams (moto's server, usually). Stop it with Close.
@@ -159,9 +170,9 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 		stream bool
 	}{
 		{FunctionCommand, commandfn.CommandFunction, false},
-		{FunctionProcess, wiring.ProcessFunction, true},
+		{FunctionProcess, paymentfn.ProcessFunction, true},
 		{FunctionProjector, projectorfn.ProjectorFunction, true},
-		{FunctionSweep, wiring.SweepFunction, false},
+		{FunctionSweep, paymentfn.SweepFunction, false},
 	} {
 		fcfg := cfg.Copy()
 		fcfg.APIOptions = append(slices.Clone(cfg.APIOptions), b.counter.Middleware(f.name))
@@ -176,6 +187,7 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 		return nil, fmt.Errorf("rentalcost: %w", err)
 	}
 	b.base = "http://" + listener.Addr().String()
+	b.tokens = &auth.Tokens{BaseURL: b.base, Client: b.client}
 	b.stack = &local.Stack{
 		AWS: cfg, EventsTable: opts.EventsTable, PendingTable: opts.PendingTable,
 		// Never within a run: the timed-out path invokes the sweep itself.
@@ -212,7 +224,8 @@ type Measurement struct {
 	// Calls are every request the functions made while the rental ran, until the
 	// stream consumers had handled every event it appended.
 	Calls []capacity.Call
-	// Events are the events the rental appended, stream by stream.
+	// Events are the events the rental appended, stream by stream: the bike's, the
+	// payment's, the rental-payment process's and the renter's.
 	Events []eventstore.Record
 	// Floor is the least the rental's writes can cost.
 	Floor Floor
@@ -228,9 +241,11 @@ type Measurement struct {
 	BikeStreamBytes int
 }
 
-// Floor is what a rental's writes must cost: each event it appends, written once on
-// its own, and the PendingPayments row created when the payment is prepared and
-// changed once when it settles, with its index entry put and removed.
+// Floor is what a rental's writes must cost: each event it appends to any stream
+// (the renter's RentalRequested included), written once on its own, and the
+// PendingPayments row created when the payment is prepared and changed once when it
+// settles, with its index entry put and removed. It does not count the premium of
+// writing several items in one transaction (see Measurement.TransactionPremium).
 type Floor struct {
 	Events, EventUnits int
 	ProjectionUnits    int
@@ -257,6 +272,24 @@ func Amortized(c capacity.Call) bool {
 	return c.Function == FunctionSweep && c.Operation == "Query" && len(c.Tables) == 1 && c.Tables[0].Index == schema.PendingByPreparedAt
 }
 
+// TransactionPremium returns the write units the rental's TransactWriteItems calls
+// cost above writing the same items once each on their own: DynamoDB bills every
+// item of a transaction twice (capacity.TransactWriteUnits), so it is half of their
+// table write units (index writes are not doubled). The request appends the bike's
+// BikeRequested and the renter's RentalRequested in one transaction, so that two
+// requests by one renter that read the same state cannot both succeed.
+func (m Measurement) TransactionPremium() int {
+	var units int
+	for _, c := range m.PerRental() {
+		if c.Service == "DynamoDB" && c.Operation == "TransactWriteItems" {
+			for _, u := range c.Tables {
+				units += u.WriteUnits
+			}
+		}
+	}
+	return units / 2
+}
+
 // PerRental returns the calls done for the rental, without the sweep's search.
 func (m Measurement) PerRental() []capacity.Call {
 	var out []capacity.Call
@@ -279,7 +312,11 @@ func (b *Bench) Run(ctx context.Context, path Path) (Measurement, error) {
 func (b *Bench) RunAfter(ctx context.Context, path Path, prior int) (Measurement, error) {
 	b.seq++
 	bikeID := fmt.Sprintf("bike-%s-%03d", path.code(), b.seq%1000)
-	if err := b.expect(ctx, http.MethodPut, "/bikes/"+bikeID, nil, http.StatusCreated, nil); err != nil {
+	ops, err := b.tokens.Operator(ctx, operator)
+	if err != nil {
+		return Measurement{}, fmt.Errorf("rentalcost: %w", err)
+	}
+	if err := b.expect(ctx, ops, http.MethodPut, "/bikes/"+bikeID, nil, http.StatusCreated, nil); err != nil {
 		return Measurement{}, err
 	}
 	if err := b.settle(ctx, "the bike's registration", []string{rental.StreamID(bikeID)}, nil); err != nil {
@@ -294,10 +331,27 @@ func (b *Bench) RunAfter(ctx context.Context, path Path, prior int) (Measurement
 }
 
 // rent runs one rental along path on bikeID, which is available, and measures it.
+// Each rental is its renter's first: a renter of its own, whose stream is empty
+// when the request reads it, so that what a rental costs does not depend on the
+// rentals measured before it. (A renter's later request also reads the bike stream
+// of the renter's previous rental, to know that it has settled: one more strongly
+// consistent Query.)
 func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement, error) {
 	before, err := b.store.Read(ctx, rental.StreamID(bikeID), 0)
 	if err != nil {
 		return Measurement{}, err
+	}
+	b.renters++
+	renterID := fmt.Sprintf("renter-%s-%d", path.code(), b.renters)
+	// The tokens come from the local issuer, not from DynamoDB: fetched before the
+	// count starts all the same, and not counted as API requests.
+	renterToken, err := b.tokens.Renter(ctx, renterID)
+	if err != nil {
+		return Measurement{}, fmt.Errorf("rentalcost: %w", err)
+	}
+	ops, err := b.tokens.Operator(ctx, operator)
+	if err != nil {
+		return Measurement{}, fmt.Errorf("rentalcost: %w", err)
 	}
 	b.counter.Reset()
 	b.http = 0
@@ -309,13 +363,18 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 		m.BikeStreamBytes += capacity.ItemSize(dynamo.EncodeRecord(r))
 	}
 	var accepted api.RentalAccepted
-	body, _ := json.Marshal(api.RentalRequest{BikeID: bikeID, Renter: "renter-" + path.code()})
-	if err := b.expect(ctx, http.MethodPost, "/rentals", body, http.StatusAccepted, &accepted); err != nil {
+	body, _ := json.Marshal(api.RentalRequest{BikeID: bikeID})
+	if err := b.expect(ctx, renterToken, http.MethodPost, "/rentals", body, http.StatusAccepted, &accepted); err != nil {
 		return m, err
+	}
+	if accepted.Renter != renterID {
+		return m, fmt.Errorf("rentalcost: POST /rentals answered renter %q, want the token's subject %q", accepted.Renter, renterID)
 	}
 	m.RentalID = accepted.RentalID
 	ref := payment.ReferenceFor(m.RentalID)
-	streams := []string{rental.StreamID(bikeID), payment.StreamID(ref), rentalpayment.StreamID(m.RentalID)}
+	// Every stream the rental appends to: the bike's, the payment's, the process's,
+	// and the renter's (RentalRequested, appended with BikeRequested in one write).
+	streams := []string{rental.StreamID(bikeID), payment.StreamID(ref), rentalpayment.StreamID(m.RentalID), renter.StreamID(renterID)}
 	if err := b.settle(ctx, "the payment's preparation", streams, b.status(m.RentalID, rentalview.StatusAwaitingPayment)); err != nil {
 		return m, err
 	}
@@ -329,7 +388,7 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 		if err := b.settle(ctx, "the approval", streams, b.status(m.RentalID, rentalview.StatusApproved)); err != nil {
 			return m, err
 		}
-		if err := b.expect(ctx, http.MethodPost, "/bikes/"+bikeID+"/return", nil, http.StatusOK, nil); err != nil {
+		if err := b.expect(ctx, ops, http.MethodPost, "/bikes/"+bikeID+"/return", nil, http.StatusOK, nil); err != nil {
 			return m, err
 		}
 		final = rentalview.StatusReturned
@@ -346,7 +405,7 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 		m.Sweep = &sum
 	case Cancelled:
 		var out api.CancelPaymentResult
-		if err := b.expect(ctx, http.MethodPost, "/rentals/"+m.RentalID+"/cancel-payment", nil, http.StatusOK, &out); err != nil {
+		if err := b.expect(ctx, ops, http.MethodPost, "/rentals/"+m.RentalID+"/cancel-payment", nil, http.StatusOK, &out); err != nil {
 			return m, err
 		}
 		if out.Outcome != rentalpayment.OutcomeCancelled {
@@ -440,13 +499,16 @@ func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (deadline.Summ
 	return sum, nil
 }
 
+// webhook sends a signed payment webhook, as the provider does: with no token.
 func (b *Bench) webhook(ctx context.Context, ref, action string, body []byte) error {
 	hdr := http.Header{webhook.Header: {webhook.Sign(webhookSecret, body, time.Now())}}
 	return b.expectWith(ctx, http.MethodPost, "/payments/"+ref+"/"+action, body, hdr, http.StatusOK, nil)
 }
 
-func (b *Bench) expect(ctx context.Context, method, path string, body []byte, want int, out any) error {
-	return b.expectWith(ctx, method, path, body, nil, want, out)
+// expect sends an API request with the bearer token (a renter's or the operator's)
+// and checks its answer.
+func (b *Bench) expect(ctx context.Context, token, method, path string, body []byte, want int, out any) error {
+	return b.expectWith(ctx, method, path, body, http.Header{"Authorization": {auth.Bearer(token)}}, want, out)
 }
 
 func (b *Bench) expectWith(ctx context.Context, method, path string, body []byte, hdr http.Header, want int, out any) error {

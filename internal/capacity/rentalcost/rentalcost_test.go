@@ -39,35 +39,51 @@ var (
 // Every item the rentals write is well under 1 KB and every read well under 4 KB
 // (checked below), so the few bytes that vary between runs (timestamps, numbers)
 // cannot change a unit: the counts are exact.
+//
+// Each rental is its renter's first. The request (POST /rentals) reads the bike's
+// stream and the renter's newest event (a strongly consistent Query, Limit 1, of an
+// empty stream: no item, the minimum of one read unit) and appends the bike's
+// BikeRequested and the renter's RentalRequested in one TransactWriteItems: two
+// items under 1 KB at two write units each. So every path has, against a single
+// PutItem of BikeRequested, one call, one item written, one read unit and three
+// write units more, in the command function alone; the floor has one event and one
+// write unit more (RentalRequested, on its own), and the two units above it are the
+// transaction's premium.
 var appendMode = map[rentalcost.Path]want{
 	rentalcost.Approved: {
-		calls: 16, itemsRead: 8, itemsWritten: 9, writeUnits: 9, indexWriteUnits: 2, readUnits: 7,
-		floor: rentalcost.Floor{Events: 7, EventUnits: 7, ProjectionUnits: 2, IndexUnits: 2},
+		calls: 17, itemsRead: 8, itemsWritten: 10, writeUnits: 12, indexWriteUnits: 2, readUnits: 8,
+		floor: rentalcost.Floor{Events: 8, EventUnits: 8, ProjectionUnits: 2, IndexUnits: 2},
 		functions: map[string]fn{
-			command:   {6, 3, 3}, // request, confirm webhook, return: each reads a stream, appends one event
+			// request: two reads, a two-item transaction (4 units); confirm webhook,
+			// return: each reads a stream, appends one event
+			command:   {7, 6, 4},
 			process:   {8, 4, 4}, // on BikeRequested and on PaymentConfirmed: two reads, two appends each
 			projector: {2, 4, 0}, // row created with its index entry, then settled out of the index
 		},
 	},
 	rentalcost.Rejected: {
-		calls: 14, itemsRead: 5, itemsWritten: 8, writeUnits: 8, indexWriteUnits: 2, readUnits: 6,
-		floor:     rentalcost.Floor{Events: 6, EventUnits: 6, ProjectionUnits: 2, IndexUnits: 2},
-		functions: map[string]fn{command: {4, 2, 2}, process: {8, 4, 4}, projector: {2, 4, 0}},
+		calls: 15, itemsRead: 5, itemsWritten: 9, writeUnits: 11, indexWriteUnits: 2, readUnits: 7,
+		floor:     rentalcost.Floor{Events: 7, EventUnits: 7, ProjectionUnits: 2, IndexUnits: 2},
+		functions: map[string]fn{command: {5, 5, 3}, process: {8, 4, 4}, projector: {2, 4, 0}},
 	},
 	rentalcost.TimedOut: {
-		calls: 15, itemsRead: 6, itemsWritten: 8, writeUnits: 8, indexWriteUnits: 2, readUnits: 7,
-		floor: rentalcost.Floor{Events: 6, EventUnits: 6, ProjectionUnits: 2, IndexUnits: 2},
+		calls: 16, itemsRead: 6, itemsWritten: 9, writeUnits: 11, indexWriteUnits: 2, readUnits: 8,
+		floor: rentalcost.Floor{Events: 7, EventUnits: 7, ProjectionUnits: 2, IndexUnits: 2},
 		functions: map[string]fn{
-			command: {2, 1, 1}, process: {8, 4, 4}, projector: {2, 4, 0},
+			command: {3, 4, 2}, process: {8, 4, 4}, projector: {2, 4, 0},
 			sweep: {3, 1, 2}, // CancelRentalPayment: the process's stream, the payment's, PaymentCancelled
 		},
 	},
 	rentalcost.Cancelled: {
-		calls: 15, itemsRead: 6, itemsWritten: 8, writeUnits: 8, indexWriteUnits: 2, readUnits: 7,
-		floor:     rentalcost.Floor{Events: 6, EventUnits: 6, ProjectionUnits: 2, IndexUnits: 2},
-		functions: map[string]fn{command: {5, 2, 3}, process: {8, 4, 4}, projector: {2, 4, 0}},
+		calls: 16, itemsRead: 6, itemsWritten: 9, writeUnits: 11, indexWriteUnits: 2, readUnits: 8,
+		floor:     rentalcost.Floor{Events: 7, EventUnits: 7, ProjectionUnits: 2, IndexUnits: 2},
+		functions: map[string]fn{command: {6, 5, 4}, process: {8, 4, 4}, projector: {2, 4, 0}},
 	},
 }
+
+// transactionPremium is what the request's transaction costs above writing its two
+// items once each: one unit per item under 1 KB.
+const transactionPremium = 2
 
 // commandMode is appendMode with the process recording through its own command
 // handler, which reads the process's stream again before each of its two appends.
@@ -146,6 +162,10 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 	if ratio := float64(got.AllWriteUnits()) / float64(m.Floor.Units()); ratio > 1.5 {
 		t.Errorf("%s: %d write units, %.2f times the floor of %d", m.Path, got.AllWriteUnits(), ratio, m.Floor.Units())
 	}
+	// Nothing but the request's transaction is above the floor.
+	if p := m.TransactionPremium(); p != transactionPremium || got.AllWriteUnits()-m.Floor.Units() != p {
+		t.Errorf("%s: %d write units above the floor, a transaction premium of %d; want both %d", m.Path, got.AllWriteUnits()-m.Floor.Units(), p, transactionPremium)
+	}
 	by := capacity.GroupBy(m.PerRental(), func(c capacity.Call, _ capacity.Usage) string { return c.Function })
 	for _, name := range []string{command, process, projector, sweep} {
 		f := by[name]
@@ -197,10 +217,12 @@ func checkReport(t *testing.T, runs []rentalcost.Measurement) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{
-		"| approved | 16 | 8 | 9 | 9 + 2 = 11 | 7 | 11 | 1.00 |",
-		"| timed out by the sweep | 15 | 6 | 8 | 8 + 2 = 10 | 7 | 10 | 1.00 |",
-		// 11 write units at $0.625 and 7 read units at $0.125 per million.
-		"| approved | $6.88 | $0.88 |",
+		"| approved | 17 | 8 | 10 | 12 + 2 = 14 | 8 | 12 | 1.17 |",
+		"| timed out by the sweep | 16 | 6 | 9 | 11 + 2 = 13 | 8 | 11 | 1.18 |",
+		// The floor, and the request's transaction as all that lies above it.
+		"| approved | 8 | 8 | 2 | 2 | 12 | 14 | 2 | 2 |",
+		// 14 write units at $0.625 and 8 read units at $0.125 per million.
+		"| approved | $8.75 | $1.00 |",
 		"| 4 | 1 | 2 | 43200 |",
 	} {
 		if !strings.Contains(out.String(), s) {
