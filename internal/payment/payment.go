@@ -390,7 +390,7 @@ func Decide(s Payment, c Command) ([]Event, error) {
 		if s.exists() {
 			return nil, nil
 		}
-		return []Event{PaymentPrepared{PaymentID: c.PaymentID, Reference: c.Reference, Amount: c.Amount, Currency: c.Currency}}, nil
+		return []Event{PaymentPrepared{PaymentID: c.PaymentID, Reference: c.Reference, Amount: c.Amount, Currency: c.Currency, ClientSecret: c.ClientSecret}}, nil
 
 	case ConfirmPayment:
 		switch s.Status {

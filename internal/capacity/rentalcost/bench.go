@@ -39,8 +39,8 @@ import (
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/webhook"
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 	"github.com/bikerental/bikerental/internal/wiring/commandfn"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
 
