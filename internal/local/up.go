@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator"
+	"github.com/bikerental/bikerental/internal/stripemock"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -21,6 +22,7 @@ import (
 type Up struct {
 	*Stack
 	emulator *emulator.Server
+	stripe   *stripemock.Server
 }
 
 // Start brings a local stack up from the environment getenv describes: it starts
@@ -32,8 +34,14 @@ type Up struct {
 func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, logger *slog.Logger, progress io.Writer) (*Up, error) {
 	up := &Up{}
 	getenv = withDeadlineDefaults(getenv)
+	getenv, stripe, err := withStripe(ctx, getenv, progress)
+	if err != nil {
+		return nil, err
+	}
+	up.stripe = stripe
 	mode, err := deadline.ParseMode(getenv(wiring.EnvDeadlineMode))
 	if err != nil {
+		up.Stop()
 		return nil, fmt.Errorf("%s: %w", wiring.EnvDeadlineMode, err)
 	}
 	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: interval, Logger: logger,
@@ -88,9 +96,13 @@ func (u *Up) Died() <-chan struct{} {
 // Reason says how the emulator ended.
 func (u *Up) Reason() string { return u.emulator.ExitReason() }
 
-// Stop stops the emulator Start started, if any. Safe to call more than once.
+// Stop stops the emulator and stripe-mock Start started, if any. Safe to call more
+// than once.
 func (u *Up) Stop() {
 	if u.emulator != nil {
 		u.emulator.Stop()
+	}
+	if u.stripe != nil {
+		u.stripe.Stop()
 	}
 }

@@ -1,7 +1,7 @@
-// Package stripemock is test support: it runs stripe-mock, Stripe's stateless mock
-// of its HTTP API generated from Stripe's OpenAPI specification, for the tests of the
-// Stripe payment provider. It installs nothing: it finds a stripe-mock binary
-// ($STRIPE_MOCK, else bin/stripe-mock under the module root, where `make
+// Package stripemock is test and local-run support: it runs stripe-mock, Stripe's
+// stateless mock of its HTTP API generated from Stripe's OpenAPI specification, for
+// the tests of the Stripe payment provider and PAYMENT_PROVIDER=stripe make run.
+// It installs nothing: it finds a stripe-mock binary ($STRIPE_MOCK, else bin/stripe-mock under the module root, where `make
 // stripe-mock` puts the pinned Version, else stripe-mock on PATH), starts it, waits
 // until it answers and stops it.
 //
