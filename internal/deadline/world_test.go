@@ -96,7 +96,7 @@ func (w *world) pumpUntil(what string, cond func() bool) {
 func (w *world) request(bikeID string) string {
 	w.t.Helper()
 	rentalID := rental.NewRentalID(bikeID, "AAAAAAAAAAAAAAAAAAAAAA")
-	for _, c := range []rental.Command{rental.RegisterBike{BikeID: bikeID}, rental.RequestBike{BikeID: bikeID, Renter: "alice", RentalID: rentalID}} {
+	for _, c := range []rental.Command{rental.RegisterBike{BikeID: bikeID}, rental.RequestBike{BikeID: bikeID, Renter: "renter-" + bikeID, RentalID: rentalID}} {
 		if _, err := w.commands.Bike(ctx, c, command.Meta{}); err != nil {
 			w.t.Fatal(err)
 		}

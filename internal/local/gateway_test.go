@@ -82,7 +82,7 @@ func TestSignedWebhookOverHTTP(t *testing.T) {
 	a := api.New(api.Config{Commands: command.New(eventstore.NewMemory()), Webhook: verifier})
 	srv := httptest.NewServer(local.Gateway{Function: local.InProcess(a.Handle)})
 	defer srv.Close()
-	body := "{ \"reason\" : \"card declined\" }"
+	body := "{ \"id\": \"evt-1\", \"type\": \"payment.failed\", \"paymentReference\": \"rp_b1_AAAAAAAAAAAAAAAAAAAAAA\", \"reason\" : \"card declined\" }"
 	for _, tc := range []struct {
 		sig  string
 		want int
@@ -90,7 +90,7 @@ func TestSignedWebhookOverHTTP(t *testing.T) {
 		{webhook.Sign([]byte(local.DefaultWebhookSecret), []byte(body), time.Now()), http.StatusNotFound}, // signed, but no such payment
 		{webhook.Sign([]byte(local.DefaultWebhookSecret), []byte(strings.ReplaceAll(body, " ", "")), time.Now()), http.StatusUnauthorized},
 	} {
-		req, _ := http.NewRequest("POST", srv.URL+"/payments/rp_b1_AAAAAAAAAAAAAAAAAAAAAA/reject", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", srv.URL+"/webhooks/payments", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(webhook.Header, tc.sig)
 		resp, err := http.DefaultClient.Do(req)
