@@ -68,8 +68,11 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Stripe: pay.Stripe, Canceller: s.Process, Logger: logger,
+	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger,
 		OperatorScope: getenv(wiring.EnvOperatorScope)}
+	if pay.Stripe != nil {
+		apiCfg.Stripe = pay.Stripe
+	}
 	if s.Projection != nil {
 		apiCfg.Pending = s.Projection
 	}

@@ -10,12 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/paymentprovider/stripe"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -48,11 +49,17 @@ type SecretReader interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
+// WebhookParser is api.WebhookParser, declared again so that the process and the
+// sweep, which link this package, do not link the HTTP API.
+type WebhookParser interface {
+	ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error)
+}
+
 // Payments is the configured provider: its calls, and for Stripe its webhooks.
 type Payments struct {
 	Provider command.PaymentProvider
 	// Stripe reads Stripe's webhooks; nil for the generic provider.
-	Stripe api.WebhookParser
+	Stripe WebhookParser
 }
 
 // Provider returns the provider PAYMENT_PROVIDER names. Stripe's keys come from the
