@@ -20,6 +20,7 @@ import (
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -151,6 +152,7 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 		return &streampoll.Poller{
 			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: s.Logger.With("function", name),
 			MaxRetryAttempts: retries,
+			Types:            eventfilter.Types(name), // the template's FilterCriteria
 			OnFailure: func(_ context.Context, f streampoll.FailedRecord) {
 				s.mu.Lock()
 				s.deadLetters = append(s.deadLetters, DeadLetter{Function: name, FailedRecord: f})

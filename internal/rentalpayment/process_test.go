@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/renter"
 	"github.com/bikerental/bikerental/internal/rentalview"
 )
 
@@ -594,4 +596,29 @@ func TestNothingIsRecordedWhenTheWorkFails(t *testing.T) {
 		}
 		w.expect(rentalID, []string{"PaymentPrepared", "PaymentConfirmed"}, started, bikeAsked)
 	})
+}
+
+// TestTheProcessActsOnExactlyTheTypesItIsWokenFor ties the stream filter to the
+// code: a record of a type the process is not woken for would be ignored anyway
+// (so filtering it drops nothing), and one of every type it is woken for is read
+// (a corrupt one is refused rather than ignored).
+func TestTheProcessActsOnExactlyTheTypesItIsWokenFor(t *testing.T) {
+	w := newWorld(t, rentalpayment.RecordByAppend, nil)
+	rentalID := rental.NewRentalID("b1", "AAAAAAAAAAAAAAAAAAAAAA")
+	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(),
+		[]string{rentalpayment.TypeRequested, rentalpayment.TypeCompleted, command.ProviderEventReceived{}.EventType()})
+	for _, typ := range types {
+		r := eventstore.Record{StreamID: "s", Version: 1, Event: eventstore.Event{ID: "e-" + typ, Type: typ, Data: []byte(`not json`), CorrelationID: rentalID}}
+		err := w.process.Handle(ctx, r)
+		if eventfilter.Wakes(eventfilter.Process, typ) {
+			if !errors.Is(err, eventstore.ErrCorruptRecord) {
+				t.Errorf("%s: the process is woken for it but did not read it (%v)", typ, err)
+			}
+		} else if err != nil {
+			t.Errorf("%s: the process is not woken for it but acted on it: %v", typ, err)
+		}
+	}
+	if n := len(w.store.since(0)); n != 0 {
+		t.Errorf("records the process ignores wrote %d events", n)
+	}
 }

@@ -2,6 +2,7 @@ package samtemplate_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/apicontract"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/samtemplate"
@@ -355,6 +357,27 @@ func TestStreamConsumersHaveSomewhereToFail(t *testing.T) {
 		}
 		if !p.Get("DestinationConfig", "OnFailure", "Destination").Exists() {
 			t.Errorf("%s has no on-failure destination", id)
+		}
+	}
+}
+
+// TestStreamConsumersAreWokenOnlyForWhatTheyHandle checks each event source
+// mapping's filter against internal/eventfilter, which the local pollers use too.
+func TestStreamConsumersAreWokenOnlyForWhatTheyHandle(t *testing.T) {
+	tpl := load(t)
+	for id, consumer := range map[string]string{"ProcessStreamMapping": eventfilter.Process, "ProjectorStreamMapping": eventfilter.Projector} {
+		filters := tpl.Resource(id).Get("Properties", "FilterCriteria", "Filters").Items()
+		if len(filters) != 1 {
+			t.Errorf("%s has %d filters, want 1", id, len(filters))
+			continue
+		}
+		var got, want any
+		if err := json.Unmarshal([]byte(filters[0].Get("Pattern").Str()), &got); err != nil {
+			t.Errorf("%s: the pattern is not JSON: %v", id, err)
+		}
+		json.Unmarshal([]byte(eventfilter.Pattern(consumer)), &want)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s filters %v, the %s acts on %v", id, got, consumer, want)
 		}
 	}
 }

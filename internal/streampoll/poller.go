@@ -10,12 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/bikerental/bikerental/internal/schema"
 )
 
 // StreamsAPI is the part of the DynamoDB Streams client that Poller uses.
@@ -80,6 +83,10 @@ type Poller struct {
 	// OnFailure receives the records given up on, as the mapping's on-failure
 	// destination (an SQS queue) receives their description. Nil only logs them.
 	OnFailure func(ctx context.Context, f FailedRecord)
+	// Types, when set, are the only event types delivered, as an event source
+	// mapping's filter on the new image's type delivers them: records of other types
+	// are passed over, and the position moves past them. Nil delivers every record.
+	Types []string
 
 	positions map[string]string  // shard id → sequence number of the last record handled
 	failures  map[string]failure // shard id → the record that keeps failing
@@ -246,28 +253,61 @@ func (p *Poller) pollShard(ctx context.Context, shard string) (int, *HandlerErro
 	if len(records) == 0 {
 		return 0, nil, nil
 	}
-	ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, len(records))}
-	for i, r := range records {
-		ev.Records[i] = EventRecord(r)
-		ev.Records[i].EventSourceArn = p.StreamARN
+	// Like Lambda's filtering, records of other types never reach the handler, and
+	// the position moves past them: to just before the first record delivered that
+	// failed, or to the end of what was read.
+	var ev events.DynamoDBEvent
+	var before []string // the sequence number before each record delivered
+	last := ""
+	if pos, ok := p.positions[shard]; ok {
+		last = pos
+	}
+	for _, r := range records {
+		if p.passes(r) {
+			rec := EventRecord(r)
+			rec.EventSourceArn = p.StreamARN
+			ev.Records = append(ev.Records, rec)
+			before = append(before, last)
+		}
+		if r.Dynamodb != nil {
+			last = aws.ToString(r.Dynamodb.SequenceNumber)
+		}
+	}
+	if len(ev.Records) == 0 {
+		p.positions[shard] = last
+		return 0, nil, nil
 	}
 	resp, err := p.invoke(ctx, ev)
 	done := 0
 	if err == nil {
 		done = handled(ev, resp)
 	}
-	if done > 0 {
-		p.positions[shard] = ev.Records[done-1].Change.SequenceNumber
-	}
-	if done < len(ev.Records) {
-		p.failed(ctx, shard, ev.Records[done])
-	} else {
+	switch {
+	case done == len(ev.Records):
+		p.positions[shard] = last
 		delete(p.failures, shard)
+	default:
+		if pos := before[done]; pos != "" {
+			p.positions[shard] = pos
+		}
+		p.failed(ctx, shard, ev.Records[done])
 	}
 	if err != nil {
-		return len(records), &HandlerError{ShardID: shard, Err: err}, nil
+		return len(ev.Records), &HandlerError{ShardID: shard, Err: err}, nil
 	}
-	return len(records), nil, nil
+	return len(ev.Records), nil, nil
+}
+
+// passes reports whether a record is of one of the Poller's Types.
+func (p *Poller) passes(r streamtypes.Record) bool {
+	if p.Types == nil {
+		return true
+	}
+	if r.Dynamodb == nil {
+		return false
+	}
+	typ, ok := r.Dynamodb.NewImage[schema.EventsType].(*streamtypes.AttributeValueMemberS)
+	return ok && slices.Contains(p.Types, typ.Value)
 }
 
 // failed counts another failed delivery of rec and, past MaxRetryAttempts, hands it

@@ -354,3 +354,36 @@ func TestRun(t *testing.T) {
 		}
 	})
 }
+
+// TestPollerDeliversOnlyTheTypesItIsFilteredFor plays an event source mapping's
+// filter: other types never reach the handler, the position moves past them, and a
+// failure among the delivered records is redelivered from itself.
+func TestPollerDeliversOnlyTheTypesItIsFilteredFor(t *testing.T) {
+	f := streampolltest.NewFixture(t)
+	calls := 0
+	r := &streampolltest.Recorder{Respond: func(call int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		calls = call
+		if call == 1 { // the second wanted record fails once
+			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: ev.Records[1].Change.SequenceNumber}}}, nil
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}}
+	p := f.Poller(r, 10)
+	p.Types = []string{"Wanted"}
+	recs := f.Append(t, "a", 0, streampolltest.Event("Other"), streampolltest.Event("Wanted"), streampolltest.Event("Other"),
+		streampolltest.Event("Wanted"), streampolltest.Event("Other"))
+	streampolltest.Drain(t, p, 5)
+	var got []string
+	for _, b := range r.Batches {
+		for _, rec := range b.Records {
+			got = append(got, rec.Change.NewImage["type"].String()+"@"+rec.Change.Keys["version"].Number())
+		}
+	}
+	want := []string{"Wanted@2", "Wanted@4", "Wanted@4"}
+	if !reflect.DeepEqual(got, want) || calls != 2 {
+		t.Errorf("delivered %v in %d batches, want %v in 2", got, calls, want)
+	}
+	if n := streampolltest.Drain(t, p, 2); n != 0 || len(recs) != 5 {
+		t.Errorf("filtered records came back: %d", n)
+	}
+}

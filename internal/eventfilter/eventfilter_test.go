@@ -1,0 +1,86 @@
+package eventfilter_test
+
+import (
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/renter"
+)
+
+// decided is every event type there is, and for each consumer whether it is woken:
+// adding an event type without deciding here fails the test below.
+var decided = map[string]map[string]bool{
+	// rental
+	"BikeRegistered":  {eventfilter.Process: false, eventfilter.Projector: false},
+	"BikeRequested":   {eventfilter.Process: true, eventfilter.Projector: false},
+	"RequestApproved": {eventfilter.Process: false, eventfilter.Projector: false},
+	"RequestRejected": {eventfilter.Process: false, eventfilter.Projector: false},
+	"BikeReturned":    {eventfilter.Process: false, eventfilter.Projector: false},
+	// payment
+	"PaymentPrepared":                   {eventfilter.Process: false, eventfilter.Projector: true},
+	"PaymentConfirmed":                  {eventfilter.Process: true, eventfilter.Projector: true},
+	"PaymentRejected":                   {eventfilter.Process: true, eventfilter.Projector: true},
+	"PaymentCancelled":                  {eventfilter.Process: true, eventfilter.Projector: true},
+	"PaymentSucceededAfterCancellation": {eventfilter.Process: true, eventfilter.Projector: false},
+	"RefundRequested":                   {eventfilter.Process: false, eventfilter.Projector: false},
+	"RefundOwed":                        {eventfilter.Process: true, eventfilter.Projector: false},
+	"PaymentRefunded":                   {eventfilter.Process: false, eventfilter.Projector: false},
+	// the process's own
+	rentalpayment.TypeRequested: {eventfilter.Process: false, eventfilter.Projector: false},
+	rentalpayment.TypeCompleted: {eventfilter.Process: false, eventfilter.Projector: false},
+	// renters and provider events
+	"RentalRequested":       {eventfilter.Process: false, eventfilter.Projector: false},
+	"ProviderEventReceived": {eventfilter.Process: false, eventfilter.Projector: false},
+}
+
+// every event type the service writes, from the packages that define them.
+func everyType() []string {
+	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(),
+		[]string{rentalpayment.TypeRequested, rentalpayment.TypeCompleted, command.ProviderEventReceived{}.EventType()})
+	sort.Strings(types)
+	return types
+}
+
+func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {
+	for _, typ := range everyType() {
+		d, ok := decided[typ]
+		if !ok {
+			t.Errorf("event type %s is new: decide, for each consumer, whether it is woken for it", typ)
+			continue
+		}
+		for _, c := range eventfilter.Consumers() {
+			want, ok := d[c]
+			if !ok {
+				t.Errorf("%s: no decision for the %s", typ, c)
+			}
+			if got := eventfilter.Wakes(c, typ); got != want {
+				t.Errorf("the %s is woken for %s: %v, decided %v", c, typ, got, want)
+			}
+		}
+	}
+	for typ := range decided {
+		if !slices.Contains(everyType(), typ) {
+			t.Errorf("a decision for %s, which no package defines", typ)
+		}
+	}
+	for _, c := range eventfilter.Consumers() {
+		types := eventfilter.Types(c)
+		if !slices.IsSorted(types) || len(types) == 0 {
+			t.Errorf("%s's types %v are not sorted, or none", c, types)
+		}
+	}
+}
+
+func TestPattern(t *testing.T) {
+	got := eventfilter.Pattern(eventfilter.Projector)
+	want := `{"dynamodb":{"NewImage":{"type":{"S":["PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRejected"]}}}}`
+	if got != want {
+		t.Errorf("Pattern = %s, want %s", got, want)
+	}
+}
