@@ -475,16 +475,24 @@ func TestRentalStatusWhenPaymentFails(t *testing.T) {
 		if r.str("status") != "rejected" {
 			t.Errorf("reject webhook: %s", r.raw)
 		}
+		if s := h.expect(http.MethodGet, "/rentals/"+rejected, "", nil, 200).str("status"); s != "rejecting" {
+			t.Errorf("status after a rejected payment, before the bike is released = %q", s)
+		}
+		h.reject(rejected, "alice")
 		if s := h.expect(http.MethodGet, "/rentals/"+rejected, "", nil, 200).str("status"); s != "rejected" {
-			t.Errorf("status after a rejected payment = %q", s)
+			t.Errorf("status once the bike is released = %q", s)
 		}
 		cancelled := h.rentBike("b2", "bob")
 		ref = h.prepare(cancelled)
 		if _, err := h.commands.Payment(context.Background(), payment.CancelPayment{Reference: ref}, command.Meta{}); err != nil {
 			t.Fatal(err)
 		}
+		if s := h.expect(http.MethodGet, "/rentals/"+cancelled, "", nil, 200).str("status"); s != "cancelling" {
+			t.Errorf("status after a cancelled payment, before the bike is released = %q", s)
+		}
+		h.reject(cancelled, "bob")
 		if s := h.expect(http.MethodGet, "/rentals/"+cancelled, "", nil, 200).str("status"); s != "cancelled" {
-			t.Errorf("status after a cancelled payment = %q", s)
+			t.Errorf("status once the bike is released = %q", s)
 		}
 	})
 }

@@ -193,6 +193,7 @@ func TestEveryAuthenticEventIsAcknowledged(t *testing.T) {
 		if !s.LateSuccess || s.Refund != payment.RefundStatusOwed || len(records) != 4 {
 			t.Errorf("after a late success: %+v in %d events, want prepared, cancelled, late success, refund owed", s, len(records))
 		}
+		h.reject(rentalID, "carol") // the process releases the bike
 		view := h.expect(http.MethodGet, "/rentals/"+rentalID, "", nil, http.StatusOK)
 		if view.str("status") != "cancelled" || view.body["payment"].(map[string]any)["refund"] != "owed" {
 			t.Errorf("the rental after a late success: %s", view.raw)

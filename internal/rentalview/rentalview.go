@@ -29,8 +29,10 @@ const (
 	StatusAwaitingPayment Status = "awaiting-payment" // a payment is prepared
 	StatusApproved        Status = "approved"         // paid, the renter has the bike
 	StatusReturned        Status = "returned"         // approved and the bike came back
-	StatusRejected        Status = "rejected"         // the payment was refused
-	StatusCancelled       Status = "cancelled"        // the payment was called off
+	StatusRejecting       Status = "rejecting"        // the payment was refused; the bike is being released
+	StatusRejected        Status = "rejected"         // the payment was refused, the bike is free, the process ended
+	StatusCancelling      Status = "cancelling"       // the payment was called off; the bike is being released
+	StatusCancelled       Status = "cancelled"        // the payment was called off, the bike is free, the process ended
 )
 
 // View is one rental as an operator sees it.
@@ -139,27 +141,37 @@ func Load(ctx context.Context, store eventstore.Store, rentalID string) (View, e
 		paymentStatus = pay.Status
 		v.Payment = &Payment{PaymentID: pay.PaymentID, ClientSecret: pay.ClientSecret, Status: string(pay.Status), Refund: string(pay.Refund)}
 	}
-	processStarted := false
+	processStarted, processEnded := false, false
 	for _, r := range records[2] {
 		processStarted = processStarted || r.Type == rentalpayment.TypeRequested
+		processEnded = processEnded || r.Type == rentalpayment.TypeCompleted
 		v.History = append(v.History, entry(r))
 	}
 	// Events of one stream are in version order; across streams, order by time.
 	sort.SliceStable(v.History, func(i, j int) bool { return v.History[i].At.Before(v.History[j].At) })
-	v.Status = status(rec.Outcome, paymentStatus, processStarted)
+	v.Status = status(rec.Outcome, paymentStatus, processStarted, processEnded)
 	return v, nil
 }
 
-func status(bike rental.Outcome, pay payment.Status, processStarted bool) Status {
+// status is where the rental stands. A rental is cancelled or rejected only once the
+// whole story is told: the bike released (RequestRejected) and, when the process
+// had started, its completion recorded. Until then it is cancelling or rejecting,
+// so that whoever sees cancelled can request the bike again at once.
+func status(bike rental.Outcome, pay payment.Status, processStarted, processEnded bool) Status {
+	ended := bike == rental.OutcomeRejected && (processEnded || !processStarted)
 	switch {
 	case bike == rental.OutcomeReturned:
 		return StatusReturned
 	case bike == rental.OutcomeApproved:
 		return StatusApproved
-	case pay == payment.StatusCancelled:
+	case pay == payment.StatusCancelled && ended:
 		return StatusCancelled
-	case bike == rental.OutcomeRejected || pay == payment.StatusRejected:
+	case pay == payment.StatusCancelled:
+		return StatusCancelling
+	case ended:
 		return StatusRejected
+	case bike == rental.OutcomeRejected || pay == payment.StatusRejected:
+		return StatusRejecting
 	case pay != payment.StatusNone || processStarted:
 		return StatusAwaitingPayment
 	}
