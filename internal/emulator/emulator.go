@@ -59,7 +59,7 @@ func Find() (string, error) {
 	if p, err := exec.LookPath("moto_server"); err == nil {
 		return p, nil
 	}
-	if root, err := moduleRoot(); err == nil {
+	if root, err := ModuleRoot(); err == nil {
 		p := filepath.Join(root, ".venv", "bin", "moto_server")
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
@@ -68,7 +68,10 @@ func Find() (string, error) {
 	return "", ErrNotInstalled
 }
 
-func moduleRoot() (string, error) {
+// ModuleRoot returns the nearest directory at or above the working directory that
+// holds a go.mod: where the Makefile installs the tools that tests and local runs
+// look for (bin/, .venv/).
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

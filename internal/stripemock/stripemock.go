@@ -43,6 +43,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bikerental/bikerental/internal/emulator"
 )
 
 // Version is the version of stripe-mock the project is tested against, as `make
@@ -97,7 +99,7 @@ func Find() (string, error) {
 		}
 		return abs, nil
 	}
-	if root, err := moduleRoot(); err == nil {
+	if root, err := emulator.ModuleRoot(); err == nil {
 		p := filepath.Join(root, "bin", "stripe-mock")
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
@@ -107,23 +109,6 @@ func Find() (string, error) {
 		return filepath.Abs(p)
 	}
 	return "", ErrNotInstalled
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // StartServer finds stripe-mock and starts it, HTTP only and reachable on loopback
