@@ -78,14 +78,24 @@ func (p *Projection) ShardOf(reference string) string {
 // brings a settled payment back. Other records, and payments that belong to no
 // rental, are ignored. Safe to call any number of times for the same record.
 func (p *Projection) Apply(ctx context.Context, r eventstore.Record) error {
+	_, err := p.Project(ctx, r)
+	return err
+}
+
+// Project is Apply, and says whether, after the record, the projection holds the
+// payment as outstanding: true for a PaymentPrepared whose row is (or already was)
+// outstanding, false for one that found a settled payment's marker, for a
+// settlement, and for every other record. Precise deadlines arm a payment's
+// schedule only when it is outstanding.
+func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstanding bool, err error) {
 	c, ok, err := PaymentChangeOf(r)
 	if err != nil || !ok {
-		return err
+		return false, err
 	}
 	if c.Settled == "" {
 		return p.prepared(ctx, c.Reference, r)
 	}
-	return p.settled(ctx, c.Reference, c.Settled, r)
+	return false, p.settled(ctx, c.Reference, c.Settled, r)
 }
 
 // PaymentChange is what a record of the Events table means for a payment's deadline:
@@ -122,10 +132,10 @@ func PaymentChangeOf(r eventstore.Record) (c PaymentChange, ok bool, err error) 
 	return PaymentChange{}, false, nil
 }
 
-func (p *Projection) prepared(ctx context.Context, ref string, r eventstore.Record) error {
+func (p *Projection) prepared(ctx context.Context, ref string, r eventstore.Record) (bool, error) {
 	rentalID, err := payment.RentalIDFor(ref)
 	if err != nil {
-		return nil // not a rental's payment: nothing will ever sweep it
+		return false, nil // not a rental's payment: nothing will ever sweep it
 	}
 	_, err = p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(p.table),
@@ -144,8 +154,15 @@ func (p *Projection) prepared(ctx context.Context, ref string, r eventstore.Reco
 			":shard":  &types.AttributeValueMemberS{Value: p.ShardOf(ref)},
 			":v":      &types.AttributeValueMemberN{Value: strconv.FormatInt(r.Version, 10)},
 		},
+		// On a failed condition, what is there: still outstanding, or settled.
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	return ignoreFailedCondition(err, ref)
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		_, outstanding := failed.Item[schema.PendingDueShard]
+		return outstanding, nil
+	}
+	return err == nil, ignoreFailedCondition(err, ref)
 }
 
 func (p *Projection) settled(ctx context.Context, ref, how string, r eventstore.Record) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/onetime"
+	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/stream"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -77,9 +78,15 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 		// The row first, and it alone decides whether the record is handled: the
 		// schedule is an optimisation the sweep backs up, so a Scheduler that still
 		// refuses after the SDK's retries must not hold the projection back.
+		// A payment gets a schedule only when the projection holds it as
+		// outstanding: a PaymentPrepared that found a settled payment arms nothing.
 		apply = func(ctx context.Context, r eventstore.Record) error {
-			if err := projection.Apply(ctx, r); err != nil {
+			outstanding, err := projection.Project(ctx, r)
+			if err != nil {
 				return err
+			}
+			if r.Type == (payment.PaymentPrepared{}).EventType() && !outstanding {
+				return nil
 			}
 			if err := timers.Apply(ctx, r); err != nil {
 				logger.LogAttrs(ctx, slog.LevelError, "precise deadline not scheduled; the sweep will call the payment off",

@@ -3,12 +3,15 @@ package projectorfn_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/deadline"
@@ -87,5 +90,61 @@ func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "precise deadline not scheduled") || !strings.Contains(logs.String(), ref) {
 		t.Errorf("the failure was not logged: %s", logs.String())
+	}
+}
+
+// TestALatePreparedArmsNoScheduleForASettledPayment delivers a payment's settlement
+// before its PaymentPrepared, as a replay or a reordered delivery can: the
+// projection ignores the late PaymentPrepared, and so do precise deadlines, which
+// would otherwise arm a schedule for a payment that settled.
+func TestALatePreparedArmsNoScheduleForASettledPayment(t *testing.T) {
+	ctx := context.Background()
+	cfg := emulatortest.Config(t)
+	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.PendingPayments, "pending")
+	group := emulatortest.TableName(t, "deadlines")
+	client := scheduler.NewFromConfig(cfg)
+	if _, err := client.CreateScheduleGroup(ctx, &scheduler.CreateScheduleGroupInput{Name: aws.String(group)}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		wiring.EnvPendingTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise, wiring.EnvDeadlineGroup: group,
+		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
+		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
+		wiring.EnvDeadlineDLQ:    "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",
+	}
+	h, err := projectorfn.ProjectorFunction(ctx, cfg, func(k string) string { return env[k] }, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(r eventstore.Record) {
+		t.Helper()
+		resp, err := h.(wiring.StreamHandler)(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{lambdaRecord(t, r)}})
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("batch: %+v, %v", resp, err)
+		}
+	}
+	record := func(ref string, version int64, e payment.Event) eventstore.Record {
+		data, _ := json.Marshal(e)
+		return eventstore.Record{StreamID: payment.StreamID(ref), Version: version, Event: eventstore.Event{
+			ID: fmt.Sprintf("%s-%d", ref, version), Type: e.EventType(), Data: data, RecordedAt: time.Now()}}
+	}
+	settled := payment.ReferenceFor("bike-1_AAAAAAAAAAAAAAAAAAAAAA")
+	deliver(record(settled, 2, payment.PaymentConfirmed{Reference: settled, PaymentID: "p"}))
+	deliver(record(settled, 1, payment.PaymentPrepared{Reference: settled, PaymentID: "p", Amount: 1500, Currency: "EUR"}))
+	outstanding := payment.ReferenceFor("bike-2_AAAAAAAAAAAAAAAAAAAAAA")
+	prepared := record(outstanding, 1, payment.PaymentPrepared{Reference: outstanding, PaymentID: "q", Amount: 1500, Currency: "EUR"})
+	deliver(prepared)
+	deliver(prepared) // a redelivery of an outstanding payment's arms it again, harmlessly
+
+	out, err := client.ListSchedules(ctx, &scheduler.ListSchedulesInput{GroupName: aws.String(group)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range out.Schedules {
+		names = append(names, aws.ToString(s.Name))
+	}
+	if len(names) != 1 || names[0] != deadline.ScheduleName(outstanding) {
+		t.Errorf("schedules %v, want only %s's", names, outstanding)
 	}
 }
