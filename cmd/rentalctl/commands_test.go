@@ -497,3 +497,29 @@ func TestExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestRefundsListsWhatIsOwed cancels a payment of the world, lets the generic
+// provider report it paid afterwards, and lists the refund owed, in text and JSON.
+func TestRefundsListsWhatIsOwed(t *testing.T) {
+	w, outstanding := world(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	if r := must(t, e, "refunds"); r.stdout != "PAYMENT  RENTAL  PROVIDER PAYMENT  AMOUNT  OWED SINCE\n0 refunds owed\n" {
+		t.Errorf("refunds of a world that owes none:\n%q", r.stdout)
+	}
+	ref := payment.ReferenceFor(outstanding[0])
+	ctx := context.Background()
+	if _, err := w.Commands.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "late-1", Kind: payment.ProviderSucceeded, Reference: ref, Digest: "d"}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	r := must(t, e, "refunds")
+	if !strings.Contains(r.stdout, ref) || !strings.Contains(r.stdout, "15.00 EUR") || !strings.HasSuffix(r.stdout, "1 refunds owed\n") {
+		t.Errorf("refunds:\n%s", r.stdout)
+	}
+	list := decode[refundList](t, must(t, e, "refunds", "--json"))
+	if list.Count != 1 || list.Refunds[0].PaymentReference != ref || list.Refunds[0].RentalID != outstanding[0] {
+		t.Errorf("refunds --json: %+v", list)
+	}
+}
