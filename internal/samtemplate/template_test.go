@@ -24,9 +24,9 @@ import (
 
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/apicontract"
-	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/samtemplate"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/wiring"
