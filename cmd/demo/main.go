@@ -3,16 +3,22 @@
 // registered; a request without a token is refused; a bike is requested, kept from
 // other renters' eyes, paid through a signed webhook and approved, while its renter's
 // second request is refused; a second renter's payment never arrives and the sweep
-// calls it off; an operator's late cancel changes nothing; the audit trails are
-// printed.
+// calls it off; an operator's late cancel changes nothing; a third renter's payment
+// succeeds after the sweep gave up on it, and the money goes back while the rental
+// stays cancelled; the audit trails are printed.
 //
 // By default it brings up its own local stack (its own emulator, PAYMENT_TIMEOUT=5s,
 // a sweep every second) on a free port, so that the story takes seconds and never
-// touches the stack of `make run`. DEMO_API=http://127.0.0.1:3000 runs it against a
-// local stack that is already running instead (start that one with a short
-// PAYMENT_TIMEOUT; PAYMENT_WEBHOOK_SECRET must match it, and MAX_PENDING_PER_RENTER
-// must be 1, the default). The demo needs the local stack's token issuer, so it
-// cannot run against a deployed API.
+// touches the stack of `make run`. The rest of the environment is passed on to that
+// stack: PAYMENT_PROVIDER=stripe makes it take payments through Stripe (stripe-mock,
+// started beside the emulator unless STRIPE_API_URL names a Stripe API; `make
+// stripe-mock` installs it), and the demo then plays Stripe, signing its events with
+// STRIPE_WEBHOOK_SECRET (a documented local default). DEMO_API=http://127.0.0.1:3000
+// runs it against a local stack that is already running instead (start that one
+// with a short PAYMENT_TIMEOUT; PAYMENT_PROVIDER and PAYMENT_WEBHOOK_SECRET or
+// STRIPE_WEBHOOK_SECRET must match it, and MAX_PENDING_PER_RENTER must be 1, the
+// default). The demo needs the local stack's token issuer, so it cannot run against
+// a deployed API.
 package main
 
 import (
@@ -28,6 +34,7 @@ import (
 	"github.com/bikerental/bikerental/internal/demo"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
 func main() {
@@ -40,22 +47,35 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	secret := os.Getenv(wiring.EnvWebhookSecret)
-	if secret == "" {
-		secret = local.DefaultWebhookSecret
+	// The demo's settings, over the environment, which is passed on to the stack.
+	settings := map[string]string{
+		wiring.EnvEventsTable:    "demo-events",
+		wiring.EnvPendingTable:   "demo-pending",
+		wiring.EnvWebhookSecret:  local.DefaultWebhookSecret,
+		wiring.EnvPaymentTimeout: "5s",
 	}
-	cfg := demo.Config{WebhookSecret: []byte(secret), Out: os.Stdout, Wait: 2 * time.Minute}
+	for _, k := range []string{wiring.EnvWebhookSecret, paymentfn.EnvStripeWebhookSecret} {
+		if v := os.Getenv(k); v != "" {
+			settings[k] = v
+		}
+	}
+	provider := os.Getenv(paymentfn.EnvProvider)
+	if provider == paymentfn.Stripe && settings[paymentfn.EnvStripeWebhookSecret] == "" {
+		settings[paymentfn.EnvStripeWebhookSecret] = local.DefaultStripeWebhookSecret
+	}
+	getenv := func(k string) string {
+		if v, ok := settings[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	cfg := demo.Config{WebhookSecret: []byte(settings[wiring.EnvWebhookSecret]), Provider: provider,
+		StripeWebhookSecret: []byte(settings[paymentfn.EnvStripeWebhookSecret]), Out: os.Stdout, Wait: 2 * time.Minute}
 	if api := os.Getenv("DEMO_API"); api != "" {
 		cfg.BaseURL = api
 		return demo.Run(ctx, cfg)
 	}
 
-	settings := map[string]string{
-		wiring.EnvEventsTable:    "demo-events",
-		wiring.EnvPendingTable:   "demo-pending",
-		wiring.EnvWebhookSecret:  secret,
-		wiring.EnvPaymentTimeout: "5s",
-	}
 	logPath := filepath.Join(os.TempDir(), "bikerental-demo.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -68,7 +88,7 @@ func run(ctx context.Context) error {
 	}
 	defer listener.Close()
 	fmt.Printf("Bringing up a local stack for the demo (its logs: %s)...\n", logPath)
-	up, err := local.Start(ctx, func(k string) string { return settings[k] }, time.Second, slog.New(slog.NewTextHandler(logFile, nil)), logFile)
+	up, err := local.Start(ctx, getenv, time.Second, slog.New(slog.NewTextHandler(logFile, nil)), logFile)
 	if err != nil {
 		return err
 	}
@@ -78,7 +98,7 @@ func run(ctx context.Context) error {
 	stackDone := make(chan error, 1)
 	go func() { stackDone <- up.Run(ctx, listener) }()
 	cfg.BaseURL = "http://" + listener.Addr().String()
-	fmt.Printf("The API is at %s; payments time out after %s; the sweep runs every second.\n\n", cfg.BaseURL, settings[wiring.EnvPaymentTimeout])
+	fmt.Printf("The API is at %s; payments time out after %s; the sweep runs every second.\n\n", cfg.BaseURL, getenv(wiring.EnvPaymentTimeout))
 	err = demo.Run(ctx, cfg)
 	cancel()
 	<-stackDone

@@ -5,7 +5,14 @@
 // rented, kept private from other renters, paid for through a signed webhook and
 // returned, while a second request by the same renter is refused; a second
 // renter's payment never arrives and the sweep gives up on it; a late cancel
-// changes nothing; and each rental's audit trail is printed.
+// changes nothing; a third renter's payment succeeds only after the sweep gave up
+// on it, and the money goes back while the rental stays cancelled; and each
+// rental's audit trail is printed.
+//
+// The demo plays the payment provider, which reports each payment's outcome with a
+// signed webhook: the generic provider (POST /webhooks/payments, signed with
+// Payment-Signature) by default, or Stripe (POST /webhooks/stripe, Stripe's events
+// signed with Stripe-Signature) when the stack runs with PAYMENT_PROVIDER=stripe.
 //
 // The same code is the end-to-end test's scenario: Run checks the outcome of every
 // step and returns an error describing the first expectation that did not hold.
@@ -26,26 +33,38 @@ import (
 	"strings"
 	"time"
 
+	stripehook "github.com/stripe/stripe-go/v85/webhook"
+
 	"github.com/bikerental/bikerental/internal/auth"
+	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/paymentprovider/stripe"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
 // Config says where the stack is and how to talk to it.
 type Config struct {
-	BaseURL       string        // the API's base URL, e.g. "http://127.0.0.1:3000"; a local stack, whose POST /local/tokens issues the tokens
-	WebhookSecret []byte        // the payment provider's shared secret (PAYMENT_WEBHOOK_SECRET)
-	Out           io.Writer     // the narration; nil discards it
-	Wait          time.Duration // how long to wait for each asynchronous step before failing; 0 means 60s
-	Client        *http.Client  // nil: a client with a 10s timeout
+	BaseURL       string // the API's base URL, e.g. "http://127.0.0.1:3000"; a local stack, whose POST /local/tokens issues the tokens
+	WebhookSecret []byte // the generic payment provider's shared secret (PAYMENT_WEBHOOK_SECRET)
+	// Provider is the stack's payment provider (its PAYMENT_PROVIDER), which the
+	// demo plays: "" or "generic", or "stripe".
+	Provider string
+	// StripeWebhookSecret is the signing secret of the stack's Stripe webhook
+	// endpoint (STRIPE_WEBHOOK_SECRET); required when Provider is "stripe".
+	StripeWebhookSecret []byte
+	Out                 io.Writer     // the narration; nil discards it
+	Wait                time.Duration // how long to wait for each asynchronous step before failing; 0 means 60s
+	Client              *http.Client  // nil: a client with a 10s timeout
 }
 
 // pollInterval is how often an asynchronous step is checked.
 const pollInterval = 200 * time.Millisecond
 
-// Who sends a request: the two renters, the operator, or nobody (no token).
+// Who sends a request: the three renters, the operator, or nobody (no token).
 const (
 	alice    = "alice"
 	bob      = "bob"
+	carol    = "carol"
 	operator = "ops"
 	nobody   = ""
 )
@@ -56,17 +75,34 @@ var (
 		"RequestApproved", "RentalPaymentProcessCompleted", "BikeReturned"}
 	bobTrail = []string{"BikeRequested", "PaymentPrepared", "RentalPaymentRequested", "PaymentCancelled",
 		"RequestRejected", "RentalPaymentProcessCompleted"}
+	// carolTrail is Bob's, then the success that came too late and the refund: owed
+	// with the generic provider, which cannot refund; requested from Stripe, then
+	// confirmed by it.
+	carolTrail = map[string][]string{
+		generic.Name: append(slices.Clone(bobTrail), "PaymentSucceededAfterCancellation", "RefundOwed"),
+		stripe.Name:  append(slices.Clone(bobTrail), "PaymentSucceededAfterCancellation", "RefundRequested", "PaymentRefunded"),
+	}
 )
 
 // Run tells the story against cfg.BaseURL and returns nil only if every step had
 // the expected outcome. Each run uses new bikes, so it can run again against the
-// same stack. Bob's payment must time out within cfg.Wait, so the stack's
-// PAYMENT_TIMEOUT plus its SWEEP_INTERVAL must be shorter than cfg.Wait; and the
-// stack must allow one outstanding request per renter (MAX_PENDING_PER_RENTER=1,
-// the default).
+// same stack. Bob's and Carol's payments must time out within cfg.Wait, so the
+// stack's PAYMENT_TIMEOUT plus its SWEEP_INTERVAL must be shorter than cfg.Wait; and
+// the stack must allow one outstanding request per renter (MAX_PENDING_PER_RENTER=1,
+// the default). cfg.Provider must be the stack's PAYMENT_PROVIDER.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.BaseURL == "" {
 		return errors.New("demo: Config.BaseURL is required")
+	}
+	switch cfg.Provider {
+	case "", generic.Name:
+		cfg.Provider = generic.Name
+	case stripe.Name:
+		if len(cfg.StripeWebhookSecret) == 0 {
+			return errors.New("demo: Config.StripeWebhookSecret is required with the Stripe provider")
+		}
+	default:
+		return fmt.Errorf("demo: Config.Provider %q: want %s or %s", cfg.Provider, generic.Name, stripe.Name)
 	}
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
@@ -77,10 +113,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
 	}
-	d := &demo{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), bike: randomID("demo-bike-", 6), spare: randomID("demo-bike-", 6)}
+	d := &demo{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), bike: randomID("demo-bike-", 6), spare: randomID("demo-bike-", 6),
+		stripe: cfg.Provider == stripe.Name}
 	d.issuer = &auth.Tokens{BaseURL: d.base, Client: cfg.Client}
-	fmt.Fprintf(cfg.Out, "Bike-rental demo against %s\nThis run uses bikes %s and %s, renters %s and %s, and an operator, %s.\n",
-		d.base, d.bike, d.spare, alice, bob, operator)
+	fmt.Fprintf(cfg.Out, "Bike-rental demo against %s\nThis run uses bikes %s and %s, renters %s, %s and %s, and an operator, %s.\n",
+		d.base, d.bike, d.spare, alice, bob, carol, operator)
+	if d.stripe {
+		fmt.Fprintln(cfg.Out, "Payments go through Stripe (PAYMENT_PROVIDER=stripe); the demo plays Stripe's side and sends its signed events.")
+	} else {
+		fmt.Fprintln(cfg.Out, "Payments go through the generic provider (PAYMENT_PROVIDER unset or generic); the demo plays it and sends its signed events.")
+	}
 	steps := []struct {
 		title string
 		run   func(context.Context) error
@@ -94,6 +136,7 @@ func Run(ctx context.Context, cfg Config) error {
 		{"Alice returns the bike", d.giveBack},
 		{"Bob asks for the bike, but his payment never arrives", d.bobTimesOut},
 		{"A late cancel changes nothing", d.lateCancel},
+		{"Carol's payment succeeds after the sweep gave up on it", d.latePayment},
 		{"The audit trail", d.audit},
 	}
 	for i, s := range steps {
@@ -110,9 +153,10 @@ func Run(ctx context.Context, cfg Config) error {
 type demo struct {
 	cfg               Config
 	base, bike, spare string
+	stripe            bool // the stack takes payments through Stripe
 	issuer            *auth.Tokens
-	tokens            map[string]string // by who: alice, bob, operator
-	alice, bob        rentalAccepted
+	tokens            map[string]string // by who: alice, bob, carol, operator
+	alice, bob, carol rentalAccepted
 }
 
 type rentalAccepted struct {
@@ -138,8 +182,36 @@ type entry struct {
 }
 
 type rentalView struct {
-	Status  string  `json:"status"`
-	History []entry `json:"history"`
+	Status  string       `json:"status"`
+	Payment *paymentView `json:"payment"`
+	History []entry      `json:"history"`
+}
+
+// paymentView is a rental's payment as GET /rentals/{id} shows it: what a client
+// needs to pay it, and where money that came after it was given up on stands.
+type paymentView struct {
+	PaymentID    string `json:"paymentId"`
+	ClientSecret string `json:"clientSecret"`
+	Status       string `json:"status"`
+	Refund       string `json:"refund"`
+	// amount and currency are the payment's, from its PaymentPrepared: what the
+	// demo's Stripe events say was paid.
+	amount   int64
+	currency string
+}
+
+// webhookAnswer is the service's answer to an authentic provider event.
+type webhookAnswer struct {
+	EventID          string `json:"eventId"`
+	PaymentReference string `json:"paymentReference"`
+	Status           string `json:"status"`
+	Refund           string `json:"refund"`
+	Duplicate        bool   `json:"duplicate"`
+}
+
+// has reports whether the history holds an event of the type.
+func (v rentalView) has(eventType string) bool {
+	return slices.ContainsFunc(v.History, func(e entry) bool { return e.Type == eventType })
 }
 
 func (d *demo) say(text string) {
@@ -155,7 +227,7 @@ func (d *demo) signIn(ctx context.Context) error {
 	d.say("Renters sign in with the service's identity provider and send the bearer token it gives them with every request of theirs, in the Authorization header. The API checks the token before the service sees the request, and the renter is the token's subject: nobody can ask or read for somebody else. Operators have tokens of their own, which carry the operator scope that operator routes require. Only the public bike view and the payment provider's signed webhooks need no token.")
 	d.say("A deployed stack's identity provider is a Cognito user pool; this local stack plays one, and hands out tokens at POST " + auth.TokenPath + ":")
 	d.tokens = map[string]string{}
-	for _, who := range []string{alice, bob, operator} {
+	for _, who := range []string{alice, bob, carol, operator} {
 		get, body := d.issuer.Renter, fmt.Sprintf(`{"sub":%q}`, who)
 		if who == operator {
 			get, body = d.issuer.Operator, fmt.Sprintf(`{"sub":%q,"operator":true}`, who)
@@ -292,15 +364,31 @@ func (d *demo) oneAtATime(ctx context.Context) error {
 }
 
 func (d *demo) confirm(ctx context.Context) error {
-	d.say("The payment provider tells the service that Alice paid by calling a webhook. It has no token: anyone could call that URL, so every call is signed instead. The Payment-Signature header carries a timestamp and an HMAC-SHA256 of the timestamp and the body, made with a secret only the provider and the service know.")
-	path := "/payments/" + d.alice.PaymentReference + "/confirm"
-	body := []byte("{}")
-	signed := func(secret []byte) http.Header {
-		return http.Header{"Content-Type": {"application/json"}, webhook.Header: {webhook.Sign(secret, body, time.Now())}}
+	pay, err := d.payment(ctx, d.alice)
+	if err != nil {
+		return err
+	}
+	if d.stripe {
+		d.say("This stack takes payments through Stripe. Preparing the payment created a PaymentIntent at Stripe (here stripe-mock, Stripe's API mock), and Alice's rental shows her what her app needs to pay it: the PaymentIntent's id, " + pay.PaymentID + ", and its client secret, which her app hands to Stripe's own payment form. Only Alice is shown the client secret: an operator reading the same rental is not.")
+		var v rentalView
+		if err := d.expect(ctx, operator, "GET", "/rentals/"+d.alice.RentalID, nil, nil, http.StatusOK, &v); err != nil {
+			return err
+		}
+		if v.Payment == nil || v.Payment.PaymentID != pay.PaymentID || v.Payment.ClientSecret != "" {
+			return fmt.Errorf("the operator's view of Alice's payment: want paymentId %s and no client secret, got %+v", pay.PaymentID, v.Payment)
+		}
+		fmt.Fprintf(d.cfg.Out, "     payment: paymentId=%s status=%s, and no clientSecret\n", v.Payment.PaymentID, v.Payment.Status)
+		d.say("Stripe tells the service that Alice paid by calling its webhook, POST /webhooks/stripe, with a payment_intent.succeeded event. It has no token: anyone could call that URL, so every call is signed instead. The Stripe-Signature header carries a timestamp and an HMAC-SHA256 of the timestamp and the body, made with the endpoint's signing secret, which only Stripe and the service know. stripe-mock sends no events, so the demo plays Stripe and sends the event Stripe would send, signed as Stripe signs it.")
+	} else {
+		d.say("Alice's rental shows the payment the provider will report on, " + pay.PaymentID + ": her app names it when she pays at the provider. Then the provider tells the service that Alice paid by calling a webhook, POST /webhooks/payments, with the event payment.succeeded: its own event id, the type and the payment reference. It has no token: anyone could call that URL, so every call is signed instead. The Payment-Signature header carries a timestamp and an HMAC-SHA256 of the timestamp and the whole body, made with a secret only the provider and the service know.")
+	}
+	ev, err := d.paymentSucceeded(d.alice, pay)
+	if err != nil {
+		return err
 	}
 	d.say("First a forged call, signed with the wrong secret. It must be refused and change nothing.")
-	wrong := append([]byte("not-the-provider-secret-"), d.cfg.WebhookSecret...)
-	if err := d.expect(ctx, nobody, "POST", path, body, signed(wrong), http.StatusUnauthorized, nil); err != nil {
+	wrong := append([]byte("not-the-provider-secret-"), d.secret()...)
+	if err := d.deliver(ctx, ev, wrong, http.StatusUnauthorized, nil); err != nil {
 		return err
 	}
 	var v rentalView
@@ -310,26 +398,54 @@ func (d *demo) confirm(ctx context.Context) error {
 	if err := same("Alice's rental after the forged call", v.Status, "awaiting-payment"); err != nil {
 		return err
 	}
-	if slices.ContainsFunc(v.History, func(e entry) bool { return e.Type == "PaymentConfirmed" }) {
+	if v.has("PaymentConfirmed") {
 		return errors.New("the forged webhook confirmed the payment")
 	}
 	d.say("Still awaiting payment. Now the genuine call, signed with the shared secret:")
-	var p struct{ PaymentReference, Status string }
-	if err := d.expect(ctx, nobody, "POST", path, body, signed(d.cfg.WebhookSecret), http.StatusOK, &p); err != nil {
-		if strings.Contains(err.Error(), "got 401") {
-			err = fmt.Errorf("%w (is Config.WebhookSecret the stack's PAYMENT_WEBHOOK_SECRET?)", err)
-		}
+	if _, err := d.deliverChecked(ctx, ev, d.alice, "confirmed", "", false); err != nil {
 		return err
 	}
-	if err := same("the payment's status", p.Status, "confirmed"); err != nil {
-		return err
-	}
-	d.say("The process sees PaymentConfirmed, approves Alice's request and records that it is done. We wait for the rental to be approved.")
+	d.say("The service applied the event once and recorded its receipt with it, under the provider's event id: were the provider to deliver it again, it would change nothing. The process sees PaymentConfirmed, approves Alice's request and records that it is done. We wait for the rental to be approved.")
 	if _, err := d.waitStatus(ctx, alice, "/rentals/"+d.alice.RentalID, "approved"); err != nil {
 		return err
 	}
 	d.say("The bike is Alice's now. The public view says only that it is not available, not who has it:")
 	return d.publicBike(ctx, d.bike, false)
+}
+
+// payment reads r's rental as its renter and returns its payment, which must be
+// prepared: with the provider's payment id, and for Stripe a PaymentIntent's id
+// and its client secret, which the renter alone is shown.
+func (d *demo) payment(ctx context.Context, r rentalAccepted) (paymentView, error) {
+	var v rentalView
+	if err := d.expect(ctx, r.Renter, "GET", "/rentals/"+r.RentalID, nil, nil, http.StatusOK, &v); err != nil {
+		return paymentView{}, err
+	}
+	p := v.Payment
+	switch {
+	case p == nil || p.Status != "prepared":
+		return paymentView{}, fmt.Errorf("GET /rentals/%s: want a prepared payment, got %+v", r.RentalID, p)
+	case d.stripe && (!strings.HasPrefix(p.PaymentID, "pi_") || p.ClientSecret == ""):
+		return paymentView{}, fmt.Errorf("GET /rentals/%s: want a PaymentIntent (pi_...) and its client secret, got paymentId %q and %s (is the stack's PAYMENT_PROVIDER stripe?)",
+			r.RentalID, p.PaymentID, map[bool]string{true: "a client secret", false: "none"}[p.ClientSecret != ""])
+	case !d.stripe && (p.PaymentID == "" || strings.HasPrefix(p.PaymentID, "pi_")):
+		return paymentView{}, fmt.Errorf("GET /rentals/%s: want the generic provider's payment id, got %q (is the stack's PAYMENT_PROVIDER stripe?)", r.RentalID, p.PaymentID)
+	}
+	fmt.Fprintf(d.cfg.Out, "     payment: paymentId=%s status=%s%s\n", p.PaymentID, p.Status,
+		map[bool]string{true: " clientSecret=<shown to " + r.Renter + " alone>", false: ""}[p.ClientSecret != ""])
+	for _, e := range v.History {
+		var prepared struct {
+			Amount   int64  `json:"amount"`
+			Currency string `json:"currency"`
+		}
+		if e.Type == "PaymentPrepared" && json.Unmarshal(e.Data, &prepared) == nil {
+			p.amount, p.currency = prepared.Amount, strings.ToLower(prepared.Currency)
+		}
+	}
+	if p.amount <= 0 || p.currency == "" {
+		return paymentView{}, fmt.Errorf("GET /rentals/%s: the history shows no PaymentPrepared with an amount", r.RentalID)
+	}
+	return *p, nil
 }
 
 func (d *demo) giveBack(ctx context.Context) error {
@@ -434,13 +550,110 @@ func (d *demo) lateCancel(ctx context.Context) error {
 	return d.publicBike(ctx, d.bike, true)
 }
 
+func (d *demo) latePayment(ctx context.Context) (err error) {
+	d.say("Carol asks for the same bike, with her token, and a payment is prepared for her as for the others.")
+	if d.carol, err = d.request(ctx, carol, d.bike, http.StatusAccepted); err != nil {
+		return err
+	}
+	if _, err = d.waitStatus(ctx, carol, "/rentals/"+d.carol.RentalID, "awaiting-payment"); err != nil {
+		return err
+	}
+	pay, err := d.payment(ctx, d.carol)
+	if err != nil {
+		return err
+	}
+	d.say("Carol pays, but her payment is slow: her bank asks her to approve it, say, and she takes her time. The provider has said nothing when PAYMENT_TIMEOUT has passed, so the sweep gives up on the payment as it did on Bob's: it cancels it, the process rejects the request and the bike is released for the next renter.")
+	if d.stripe {
+		d.say("With Stripe the cancellation reaches Stripe too: the sweep cancels the PaymentIntent there first (stripe-mock agrees). A real PaymentIntent may succeed all the same, when the cancellation crosses the payment or times out.")
+	}
+	if _, err := d.waitStatus(ctx, carol, "/rentals/"+d.carol.RentalID, "cancelled"); err != nil {
+		return fmt.Errorf("%w (the stack's PAYMENT_TIMEOUT plus SWEEP_INTERVAL must be shorter than Config.Wait, %v)", err, d.cfg.Wait)
+	}
+	if err := d.waitAvailable(ctx, d.bike); err != nil {
+		return err
+	}
+	d.say("Then Carol's approval goes through, and the provider reports that her payment succeeded: a late payment. The service answers 200 all the same, because the event is authentic and about a payment it knows, and a provider that is not answered 200 delivers the event again and again. But the rental stays cancelled, because the bike was released and may be someone else's by now, and the money Carol paid must go back to her.")
+	late, err := d.paymentSucceeded(d.carol, pay)
+	if err != nil {
+		return err
+	}
+	refund := "owed"
+	if d.stripe {
+		refund = "requested"
+	}
+	first, err := d.deliverChecked(ctx, late, d.carol, "cancelled", refund, false)
+	if err != nil {
+		return err
+	}
+	if d.stripe {
+		d.say("The answer says refund \"requested\": the service recorded the success as PaymentSucceededAfterCancellation, not as a confirmation, and at once asked Stripe to refund the PaymentIntent in full (RefundRequested).")
+	} else {
+		d.say("The answer says refund \"owed\": the service recorded the success as PaymentSucceededAfterCancellation, not as a confirmation. The generic provider only calls back and cannot be asked for a refund, so the service records RefundOwed: operators find it with `rentalctl refunds`, and the RefundsOwed alarm fires until they have paid it back. The money is never kept silently.")
+	}
+	d.say("Providers deliver an event again when they are not sure it arrived. Delivered again, with the same event id and the same body, the event changes nothing and gets the same answer, marked duplicate:")
+	again, err := d.deliverChecked(ctx, late, d.carol, first.Status, first.Refund, true)
+	if err != nil {
+		return err
+	}
+	if again.EventID != first.EventID {
+		return fmt.Errorf("the redelivery answered event %q, the first delivery %q", again.EventID, first.EventID)
+	}
+	if d.stripe {
+		d.say("Stripe refunds the PaymentIntent's charge and reports it with a charge.refunded event (played by the demo again: stripe-mock sends no events). The service records PaymentRefunded: the money is back with Carol.")
+		refunded, err := d.chargeRefunded(d.carol, pay)
+		if err != nil {
+			return err
+		}
+		if _, err := d.deliverChecked(ctx, refunded, d.carol, "cancelled", "refunded", false); err != nil {
+			return err
+		}
+		refund = "refunded"
+	}
+	d.say("Carol reads her rental: still cancelled, and its payment says where her money stands.")
+	var v rentalView
+	if err := d.expect(ctx, carol, "GET", "/rentals/"+d.carol.RentalID, nil, nil, http.StatusOK, &v); err != nil {
+		return err
+	}
+	if v.Payment != nil {
+		fmt.Fprintf(d.cfg.Out, "     payment: status=%s refund=%s\n", v.Payment.Status, v.Payment.Refund)
+	}
+	if err := d.checkLate(v, refund); err != nil {
+		return err
+	}
+	d.say("And the bike was never handed over for Carol's late money: it is still available for the next renter.")
+	return d.publicBike(ctx, d.bike, true)
+}
+
+// checkLate checks the view of Carol's rental after her late payment: cancelled,
+// never approved nor confirmed, its payment cancelled and its refund as refund says.
+func (d *demo) checkLate(v rentalView, refund string) error {
+	if err := same("Carol's rental status", v.Status, "cancelled"); err != nil {
+		return err
+	}
+	if v.Payment == nil {
+		return errors.New("Carol's rental shows no payment")
+	}
+	if err := same("Carol's payment status", v.Payment.Status, "cancelled"); err != nil {
+		return err
+	}
+	if err := same("Carol's refund", v.Payment.Refund, refund); err != nil {
+		return err
+	}
+	for _, t := range []string{"RequestApproved", "PaymentConfirmed"} {
+		if v.has(t) {
+			return fmt.Errorf("Carol's late payment led to %s: the bike was handed over for it", t)
+		}
+	}
+	return nil
+}
+
 func (d *demo) audit(ctx context.Context) error {
-	d.say("GET /rentals/{id} shows a rental's status and every event that belongs to it, from three streams: the bike's (bike-...), the payment's (payment-rp_...) and the process's own (rentalpayment-...). A renter reads only their own rentals; an operator's token reads any, so the operator reads both. Each line: time (UTC), stream, version, event type, data.")
+	d.say("GET /rentals/{id} shows a rental's status and every event that belongs to it, from three streams: the bike's (bike-...), the payment's (payment-rp_...) and the process's own (rentalpayment-...). A renter reads only their own rentals; an operator's token reads any, so the operator reads all three rentals. Each line: time (UTC), stream, version, event type, data.")
 	for _, c := range []struct {
 		r      rentalAccepted
 		status string
 		trail  []string
-	}{{d.alice, "returned", aliceTrail}, {d.bob, "cancelled", bobTrail}} {
+	}{{d.alice, "returned", aliceTrail}, {d.bob, "cancelled", bobTrail}, {d.carol, "cancelled", carolTrail[d.cfg.Provider]}} {
 		var v rentalView
 		fmt.Fprintln(d.cfg.Out)
 		if err := d.expect(ctx, operator, "GET", "/rentals/"+c.r.RentalID, nil, nil, http.StatusOK, &v); err != nil {
@@ -456,9 +669,179 @@ func (d *demo) audit(ctx context.Context) error {
 		if err := checkHistory(v.History, c.trail); err != nil {
 			return fmt.Errorf("%s's history: %w", c.r.Renter, err)
 		}
+		if c.r == d.carol {
+			if err := d.checkLate(v, finalRefund(d.cfg.Provider)); err != nil {
+				return err
+			}
+		}
 	}
-	d.say("\nBoth trails hold the events they should, in order. Note the process's own events (RentalPaymentRequested, RentalPaymentProcessCompleted): it records what it did, so it can decide from those alone, and it has an explicit end.")
-	return nil
+	d.say("\nThe trails hold the events they should, in order. Note the process's own events (RentalPaymentRequested, RentalPaymentProcessCompleted): it records what it did, so it can decide from those alone, and it has an explicit end. Carol's trail goes on after that end: her payment's stream records the success that came too late and where its money went, while her bike's stream never approved her request.")
+	return d.publicBike(ctx, d.bike, true)
+}
+
+// finalRefund is where Carol's refund stands at the end of the story.
+func finalRefund(provider string) string {
+	if provider == stripe.Name {
+		return "refunded"
+	}
+	return "owed"
+}
+
+// event is one provider event the demo delivers, playing the provider.
+type event struct {
+	path string // the provider's webhook route
+	id   string // the provider's event id
+	body []byte
+}
+
+// secret is the provider's webhook secret.
+func (d *demo) secret() []byte {
+	if d.stripe {
+		return d.cfg.StripeWebhookSecret
+	}
+	return d.cfg.WebhookSecret
+}
+
+// signed returns the headers ev is delivered with, signed with secret now as its
+// provider signs: Payment-Signature for the generic provider, Stripe-Signature
+// (stripe-go's own signing) for Stripe.
+func (d *demo) signed(ev event, secret []byte) http.Header {
+	hdr := http.Header{"Content-Type": {"application/json"}}
+	if d.stripe {
+		p := stripehook.GenerateTestSignedPayload(&stripehook.UnsignedPayload{Payload: ev.body, Secret: string(secret), Timestamp: time.Now()})
+		hdr.Set(stripe.SignatureHeader, p.Header)
+	} else {
+		hdr.Set(webhook.Header, generic.Sign(secret, ev.body, time.Now()))
+	}
+	return hdr
+}
+
+// deliver sends ev to its webhook, signed with secret, as the provider does: with
+// no token.
+func (d *demo) deliver(ctx context.Context, ev event, secret []byte, want int, out any) error {
+	return d.expect(ctx, nobody, "POST", ev.path, ev.body, d.signed(ev, secret), want, out)
+}
+
+// deliverChecked delivers ev signed with the provider's secret and requires 200
+// with the answer of an event applied to r's payment: the payment's status and
+// refund after it, and whether this delivery repeated one already applied.
+func (d *demo) deliverChecked(ctx context.Context, ev event, r rentalAccepted, status, refund string, duplicate bool) (webhookAnswer, error) {
+	var ans webhookAnswer
+	if err := d.deliver(ctx, ev, d.secret(), http.StatusOK, &ans); err != nil {
+		if strings.Contains(err.Error(), "got 401") {
+			if d.stripe {
+				err = fmt.Errorf("%w (is Config.StripeWebhookSecret the stack's STRIPE_WEBHOOK_SECRET?)", err)
+			} else {
+				err = fmt.Errorf("%w (is Config.WebhookSecret the stack's PAYMENT_WEBHOOK_SECRET?)", err)
+			}
+		}
+		return ans, err
+	}
+	want := webhookAnswer{EventID: ev.id, PaymentReference: r.PaymentReference, Status: status, Refund: refund, Duplicate: duplicate}
+	if ans != want {
+		return ans, fmt.Errorf("POST %s: want the answer %+v, got %+v", ev.path, want, ans)
+	}
+	return ans, nil
+}
+
+// paymentSucceeded is the provider's event that r's payment succeeded, under a new
+// event id: the generic provider's payment.succeeded, or Stripe's
+// payment_intent.succeeded about the PaymentIntent.
+func (d *demo) paymentSucceeded(r rentalAccepted, p paymentView) (event, error) {
+	if !d.stripe {
+		id := "evt-" + ident.Random(20)
+		body, err := json.Marshal(generic.Event{ID: id, Type: generic.TypeSucceeded, PaymentReference: r.PaymentReference})
+		return event{path: "/webhooks/payments", id: id, body: body}, err
+	}
+	id := "evt_" + ident.Random(24)
+	body, err := stripeEvent(id, stripe.EventPaymentSucceeded, stripePaymentIntent{
+		ID: p.PaymentID, Object: "payment_intent", Status: "succeeded", Metadata: map[string]string{stripe.MetadataKey: r.PaymentReference},
+		Amount: p.amount, AmountReceived: p.amount, Currency: p.currency, LatestCharge: chargeID(p.PaymentID),
+		CaptureMethod: "automatic_async", ConfirmationMethod: "automatic", Created: time.Now().Unix() - 60,
+		PaymentMethodTypes: []string{"card"},
+	})
+	return event{path: "/webhooks/stripe", id: id, body: body}, err
+}
+
+// chargeRefunded is Stripe's charge.refunded event about the charge of r's
+// PaymentIntent, refunded in full.
+func (d *demo) chargeRefunded(r rentalAccepted, p paymentView) (event, error) {
+	id := "evt_" + ident.Random(24)
+	body, err := stripeEvent(id, stripe.EventChargeRefunded, stripeCharge{
+		ID: chargeID(p.PaymentID), Object: "charge", Status: "succeeded", PaymentIntent: p.PaymentID,
+		Metadata: map[string]string{stripe.MetadataKey: r.PaymentReference},
+		Amount:   p.amount, AmountCaptured: p.amount, AmountRefunded: p.amount, Currency: p.currency,
+		Captured: true, Paid: true, Refunded: true, Created: time.Now().Unix() - 60,
+	})
+	return event{path: "/webhooks/stripe", id: id, body: body}, err
+}
+
+// chargeID is the id of the demo's charge of a PaymentIntent.
+func chargeID(paymentIntent string) string {
+	return "ch_" + strings.TrimPrefix(paymentIntent, "pi_")
+}
+
+// stripeEventBody is a Stripe event, in the shape of the adapter's recorded events
+// (internal/paymentprovider/stripe/testdata/events), rendered for the API version
+// the adapter pins.
+type stripeEventBody struct {
+	ID         string `json:"id"`
+	Object     string `json:"object"`
+	Type       string `json:"type"`
+	APIVersion string `json:"api_version"`
+	Created    int64  `json:"created"`
+	Data       struct {
+		Object any `json:"object"`
+	} `json:"data"`
+	Livemode        bool `json:"livemode"`
+	PendingWebhooks int  `json:"pending_webhooks"`
+	Request         struct {
+		ID             *string `json:"id"`
+		IdempotencyKey *string `json:"idempotency_key"`
+	} `json:"request"`
+}
+
+// stripePaymentIntent is the part of a PaymentIntent the demo's events carry.
+type stripePaymentIntent struct {
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	Status             string            `json:"status"`
+	Metadata           map[string]string `json:"metadata"`
+	Amount             int64             `json:"amount"`
+	AmountReceived     int64             `json:"amount_received"`
+	Currency           string            `json:"currency"`
+	LatestCharge       string            `json:"latest_charge"`
+	CaptureMethod      string            `json:"capture_method"`
+	ConfirmationMethod string            `json:"confirmation_method"`
+	Created            int64             `json:"created"`
+	Livemode           bool              `json:"livemode"`
+	LastPaymentError   *struct{}         `json:"last_payment_error"`
+	PaymentMethodTypes []string          `json:"payment_method_types"`
+}
+
+// stripeCharge is the part of a charge the demo's events carry.
+type stripeCharge struct {
+	ID             string            `json:"id"`
+	Object         string            `json:"object"`
+	Status         string            `json:"status"`
+	PaymentIntent  string            `json:"payment_intent"`
+	Metadata       map[string]string `json:"metadata"`
+	Amount         int64             `json:"amount"`
+	AmountCaptured int64             `json:"amount_captured"`
+	AmountRefunded int64             `json:"amount_refunded"`
+	Currency       string            `json:"currency"`
+	Captured       bool              `json:"captured"`
+	Paid           bool              `json:"paid"`
+	Refunded       bool              `json:"refunded"`
+	Created        int64             `json:"created"`
+	Livemode       bool              `json:"livemode"`
+}
+
+// stripeEvent renders the event id of type typ about object, created now.
+func stripeEvent(id, typ string, object any) ([]byte, error) {
+	e := stripeEventBody{ID: id, Object: "event", Type: typ, APIVersion: stripe.APIVersion, Created: time.Now().Unix(), PendingWebhooks: 1}
+	e.Data.Object = object
+	return json.Marshal(e)
 }
 
 // publicBike reads GET /bikes/{id} without a token and requires the public view:
@@ -551,13 +934,13 @@ func (d *demo) send(ctx context.Context, who, method, path string, body []byte, 
 func (d *demo) expect(ctx context.Context, who, method, path string, body []byte, hdr http.Header, wantStatus int, out any) error {
 	fmt.Fprintf(d.cfg.Out, "   > %s %s", method, path)
 	if len(body) > 0 {
-		fmt.Fprintf(d.cfg.Out, "  %s", body)
+		fmt.Fprintf(d.cfg.Out, "  %s", clipBody(body, maxShownBody))
 	}
 	fmt.Fprintln(d.cfg.Out)
 	if who != nobody {
 		fmt.Fprintf(d.cfg.Out, "     Authorization: Bearer <%s>\n", tokenOf(who))
 	}
-	for _, k := range []string{"Idempotency-Key", webhook.Header} {
+	for _, k := range []string{"Idempotency-Key", webhook.Header, stripe.SignatureHeader} {
 		if v := hdr.Get(k); v != "" {
 			fmt.Fprintf(d.cfg.Out, "     %s: %s\n", k, v)
 		}
@@ -569,7 +952,7 @@ func (d *demo) expect(ctx context.Context, who, method, path string, body []byte
 	if strings.HasPrefix(path, "/rentals/") && method == "GET" {
 		fmt.Fprintf(d.cfg.Out, "   < %s\n", describe(status, b)) // the history is printed separately
 	} else {
-		fmt.Fprintf(d.cfg.Out, "   < %d %s  %s\n", status, http.StatusText(status), clip(b, 160))
+		fmt.Fprintf(d.cfg.Out, "   < %d %s  %s\n", status, http.StatusText(status), clip(b, 200))
 	}
 	if status != wantStatus {
 		return fmt.Errorf("%s %s: want %d %s, got %d %s: %s", method, path,
@@ -666,6 +1049,18 @@ func describe(code int, body []byte) string {
 }
 
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
+
+// maxShownBody bounds the request bodies the narration shows: a Stripe event is
+// long, and what matters in it comes first.
+const maxShownBody = 320
+
+// clipBody returns body as it is if it is at most n bytes, else cut with its size.
+func clipBody(body []byte, n int) string {
+	if len(body) <= n {
+		return string(body)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", body[:n], len(body))
+}
 
 // clip returns body on one line, cut to at most n bytes.
 func clip(body []byte, n int) string {

@@ -7,10 +7,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/paymentprovider/stripe"
+	"github.com/bikerental/bikerental/internal/webhook"
 )
 
 func TestRandomID(t *testing.T) {
@@ -147,8 +154,8 @@ func TestRunSignsInAndRegistersWithTheOperatorsToken(t *testing.T) {
 			t.Errorf("error %q does not contain %q", err, s)
 		}
 	}
-	if strings.Join(asked, " ") != "tok-alice tok-bob op-ops" {
-		t.Errorf("tokens asked for: %q, want alice's, bob's and an operator's", asked)
+	if strings.Join(asked, " ") != "tok-alice tok-bob tok-carol op-ops" {
+		t.Errorf("tokens asked for: %q, want alice's, bob's, carol's and an operator's", asked)
 	}
 	if auth != "Bearer op-ops" {
 		t.Errorf("PUT /bikes carried Authorization %q, want the operator's token", auth)
@@ -202,6 +209,111 @@ func TestCheckPublicBike(t *testing.T) {
 func TestRunNeedsBaseURL(t *testing.T) {
 	if err := Run(context.Background(), Config{}); err == nil {
 		t.Error("Run without BaseURL succeeded")
+	}
+}
+
+func TestRunNeedsAKnownProviderAndItsSecret(t *testing.T) {
+	for _, cfg := range []Config{
+		{BaseURL: "http://127.0.0.1:1", Provider: "paypal"},
+		{BaseURL: "http://127.0.0.1:1", Provider: stripe.Name}, // no StripeWebhookSecret
+	} {
+		if err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "Config.") {
+			t.Errorf("Run(%+v) = %v, want a configuration error", cfg, err)
+		}
+	}
+}
+
+// TestTheProviderEventsAreWhatTheAdaptersRead plays both providers' events through
+// the adapters the service parses them with: each must be authentic with the right
+// secret, and be the event it claims to be, about the rental's payment.
+func TestTheProviderEventsAreWhatTheAdaptersRead(t *testing.T) {
+	r := rentalAccepted{RentalID: "bike-1_AAAAAAAAAAAAAAAAAAAAAA", Renter: carol, PaymentReference: "rp_bike-1_AAAAAAAAAAAAAAAAAAAAAA"}
+	now := time.Now()
+	genericSecret, stripeSecret := []byte("generic-demo-test-secret"), []byte("whsec_demo_test_secret")
+
+	d := &demo{cfg: Config{Provider: generic.Name, WebhookSecret: genericSecret}}
+	ev, err := d.paymentSucceeded(r, paymentView{PaymentID: "pay_x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := webhook.NewVerifier(genericSecret, webhook.DefaultTolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := generic.Provider{Verifier: verifier}.ParseWebhook(d.signed(ev, d.secret()).Get, ev.body, now)
+	if err != nil || ev.path != "/webhooks/payments" || got.Kind != payment.ProviderSucceeded || got.Reference != r.PaymentReference || got.EventID != ev.id {
+		t.Errorf("the generic payment.succeeded %s: %+v, %v", ev.body, got, err)
+	}
+	if _, err := (generic.Provider{Verifier: verifier}).ParseWebhook(d.signed(ev, []byte("another secret")).Get, ev.body, now); err == nil {
+		t.Error("a generic event signed with another secret was authentic")
+	}
+	if again, _ := d.paymentSucceeded(r, paymentView{}); again.id == ev.id {
+		t.Errorf("two events share the id %s", ev.id)
+	}
+
+	d = &demo{cfg: Config{Provider: stripe.Name, StripeWebhookSecret: stripeSecret}, stripe: true}
+	adapter, err := stripe.New(stripe.Config{SecretKey: "sk_test_123", WebhookSecret: string(stripeSecret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intent := paymentView{PaymentID: "pi_3TbC4nLkdIwHu7ix0yXq2aZd", amount: 1500, currency: "eur"}
+	succeeded, err := d.paymentSucceeded(r, intent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refunded, err := d.chargeRefunded(r, intent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ev       event
+		kind     payment.ProviderEventKind
+		recorded string
+	}{{succeeded, payment.ProviderSucceeded, "payment_intent.succeeded"}, {refunded, payment.ProviderRefunded, "charge.refunded"}} {
+		got, err := adapter.ParseWebhook(d.signed(c.ev, d.secret()).Get, c.ev.body, now)
+		if err != nil || c.ev.path != "/webhooks/stripe" || got.Kind != c.kind || got.Reference != r.PaymentReference || got.PaymentID != intent.PaymentID || got.EventID != c.ev.id {
+			t.Errorf("%s %s: %+v, %v", c.recorded, c.ev.body, got, err)
+		}
+		if _, err := adapter.ParseWebhook(d.signed(c.ev, []byte("whsec_another")).Get, c.ev.body, now); err == nil {
+			t.Errorf("%s signed with another secret was authentic", c.recorded)
+		}
+		sameShape(t, c.recorded, c.ev.body)
+	}
+}
+
+// sameShape checks that every field of the demo's Stripe event, at every depth, is
+// one the adapter's recorded event of that type has.
+func sameShape(t *testing.T, recorded string, body []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "paymentprovider", "stripe", "testdata", "events", recorded+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got map[string]any
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(path string, got, want map[string]any)
+	walk = func(path string, got, want map[string]any) {
+		for k, v := range got {
+			w, ok := want[k]
+			if !ok {
+				t.Errorf("%s: the demo's event has %s%s, which the recorded event lacks", recorded, path, k)
+				continue
+			}
+			if g, ok := v.(map[string]any); ok {
+				if w, ok := w.(map[string]any); ok {
+					walk(path+k+".", g, w)
+				}
+			}
+		}
+	}
+	walk("", got, want)
+	if got["type"] != want["type"] || got["api_version"] != want["api_version"] {
+		t.Errorf("%s: type %v, API version %v; recorded %v, %v", recorded, got["type"], got["api_version"], want["type"], want["api_version"])
 	}
 }
 

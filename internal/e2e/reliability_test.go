@@ -131,10 +131,13 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	process, projector := &unreliable{Invoker: fs.Process}, &unreliable{Invoker: fs.Projector}
 	fs.Process, fs.Projector = process, projector
 
-	// The poison record: an Events item without type, data or event id.
+	// The poison record: an Events item without data or event id, of a type that
+	// wakes both consumers (each is delivered only the types it acts on, so a record
+	// of no type would reach neither).
 	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(eventsTable), Item: map[string]types.AttributeValue{
 		schema.EventsStreamID: &types.AttributeValueMemberS{Value: "payment-poison"},
 		schema.EventsVersion:  &types.AttributeValueMemberN{Value: "1"},
+		schema.EventsType:     &types.AttributeValueMemberS{Value: "PaymentCancelled"},
 	}}); err != nil {
 		t.Fatal(err)
 	}
