@@ -253,7 +253,7 @@ func printSweep(w io.Writer, rep deadlinebench.SweepReport, cfg deadlinebench.Sw
 	fmt.Fprintf(w, `in flight: share of the wall time during which at least one of the sweep's requests was waiting for its
   answer; the emulator lets one request at a time in, so the rest is time it had nothing of the sweep's to do.
 Go CPU: this process (sweep, AWS SDK, and the in-process proxy in front of moto); emu CPU: moto's server.
-replay: ms/call of the same calls (Query, Query, PutItem per payment) for %d of the sweep's payments, replayed
+replay: ms/call of the same calls (Query, Query, Query, PutItem per payment) for %d of the sweep's payments, replayed
   right after it with raw SDK calls, on the same table at the same concurrency: the emulator's floor.
 `, cfg.ReplayPayments)
 	if len(rep.Ceilings) == 0 {

@@ -5,7 +5,7 @@
 // against a stack that is already running instead.
 //
 // It runs --renters renters over --bikes bikes for --rentals rentals or --duration,
-// waits until the stack is quiet (no rental requested or awaiting payment, no bike
+// waits until the stack is quiet (no rental requested, awaiting payment or ending, no bike
 // requested), checks every rental's end state against its intent and prints a
 // summary (--json for the report as JSON). Every request carries the token its route
 // needs, from the stack's local token issuer (POST /local/tokens), so --api must be a
@@ -193,7 +193,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 			}
 		}
 		if len(out.Violations) == 0 {
-			fmt.Fprintln(stdout, "Every check held: no unclean failure, every rental ended as its intent says, no bike left requested.")
+			fmt.Fprintln(stdout, "Every check held: no unclean failure, every rental ended as its intent says, the money of every late payment on its way back, no bike left requested.")
 		} else {
 			fmt.Fprintf(stdout, "%d checks failed:\n", len(out.Violations))
 			for _, v := range out.Violations {

@@ -8,11 +8,21 @@
 // bike-unavailable is a normal outcome, and the renter tries another bike), wait until
 // the payment is prepared and the rental-payment process has recorded its start (GET
 // /rentals/{id}, polled with a deadline), then act as the rental's intent says:
-// confirm the payment with a signed webhook, wait for the approval and return the
-// bike as an operator; reject the payment with a signed webhook; never pay (the sweep
-// calls the payment off); or cancel it as an operator (POST
+// report the payment succeeded with a signed webhook (POST /webhooks/payments, the
+// generic provider's event payment.succeeded), wait for the approval and return the
+// bike as an operator; report it failed with a signed webhook (payment.failed); never
+// pay (the sweep calls the payment off); or cancel it as an operator (POST
 // /rentals/{id}/cancel-payment). Intents are dealt in the shares of Config.Mix,
 // evenly spread over the rentals.
+//
+// Every webhook is one provider event with an id of its own ("evt-" and random
+// characters), and is delivered again with the same id and body after an unclean
+// answer, as a provider redelivers: the service applies an event once, and answers
+// a redelivery as it answered the first (duplicate). A webhook that arrives after
+// the payment was called off (by the sweep, or a cancellation) still answers 200:
+// the rental stays cancelled, and a success is recorded as money to give back (a
+// refund owed, with the generic provider); such rentals are counted as called off
+// before the renter acted, and the late successes among them as paid late.
 //
 // Every request carries the token its route needs, from the local stack's token
 // issuer (POST /local/tokens, through auth.Tokens): the renter's own on the renter
@@ -56,6 +66,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
@@ -65,10 +76,11 @@ type Intent string
 
 // The intents, and the status each rental must end in.
 const (
-	// Confirm: the payment is confirmed by a signed webhook, then the bike is
-	// returned. Ends approved or returned.
+	// Confirm: the payment is confirmed by a signed webhook (payment.succeeded),
+	// then the bike is returned. Ends approved or returned.
 	Confirm Intent = "confirmed"
-	// Reject: the payment is rejected by a signed webhook. Ends rejected.
+	// Reject: the payment is rejected by a signed webhook (payment.failed). Ends
+	// rejected.
 	Reject Intent = "rejected"
 	// NeverPay: nothing happens; the sweep calls the payment off once it is older
 	// than the stack's PAYMENT_TIMEOUT. Ends cancelled.
@@ -273,6 +285,8 @@ const (
 	OutcomeLeftUnpaid     = "payment left unpaid"
 	OutcomeCancelPrefix   = "cancel-payment: "
 	OutcomeDiverted       = "payment called off before the renter acted"
+	OutcomePaidLate       = "payment succeeded after it was called off (refund due)"
+	OutcomeDuplicate      = "webhook redelivered, answered as a duplicate"
 	OutcomeStuck          = "rental stuck (a wait ran out)"
 	OutcomeBusyRetried    = "503 retried after Retry-After"
 	OutcomeBusyExhausted  = "gave up after repeated 503s"
@@ -310,8 +324,13 @@ type Report struct {
 	// intent (never-paid ones once their payment was prepared).
 	Rentals map[Intent][]string `json:"rentals"`
 	// Diverted holds rentals whose payment was called off before the renter acted
-	// (the webhook was refused as payment-cancelled): they must end cancelled.
+	// (the rental was cancelled when the renter came to act, or the webhook answered
+	// that the payment was already cancelled): they must end cancelled.
 	Diverted []string `json:"diverted,omitempty"`
+	// PaidLate holds the diverted rentals whose success webhook arrived after the
+	// payment was called off: the money must be on its way back (a refund owed,
+	// requested or done). They are in Diverted too.
+	PaidLate []string `json:"paidLate,omitempty"`
 	// Stuck holds rentals for which a wait ran out (the payment never prepared, a
 	// confirmed rental never approved) or that were given up after repeated 503s or
 	// an unclean failure.
@@ -371,6 +390,7 @@ type gen struct {
 	current []float64 // smooth weighted round robin over the intents
 	rentals map[Intent][]string
 	divert  []string
+	late    []string
 	stuck   []string
 }
 
@@ -432,6 +452,7 @@ func (g *gen) report(elapsed time.Duration) Report {
 		rep.Rentals[i] = slices.Clone(ids)
 	}
 	rep.Diverted = slices.Clone(g.divert)
+	rep.PaidLate = slices.Clone(g.late)
 	rep.Stuck = slices.Clone(g.stuck)
 	rep.Bikes = slices.Clone(g.bikes)
 	rep.RenterIdentities = g.identities.Load()
@@ -451,8 +472,28 @@ type rentalAccepted struct {
 type rentalView struct {
 	RentalID string         `json:"rentalId"`
 	Status   string         `json:"status"`
+	Payment  *paymentView   `json:"payment"`
 	History  []historyEntry `json:"history"`
 }
+
+// paymentView is the rental's payment as GET /rentals/{id} shows it.
+type paymentView struct {
+	Status string `json:"status"`
+	// Refund is "requested", "owed" or "refunded" once money taken after the payment
+	// was given up on goes back.
+	Refund string `json:"refund"`
+}
+
+// refund returns where the rental's refund stands, "" for none.
+func (v rentalView) refund() string {
+	if v.Payment == nil {
+		return ""
+	}
+	return v.Payment.Refund
+}
+
+// The refund statuses of a rental's payment.
+var refundStatuses = []string{"requested", "owed", "refunded"}
 
 // historyEntry is the part of an event of a rental's history the generator reads.
 type historyEntry struct {
@@ -477,17 +518,34 @@ type bikeAvailability struct {
 	Available *bool  `json:"available"`
 }
 
-// The rental statuses of GET /rentals/{id}.
+// The rental statuses of GET /rentals/{id}. A rental whose payment was refused or
+// called off is rejecting or cancelling until its bike is free again and its
+// process has ended, and only then rejected or cancelled.
 const (
 	statusRequested       = "requested"
 	statusAwaitingPayment = "awaiting-payment"
 	statusApproved        = "approved"
 	statusReturned        = "returned"
+	statusRejecting       = "rejecting"
 	statusRejected        = "rejected"
+	statusCancelling      = "cancelling"
 	statusCancelled       = "cancelled"
 )
 
-var rentalStatuses = []string{statusRequested, statusAwaitingPayment, statusApproved, statusReturned, statusRejected, statusCancelled}
+var rentalStatuses = []string{statusRequested, statusAwaitingPayment, statusApproved, statusReturned,
+	statusRejecting, statusRejected, statusCancelling, statusCancelled}
+
+// settling reports whether a rental status is one the stack still changes on its
+// own: the rental is outstanding, or ending.
+func settling(status string) bool {
+	return status == statusRequested || status == statusAwaitingPayment || status == statusRejecting || status == statusCancelling
+}
+
+// calledOff reports whether a rental status says that its payment was refused or
+// called off, whether or not the rental has ended yet.
+func calledOff(status string) bool {
+	return status == statusRejecting || status == statusRejected || status == statusCancelling || status == statusCancelled
+}
 
 // renter runs one renter's loop until the run is over. It keeps its identity after
 // a rental it saw approved, which no longer counts against the renter's limit of
@@ -536,12 +594,12 @@ func (g *gen) rental(ctx context.Context, rng *rand.Rand, renter string, seq int
 	}
 	id := accepted.RentalID
 	view, ok := g.waitRental(ctx, token, id, func(v rentalView) bool {
-		return v.has("RentalPaymentRequested") || v.Status == statusCancelled || v.Status == statusRejected
+		return v.has("RentalPaymentRequested") || calledOff(v.Status)
 	})
 	if !ok {
 		return false
 	}
-	if view.Status == statusCancelled || view.Status == statusRejected {
+	if calledOff(view.Status) {
 		g.tally.outcome(OutcomeDiverted)
 		g.record(&g.divert, id)
 		return false
@@ -550,7 +608,7 @@ func (g *gen) rental(ctx context.Context, rng *rand.Rand, renter string, seq int
 	case Confirm:
 		return g.confirm(ctx, token, accepted)
 	case Reject:
-		if g.webhook(ctx, token, accepted.PaymentReference, "reject", []byte(`{"reason":"declined by the load generator"}`)) {
+		if g.webhook(ctx, token, accepted.PaymentReference, generic.TypeFailed, "declined by the load generator") {
 			g.tally.outcome(OutcomeRejected)
 			g.recordIntent(Reject, id)
 		}
@@ -660,40 +718,93 @@ func (g *gen) stuckOn(ctx context.Context, id string) {
 	}
 }
 
-// webhook sends a signed payment webhook, with no token, and reports whether it was
-// accepted; token (the renter's) reads the rental back after an unclean answer. A
-// refusal because the payment was called off first diverts the rental.
-func (g *gen) webhook(ctx context.Context, token, ref, action string, body []byte) bool {
+// webhook delivers one signed event of the generic provider (POST
+// /webhooks/payments, with no token) about the payment ref: payment.succeeded or
+// payment.failed (with reason), under an event id of its own. It reports whether the
+// event settled the payment as the renter meant; token (the renter's) reads the
+// rental back after an unclean answer. The event is delivered again as it was, same
+// id and body, after an unclean answer: the service applies it once, and a
+// redelivery gets the first delivery's answer. An event that finds the payment
+// already called off is answered 200 all the same and diverts the rental; a success
+// then must come with a refund due.
+func (g *gen) webhook(ctx context.Context, token, ref, eventType, reason string) bool {
 	id := strings.TrimPrefix(ref, "rp_")
-	event := map[string]string{"confirm": "PaymentConfirmed", "reject": "PaymentRejected"}[action]
-	ans, err := g.send(ctx, call{method: http.MethodPost, path: "/payments/" + ref + "/" + action, route: "POST /payments/{ref}/" + action, body: body,
+	eventID := newEventID()
+	body, _ := json.Marshal(generic.Event{ID: eventID, Type: eventType, PaymentReference: ref, Reason: reason})
+	settles, want := "PaymentRejected", paymentRejected
+	if eventType == generic.TypeSucceeded {
+		settles, want = "PaymentConfirmed", paymentConfirmed
+	}
+	ans, err := g.send(ctx, call{method: http.MethodPost, path: webhookPath, route: "POST " + webhookPath, body: body,
 		header: func() http.Header {
-			return http.Header{"Content-Type": {"application/json"}, webhook.Header: {webhook.Sign(g.cfg.WebhookSecret, body, time.Now())}}
+			return http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign(g.cfg.WebhookSecret, body, time.Now())}}
 		},
-		effect: g.recorded(token, id, event)})
+		effect: g.recorded(token, id, settles, "PaymentSucceededAfterCancellation")})
 	if err != nil {
 		g.stuckOn(ctx, id)
 		return false
 	}
-	if ans.status == http.StatusConflict && ans.problem.is("payment-cancelled") {
-		g.tally.outcome(OutcomeDiverted)
-		g.record(&g.divert, id)
+	var p webhookAnswer
+	if !g.expect(ans, &p, func() bool {
+		if p.EventID != eventID || p.PaymentReference != ref {
+			return false
+		}
+		switch {
+		case p.Status == want:
+			return p.Refund == ""
+		case p.Status == paymentCancelled && eventType == generic.TypeSucceeded:
+			return slices.Contains(refundStatuses, p.Refund) // the money of a late success goes back
+		case p.Status == paymentCancelled:
+			return p.Refund == ""
+		}
+		return false
+	}, http.StatusOK) {
+		g.stuckOn(ctx, id)
 		return false
 	}
-	want := map[string]string{"confirm": "confirmed", "reject": "rejected"}[action]
-	var p struct{ PaymentReference, Status string }
-	if !g.expect(ans, &p, func() bool { return p.PaymentReference == ref && p.Status == want }, http.StatusOK) {
-		g.stuckOn(ctx, id)
+	if p.Duplicate {
+		g.tally.outcome(OutcomeDuplicate)
+	}
+	if p.Status == paymentCancelled {
+		g.tally.outcome(OutcomeDiverted)
+		g.record(&g.divert, id)
+		if p.Refund != "" {
+			g.tally.outcome(OutcomePaidLate)
+			g.record(&g.late, id)
+		}
 		return false
 	}
 	return true
 }
 
+// webhookPath is the generic provider's webhook.
+const webhookPath = "/webhooks/payments"
+
+// The payment statuses a webhook answers with.
+const (
+	paymentConfirmed = "confirmed"
+	paymentRejected  = "rejected"
+	paymentCancelled = "cancelled"
+)
+
+// webhookAnswer is the answer to an authentic provider event.
+type webhookAnswer struct {
+	EventID          string `json:"eventId"`
+	PaymentReference string `json:"paymentReference"`
+	Status           string `json:"status"`
+	Refund           string `json:"refund"`
+	Duplicate        bool   `json:"duplicate"`
+}
+
+// newEventID returns a provider event id of its own: events are told apart by their
+// ids, which must never repeat, in this run or any other against the same stack.
+func newEventID() string { return "evt-" + ident.Random(24) }
+
 // confirm pays, waits for the approval and returns the bike as an operator. It
 // reports whether it saw the rental approved: the bike has recorded the approval, so
 // the rental no longer counts against the renter's limit.
 func (g *gen) confirm(ctx context.Context, token string, r rentalAccepted) (approved bool) {
-	if !g.webhook(ctx, token, r.PaymentReference, "confirm", []byte(`{}`)) {
+	if !g.webhook(ctx, token, r.PaymentReference, generic.TypeSucceeded, "") {
 		return false
 	}
 	g.tally.outcome(OutcomeConfirmed)
@@ -758,11 +869,11 @@ func (g *gen) readRental(ctx context.Context, token, id string) (rentalView, err
 }
 
 // recorded returns a call's effect check: whether the rental's history, read with
-// token, holds an event of the given type.
-func (g *gen) recorded(token, id, eventType string) func(context.Context) (bool, error) {
+// token, holds an event of one of the given types.
+func (g *gen) recorded(token, id string, eventTypes ...string) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		v, err := g.readRental(ctx, token, id)
-		return err == nil && v.has(eventType), err
+		return err == nil && slices.ContainsFunc(eventTypes, v.has), err
 	}
 }
 

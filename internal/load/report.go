@@ -19,8 +19,8 @@ func (r Report) WriteSummary(w io.Writer) {
 		rentals = append(rentals, fmt.Sprintf("%d %s", len(r.Rentals[i]), i))
 		total += len(r.Rentals[i])
 	}
-	fmt.Fprintf(w, "Rentals carried through: %d (%s); called off before the renter acted: %d; stuck: %d\n",
-		total, strings.Join(rentals, ", "), len(r.Diverted), len(r.Stuck))
+	fmt.Fprintf(w, "Rentals carried through: %d (%s); called off before the renter acted: %d (paid late: %d); stuck: %d\n",
+		total, strings.Join(rentals, ", "), len(r.Diverted), len(r.PaidLate), len(r.Stuck))
 	fmt.Fprintf(w, "Renter identities: %d (a renter goes on as a new one after a rental it did not see approved)\n", r.RenterIdentities)
 	fmt.Fprintln(w, "Outcomes:")
 	writeCounts(w, r.Outcomes)
@@ -48,6 +48,10 @@ func (e EndState) WriteSummary(w io.Writer) {
 	writeCountsIndent(w, count(e.Rentals), "    ")
 	fmt.Fprintln(w, "  bikes:")
 	writeCountsIndent(w, count(e.Bikes), "    ")
+	if len(e.Refunds) > 0 {
+		fmt.Fprintln(w, "  refunds:")
+		writeCountsIndent(w, count(e.Refunds), "    ")
+	}
 	for _, s := range e.UncleanSamples {
 		fmt.Fprintf(w, "  %s\n", s)
 	}

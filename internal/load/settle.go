@@ -24,6 +24,10 @@ type EndState struct {
 	// by an approved rental, and that rental is one of the run's), and requested
 	// otherwise (a request, not yet approved nor rejected, holds it).
 	Bikes map[string]string `json:"bikes"`
+	// Refunds maps each rental of the report whose payment has a refund, money taken
+	// after the payment was given up on, to where it stands: "requested", "owed" or
+	// "refunded".
+	Refunds map[string]string `json:"refunds,omitempty"`
 	// Waited is how long the stack took to become quiet.
 	Waited time.Duration `json:"waitedNs"`
 	// Requests, Unclean and UncleanSamples count the reads, as in Report.
@@ -33,8 +37,8 @@ type EndState struct {
 }
 
 // Settle waits, for at most timeout, until the stack is quiet: no rental of rep
-// still requested or awaiting payment, no bike of rep still requested (a bike is
-// released a moment after its payment is called off). It reads every rental and
+// still requested, awaiting payment, rejecting or cancelling, no bike of rep still
+// requested (a bike is released a moment after its payment is called off). It reads every rental and
 // bike every 250ms (or cfg.Poll, if longer), the rentals with an operator's token
 // (an operator reads every renter's rentals) and the bikes with none, and returns
 // their last statuses (see EndState.Bikes), with an error naming the stragglers if
@@ -64,7 +68,7 @@ func Settle(ctx context.Context, cfg Config, rep Report, timeout time.Duration) 
 		}
 		return EndState{}, fmt.Errorf("%w: %w", ErrNoToken, err)
 	}
-	end := EndState{Rentals: map[string]string{}, Bikes: map[string]string{}}
+	end := EndState{Rentals: map[string]string{}, Bikes: map[string]string{}, Refunds: map[string]string{}}
 	for _, id := range rep.rentalIDs() {
 		end.Rentals[id] = ""
 	}
@@ -77,15 +81,20 @@ func Settle(ctx context.Context, cfg Config, rep Report, timeout time.Duration) 
 	for {
 		pending = pending[:0]
 		for _, id := range slices.Sorted(maps.Keys(end.Rentals)) {
-			if s := end.Rentals[id]; s != "" && s != statusRequested && s != statusAwaitingPayment {
+			if s := end.Rentals[id]; s != "" && !settling(s) {
 				continue // a final status for this purpose: nothing the stack does alone changes it
 			}
 			var v rentalView
 			ans, err := g.send(ctx, call{method: http.MethodGet, path: "/rentals/" + id, route: "GET /rentals/{id}", token: g.operator})
 			if err == nil && g.expect(ans, &v, func() bool { return v.RentalID == id && slices.Contains(rentalStatuses, v.Status) }, http.StatusOK) {
 				end.Rentals[id] = v.Status
+				if r := v.refund(); r != "" {
+					end.Refunds[id] = r
+				} else {
+					delete(end.Refunds, id)
+				}
 			}
-			if s := end.Rentals[id]; s == "" || s == statusRequested || s == statusAwaitingPayment {
+			if s := end.Rentals[id]; s == "" || settling(s) {
 				pending = append(pending, fmt.Sprintf("rental %s (%s)", id, orUnknown(s)))
 			}
 		}
@@ -191,7 +200,8 @@ var expectedEnd = map[Intent][]string{
 // line per violation, none if all is well: no unclean failure (in the run or while
 // settling), no stuck rental, every confirmed rental approved or returned, every
 // rejected one rejected, every never-paid, operator-cancelled or diverted one
-// cancelled, and no bike left requested.
+// cancelled, a refund for every rental paid after its payment was called off and
+// for no other, and no bike left requested.
 func Check(rep Report, end EndState) []string {
 	var v []string
 	if rep.Unclean > 0 {
@@ -213,6 +223,18 @@ func Check(rep Report, end EndState) []string {
 	for _, id := range rep.Diverted {
 		if got := end.Rentals[id]; got != statusCancelled {
 			v = append(v, fmt.Sprintf("rental %s, called off before the renter acted, ended %s, want cancelled", id, orUnknown(got)))
+		}
+	}
+	late := map[string]bool{}
+	for _, id := range rep.PaidLate {
+		late[id] = true
+		if got := end.Refunds[id]; !slices.Contains(refundStatuses, got) {
+			v = append(v, fmt.Sprintf("rental %s, paid after its payment was called off, has refund %q, want one of %v", id, got, refundStatuses))
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(end.Refunds)) {
+		if !late[id] {
+			v = append(v, fmt.Sprintf("rental %s has refund %q, but no payment of it succeeded late", id, end.Refunds[id]))
 		}
 	}
 	bikes := slices.Sorted(maps.Keys(end.Bikes))

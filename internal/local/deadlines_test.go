@@ -19,7 +19,9 @@ import (
 	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/webhook"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -236,10 +238,15 @@ func TestSettlingDeletesThePaymentsSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := []byte("{}")
-	hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {webhook.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
-	if code := p.send("POST", "/payments/"+ref+"/confirm", body, hdr, nil); code != http.StatusOK {
-		t.Fatalf("confirm: %d", code)
+	eventID := "evt-" + ident.Random(20)
+	body, _ := json.Marshal(generic.Event{ID: eventID, Type: generic.TypeSucceeded, PaymentReference: ref})
+	hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
+	var ans struct{ EventID, PaymentReference, Status string }
+	if code := p.send("POST", "/webhooks/payments", body, hdr, &ans); code != http.StatusOK {
+		t.Fatalf("payment.succeeded: %d", code)
+	}
+	if ans.EventID != eventID || ans.PaymentReference != ref || ans.Status != "confirmed" {
+		t.Fatalf("payment.succeeded answered %+v", ans)
 	}
 	p.waitFor("the settled payment's schedule to be deleted", func() bool { return p.schedule(ref) == nil })
 	p.waitStatus(rentalID, "approved")

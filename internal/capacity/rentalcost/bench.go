@@ -27,11 +27,15 @@ import (
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
@@ -49,10 +53,11 @@ type Path string
 
 // The paths measured.
 const (
-	// Approved is a whole rental: requested, paid (the webhook confirms), ridden
-	// and returned.
+	// Approved is a whole rental: requested, paid (the provider's webhook reports
+	// payment.succeeded), ridden and returned.
 	Approved Path = "approved"
-	// Rejected is a rental whose payment the provider rejects by webhook.
+	// Rejected is a rental whose payment the provider rejects by webhook
+	// (payment.failed).
 	Rejected Path = "payment rejected"
 	// TimedOut is a rental whose payment never arrives: the sweep, run past the
 	// timeout, calls it off.
@@ -225,7 +230,9 @@ type Measurement struct {
 	// stream consumers had handled every event it appended.
 	Calls []capacity.Call
 	// Events are the events the rental appended, stream by stream: the bike's, the
-	// payment's, the rental-payment process's and the renter's.
+	// payment's, the rental-payment process's, the renter's and, on the webhook
+	// paths, the provider event's receipt (ProviderEventReceived, alone in its own
+	// stream).
 	Events []eventstore.Record
 	// Floor is the least the rental's writes can cost.
 	Floor Floor
@@ -242,7 +249,8 @@ type Measurement struct {
 }
 
 // Floor is what a rental's writes must cost: each event it appends to any stream
-// (the renter's RentalRequested included), written once on its own, and the
+// (the renter's RentalRequested and a webhook's ProviderEventReceived receipt
+// included), written once on its own, and the
 // PendingPayments row created when the payment is prepared and changed once when it
 // settles, with its index entry put and removed. It does not count the premium of
 // writing several items in one transaction (see Measurement.TransactionPremium).
@@ -277,7 +285,10 @@ func Amortized(c capacity.Call) bool {
 // item of a transaction twice (capacity.TransactWriteUnits), so it is half of their
 // table write units (index writes are not doubled). The request appends the bike's
 // BikeRequested and the renter's RentalRequested in one transaction, so that two
-// requests by one renter that read the same state cannot both succeed.
+// requests by one renter that read the same state cannot both succeed; a provider's
+// webhook appends what its event changes (PaymentConfirmed, PaymentRejected) and the
+// event's receipt in one transaction, so that the event is applied once however
+// often it is delivered.
 func (m Measurement) TransactionPremium() int {
 	var units int
 	for _, c := range m.PerRental() {
@@ -382,9 +393,11 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 	final := rentalview.StatusCancelled
 	switch path {
 	case Approved:
-		if err := b.webhook(ctx, ref, "confirm", []byte(`{}`)); err != nil {
+		receipt, err := b.webhook(ctx, ref, generic.TypeSucceeded, "", payment.StatusConfirmed)
+		if err != nil {
 			return m, err
 		}
+		streams = append(streams, receipt)
 		if err := b.settle(ctx, "the approval", streams, b.status(m.RentalID, rentalview.StatusApproved)); err != nil {
 			return m, err
 		}
@@ -393,9 +406,11 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 		}
 		final = rentalview.StatusReturned
 	case Rejected:
-		if err := b.webhook(ctx, ref, "reject", []byte(`{"reason":"insufficient funds"}`)); err != nil {
+		receipt, err := b.webhook(ctx, ref, generic.TypeFailed, "insufficient funds", payment.StatusRejected)
+		if err != nil {
 			return m, err
 		}
+		streams = append(streams, receipt)
 		final = rentalview.StatusRejected
 	case TimedOut:
 		sum, err := b.sweepWhenOverdue(ctx, ref)
@@ -499,10 +514,25 @@ func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (deadline.Summ
 	return sum, nil
 }
 
-// webhook sends a signed payment webhook, as the provider does: with no token.
-func (b *Bench) webhook(ctx context.Context, ref, action string, body []byte) error {
-	hdr := http.Header{webhook.Header: {webhook.Sign(webhookSecret, body, time.Now())}}
-	return b.expectWith(ctx, http.MethodPost, "/payments/"+ref+"/"+action, body, hdr, http.StatusOK, nil)
+// webhook delivers one signed event of the generic provider about the payment ref,
+// as the provider does: POST /webhooks/payments with no token, under an event id of
+// its own. It requires the payment's status after it to be want, and returns the
+// stream of the event's receipt, which the webhook appends to.
+func (b *Bench) webhook(ctx context.Context, ref, eventType, reason string, want payment.Status) (string, error) {
+	eventID := "evt-" + ident.Random(22)
+	body, err := json.Marshal(generic.Event{ID: eventID, Type: eventType, PaymentReference: ref, Reason: reason})
+	if err != nil {
+		return "", err
+	}
+	hdr := http.Header{webhook.Header: {generic.Sign(webhookSecret, body, time.Now())}}
+	var ans api.WebhookAnswer
+	if err := b.expectWith(ctx, http.MethodPost, "/webhooks/payments", body, hdr, http.StatusOK, &ans); err != nil {
+		return "", err
+	}
+	if ans.EventID != eventID || ans.PaymentReference != ref || ans.Status != string(want) || ans.Refund != "" || ans.Duplicate {
+		return "", fmt.Errorf("rentalcost: POST /webhooks/payments answered %+v, want event %s applied to %s, now %s", ans, eventID, ref, want)
+	}
+	return command.ReceiptStreamID(generic.Name, eventID), nil
 }
 
 // expect sends an API request with the bearer token (a renter's or the operator's)
@@ -586,7 +616,9 @@ func (b *Bench) ended(rentalID, ref string, want rentalview.Status) condition {
 }
 
 // settle waits until cond holds and both stream consumers have handled every record
-// of streams, so that nothing the rental set off is still running.
+// of streams that wakes them (eventfilter: each is delivered only the types it acts
+// on, as Lambda's event filtering does), so that nothing the rental set off is
+// still running.
 func (b *Bench) settle(ctx context.Context, what string, streams []string, cond condition) error {
 	return b.wait(ctx, what, func(ctx context.Context) (bool, string, error) {
 		if cond != nil {
@@ -606,7 +638,7 @@ func (b *Bench) settle(ctx context.Context, what string, streams []string, cond 
 			}
 			for _, r := range records {
 				for name, set := range handled {
-					if !set[recordKey{r.StreamID, r.Version}] {
+					if eventfilter.Wakes(name, r.Type) && !set[recordKey{r.StreamID, r.Version}] {
 						return false, fmt.Sprintf("the %s has not handled %s version %d", name, r.StreamID, r.Version), nil
 					}
 				}

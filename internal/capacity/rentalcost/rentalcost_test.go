@@ -9,6 +9,7 @@ import (
 	"github.com/bikerental/bikerental/internal/capacity"
 	"github.com/bikerental/bikerental/internal/capacity/rentalcost"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -25,7 +26,10 @@ type want struct {
 	calls, itemsRead, itemsWritten, writeUnits, indexWriteUnits int
 	readUnits                                                   float64
 	floor                                                       rentalcost.Floor
-	functions                                                   map[string]fn
+	// premium is what the rental's transactions cost above writing their items
+	// once each: all that lies above the floor.
+	premium   int
+	functions map[string]fn
 }
 
 var (
@@ -37,8 +41,8 @@ var (
 
 // The request units of one rental on each path, counted through the real handlers.
 // Every item the rentals write is well under 1 KB and every read well under 4 KB
-// (checked below), so the few bytes that vary between runs (timestamps, numbers)
-// cannot change a unit: the counts are exact.
+// (checked below), so the few bytes that vary between runs (timestamps, numbers,
+// random event ids) cannot change a unit: the counts are exact.
 //
 // Each rental is its renter's first. The request (POST /rentals) reads the bike's
 // stream and the renter's newest event (a strongly consistent Query, Limit 1, of an
@@ -49,41 +53,73 @@ var (
 // write units more, in the command function alone; the floor has one event and one
 // write unit more (RentalRequested, on its own), and the two units above it are the
 // transaction's premium.
+//
+// The provider's webhook (POST /webhooks/payments, on the approved and rejected
+// paths) is one provider event, applied once by its id: it reads the event's receipt
+// stream (providerevent-generic-<id>: empty on a first delivery, no item, the
+// minimum of one read unit), reads the payment's stream, and appends
+// PaymentConfirmed (or PaymentRejected) and the receipt ProviderEventReceived in one
+// TransactWriteItems, two items under 1 KB at two write units each. Against the
+// per-payment confirm and reject routes it replaces (one Query and one PutItem), it
+// costs one call, one item written, one read unit and three write units more, in the
+// command function alone; the floor has one event and one write unit more (the
+// receipt, on its own), and the webhook's transaction adds two units of premium.
+// Neither stream consumer does anything for the receipt.
+//
+// The payment commands call the provider around the decider (the generic provider
+// makes no call of its own): PreparePayment, on BikeRequested in the process, and
+// CancelPayment, in the sweep or in the command function for an operator's cancel,
+// load the payment's stream to decide whether to call the provider, and load it
+// again to decide and append. So the process makes one Query more on every path (of
+// the empty payment stream: one read unit, no item), and a cancellation one Query
+// more (of the payment's PaymentPrepared: one read unit, one item).
 var appendMode = map[rentalcost.Path]want{
 	rentalcost.Approved: {
-		calls: 17, itemsRead: 8, itemsWritten: 10, writeUnits: 12, indexWriteUnits: 2, readUnits: 8,
-		floor: rentalcost.Floor{Events: 8, EventUnits: 8, ProjectionUnits: 2, IndexUnits: 2},
+		calls: 19, itemsRead: 8, itemsWritten: 11, writeUnits: 15, indexWriteUnits: 2, readUnits: 10,
+		floor:   rentalcost.Floor{Events: 9, EventUnits: 9, ProjectionUnits: 2, IndexUnits: 2},
+		premium: requestPremium + webhookPremium,
 		functions: map[string]fn{
-			// request: two reads, a two-item transaction (4 units); confirm webhook,
-			// return: each reads a stream, appends one event
-			command:   {7, 6, 4},
-			process:   {8, 4, 4}, // on BikeRequested and on PaymentConfirmed: two reads, two appends each
+			// request: two reads, a two-item transaction (4 units); the webhook: two
+			// reads, a two-item transaction (4 units); return: reads a stream,
+			// appends one event
+			command: {8, 9, 5},
+			// on BikeRequested three reads (its own stream, the payment's twice) and
+			// two appends; on PaymentConfirmed two reads and two appends
+			process:   {9, 4, 5},
 			projector: {2, 4, 0}, // row created with its index entry, then settled out of the index
 		},
 	},
 	rentalcost.Rejected: {
-		calls: 15, itemsRead: 5, itemsWritten: 9, writeUnits: 11, indexWriteUnits: 2, readUnits: 7,
-		floor:     rentalcost.Floor{Events: 7, EventUnits: 7, ProjectionUnits: 2, IndexUnits: 2},
-		functions: map[string]fn{command: {5, 5, 3}, process: {8, 4, 4}, projector: {2, 4, 0}},
+		calls: 17, itemsRead: 5, itemsWritten: 10, writeUnits: 14, indexWriteUnits: 2, readUnits: 9,
+		floor:     rentalcost.Floor{Events: 8, EventUnits: 8, ProjectionUnits: 2, IndexUnits: 2},
+		premium:   requestPremium + webhookPremium,
+		functions: map[string]fn{command: {6, 8, 4}, process: {9, 4, 5}, projector: {2, 4, 0}},
 	},
 	rentalcost.TimedOut: {
-		calls: 16, itemsRead: 6, itemsWritten: 9, writeUnits: 11, indexWriteUnits: 2, readUnits: 8,
-		floor: rentalcost.Floor{Events: 7, EventUnits: 7, ProjectionUnits: 2, IndexUnits: 2},
+		calls: 18, itemsRead: 7, itemsWritten: 9, writeUnits: 11, indexWriteUnits: 2, readUnits: 10,
+		floor:   rentalcost.Floor{Events: 7, EventUnits: 7, ProjectionUnits: 2, IndexUnits: 2},
+		premium: requestPremium,
 		functions: map[string]fn{
-			command: {3, 4, 2}, process: {8, 4, 4}, projector: {2, 4, 0},
-			sweep: {3, 1, 2}, // CancelRentalPayment: the process's stream, the payment's, PaymentCancelled
+			command: {3, 4, 2}, process: {9, 4, 5}, projector: {2, 4, 0},
+			// CancelRentalPayment: the process's stream, the payment's twice, PaymentCancelled
+			sweep: {4, 1, 3},
 		},
 	},
 	rentalcost.Cancelled: {
-		calls: 16, itemsRead: 6, itemsWritten: 9, writeUnits: 11, indexWriteUnits: 2, readUnits: 8,
+		calls: 18, itemsRead: 7, itemsWritten: 9, writeUnits: 11, indexWriteUnits: 2, readUnits: 10,
 		floor:     rentalcost.Floor{Events: 7, EventUnits: 7, ProjectionUnits: 2, IndexUnits: 2},
-		functions: map[string]fn{command: {6, 5, 4}, process: {8, 4, 4}, projector: {2, 4, 0}},
+		premium:   requestPremium,
+		functions: map[string]fn{command: {7, 5, 5}, process: {9, 4, 5}, projector: {2, 4, 0}},
 	},
 }
 
-// transactionPremium is what the request's transaction costs above writing its two
-// items once each: one unit per item under 1 KB.
-const transactionPremium = 2
+// requestPremium is what the request's transaction costs above writing its two
+// items once each, and webhookPremium the same for the webhook's: one unit per item
+// under 1 KB.
+const (
+	requestPremium = 2
+	webhookPremium = 2
+)
 
 // commandMode is appendMode with the process recording through its own command
 // handler, which reads the process's stream again before each of its two appends.
@@ -97,7 +133,10 @@ func commandMode() map[rentalcost.Path]want {
 		for name, f := range w.functions {
 			fns[name] = f
 		}
-		fns[process] = fn{10, 4, 6}
+		f := fns[process]
+		f.calls += 2
+		f.reads += 2
+		fns[process] = f
 		w.functions = fns
 		out[p] = w
 	}
@@ -162,9 +201,10 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 	if ratio := float64(got.AllWriteUnits()) / float64(m.Floor.Units()); ratio > 1.5 {
 		t.Errorf("%s: %d write units, %.2f times the floor of %d", m.Path, got.AllWriteUnits(), ratio, m.Floor.Units())
 	}
-	// Nothing but the request's transaction is above the floor.
-	if p := m.TransactionPremium(); p != transactionPremium || got.AllWriteUnits()-m.Floor.Units() != p {
-		t.Errorf("%s: %d write units above the floor, a transaction premium of %d; want both %d", m.Path, got.AllWriteUnits()-m.Floor.Units(), p, transactionPremium)
+	// Nothing but the transactions' premium (the request's, and the webhook's) is
+	// above the floor.
+	if p := m.TransactionPremium(); p != w.premium || got.AllWriteUnits()-m.Floor.Units() != p {
+		t.Errorf("%s: %d write units above the floor, a transaction premium of %d; want both %d", m.Path, got.AllWriteUnits()-m.Floor.Units(), p, w.premium)
 	}
 	by := capacity.GroupBy(m.PerRental(), func(c capacity.Call, _ capacity.Usage) string { return c.Function })
 	for _, name := range []string{command, process, projector, sweep} {
@@ -186,8 +226,17 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 			}
 		}
 	}
-	if want := len(m.Events); m.Functions[process].Records < want || m.Functions[projector].Records < want {
-		t.Errorf("%s: %d events appended, the process got %d records and the projector %d", m.Path, want, m.Functions[process].Records, m.Functions[projector].Records)
+	// Each consumer is delivered the events of the types that wake it, and only those.
+	for _, name := range []string{process, projector} {
+		want := 0
+		for _, e := range m.Events {
+			if eventfilter.Wakes(name, e.Type) {
+				want++
+			}
+		}
+		if got := m.Functions[name].Records; got < want || want == 0 {
+			t.Errorf("%s: %d of the %d events appended wake the %s, which got %d records", m.Path, want, len(m.Events), name, got)
+		}
 	}
 	if m.Path == rentalcost.TimedOut {
 		search := capacity.Total(filter(m.Calls, rentalcost.Amortized))
@@ -217,12 +266,14 @@ func checkReport(t *testing.T, runs []rentalcost.Measurement) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{
-		"| approved | 17 | 8 | 10 | 12 + 2 = 14 | 8 | 12 | 1.17 |",
-		"| timed out by the sweep | 16 | 6 | 9 | 11 + 2 = 13 | 8 | 11 | 1.18 |",
-		// The floor, and the request's transaction as all that lies above it.
-		"| approved | 8 | 8 | 2 | 2 | 12 | 14 | 2 | 2 |",
-		// 14 write units at $0.625 and 8 read units at $0.125 per million.
-		"| approved | $8.75 | $1.00 |",
+		"| approved | 19 | 8 | 11 | 15 + 2 = 17 | 10 | 13 | 1.31 |",
+		"| timed out by the sweep | 18 | 7 | 9 | 11 + 2 = 13 | 10 | 11 | 1.18 |",
+		// The floor, and the transactions (the request's and the webhook's) as all
+		// that lies above it.
+		"| approved | 9 | 9 | 2 | 2 | 13 | 17 | 4 | 4 |",
+		"| timed out by the sweep | 7 | 7 | 2 | 2 | 11 | 13 | 2 | 2 |",
+		// 17 write units at $0.625 and 10 read units at $0.125 per million.
+		"| approved | $10.62 | $1.25 |",
 		"| 4 | 1 | 2 | 43200 |",
 	} {
 		if !strings.Contains(out.String(), s) {
