@@ -381,8 +381,9 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 		!strings.HasPrefix(lines[2], "read 2 index items; the oldest payment was overdue by 1h45m") {
 		t.Errorf("sweep:\n%s", r.stdout)
 	}
+	// No process runs here to release the bike: the rental is ending, not ended.
 	view := decode[rentalview.View](t, must(t, e, "history", "--json", overdue))
-	if view.Status != rentalview.StatusCancelled || !strings.HasPrefix(view.History[len(view.History)-1].CausationID, "sweep:") {
+	if view.Status != rentalview.StatusCancelling || !strings.HasPrefix(view.History[len(view.History)-1].CausationID, "sweep:") {
 		t.Errorf("after the sweep %s is %s, last event %+v", overdue, view.Status, view.History[len(view.History)-1])
 	}
 	settle(t, w, p, overdue)
