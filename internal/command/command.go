@@ -233,8 +233,17 @@ func load[S any, E interface{ EventType() string }, C any](ctx context.Context, 
 }
 
 func run[S any, E interface{ EventType() string }, C any](ctx context.Context, h *Handler, d domain[S, E, C], stream string, c C, meta Meta) (Result[S], error) {
+	history, err := h.store.Read(ctx, stream, 0)
+	if err != nil {
+		return Result[S]{}, err
+	}
+	return runFrom(ctx, h, d, stream, history, c, meta)
+}
+
+// runFrom is run on a history the caller has just read.
+func runFrom[S any, E interface{ EventType() string }, C any](ctx context.Context, h *Handler, d domain[S, E, C], stream string, history []eventstore.Record, c C, meta Meta) (Result[S], error) {
 	var after S
-	_, appended, err := eventstore.Execute(ctx, h.store, stream, func(history []eventstore.Record) ([]eventstore.Event, error) {
+	_, appended, err := eventstore.ExecuteFrom(ctx, h.store, stream, history, func(history []eventstore.Record) ([]eventstore.Event, error) {
 		events, err := decodeAll(d, history)
 		if err != nil {
 			return nil, err

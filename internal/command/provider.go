@@ -75,7 +75,7 @@ type ProviderResult struct {
 // preparePayment creates the payment at the provider, then records PaymentPrepared
 // with the provider's payment id. A payment already prepared is not created again.
 func (h *Handler) preparePayment(ctx context.Context, c payment.PreparePayment, meta Meta) (Result[payment.Payment], error) {
-	s, _, err := h.LoadPayment(ctx, c.Reference)
+	s, records, err := h.LoadPayment(ctx, c.Reference)
 	if err != nil {
 		return Result[payment.Payment]{}, err
 	}
@@ -90,7 +90,7 @@ func (h *Handler) preparePayment(ctx context.Context, c payment.PreparePayment, 
 		return Result[payment.Payment]{}, fmt.Errorf("command: create payment %s at the provider: %w", c.Reference, err)
 	}
 	c.PaymentID, c.ClientSecret = created.PaymentID, created.ClientSecret
-	return run(ctx, h, payments, payment.StreamID(c.Reference), payment.Command(c), meta)
+	return runFrom(ctx, h, payments, payment.StreamID(c.Reference), records, payment.Command(c), meta)
 }
 
 // cancelPayment asks the provider first: a payment that already succeeded there is
@@ -98,7 +98,7 @@ func (h *Handler) preparePayment(ctx context.Context, c payment.PreparePayment, 
 // whether the provider cancelled it or cannot say, PaymentCancelled is recorded,
 // and a success that arrives later is refunded.
 func (h *Handler) cancelPayment(ctx context.Context, c payment.CancelPayment, meta Meta) (Result[payment.Payment], error) {
-	s, _, err := h.LoadPayment(ctx, c.Reference)
+	s, records, err := h.LoadPayment(ctx, c.Reference)
 	if err != nil {
 		return Result[payment.Payment]{}, err
 	}
@@ -111,7 +111,9 @@ func (h *Handler) cancelPayment(ctx context.Context, c payment.CancelPayment, me
 			return Result[payment.Payment]{}, fmt.Errorf("command: cancel payment %s at the provider: %w", c.Reference, err)
 		}
 	}
-	return run(ctx, h, payments, payment.StreamID(c.Reference), payment.Command(c), meta)
+	// Decided on what was read before the provider was asked: if the payment moved
+	// meanwhile, the append conflicts and the decision is made again.
+	return runFrom(ctx, h, payments, payment.StreamID(c.Reference), records, payment.Command(c), meta)
 }
 
 // Refund sends back the money of a late success: through the provider where it can

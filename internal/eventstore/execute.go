@@ -37,12 +37,19 @@ var ErrRetriesExhausted = errors.New("eventstore: gave up after repeated concurr
 // before the successful append and the records it appended (none if decide returned
 // no events).
 func Execute(ctx context.Context, store Store, streamID string, decide Decider, policy RetryPolicy) (history, appended []Record, err error) {
-	if policy.MaxAttempts < 1 {
-		policy.MaxAttempts = 1
-	}
 	history, err = store.Read(ctx, streamID, 0)
 	if err != nil {
 		return nil, nil, err
+	}
+	return ExecuteFrom(ctx, store, streamID, history, decide, policy)
+}
+
+// ExecuteFrom is Execute for a caller that has just read the stream's whole history
+// itself: it decides on that history first instead of reading it again, and after a
+// conflict reads what was appended since, as Execute does.
+func ExecuteFrom(ctx context.Context, store Store, streamID string, history []Record, decide Decider, policy RetryPolicy) (_, appended []Record, err error) {
+	if policy.MaxAttempts < 1 {
+		policy.MaxAttempts = 1
 	}
 	for attempt := 1; ; attempt++ {
 		events, err := decide(history)

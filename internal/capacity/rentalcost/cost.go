@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 )
 
 // Prices are on-demand list prices in US dollars per unit, for one region.
@@ -151,8 +152,9 @@ func Designs() []Design { return []Design{Sweep, StepFunctions, OneTimeSchedule}
 // UsageOf returns what one rental of m uses under design d, from what m measured
 // under the project's design: the Events table's work and the API are the same in
 // every design; what keeps the deadline differs. Stream consumers are counted at one
-// invocation per record, the most Lambda can make (at low traffic; busier streams
-// batch records, up to BatchSize 100, and invoke less).
+// invocation per record of a type their filter lets through, the most Lambda can
+// make (at low traffic; busier streams batch records, up to BatchSize 100, and
+// invoke less).
 func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 	calls := m.PerRental()
 	all := capacity.Total(calls)
@@ -163,20 +165,31 @@ func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 		}
 		return ""
 	})["projection"]
-	records := float64(len(m.Events))
+	// Each consumer is woken only for the records of the types it handles (the event
+	// source mappings' filters, internal/eventfilter).
+	woken := func(consumer string) float64 {
+		n := 0
+		for _, e := range m.Events {
+			if eventfilter.Wakes(consumer, e.Type) {
+				n++
+			}
+		}
+		return float64(n)
+	}
+	records, projected := woken(eventfilter.Process), woken(eventfilter.Projector)
 	u := Usage{
 		WriteUnits:   float64(all.AllWriteUnits()),
 		ReadUnits:    all.ReadUnits,
 		HTTPRequests: float64(m.HTTPRequests),
 	}
-	// The command function serves each API request; the process takes every record.
+	// The command function serves each API request; the process takes its records.
 	invocations := float64(m.HTTPRequests) + records
 	dynamoCalls := all.Calls
 	other := 0
 	timedOut := m.Path == TimedOut
 	switch d {
 	case Sweep:
-		invocations += records // the projector takes every record too
+		invocations += projected // the projector takes its records
 		// The sweep's run is amortized (SweepFixed), not a rental's; its
 		// cancellation work is the rental's and is in dynamoCalls.
 	case StepFunctions:
@@ -190,7 +203,7 @@ func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 			invocations++        // the function it invokes
 		}
 	case OneTimeSchedule:
-		invocations += records // the projector still takes every record
+		invocations += projected // the projector still takes its records
 		u.WriteUnits -= float64(pending.AllWriteUnits())
 		u.ReadUnits -= pending.ReadUnits
 		dynamoCalls -= byFunction[FunctionProjector].Calls

@@ -138,7 +138,7 @@ func (r Report) Markdown(w io.Writer) error {
 	}
 
 	p.f("\n### Cost per million rentals (%s, prices read %s)\n\n", r.Prices.Region, r.Prices.Read)
-	p.f("Design of this project. Includes: DynamoDB request units (index writes included), Lambda requests (one per API request; one per stream record for each of the two consumers, the most Lambda makes) and duration (%d MB; %s per DynamoDB request, %s overhead per invocation, assumed), API Gateway HTTP API requests. Excludes: DynamoDB Streams reads (free for Lambda triggers), storage, data transfer, CloudWatch Logs and metrics, free tiers, the SQS dead-letter queues (empty when all is well).\n\n",
+	p.f("Design of this project. Includes: DynamoDB request units (index writes included), Lambda requests (one per API request; one per stream record a consumer's filter lets through, the most Lambda makes: busier streams batch several records into one invocation) and duration (%d MB; %s per DynamoDB request, %s overhead per invocation, assumed), API Gateway HTTP API requests. Excludes: DynamoDB Streams reads (free for Lambda triggers), storage, data transfer, CloudWatch Logs and metrics, free tiers, the SQS dead-letter queues (empty when all is well).\n\n",
 		r.Assumptions.MemoryMB, r.Assumptions.DynamoDBCall, r.Assumptions.Overhead)
 	p.row("path", "DynamoDB writes", "DynamoDB reads", "Lambda requests", "Lambda duration", "API Gateway", "total")
 	p.rule(7)
