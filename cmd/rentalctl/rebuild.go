@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/rebuild"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -99,37 +101,84 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 		}
 	}
 
+	// One rebuild at a time: a second one would find the sweep already paused, and
+	// the first would resume it while the second still runs.
+	lock, err := rebuild.Acquire(ctx, db, pendingTable, lockOwner(), rebuild.DefaultLease, nil)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go lock.Hold(ctx, func(lost error) { cancel(fmt.Errorf("the rebuild lost its lock: %w", lost)) })
+	defer func() {
+		rctx, done := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
+		defer done()
+		if rerr := lock.Release(rctx); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("release the rebuild lock (it expires by itself): %w", rerr))
+		}
+	}()
+
 	var what string
 	var pause func(context.Context) (func(context.Context) error, error)
+	var disabled func(context.Context) (bool, error)
+	var enable func(context.Context) error
 	switch {
 	case scheduleName != "" && ruleName != "":
 		return fmt.Errorf("%w: give the sweep's schedule or its rule, not both", errUsage)
 	case scheduleName != "":
 		what = "schedule " + scheduleGroup + "/" + scheduleName
+		client := scheduler.NewFromConfig(cfg)
 		pause = func(ctx context.Context) (func(context.Context) error, error) {
-			return rebuild.Pause(ctx, scheduler.NewFromConfig(cfg), scheduleGroup, scheduleName)
+			return rebuild.Pause(ctx, client, scheduleGroup, scheduleName)
 		}
+		disabled = func(ctx context.Context) (bool, error) {
+			return rebuild.Disabled(ctx, client, scheduleGroup, scheduleName)
+		}
+		enable = func(ctx context.Context) error { return rebuild.Enable(ctx, client, scheduleGroup, scheduleName) }
 	case ruleName != "":
 		what = "rule " + ruleName
+		client := eventbridge.NewFromConfig(cfg)
 		pause = func(ctx context.Context) (func(context.Context) error, error) {
-			return rebuild.PauseRule(ctx, eventbridge.NewFromConfig(cfg), ruleName)
+			return rebuild.PauseRule(ctx, client, ruleName)
 		}
+		disabled = func(ctx context.Context) (bool, error) { return rebuild.RuleDisabled(ctx, client, ruleName) }
+		enable = func(ctx context.Context) error { return rebuild.EnableRule(ctx, client, ruleName) }
 	default:
 		fmt.Fprintf(c.stderr, "warning: no sweep schedule or rule given (-schedule-name or %s, -rule-name or %s): nothing is paused, and a sweep that runs during the rebuild may cancel payments that only look overdue\n", envScheduleName, envRuleName)
 	}
 	if pause != nil {
+		wasDisabled, err := disabled(ctx)
+		if err != nil {
+			return err
+		}
+		if lock.Inherited {
+			fmt.Fprintf(c.stderr, "an interrupted rebuild left the %s paused; this rebuild resumes it when it ends\n", what)
+		}
 		resume, err := pause(ctx)
 		if err != nil {
 			return err
 		}
+		if !wasDisabled {
+			if err := lock.Paused(ctx, true); err != nil {
+				return errors.Join(err, resume(context.WithoutCancel(ctx)))
+			}
+		}
 		fmt.Fprintf(c.stderr, "paused %s\n", what)
 		defer func() {
-			// Runs after an interrupt too: ctx may be cancelled by then.
+			// Runs after an interrupt too: ctx may be cancelled by then. The sweep is
+			// resumed only by the rebuild that paused it, or that inherited its pause.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
 			defer cancel()
-			if rerr := resume(rctx); rerr != nil {
+			rerr := resume(rctx)
+			if rerr == nil && lock.Inherited {
+				rerr = enable(rctx)
+			}
+			if rerr != nil {
 				err = errors.Join(err, fmt.Errorf("the %s may still be disabled: %w", what, rerr))
 				return
+			}
+			if perr := lock.Paused(rctx, false); perr != nil {
+				err = errors.Join(err, perr)
 			}
 			fmt.Fprintf(c.stderr, "resumed %s\n", what)
 		}()
@@ -151,6 +200,9 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 		progress(res.Streams)
 	}
 	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = cause
+		}
 		return fmt.Errorf("rebuild: after %d streams and %d records: %w", res.Streams, res.Records, err)
 	}
 	elapsed := time.Since(start)
@@ -161,4 +213,10 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 	fmt.Fprintf(c.stdout, "rebuilt %s from %s: %d payment streams, %d records in %s\n",
 		pendingTable, eventsTable, res.Streams, res.Records, elapsed.Round(time.Millisecond))
 	return nil
+}
+
+// lockOwner names this rebuild in the lock, for whoever finds it held.
+func lockOwner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("rentalctl rebuild on %s, pid %d, %s", host, os.Getpid(), ident.Random(6))
 }

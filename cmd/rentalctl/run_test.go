@@ -15,8 +15,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dynamotypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
@@ -25,6 +28,10 @@ import (
 	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rebuild"
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
 	"github.com/bikerental/bikerental/internal/schema"
 )
@@ -187,8 +194,14 @@ func TestRebuildPendingResumesTheScheduleWhenInterrupted(t *testing.T) {
 
 func TestRebuildPendingResumesTheScheduleWhenTheRebuildFails(t *testing.T) {
 	w, _ := world(t)
-	// A table that exists but is not a PendingPayments table: every write fails.
-	w.PendingTable = emulatortest.CreateTable(t, w.Client, schema.Events, "notpending")
+	// A payment stream whose record cannot be read: the replay fails on it, after the
+	// schedule was paused.
+	corrupt := dynamo.EncodeRecord(eventstore.Record{StreamID: payment.StreamID("rp_corrupt_AAAAAAAAAAAAAAAAAAAAAA"), Version: 1,
+		Event: eventstore.Event{ID: "corrupt-1", Type: "PaymentPrepared", Data: []byte("{}"), RecordedAt: time.Now()}})
+	corrupt[schema.EventsData] = &dynamotypes.AttributeValueMemberS{Value: "not json"}
+	if _, err := w.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(w.EventsTable), Item: corrupt}); err != nil {
+		t.Fatal(err)
+	}
 	sched := scheduler.NewFromConfig(emulatortest.Config(t))
 	name := createSchedule(t, sched)
 
@@ -196,7 +209,7 @@ func TestRebuildPendingResumesTheScheduleWhenTheRebuildFails(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"rebuild-pending", "-schedule-name", name, "-schedule-group", "default"}, e.get, &stdout, &stderr)
 	if err == nil {
-		t.Fatal("run succeeded writing to a table of the wrong shape")
+		t.Fatal("run succeeded replaying a corrupt record")
 	}
 	if !strings.Contains(stderr.String(), "paused schedule") {
 		t.Errorf("the failure came before the schedule was paused: %v", err)
@@ -411,5 +424,63 @@ func TestRebuildPausesTheSweepsRuleAndResumesIt(t *testing.T) {
 	err := run(context.Background(), []string{"rebuild", "-rule-name", name, "-schedule-name", "x"}, e.get, &stdout, &stderr)
 	if !errors.Is(err, errUsage) {
 		t.Errorf("both a rule and a schedule: %v, want a usage error", err)
+	}
+}
+
+// TestASecondRebuildRefusesToStart holds the rebuild lock as a running rebuild
+// would: rebuild refuses, leaves the sweep's schedule as it was and the lock with
+// its holder.
+func TestASecondRebuildRefusesToStart(t *testing.T) {
+	w, _ := world(t)
+	sched := scheduler.NewFromConfig(emulatortest.Config(t))
+	name := createSchedule(t, sched)
+	held, err := rebuild.Acquire(context.Background(), w.Client, w.PendingTable, "the first rebuild", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"rebuild", "-schedule-name", name, "-schedule-group", "default"}, e.get, &stdout, &stderr)
+	if !errors.Is(err, rebuild.ErrLocked) || !strings.Contains(err.Error(), "the first rebuild") || exitStatus(err) != 1 {
+		t.Fatalf("rebuild while another runs: %v (exit %d)", err, exitStatus(err))
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateEnabled || strings.Contains(stderr.String(), "paused") {
+		t.Errorf("the refused rebuild touched the schedule: %s\n%s", s, stderr.String())
+	}
+	if err := held.Renew(context.Background()); err != nil {
+		t.Errorf("the first rebuild lost its lock: %v", err)
+	}
+}
+
+// TestARebuildResumesWhatAnInterruptedOnePaused plays a rebuild that paused the
+// sweep and died: its lock expires, and the next rebuild takes it over and resumes
+// the schedule when it ends, though the schedule was already disabled when it began.
+func TestARebuildResumesWhatAnInterruptedOnePaused(t *testing.T) {
+	w, _ := world(t)
+	sched := scheduler.NewFromConfig(emulatortest.Config(t))
+	name := createSchedule(t, sched)
+	ctx := context.Background()
+	dead, err := rebuild.Acquire(ctx, w.Client, w.PendingTable, "a rebuild that died", time.Minute,
+		func() time.Time { return time.Now().Add(-time.Hour) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rebuild.Pause(ctx, sched, "default", name); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Paused(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"rebuild", "-schedule-name", name, "-schedule-group", "default"}, e.get, &stdout, &stderr); err != nil {
+		t.Fatalf("rebuild: %v\n%s", err, stderr.String())
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateEnabled || !strings.Contains(stderr.String(), "an interrupted rebuild left") {
+		t.Errorf("schedule %s after taking over an interrupted rebuild:\n%s", s, stderr.String())
+	}
+	if out, err := w.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.PendingTable),
+		Key: map[string]dynamotypes.AttributeValue{schema.PendingReference: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}}); err != nil || out.Item != nil {
+		t.Errorf("the lock is still there after the rebuild: %v %v", out, err)
 	}
 }

@@ -42,3 +42,20 @@ func PauseRule(ctx context.Context, client Rules, name string) (resume func(cont
 		return nil
 	}, nil
 }
+
+// RuleDisabled reports whether the rule is disabled.
+func RuleDisabled(ctx context.Context, client Rules, name string) (bool, error) {
+	r, err := client.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: aws.String(name)})
+	if err != nil {
+		return false, fmt.Errorf("rebuild: read rule %s: %w", name, err)
+	}
+	return r.State == types.RuleStateDisabled, nil
+}
+
+// EnableRule enables the rule, as Enable does a schedule.
+func EnableRule(ctx context.Context, client Rules, name string) error {
+	if _, err := client.EnableRule(ctx, &eventbridge.EnableRuleInput{Name: aws.String(name)}); err != nil {
+		return fmt.Errorf("rebuild: enable rule %s: %w", name, err)
+	}
+	return nil
+}

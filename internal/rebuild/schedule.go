@@ -102,3 +102,22 @@ func qualified(group, name string) string {
 	}
 	return group + "/" + name
 }
+
+// Disabled reports whether the schedule is disabled.
+func Disabled(ctx context.Context, client Scheduler, group, name string) (bool, error) {
+	s, err := get(ctx, client, group, name)
+	if err != nil {
+		return false, err
+	}
+	return s.State == types.ScheduleStateDisabled, nil
+}
+
+// Enable enables the schedule, keeping every other field as it is: for a rebuild
+// that took over the lock of an interrupted one which had paused the sweep.
+func Enable(ctx context.Context, client Scheduler, group, name string) error {
+	s, err := get(ctx, client, group, name)
+	if err != nil {
+		return err
+	}
+	return put(ctx, client, group, name, s, types.ScheduleStateEnabled)
+}

@@ -1,0 +1,70 @@
+package rebuild_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/rebuild"
+	"github.com/bikerental/bikerental/internal/schema"
+)
+
+// TestOneRebuildAtATime takes the lock, refuses a second holder, lets the lock
+// expire with the sweep paused, and shows the next holder inheriting the pause,
+// the expired holder unable to release what it lost, and the table's sweep index
+// untouched by the lock.
+func TestOneRebuildAtATime(t *testing.T) {
+	ctx := context.Background()
+	db := emulatortest.DynamoDB(t)
+	table := emulatortest.CreateTable(t, db, schema.PendingPayments, "pending")
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	clock := func(d time.Duration) func() time.Time { return func() time.Time { return start.Add(d) } }
+
+	a, err := rebuild.Acquire(ctx, db, table, "rebuild-a", time.Minute, clock(0))
+	if err != nil || a.Inherited {
+		t.Fatalf("first acquire: %+v, %v", a, err)
+	}
+	var locked *rebuild.LockedError
+	if _, err := rebuild.Acquire(ctx, db, table, "rebuild-b", time.Minute, clock(30*time.Second)); !errors.As(err, &locked) ||
+		locked.Owner != "rebuild-a" || !locked.Expires.Equal(start.Add(time.Minute)) {
+		t.Fatalf("second acquire while held: %v", err)
+	}
+	if err := a.Paused(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// a stops renewing (interrupted): once its lease is over, b takes the lock and
+	// with it the sweep's pause, which a never undid.
+	b, err := rebuild.Acquire(ctx, db, table, "rebuild-b", time.Minute, clock(2*time.Minute))
+	if err != nil || !b.Inherited {
+		t.Fatalf("acquire after the lease: %+v, %v; want the pause inherited", b, err)
+	}
+	if err := a.Release(ctx); !errors.Is(err, rebuild.ErrLocked) {
+		t.Errorf("the expired holder released the lock: %v", err)
+	}
+	if err := a.Paused(ctx, false); !errors.Is(err, rebuild.ErrLocked) {
+		t.Errorf("the expired holder changed the lock: %v", err)
+	}
+	projection, err := deadline.NewProjection(db, table, 4, deadline.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := projection.List(ctx, 10); err != nil || len(rows) != 0 {
+		t.Errorf("the sweep's index lists %v (%v), want nothing: the lock is not a payment", rows, err)
+	}
+	if err := b.Paused(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := rebuild.Acquire(ctx, db, table, "rebuild-c", time.Minute, clock(3*time.Minute))
+	if err != nil || c.Inherited {
+		t.Fatalf("acquire after a release: %+v, %v; want a fresh lock", c, err)
+	}
+}
