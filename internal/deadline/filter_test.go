@@ -2,19 +2,13 @@ package deadline_test
 
 import (
 	"errors"
-	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/renter"
 )
 
 // TestTheProjectorActsOnExactlyTheTypesItIsWokenFor ties the projector's stream
@@ -22,9 +16,7 @@ import (
 // and ignores every other, writing nothing.
 func TestTheProjectorActsOnExactlyTheTypesItIsWokenFor(t *testing.T) {
 	w := newWorld(t, 2)
-	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(),
-		[]string{rentalpayment.TypeRequested, rentalpayment.TypeCompleted, command.ProviderEventReceived{}.EventType()})
-	for _, typ := range types {
+	for _, typ := range eventfilter.EventTypes() {
 		r := eventstore.Record{StreamID: "s", Version: 1, Event: eventstore.Event{ID: "e-" + typ, Type: typ, Data: []byte(`not json`)}}
 		err := w.projection.Apply(ctx, r)
 		if eventfilter.Wakes(eventfilter.Projector, typ) {

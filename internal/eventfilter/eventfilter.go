@@ -7,7 +7,13 @@ package eventfilter
 import (
 	"encoding/json"
 	"slices"
+	"sort"
 
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/renter"
 	"github.com/bikerental/bikerental/internal/schema"
 )
 
@@ -47,4 +53,13 @@ func Pattern(consumer string) string {
 	p := map[string]any{"dynamodb": map[string]any{"NewImage": map[string]any{schema.EventsType: map[string]any{"S": wakes[consumer]}}}}
 	b, _ := json.Marshal(p) // maps of strings always marshal
 	return string(b)
+}
+
+// EventTypes returns every event type the service writes, from the packages that
+// define them, sorted: what each consumer must have decided on.
+func EventTypes() []string {
+	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(),
+		[]string{rentalpayment.TypeRequested, rentalpayment.TypeCompleted, command.ProviderEventReceived{}.EventType()})
+	sort.Strings(types)
+	return types
 }

@@ -2,15 +2,10 @@ package eventfilter_test
 
 import (
 	"slices"
-	"sort"
 	"testing"
 
-	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/eventfilter"
-	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/renter"
 )
 
 // decided is every event type there is, and for each consumer whether it is woken:
@@ -39,16 +34,8 @@ var decided = map[string]map[string]bool{
 	"ProviderEventReceived": {eventfilter.Process: false, eventfilter.Projector: false},
 }
 
-// every event type the service writes, from the packages that define them.
-func everyType() []string {
-	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(),
-		[]string{rentalpayment.TypeRequested, rentalpayment.TypeCompleted, command.ProviderEventReceived{}.EventType()})
-	sort.Strings(types)
-	return types
-}
-
 func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {
-	for _, typ := range everyType() {
+	for _, typ := range eventfilter.EventTypes() {
 		d, ok := decided[typ]
 		if !ok {
 			t.Errorf("event type %s is new: decide, for each consumer, whether it is woken for it", typ)
@@ -65,7 +52,7 @@ func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {
 		}
 	}
 	for typ := range decided {
-		if !slices.Contains(everyType(), typ) {
+		if !slices.Contains(eventfilter.EventTypes(), typ) {
 			t.Errorf("a decision for %s, which no package defines", typ)
 		}
 	}

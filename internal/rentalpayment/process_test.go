@@ -16,7 +16,6 @@ import (
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
-	"github.com/bikerental/bikerental/internal/renter"
 )
 
 var ctx = context.Background()
@@ -605,9 +604,7 @@ func TestNothingIsRecordedWhenTheWorkFails(t *testing.T) {
 func TestTheProcessActsOnExactlyTheTypesItIsWokenFor(t *testing.T) {
 	w := newWorld(t, rentalpayment.RecordByAppend, nil)
 	rentalID := rental.NewRentalID("b1", "AAAAAAAAAAAAAAAAAAAAAA")
-	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(),
-		[]string{rentalpayment.TypeRequested, rentalpayment.TypeCompleted, command.ProviderEventReceived{}.EventType()})
-	for _, typ := range types {
+	for _, typ := range eventfilter.EventTypes() {
 		r := eventstore.Record{StreamID: "s", Version: 1, Event: eventstore.Event{ID: "e-" + typ, Type: typ, Data: []byte(`not json`), CorrelationID: rentalID}}
 		err := w.process.Handle(ctx, r)
 		if eventfilter.Wakes(eventfilter.Process, typ) {
