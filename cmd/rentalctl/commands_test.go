@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,8 @@ import (
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
+	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
 
 // result is what one run of rentalctl did.
@@ -522,5 +526,58 @@ func TestRefundsListsWhatIsOwed(t *testing.T) {
 	list := decode[refundList](t, must(t, e, "refunds", "--json"))
 	if list.Count != 1 || list.Refunds[0].PaymentReference != ref || list.Refunds[0].RentalID != outstanding[0] {
 		t.Errorf("refunds --json: %+v", list)
+	}
+}
+
+// TestChangingTheShardCount changes PENDING_SHARDS from 8 to 2 and back with
+// payments outstanding: a rebuild with another count refuses until told to
+// reshard, the projector refuses to start with a count that is not the table's,
+// and after each reshard the sweep finds and cancels every outstanding payment.
+func TestChangingTheShardCount(t *testing.T) {
+	w := rebuildtest.NewWorld(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	ctx := context.Background()
+	for _, leg := range []struct {
+		name     string
+		from, to int
+	}{{"8 to 2", 8, 2}, {"2 to 8", 2, 8}} {
+		t.Run(leg.name, func(t *testing.T) {
+			var outstanding []string
+			for i := range 8 {
+				outstanding = append(outstanding, w.Rent(fmt.Sprintf("shard-%d-%d-%d", leg.from, leg.to, i), rebuildtest.Outstanding))
+			}
+			from, to := fmt.Sprint(leg.from), fmt.Sprint(leg.to)
+			// The table holds the rows under the old count (the first leg records it).
+			must(t, e, "rebuild", "-shards", from, "-reshard")
+			if got := len(decode[pendingList](t, must(t, e, "pending", "--json", "-shards", from)).Payments); got != 8 {
+				t.Fatalf("%d outstanding under %s shards, want 8", got, from)
+			}
+			r := wantStatus(t, 1, e, "rebuild", "-shards", to)
+			if !strings.Contains(r.err.Error(), "sharded "+from+" ways") || !strings.Contains(r.err.Error(), "-reshard") {
+				t.Errorf("a rebuild with another count: %v", r.err)
+			}
+			env := func(k string) string {
+				return map[string]string{wiring.EnvPendingTable: w.PendingTable, wiring.EnvPendingShards: to}[k]
+			}
+			if _, err := projectorfn.ProjectorFunction(ctx, emulatortest.Config(t), env, slog.New(slog.DiscardHandler), nil); !errors.Is(err, deadline.ErrShardMismatch) {
+				t.Errorf("the projector started with %s shards on a table of %s: %v", to, from, err)
+			}
+			must(t, e, "rebuild", "-shards", to, "-reshard")
+			if _, err := projectorfn.ProjectorFunction(ctx, emulatortest.Config(t), env, slog.New(slog.DiscardHandler), nil); err != nil {
+				t.Errorf("the projector with the table's new count: %v", err)
+			}
+			sum := decode[deadline.Summary](t, must(t, e, "sweep", "--json", "-shards", to, "-timeout", "1ms"))
+			if sum.Found != 8 || sum.Cancelled != 8 {
+				t.Errorf("the sweep under %s shards: %+v, want all 8 outstanding payments found and cancelled", to, sum)
+			}
+			// The cancellations reach the projection as the rebuild replays them, for
+			// the next leg to start with none outstanding.
+			must(t, e, "rebuild", "-shards", to)
+			for _, id := range outstanding {
+				if view := decode[rentalview.View](t, must(t, e, "history", "--json", id)); view.Payment == nil || view.Payment.Status != "cancelled" {
+					t.Errorf("%s after the sweep: %+v", id, view.Payment)
+				}
+			}
+		})
 	}
 }

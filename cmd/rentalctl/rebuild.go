@@ -61,7 +61,7 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 		shards                      int
 		scheduleName, scheduleGroup string
 		ruleName                    string
-		asJSON                      bool
+		asJSON, reshard             bool
 	)
 	f := newFlags("rebuild", rebuildUsage, c.getenv)
 	f.eventsTable(&eventsTable, "to read")
@@ -74,6 +74,7 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 	}
 	f.fs.StringVar(&scheduleGroup, "schedule-group", group, "the schedule's group ["+envScheduleGroup+"]")
 	f.stringEnv(&ruleName, "rule-name", envRuleName, "the sweep's EventBridge rule, for a stack deployed with SweepTrigger=rule; pauses the rule instead of a schedule")
+	f.fs.BoolVar(&reshard, "reshard", false, "change the table's shard count to -shards, moving every outstanding row to its new shard")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {
 		return err
@@ -117,6 +118,22 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 			err = errors.Join(err, fmt.Errorf("release the rebuild lock (it expires by itself): %w", rerr))
 		}
 	}()
+
+	// The table's shard count must be this rebuild's, or the rebuild must be the one
+	// that changes it.
+	var projector rebuild.Projector = projection
+	switch err := projection.CheckShards(ctx); {
+	case errors.Is(err, deadline.ErrShardMismatch) && reshard:
+		fmt.Fprintf(c.stderr, "resharding: %v\n", err)
+		if err := projection.SetShards(ctx); err != nil {
+			return err
+		}
+		projector = rebuild.Resharding(projection)
+	case errors.Is(err, deadline.ErrShardMismatch):
+		return fmt.Errorf("%w; without -reshard nothing was changed", err)
+	case err != nil:
+		return err
+	}
 
 	var what string
 	var pause func(context.Context) (func(context.Context) error, error)
@@ -191,7 +208,7 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 		reported = done
 		fmt.Fprintf(c.stderr, "%d payment streams replayed (%s)\n", done, seconds(time.Since(start)))
 	}
-	res, err := rebuild.PendingPayments(ctx, store, projection, func(done int) {
+	res, err := rebuild.PendingPayments(ctx, store, projector, func(done int) {
 		if done%progressEvery == 0 {
 			progress(done)
 		}

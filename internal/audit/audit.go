@@ -205,6 +205,9 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 
 	pendingStart := opts.Now()
 	err := pending.PendingRows(ctx, func(row PendingRow) error {
+		if strings.HasPrefix(row.Reference, "#") {
+			return nil // the table's own bookkeeping (its shard count, a rebuild's lock), not a payment
+		}
 		a.pendingRows++
 		if row.Outstanding {
 			a.rows[row.Reference] = row

@@ -7,6 +7,7 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -117,4 +118,28 @@ func replay(ctx context.Context, events Source, projection Projector, streamID s
 		}
 	}
 	return len(records), nil
+}
+
+// Resharder is a projection that can move a payment's outstanding row to its shard
+// under its own shard count, as (*deadline.Projection).Reshard does.
+type Resharder interface {
+	Projector
+	Reshard(ctx context.Context, reference string) error
+}
+
+// Resharding returns a Projector that applies each record as p does and, after a
+// PaymentPrepared, moves the payment's row to its shard under p's count: a rebuild
+// through it leaves every outstanding row where a sweep with p's count finds it.
+func Resharding(p Resharder) Projector { return resharding{p} }
+
+type resharding struct{ Resharder }
+
+func (r resharding) Apply(ctx context.Context, rec eventstore.Record) error {
+	if err := r.Resharder.Apply(ctx, rec); err != nil {
+		return err
+	}
+	if rec.Type != (payment.PaymentPrepared{}).EventType() {
+		return nil
+	}
+	return r.Reshard(ctx, strings.TrimPrefix(rec.StreamID, paymentStreams))
 }

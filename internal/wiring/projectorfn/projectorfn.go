@@ -61,10 +61,15 @@ func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
 }
 
 // ProjectorFunction builds the projector's stream handler.
-func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
+func ProjectorFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
 	projection, err := wiring.Projection(cfg, getenv)
 	if err == nil && projection == nil {
 		err = wiring.ErrNoPendingTable
+	}
+	if err == nil {
+		// Rows written with another shard count than the table's would land where
+		// the sweep does not look: refuse to start, saying how to reshard.
+		err = projection.CheckShards(ctx)
 	}
 	if err != nil {
 		return nil, err
