@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/aws/aws-lambda-go/events"
 	"log/slog"
 	"strings"
 	"testing"
@@ -559,11 +560,19 @@ func TestChangingTheShardCount(t *testing.T) {
 			env := func(k string) string {
 				return map[string]string{wiring.EnvPendingTable: w.PendingTable, wiring.EnvPendingShards: to}[k]
 			}
-			if _, err := projectorfn.ProjectorFunction(ctx, emulatortest.Config(t), env, slog.New(slog.DiscardHandler), nil); !errors.Is(err, deadline.ErrShardMismatch) {
-				t.Errorf("the projector started with %s shards on a table of %s: %v", to, from, err)
+			project := func() error { // an empty batch to a fresh projector with the new count
+				h, err := projectorfn.ProjectorFunction(ctx, emulatortest.Config(t), env, slog.New(slog.DiscardHandler), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = h.(wiring.StreamHandler)(ctx, events.DynamoDBEvent{})
+				return err
+			}
+			if err := project(); !errors.Is(err, deadline.ErrShardMismatch) {
+				t.Errorf("the projector ran with %s shards on a table of %s: %v", to, from, err)
 			}
 			must(t, e, "rebuild", "-shards", to, "-reshard")
-			if _, err := projectorfn.ProjectorFunction(ctx, emulatortest.Config(t), env, slog.New(slog.DiscardHandler), nil); err != nil {
+			if err := project(); err != nil {
 				t.Errorf("the projector with the table's new count: %v", err)
 			}
 			sum := decode[deadline.Summary](t, must(t, e, "sweep", "--json", "-shards", to, "-timeout", "1ms"))

@@ -186,6 +186,15 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 			return nil, fmt.Errorf("rentalcost: %s function: %w", f.name, err)
 		}
 		b.fns[f.name] = &tracked{inner: local.InProcess(h), stream: f.stream, handled: map[recordKey]bool{}}
+		if f.name == FunctionProjector {
+			// A projector checks the table's shard count once, on its first batch:
+			// a cost of the execution environment, not of a rental. Each Run resets
+			// the counter, so this warm-up is in none of them.
+			var resp events.DynamoDBEventResponse
+			if err := local.Call(ctx, local.InProcess(h), events.DynamoDBEvent{}, &resp); err != nil {
+				return nil, fmt.Errorf("rentalcost: warm up the projector: %w", err)
+			}
+		}
 	}
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

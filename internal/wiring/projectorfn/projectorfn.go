@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -61,15 +62,10 @@ func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
 }
 
 // ProjectorFunction builds the projector's stream handler.
-func ProjectorFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
+func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
 	projection, err := wiring.Projection(cfg, getenv)
 	if err == nil && projection == nil {
 		err = wiring.ErrNoPendingTable
-	}
-	if err == nil {
-		// Rows written with another shard count than the table's would land where
-		// the sweep does not look: refuse to start, saying how to reshard.
-		err = projection.CheckShards(ctx)
 	}
 	if err != nil {
 		return nil, err
@@ -100,7 +96,23 @@ func ProjectorFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv
 			return nil
 		}
 	}
+	// Rows written with another shard count than the table's would land where the
+	// sweep does not look: until the table's count is this projector's, every batch
+	// fails, saying how to reshard, and is retried. The check is made once per
+	// execution environment, on its first batch, not at init.
+	var mu sync.Mutex
+	checked := false
 	return wiring.StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		mu.Lock()
+		if !checked {
+			if err := projection.CheckShards(ctx); err != nil {
+				mu.Unlock()
+				logger.LogAttrs(ctx, slog.LevelError, "projector refuses the batch", slog.String("error", err.Error()))
+				return events.DynamoDBEventResponse{}, err
+			}
+			checked = true
+		}
+		mu.Unlock()
 		return stream.HandleBatch(ctx, ev, apply, logger), nil
 	}), nil
 }
