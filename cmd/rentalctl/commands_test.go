@@ -590,3 +590,46 @@ func TestChangingTheShardCount(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairMendsAStuckRental leaves a rental as a dead-lettered settlement does
+// (paid, its process never started), finds it with the auditor, which names the
+// repair, and repairs it with --stuck: a dry run changes nothing, the repair
+// approves the rental, and the audit is then clean.
+func TestRepairMendsAStuckRental(t *testing.T) {
+	w := rebuildtest.NewWorld(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	ctx := context.Background()
+	rentalID := rental.NewRentalID("stuck", "AAAAAAAAAAAAAAAAAAAAAA")
+	for _, c := range []rental.Command{rental.RegisterBike{BikeID: "stuck"}, rental.RequestBike{BikeID: "stuck", Renter: "renter-stuck", RentalID: rentalID}} {
+		if _, err := w.Commands.Bike(ctx, c, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref := payment.ReferenceFor(rentalID)
+	if _, err := w.Commands.Payment(ctx, payment.PreparePayment{Reference: ref, PaymentID: "x", Amount: 1500, Currency: "EUR"}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "evt-stuck", Kind: payment.ProviderSucceeded, Reference: ref, Digest: "d"}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, e, "rebuild")
+	r := wantStatus(t, 1, e, "audit", "--quiet")
+	if !strings.Contains(r.stdout, "process-not-started") || !strings.Contains(r.stdout, "(repair: rentalctl repair "+rentalID+")") {
+		t.Fatalf("audit of a stuck rental:\n%s", r.stdout)
+	}
+	events := len(w.Read(rentalpayment.StreamID(rentalID)))
+	dry := decode[repairList](t, must(t, e, "repair", "--stuck", "--dry-run", "--json"))
+	if len(dry.Rentals) != 1 || dry.Rentals[0].RentalID != rentalID || len(dry.Rentals[0].Deliveries) != 4 || len(w.Read(rentalpayment.StreamID(rentalID))) != events {
+		t.Fatalf("repair --stuck --dry-run: %+v", dry)
+	}
+	out := must(t, e, "repair", "--stuck")
+	if !strings.Contains(out.stdout, rentalID+": awaiting-payment -> approved, repaired 4 records") || !strings.HasSuffix(out.stdout, "1 stuck rentals\n") {
+		t.Errorf("repair --stuck:\n%s", out.stdout)
+	}
+	must(t, e, "audit", "--quiet")
+	again := decode[repairList](t, must(t, e, "repair", rentalID, "--json"))
+	if again.Rentals[0].Before != rentalview.StatusApproved || again.Rentals[0].After != rentalview.StatusApproved {
+		t.Errorf("a second repair: %+v", again)
+	}
+	wantStatus(t, 2, e, "repair") // neither a rental id nor --stuck
+}

@@ -122,11 +122,30 @@ type Violation struct {
 	Streams []string `json:"streams"`
 	// Detail says what was found, for people.
 	Detail string `json:"detail"`
+	// Rental is the rental a stuck process belongs to, set for the violations that
+	// `rentalctl repair` mends (process-not-started, process-not-completed,
+	// bike-not-told, pending-missing).
+	Rental string `json:"rental,omitempty"`
 }
 
 // String returns the violation on one line: code, streams, detail.
 func (v Violation) String() string {
-	return fmt.Sprintf("%s %s: %s", v.Invariant, strings.Join(v.Streams, ","), v.Detail)
+	out := fmt.Sprintf("%s %s: %s", v.Invariant, strings.Join(v.Streams, ","), v.Detail)
+	if v.Rental != "" {
+		out += " (repair: rentalctl repair " + v.Rental + ")"
+	}
+	return out
+}
+
+// Repairable lists the invariants a repair of the rental mends.
+var Repairable = []string{ProcessNotStarted, ProcessNotCompleted, BikeNotTold, PendingMissing}
+
+// stuck records the rental of the last violation when the repair mends it.
+func (a *auditor) stuck(rentalID string) {
+	v := &a.violations[len(a.violations)-1]
+	if slices.Contains(Repairable, v.Invariant) {
+		v.Rental = rentalID
+	}
 }
 
 // Report is the result of an audit.
@@ -606,9 +625,11 @@ func (a *auditor) crossCheck(recent time.Time) {
 
 		if quiet && r.bikeRequested && r.started == 0 {
 			a.violate(ProcessNotStarted, fmt.Sprintf("rental %s was requested on its bike but its process never recorded RentalPaymentRequested", id), bikeStream, processStream)
+			a.stuck(id)
 		}
 		if quiet && r.started > 0 && r.completed == 0 && r.settlements > 0 {
 			a.violate(ProcessNotCompleted, fmt.Sprintf("the payment of rental %s settled (%s) but its process never recorded its completion", id, r.settlement), processStream, paymentStream)
+			a.stuck(id)
 		}
 		if r.completed > 0 {
 			switch want, settled := completionFor[r.settlement]; {
@@ -628,6 +649,7 @@ func (a *auditor) crossCheck(recent time.Time) {
 		if r.prepared && r.settlements == 0 {
 			if _, ok := a.rows[payment.ReferenceFor(id)]; !ok && (quiet || r.preparedAt.Before(recent)) {
 				a.violate(PendingMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but PendingPayments has no outstanding row for it", payment.ReferenceFor(id), r.preparedAt.Format(time.RFC3339)), paymentStream)
+				a.stuck(id)
 			}
 		}
 	}
@@ -677,6 +699,7 @@ func (a *auditor) checkBikeTold(id string, r *rentalSummary, bikeStream, process
 		got = "the rental " + string(r.bikeOutcome)
 	}
 	a.violate(BikeNotTold, fmt.Sprintf("rental %s completed %q, so its bike should show %s, but it shows %s", id, r.outcome, want, got), bikeStream, processStream)
+	a.stuck(id)
 }
 
 func (a *auditor) report() Report {

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/bikerental/bikerental/internal/audit"
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/internal/repair"
+	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
+)
+
+const repairUsage = `Usage: rentalctl repair [flags] RENTAL_ID
+       rentalctl repair [flags] --stuck
+
+Brings a rental's process and the PendingPayments table to where the rental's
+events say they should be: it reads the rental's records from its bike's and its
+payment's streams and delivers them again, in the order they were recorded, to
+the handlers the stream consumers run (the rental-payment process, the
+projector), each the records its filter lets through. For records that left the
+stream (DynamoDB Streams keeps them 24 hours) or ended in a dead-letter queue,
+whose message names only a shard and a sequence range. Every handler is
+idempotent, so a repair is safe to run twice and while the service runs; it
+writes no event by hand. A reaction that still fails (a provider that is down)
+stops the repair with its error: run it again later.
+
+With --stuck, it repairs every rental the auditor reports stuck (a process never
+started or never completed, a bike not told how its rental ended, an outstanding
+payment missing from PendingPayments); that runs an audit first, a scan of both
+tables, with the checks that need a quiet service: a rental still in flight may be
+repaired too, which does what its consumers were about to do. --dry-run lists the
+deliveries and changes nothing.
+
+Needs what the process and the projector need (dynamodb:Query and PutItem on the
+Events table, UpdateItem on PendingPayments, the payment provider's secret), and
+for --stuck what rentalctl audit needs.
+`
+
+// repairList is what repair --json prints.
+type repairList struct {
+	DryRun  bool            `json:"dryRun"`
+	Rentals []repair.Result `json:"rentals"`
+}
+
+func runRepair(ctx context.Context, c *cli, args []string) error {
+	var (
+		eventsTable, pendingTable string
+		stuck, dryRun, asJSON     bool
+	)
+	f := newFlags("repair", repairUsage, c.getenv)
+	f.eventsTable(&eventsTable, "to read and append to")
+	f.pendingTable(&pendingTable, "to project into")
+	f.fs.BoolVar(&stuck, "stuck", false, "repair every rental the auditor reports stuck")
+	f.fs.BoolVar(&dryRun, "dry-run", false, "list what would be delivered; change nothing")
+	f.jsonFlag(&asJSON)
+	var ids []string
+	if stuckFlag(args) {
+		if _, err := f.parse(args, c); err != nil {
+			return err
+		}
+	} else {
+		pos, err := f.parse(args, c, "RENTAL_ID")
+		if err != nil {
+			return err
+		}
+		if err := f.rentalID(c, pos[0]); err != nil {
+			return err
+		}
+		ids = pos
+	}
+	if err := f.require(c, "events-table", "pending-table"); err != nil {
+		return err
+	}
+	cfg, err := awsConfig(ctx, c.getenv)
+	if err != nil {
+		return err
+	}
+	store, err := wiring.EventStore(cfg, f.lookup)
+	if err != nil {
+		return configError("repair", err)
+	}
+	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secretsmanager.NewFromConfig(cfg) }, f.lookup)
+	if err != nil {
+		return configError("repair", err)
+	}
+	process, err := wiring.Process(store, command.New(store, command.WithProvider(pay.Provider)), f.lookup, c.logger())
+	if err != nil {
+		return configError("repair", err)
+	}
+	projection, err := wiring.Projection(cfg, f.lookup)
+	if err != nil {
+		return configError("repair", err)
+	}
+	if err := projection.CheckShards(ctx); err != nil {
+		return err
+	}
+	if stuck {
+		source := audit.NewDynamo(dynamodb.NewFromConfig(cfg), eventsTable, pendingTable)
+		// With the quiet checks: a rental still in flight may be reported too, and
+		// repairing it does what its consumers are about to do, no more.
+		report, err := audit.Run(ctx, source, source, audit.Options{Quiet: true, Now: time.Now})
+		if err != nil {
+			return fmt.Errorf("audit before the repair: %w", err)
+		}
+		seen := map[string]bool{}
+		for _, v := range report.Violations {
+			if v.Rental != "" && !seen[v.Rental] {
+				seen[v.Rental] = true
+				ids = append(ids, v.Rental)
+			}
+		}
+	}
+	r := &repair.Repairer{Store: store, Consumers: map[string]repair.Handler{
+		eventfilter.Process: process.Handle, eventfilter.Projector: projection.Apply,
+	}}
+	out := repairList{DryRun: dryRun, Rentals: []repair.Result{}}
+	var errs []error
+	for _, id := range ids {
+		res, err := r.Repair(ctx, id, dryRun)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out.Rentals = append(out.Rentals, res)
+		if !asJSON {
+			var what []string
+			for _, d := range res.Deliveries {
+				what = append(what, fmt.Sprintf("%s<-%s v%d", d.Consumer, d.Type, d.Version))
+			}
+			verb := "repaired"
+			if dryRun {
+				verb = "would deliver"
+			}
+			fmt.Fprintf(c.stdout, "%s: %s -> %s, %s %d records: %s\n", id, res.Before, res.After, verb, len(res.Deliveries), strings.Join(what, ", "))
+		}
+	}
+	if asJSON {
+		if err := c.printJSON(out); err != nil {
+			return err
+		}
+	} else if stuck {
+		fmt.Fprintf(c.stdout, "%d stuck rentals\n", len(ids))
+	}
+	return errors.Join(errs...)
+}
+
+// stuckFlag reports whether the command line asks for --stuck, which takes no
+// rental id: flags may come before or after the rental id, so it is looked for
+// before parsing, which needs to know how many positional arguments to expect.
+func stuckFlag(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-stuck", "--stuck", "-stuck=true", "--stuck=true":
+			return true
+		}
+	}
+	return false
+}
