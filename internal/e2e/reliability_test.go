@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/demo"
@@ -164,10 +165,13 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	t.Logf("process: %d invocations, %d crashes; projector: %d invocations, %d crashes",
 		process.calls.Load(), process.crashes.Load(), projector.calls.Load(), projector.crashes.Load())
 
+	// A dead letter names only where the record is, as Lambda's does: the poison
+	// record is found by its place in the stream.
+	poison := sequenceOf(t, cfg, eventsTable, "payment-poison")
 	poisoned := map[string]bool{}
 	for _, dl := range stack.DeadLetters() {
-		if dl.Keys[schema.EventsStreamID].String() != "payment-poison" {
-			t.Errorf("%s gave up on a healthy record: %+v", dl.Function, dl)
+		if dl.StartSequenceNumber != poison || dl.EndSequenceNumber != poison {
+			t.Errorf("%s gave up on a healthy record: %+v (the poison record is at %s)", dl.Function, dl, poison)
 		}
 		poisoned[dl.Function] = true
 	}
@@ -228,4 +232,45 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 		t.Errorf("the auditor found %d violations, want only the poison record: %v", len(report.Violations), report.Violations)
 	}
 	t.Logf("audit: %d streams, %d records, %d rentals, %d payments, %d pending rows", report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows)
+}
+
+// sequenceOf returns the sequence number of the first stream record of the table's
+// stream that belongs to streamID, reading every shard from its start.
+func sequenceOf(t *testing.T, cfg aws.Config, table, streamID string) string {
+	t.Helper()
+	ctx := context.Background()
+	desc, err := dynamodb.NewFromConfig(cfg).DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := dynamodbstreams.NewFromConfig(cfg)
+	arn := desc.Table.LatestStreamArn
+	out, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shard := range out.StreamDescription.Shards {
+		it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn, ShardId: shard.ShardId,
+			ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for iter := it.ShardIterator; iter != nil; {
+			page, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Records {
+				if id, ok := r.Dynamodb.Keys[schema.EventsStreamID].(*streamtypes.AttributeValueMemberS); ok && id.Value == streamID {
+					return aws.ToString(r.Dynamodb.SequenceNumber)
+				}
+			}
+			if len(page.Records) == 0 {
+				break
+			}
+			iter = page.NextShardIterator
+		}
+	}
+	t.Fatalf("no record of %s in the stream", streamID)
+	return ""
 }

@@ -97,15 +97,23 @@ type failure struct {
 	attempts       int
 }
 
-// FailedRecord describes a record the Poller gave up on, as Lambda describes one to an
-// on-failure destination: where it is, not what it holds (read it from the table).
+// FailedRecord describes a record the Poller gave up on as Lambda describes a
+// stream source's discarded batch to an on-failure destination (its
+// DDBStreamBatchInfo): the stream, the shard and the range of sequence numbers, not
+// the items, nor their keys. What the records held is read from the event store
+// (rentalctl repair); the stream itself keeps them only 24 hours. The Poller gives
+// up on one record at a time, so the range is that record's.
 type FailedRecord struct {
-	StreamARN      string
-	ShardID        string
-	SequenceNumber string
-	Attempts       int
-	// Keys are the record's keys (the Events table's stream id and version).
-	Keys map[string]events.DynamoDBAttributeValue
+	StreamARN           string
+	ShardID             string
+	StartSequenceNumber string
+	EndSequenceNumber   string
+	BatchSize           int
+	// ApproximateArrivalOfFirstRecord and ...LastRecord are when the batch's
+	// records were written to the stream.
+	ApproximateArrivalOfFirstRecord, ApproximateArrivalOfLastRecord time.Time
+	// Attempts is how many times the record was delivered.
+	Attempts int
 }
 
 // HandlerError reports that the handler returned an error or panicked instead of
@@ -330,13 +338,15 @@ func (p *Poller) failed(ctx context.Context, shard string, rec events.DynamoDBEv
 	}
 	delete(p.failures, shard)
 	p.positions[shard] = rec.Change.SequenceNumber
-	out := FailedRecord{StreamARN: p.StreamARN, ShardID: shard, SequenceNumber: rec.Change.SequenceNumber, Attempts: f.attempts, Keys: rec.Change.Keys}
+	arrived := rec.Change.ApproximateCreationDateTime.Time
+	out := FailedRecord{StreamARN: p.StreamARN, ShardID: shard, StartSequenceNumber: rec.Change.SequenceNumber, EndSequenceNumber: rec.Change.SequenceNumber,
+		BatchSize: 1, ApproximateArrivalOfFirstRecord: arrived, ApproximateArrivalOfLastRecord: arrived, Attempts: f.attempts}
 	logger := p.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
 	logger.LogAttrs(ctx, slog.LevelError, "stream record given up on, sent to the on-failure destination",
-		slog.String("shard", shard), slog.String("sequenceNumber", out.SequenceNumber), slog.Int("attempts", out.Attempts))
+		slog.String("shard", shard), slog.String("sequenceNumber", out.StartSequenceNumber), slog.Int("attempts", out.Attempts))
 	if p.OnFailure != nil {
 		p.OnFailure(ctx, out)
 	}
