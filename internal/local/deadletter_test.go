@@ -22,7 +22,9 @@ import (
 // down is a process function that is down: every invocation fails.
 type down struct{}
 
-func (down) Invoke(context.Context, []byte) ([]byte, error) { return nil, errors.New("the process is down") }
+func (down) Invoke(context.Context, []byte) ([]byte, error) {
+	return nil, errors.New("the process is down")
+}
 
 // TestADeadLetteredRentalIsRepairedFromTheEventStore runs the local stack with the
 // process down until a rental's BikeRequested is given up on: the on-failure
