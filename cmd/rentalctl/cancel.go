@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
 const cancelUsage = `Usage: rentalctl cancel [flags] RENTAL_ID
@@ -48,11 +46,11 @@ func runCancel(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	rentalID, eventsTable, store, asJSON := r.rentalID, r.eventsTable, r.store, r.asJSON
-	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secretsmanager.NewFromConfig(r.cfg) }, r.flags.lookup)
+	provider, err := paymentProvider(ctx, r.cfg, r.flags.lookup)
 	if err != nil {
 		return configError("cancel", err)
 	}
-	process, err := wiring.Process(store, command.New(store, command.WithProvider(pay.Provider)), r.flags.lookup, c.logger())
+	process, err := wiring.Process(store, command.New(store, command.WithProvider(provider)), r.flags.lookup, c.logger())
 	if err != nil {
 		return configError("cancel", err)
 	}

@@ -8,14 +8,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/repair"
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
 const repairUsage = `Usage: rentalctl repair [flags] RENTAL_ID
@@ -87,11 +85,11 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return configError("repair", err)
 	}
-	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secretsmanager.NewFromConfig(cfg) }, f.lookup)
+	provider, err := paymentProvider(ctx, cfg, f.lookup)
 	if err != nil {
 		return configError("repair", err)
 	}
-	process, err := wiring.Process(store, command.New(store, command.WithProvider(pay.Provider)), f.lookup, c.logger())
+	process, err := wiring.Process(store, command.New(store, command.WithProvider(provider)), f.lookup, c.logger())
 	if err != nil {
 		return configError("repair", err)
 	}

@@ -17,9 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
 // Environment variables rentalctl reads, besides the AWS SDK's own and those
@@ -407,4 +410,11 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// paymentProvider is the payment provider PAYMENT_PROVIDER names, which the
+// commands that cancel or repair reach as the functions do.
+func paymentProvider(ctx context.Context, cfg aws.Config, getenv func(string) string) (command.PaymentProvider, error) {
+	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secretsmanager.NewFromConfig(cfg) }, getenv)
+	return pay.Provider, err
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
 const sweepUsage = `Usage: rentalctl sweep [flags]
@@ -97,11 +95,11 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	}
 
 	logger := c.logger()
-	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secretsmanager.NewFromConfig(cfg) }, f.lookup)
+	provider, err := paymentProvider(ctx, cfg, f.lookup)
 	if err != nil {
 		return configError("sweep", err)
 	}
-	s, err := wiring.Core(cfg, f.lookup, logger, command.WithProvider(pay.Provider))
+	s, err := wiring.Core(cfg, f.lookup, logger, command.WithProvider(provider))
 	if err != nil {
 		return configError("sweep", err)
 	}
