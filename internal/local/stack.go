@@ -73,9 +73,15 @@ type Stack struct {
 	SweepInterval time.Duration
 	Functions     Functions
 	Logger        *slog.Logger
-	// MaxRetryAttempts is each stream mapping's retry limit before a record goes to
-	// the dead-letter destination (DefaultMaxRetryAttempts if zero).
+	// MaxRetryAttempts, when positive, is each stream mapping's limit on the retries
+	// of a failing record before it goes to the dead-letter destination. Zero sets
+	// none, as the template's MaximumRetryAttempts -1: the record's age bounds the
+	// retries (MaxRecordAge).
 	MaxRetryAttempts int
+	// MaxRecordAge is each stream mapping's maximum record age, as the template's
+	// MaximumRecordAgeInSeconds: a record still failing when older than this goes to
+	// the dead-letter destination (DefaultMaxRecordAge if zero).
+	MaxRecordAge time.Duration
 
 	// DeadlineGroup, when set, is the schedule group of the payments' one-time
 	// schedules (precise deadlines), which the stack fires as Scheduler would.
@@ -92,8 +98,9 @@ type Stack struct {
 	deadLetters []DeadLetter
 }
 
-// DefaultMaxRetryAttempts is the local stream mappings' retry limit.
-const DefaultMaxRetryAttempts = 5
+// DefaultMaxRecordAge is the local stream mappings' maximum record age: the
+// template's MaximumRecordAgeInSeconds.
+const DefaultMaxRecordAge = time.Hour
 
 // DeadLetter is a stream record a consumer gave up on, as the on-failure destination
 // (an SQS queue on AWS) would receive it.
@@ -144,15 +151,15 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 		return fmt.Errorf("local: describe %s: %w", s.EventsTable, err)
 	}
 	streams := dynamodbstreams.NewFromConfig(s.AWS)
-	retries := s.MaxRetryAttempts
-	if retries <= 0 {
-		retries = DefaultMaxRetryAttempts
+	maxAge := s.MaxRecordAge
+	if maxAge <= 0 {
+		maxAge = DefaultMaxRecordAge
 	}
 	consumer := func(name string, fn Invoker) *streampoll.Poller {
 		return &streampoll.Poller{
 			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: s.Logger.With("function", name),
-			MaxRetryAttempts: retries,
-			Types:            eventfilter.Types(name), // the template's FilterCriteria
+			MaxRetryAttempts: s.MaxRetryAttempts, MaxRecordAge: maxAge,
+			Types: eventfilter.Types(name), // the template's FilterCriteria
 			OnFailure: func(_ context.Context, f streampoll.FailedRecord) {
 				s.mu.Lock()
 				s.deadLetters = append(s.deadLetters, DeadLetter{Function: name, FailedRecord: f})

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/samtemplate"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -357,6 +359,36 @@ func TestStreamConsumersHaveSomewhereToFail(t *testing.T) {
 		}
 		if !p.Get("DestinationConfig", "OnFailure", "Destination").Exists() {
 			t.Errorf("%s has no on-failure destination", id)
+		}
+	}
+}
+
+// TestStreamRetryBudgetsAreBoundedByAge keeps the mappings' retry budgets as
+// RELIABILITY.md ("Retry budgets") derives them: no count limit, so that a record
+// is retried for as long as its age allows however fast its attempts fail; an age
+// limit that leaves a failing start at least ten attempts at the function's full
+// timeout, and that the stream's 24-hour retention does not cut short; and the
+// local stack's mappings on the same age.
+func TestStreamRetryBudgetsAreBoundedByAge(t *testing.T) {
+	tpl := load(t)
+	for id, fn := range map[string]string{"ProcessStreamMapping": "ProcessFunction", "ProjectorStreamMapping": "ProjectorFunction"} {
+		p := tpl.Resource(id).Get("Properties")
+		if got := p.Get("MaximumRetryAttempts").Str(); got != "-1" {
+			t.Errorf("%s: MaximumRetryAttempts %s, want -1 (bounded by the record's age)", id, got)
+		}
+		age, err := strconv.Atoi(p.Get("MaximumRecordAgeInSeconds").Str())
+		if err != nil {
+			t.Fatalf("%s: MaximumRecordAgeInSeconds: %v", id, err)
+		}
+		timeout, err := strconv.Atoi(tpl.Resource(fn).Get("Properties", "Timeout").Str())
+		if err != nil {
+			t.Fatalf("%s: Timeout: %v", fn, err)
+		}
+		if age < 10*timeout || age > 24*3600 {
+			t.Errorf("%s: MaximumRecordAgeInSeconds %d, want between ten %s timeouts (%ds) and the stream's 24h retention", id, age, fn, 10*timeout)
+		}
+		if time.Duration(age)*time.Second != local.DefaultMaxRecordAge {
+			t.Errorf("%s: MaximumRecordAgeInSeconds %d, the local stack's mappings %v", id, age, local.DefaultMaxRecordAge)
 		}
 	}
 }

@@ -50,10 +50,10 @@ const defaultInterval = 250 * time.Millisecond // Lambda polls a shard four time
 // shard's position past a batch only as far as the handler's response allows: up to
 // the record before the first one reported in BatchItemFailures (none, if a reported
 // identifier is not in the batch), or not at all if the handler returns an error or
-// panics. With MaxRetryAttempts set it plays Lambda's retry limit and on-failure
-// destination too: a record that fails more often than that is handed to OnFailure
-// and skipped, so that one poison record neither blocks its shard nor disappears
-// without a trace. (Bisection is not played: batch item failures make it moot.)
+// panics. With MaxRetryAttempts or MaxRecordAge set it plays Lambda's retry limits
+// and on-failure destination too: a record that fails more often or for longer than
+// that is handed to OnFailure and skipped, so that one poison record neither blocks
+// its shard for good nor disappears without a trace. (Bisection is not played: batch item failures make it moot.)
 //
 // The positions are kept in memory, per shard. A Poller is not safe for concurrent
 // use: call Poll and Run from one goroutine at a time. Set the exported fields
@@ -78,8 +78,13 @@ type Poller struct {
 	Logger *slog.Logger
 	// MaxRetryAttempts is how many times a failing record is delivered again before
 	// it is handed to OnFailure and skipped, as an event source mapping's
-	// MaximumRetryAttempts; zero retries it forever.
+	// MaximumRetryAttempts; zero or negative sets no limit on the count.
 	MaxRetryAttempts int
+	// MaxRecordAge plays the mapping's MaximumRecordAgeInSeconds: a record that
+	// fails when it is older than this (by its approximate creation time) is handed
+	// to OnFailure and skipped. Zero sets no limit on the age. With neither limit a
+	// failing record is retried forever.
+	MaxRecordAge time.Duration
 	// OnFailure receives the records given up on, as the mapping's on-failure
 	// destination (an SQS queue) receives their description. Nil only logs them.
 	OnFailure func(ctx context.Context, f FailedRecord)
@@ -318,10 +323,10 @@ func (p *Poller) passes(r streamtypes.Record) bool {
 	return ok && slices.Contains(p.Types, typ.Value)
 }
 
-// failed counts another failed delivery of rec and, past MaxRetryAttempts, hands it
-// to OnFailure and moves the shard's position past it.
+// failed counts another failed delivery of rec and, past MaxRetryAttempts or
+// MaxRecordAge, hands it to OnFailure and moves the shard's position past it.
 func (p *Poller) failed(ctx context.Context, shard string, rec events.DynamoDBEventRecord) {
-	if p.MaxRetryAttempts <= 0 {
+	if p.MaxRetryAttempts <= 0 && p.MaxRecordAge <= 0 {
 		return
 	}
 	if p.failures == nil {
@@ -332,13 +337,15 @@ func (p *Poller) failed(ctx context.Context, shard string, rec events.DynamoDBEv
 		f = failure{sequenceNumber: rec.Change.SequenceNumber}
 	}
 	f.attempts++
-	if f.attempts <= p.MaxRetryAttempts {
+	arrived := rec.Change.ApproximateCreationDateTime.Time
+	tooMany := p.MaxRetryAttempts > 0 && f.attempts > p.MaxRetryAttempts
+	tooOld := p.MaxRecordAge > 0 && time.Since(arrived) > p.MaxRecordAge
+	if !tooMany && !tooOld {
 		p.failures[shard] = f
 		return
 	}
 	delete(p.failures, shard)
 	p.positions[shard] = rec.Change.SequenceNumber
-	arrived := rec.Change.ApproximateCreationDateTime.Time
 	out := FailedRecord{StreamARN: p.StreamARN, ShardID: shard, StartSequenceNumber: rec.Change.SequenceNumber, EndSequenceNumber: rec.Change.SequenceNumber,
 		BatchSize: 1, ApproximateArrivalOfFirstRecord: arrived, ApproximateArrivalOfLastRecord: arrived, Attempts: f.attempts}
 	logger := p.Logger
