@@ -56,6 +56,7 @@ type output struct {
 	End        load.EndState     `json:"end"`
 	Faults     *faultproxy.Stats `json:"faults,omitempty"`
 	Violations []string          `json:"violations"`
+	Audited    bool              `json:"audited"`
 	SettleErr  string            `json:"settleError,omitempty"`
 	StackErr   string            `json:"stackError,omitempty"`
 }
@@ -163,6 +164,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	if out.SettleErr != "" {
 		out.Violations = append(out.Violations, out.SettleErr)
 	}
+	// Every run on its own stack ends with the auditor over the tables; any
+	// violation fails the run. (A stack at --api is audited with rentalctl audit.)
+	if stack != nil && stackStopped(stack) == nil {
+		audited, err := stack.Audit(ctx, out.SettleErr == "")
+		if err != nil {
+			audited = []string{err.Error()}
+		}
+		out.Audited = true
+		out.Violations = append(out.Violations, audited...)
+	}
 	if stopped := stackStopped(stack); stopped != nil {
 		out.StackErr = stopped.Error()
 		out.Violations = append([]string{out.StackErr}, out.Violations...)
@@ -194,6 +205,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		}
 		if len(out.Violations) == 0 {
 			fmt.Fprintln(stdout, "Every check held: no unclean failure, every rental ended as its intent says, the money of every late payment on its way back, no bike left requested.")
+			if out.Audited {
+				fmt.Fprintln(stdout, "The auditor found no violation in the tables.")
+			}
 		} else {
 			fmt.Fprintf(stdout, "%d checks failed:\n", len(out.Violations))
 			for _, v := range out.Violations {

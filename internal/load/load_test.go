@@ -80,6 +80,15 @@ func TestLoadUnderFaults(t *testing.T) {
 	for _, v := range load.Check(rep, end) {
 		t.Error(v)
 	}
+	// The run ends with the auditor, as loadgen's do: every invariant over every
+	// stream and row, the quiet-only ones included once settled.
+	violations, err := stack.Audit(ctx, settleErr == nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range violations {
+		t.Error(v)
+	}
 	if rep.Unexpected != 0 {
 		t.Errorf("%d unexpected refusals (see the outcomes above)", rep.Unexpected)
 	}

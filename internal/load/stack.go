@@ -10,8 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/faultproxy"
 	"github.com/bikerental/bikerental/internal/local"
@@ -56,7 +59,10 @@ type Stack struct {
 	Faults *faultproxy.Server
 	// PaymentTimeout and SweepInterval are the stack's settings.
 	PaymentTimeout, SweepInterval time.Duration
+	// EventsTable and PendingTable are the stack's tables.
+	EventsTable, PendingTable string
 
+	direct   aws.Config       // the emulator, without the fault proxy
 	emulator *emulator.Server // started by StartStack, or nil
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -99,7 +105,7 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 	}
 
 	s := &Stack{WebhookSecret: []byte(settings[wiring.EnvWebhookSecret]), PaymentTimeout: sc.PaymentTimeout,
-		SweepInterval: sc.SweepInterval, done: make(chan struct{})}
+		SweepInterval: sc.SweepInterval, EventsTable: sc.EventsTable, PendingTable: sc.PendingTable, done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -116,6 +122,7 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.direct = direct
 	if err := local.CreateTables(ctx, direct, sc.EventsTable, sc.PendingTable); err != nil {
 		return nil, fmt.Errorf("load: create the tables: %w", err)
 	}
@@ -163,6 +170,23 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 		}()
 	}
 	return s, nil
+}
+
+// Audit runs the auditor (package audit) over the stack's tables, read directly
+// from the emulator, not through the fault proxy. quiet says the load has settled
+// (Settle returned): the checks that only hold then are made too. It returns one
+// line per violation; a load run ends with it and fails on any.
+func (s *Stack) Audit(ctx context.Context, quiet bool) ([]string, error) {
+	src := audit.NewDynamo(dynamodb.NewFromConfig(s.direct), s.EventsTable, s.PendingTable)
+	rep, err := audit.Run(ctx, src, src, audit.Options{Quiet: quiet})
+	if err != nil {
+		return nil, fmt.Errorf("load: audit: %w", err)
+	}
+	out := make([]string, 0, len(rep.Violations))
+	for _, v := range rep.Violations {
+		out = append(out, "audit: "+v.String())
+	}
+	return out, nil
 }
 
 // Done is closed when the stack has stopped: after Close, or by itself when one of
