@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -49,6 +50,34 @@ func TestRecordSizeIsTheEncodedItemsSize(t *testing.T) {
 		over := (len(strconv.FormatInt(r.Version, 10))+1)/2 + 1 - capacity.NumberSize(strconv.FormatInt(r.Version, 10))
 		if got != exact+over {
 			t.Errorf("%s: RecordSize = %d, the encoded item's size is %d (+%d for the version's trailing zeros)", name, got, exact, over)
+		}
+	}
+}
+
+// TestDecodeRecordRefusesEmptyIdsAndDataThatIsNotJSON checks each of DecodeRecord's
+// refusals of a stored item that has every attribute with the right type but holds
+// an empty stream id, event id or type, or data that is not JSON: each one alone is
+// refused as corrupt, and the item it was made from is not.
+func TestDecodeRecordRefusesEmptyIdsAndDataThatIsNotJSON(t *testing.T) {
+	valid := eventstore.Record{StreamID: "bike-b1", Version: 1, Event: eventstore.Event{
+		ID: "e-1", Type: "BikeRegistered", Data: json.RawMessage(`{"bikeId":"b1"}`),
+		RecordedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	}}
+	if _, err := dynamo.DecodeRecord(dynamo.EncodeRecord(valid)); err != nil {
+		t.Fatalf("the valid item is refused: %v", err)
+	}
+	for name, mutate := range map[string]func(*eventstore.Record){
+		"an empty stream id":    func(r *eventstore.Record) { r.StreamID = "" },
+		"an empty event id":     func(r *eventstore.Record) { r.ID = "" },
+		"an empty type":         func(r *eventstore.Record) { r.Type = "" },
+		"empty data":            func(r *eventstore.Record) { r.Data = json.RawMessage(``) },
+		"data that is not JSON": func(r *eventstore.Record) { r.Data = json.RawMessage(`{"bikeId":`) },
+	} {
+		r := valid
+		mutate(&r)
+		got, err := dynamo.DecodeRecord(dynamo.EncodeRecord(r))
+		if !errors.Is(err, eventstore.ErrCorruptRecord) {
+			t.Errorf("%s: DecodeRecord = %+v, %v; want an error matching ErrCorruptRecord", name, got, err)
 		}
 	}
 }
