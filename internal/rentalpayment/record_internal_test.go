@@ -3,6 +3,7 @@ package rentalpayment
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/bikerental/bikerental/internal/command"
@@ -49,5 +50,41 @@ func TestAppendModeIsGuardedByTheVersionRead(t *testing.T) {
 	}
 	if recs, _ := store.Read(ctx, StreamID(rentalID), 0); len(recs) != 1 {
 		t.Fatalf("the process stream holds %d events, want 1", len(recs))
+	}
+}
+
+// TestCommandModeRecordsWhatIsAlreadyRecordedOnce shows the command mechanism's guard,
+// which is Decide's: a delivery whose snapshot went stale because another one recorded
+// meanwhile records through HandleRecording, which decides again from the stream and
+// appends nothing, for the start and for the end.
+func TestCommandModeRecordsWhatIsAlreadyRecordedOnce(t *testing.T) {
+	store := eventstore.NewMemory()
+	p, _ := New(Config{Store: store, Commands: command.New(store), Mode: RecordByCommand, Price: Price{Amount: 1, Currency: "EUR"}})
+	ctx := context.Background()
+	const rentalID = "b1_AAAAAAAAAAAAAAAAAAAAAA"
+	start := RecordPaymentRequested{RentalPaymentRequested{RentalID: rentalID, BikeID: "b1", Renter: "alice", Amount: 1, Currency: "EUR"}}
+	end := RecordProcessCompleted{RentalPaymentProcessCompleted{RentalID: rentalID, Outcome: CompletedApproved}}
+	for _, cmd := range []any{start, end} {
+		stale, err := p.load(ctx, rentalID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.HandleRecording(ctx, rentalID, cmd, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.recorder.record(ctx, rentalID, stale, cmd, command.Meta{}); err != nil {
+			t.Fatalf("%T from a stale snapshot: err = %v, want it to succeed and append nothing", cmd, err)
+		}
+	}
+	recs, err := store.Read(ctx, StreamID(rentalID), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Type)
+	}
+	if want := []string{TypeRequested, TypeCompleted}; !slices.Equal(got, want) {
+		t.Errorf("the process stream holds %v, want %v", got, want)
 	}
 }
