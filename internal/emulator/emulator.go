@@ -17,14 +17,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/bikerental/bikerental/internal/childproc"
 )
 
 // MotoVersion is the version of moto the project is built and tested against.
@@ -41,11 +41,9 @@ type Server struct {
 	// Endpoint is the URL clients use, e.g. "http://127.0.0.1:41234".
 	Endpoint string
 
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	exitErr error // how the process ended, once exited is closed
+	proc    *childproc.Process
 	proxy   *http.Server
-	logFile *os.File
+	logPath string
 	stop    sync.Once
 }
 
@@ -119,16 +117,13 @@ func start(ctx context.Context, bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
+	logFile.Close()
+	proc, err := childproc.Start("moto_server", exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port)), logFile.Name())
+	if err != nil {
 		os.Remove(logFile.Name())
-		return nil, fmt.Errorf("emulator: start %s: %w", bin, err)
+		return nil, fmt.Errorf("emulator: %w", err)
 	}
-	s := &Server{cmd: cmd, exited: make(chan struct{}), logFile: logFile}
-	go func() { s.exitErr = cmd.Wait(); close(s.exited) }()
+	s := &Server{proc: proc, logPath: logFile.Name()}
 
 	backend := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	if err := s.waitReady(ctx, backend.String()); err != nil {
@@ -166,10 +161,10 @@ func (s *Server) waitReady(ctx context.Context, backend string) error {
 			}
 		}
 		select {
-		case <-s.exited:
-			return fmt.Errorf("emulator: moto_server exited during start-up: %s", s.logTail())
+		case <-s.proc.Exited():
+			return fmt.Errorf("emulator: moto_server exited during start-up: %s", s.proc.LogTail())
 		case <-ctx.Done():
-			return fmt.Errorf("emulator: moto_server did not answer at %s: %w: %s", backend, ctx.Err(), s.logTail())
+			return fmt.Errorf("emulator: moto_server did not answer at %s: %w: %s", backend, ctx.Err(), s.proc.LogTail())
 		case <-tick.C:
 		}
 	}
@@ -202,33 +197,11 @@ func (s *Server) serveProxy(backend *url.URL) error {
 }
 
 // Exited is closed when the moto server's process has ended.
-func (s *Server) Exited() <-chan struct{} { return s.exited }
+func (s *Server) Exited() <-chan struct{} { return s.proc.Exited() }
 
 // ExitReason says how the moto server's process ended, with the last lines of its
 // log; call it once Exited is closed.
-func (s *Server) ExitReason() string {
-	how := "exited"
-	if s.exitErr != nil {
-		how = s.exitErr.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(s.logTail()), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
-	}
-	return fmt.Sprintf("moto_server %s; the end of its log:\n%s", how, strings.Join(lines, "\n"))
-}
-
-func (s *Server) logTail() string {
-	const max = 4000
-	b, err := os.ReadFile(s.logFile.Name())
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
-}
+func (s *Server) ExitReason() string { return s.proc.ExitReason() }
 
 // Stop stops the proxy and the moto server and removes its log. It is safe to call
 // more than once.
@@ -237,17 +210,8 @@ func (s *Server) Stop() error {
 		if s.proxy != nil {
 			s.proxy.Close()
 		}
-		if s.cmd.Process != nil {
-			s.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-s.exited:
-			case <-time.After(5 * time.Second):
-				s.cmd.Process.Kill()
-				<-s.exited
-			}
-		}
-		s.logFile.Close()
-		os.Remove(s.logFile.Name())
+		s.proc.Stop()
+		os.Remove(s.logPath)
 	})
 	return nil
 }

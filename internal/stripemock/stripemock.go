@@ -38,12 +38,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/childproc"
 	"github.com/bikerental/bikerental/internal/emulator"
 )
 
@@ -77,12 +76,10 @@ type Server struct {
 	// (for instance a release binary built without module information).
 	Version string
 
-	dir     string // private directory holding the socket and the log
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	exitErr error // how the process ended, once exited is closed
-	proxy   *http.Server
-	stop    sync.Once
+	dir   string // private directory holding the socket and the log
+	proc  *childproc.Process
+	proxy *http.Server
+	stop  sync.Once
 }
 
 // Find returns the path of the stripe-mock executable: $STRIPE_MOCK if set, else
@@ -129,25 +126,17 @@ func StartServer(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "stripe-mock.log"))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("stripemock: %w", err)
-	}
-	defer logFile.Close() // the child has its own descriptor
 	socket := filepath.Join(dir, "http.sock")
 
 	// -http-unix alone: HTTP on the socket, and HTTPS off (see the package doc).
 	cmd := exec.Command(bin, "-http-unix", socket)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = dir
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	proc, err := childproc.Start("stripe-mock", cmd, filepath.Join(dir, "stripe-mock.log"))
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("stripemock: start %s: %w", bin, err)
+		return nil, fmt.Errorf("stripemock: %w", err)
 	}
-	s := &Server{Path: bin, Version: version, dir: dir, cmd: cmd, exited: make(chan struct{})}
-	go func() { s.exitErr = cmd.Wait(); close(s.exited) }()
+	s := &Server{Path: bin, Version: version, dir: dir, proc: proc}
 
 	transport := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -209,10 +198,10 @@ func (s *Server) waitReady(ctx context.Context, transport http.RoundTripper) err
 			return fmt.Errorf("stripemock: %s answered %s without a Stripe-Mock-Version header: not stripe-mock?", s.Path, resp.Status)
 		}
 		select {
-		case <-s.exited:
+		case <-s.proc.Exited():
 			return fmt.Errorf("stripemock: %s exited during start-up: %s", s.Path, s.ExitReason())
 		case <-ctx.Done():
-			return fmt.Errorf("stripemock: %s did not answer within %v: %w: %s", s.Path, StartTimeout, ctx.Err(), s.logTail())
+			return fmt.Errorf("stripemock: %s did not answer within %v: %w: %s", s.Path, StartTimeout, ctx.Err(), s.proc.LogTail())
 		case <-tick.C:
 		}
 	}
@@ -241,33 +230,11 @@ func (s *Server) serveProxy(transport http.RoundTripper) error {
 }
 
 // Exited is closed when the stripe-mock process has ended.
-func (s *Server) Exited() <-chan struct{} { return s.exited }
+func (s *Server) Exited() <-chan struct{} { return s.proc.Exited() }
 
 // ExitReason says how the stripe-mock process ended, with the last lines of its log;
 // call it once Exited is closed.
-func (s *Server) ExitReason() string {
-	how := "exited"
-	if s.exitErr != nil {
-		how = s.exitErr.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(s.logTail()), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
-	}
-	return fmt.Sprintf("stripe-mock %s; the end of its log:\n%s", how, strings.Join(lines, "\n"))
-}
-
-func (s *Server) logTail() string {
-	const max = 4000
-	b, err := os.ReadFile(filepath.Join(s.dir, "stripe-mock.log"))
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
-}
+func (s *Server) ExitReason() string { return s.proc.ExitReason() }
 
 // Stop stops the proxy and stripe-mock, and removes the socket and the log. It is
 // safe to call more than once.
@@ -276,15 +243,7 @@ func (s *Server) Stop() error {
 		if s.proxy != nil {
 			s.proxy.Close()
 		}
-		if s.cmd.Process != nil {
-			s.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-s.exited:
-			case <-time.After(5 * time.Second):
-				s.cmd.Process.Kill()
-				<-s.exited
-			}
-		}
+		s.proc.Stop()
 		os.RemoveAll(s.dir)
 	})
 	return nil

@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bikerental/bikerental/internal/childproc"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -81,12 +84,12 @@ func TestServerListensOnNoTCPPort(t *testing.T) {
 	}
 	s := Start(t)
 	inodes := map[string]bool{}
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.cmd.Process.Pid))
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.proc.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, fd := range fds {
-		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", s.cmd.Process.Pid, fd.Name()))
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", s.proc.Pid(), fd.Name()))
 		if err == nil && strings.HasPrefix(link, "socket:[") {
 			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
 		}
@@ -95,7 +98,7 @@ func TestServerListensOnNoTCPPort(t *testing.T) {
 		t.Fatal("stripe-mock holds no socket: the check would prove nothing")
 	}
 	for _, table := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", s.cmd.Process.Pid, table))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", s.proc.Pid(), table))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,10 +205,21 @@ func TestStartServerReportsAnExecutableThatIsNotStripeMock(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
-	running := &Server{Path: "/x/stripe-mock", Version: Version, exited: make(chan struct{})}
-	other := &Server{Path: "/x/stripe-mock", Version: "v0.100.0", exited: make(chan struct{})}
-	gone := &Server{Path: "/x/stripe-mock", Version: Version, exited: make(chan struct{}), dir: t.TempDir()}
-	close(gone.exited)
+	// Real child processes stand in for stripe-mock: one that keeps running, one that
+	// has already exited.
+	process := func(args ...string) *childproc.Process {
+		p, err := childproc.Start(args[0], exec.Command(args[0], args[1:]...), filepath.Join(t.TempDir(), "log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Stop)
+		return p
+	}
+	sleeping := process("sleep", "60")
+	running := &Server{Path: "/x/stripe-mock", Version: Version, proc: sleeping}
+	other := &Server{Path: "/x/stripe-mock", Version: "v0.100.0", proc: sleeping}
+	gone := &Server{Path: "/x/stripe-mock", Version: Version, proc: process("true"), dir: t.TempDir()}
+	<-gone.proc.Exited()
 	notFound := fmt.Errorf("wrapped: %w", ErrNotInstalled)
 	for _, c := range []struct {
 		name      string

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package emulator
+package childproc
 
 import "syscall"
 

@@ -1,9 +1,0 @@
-package emulator
-
-import "syscall"
-
-// sysProcAttr makes moto die with the process that started it, so that a test binary
-// killed by a timeout leaves no server behind.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-}
