@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -289,33 +288,11 @@ func TestConcurrentRequestsByOneRenter(t *testing.T) {
 			for b := range bikes {
 				h.expect(http.MethodPut, fmt.Sprintf("/bikes/r%d-b%d", round, b), "", nil, http.StatusCreated)
 			}
-			statuses := make(chan int, bikes)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for b := range bikes {
-				wg.Go(func() {
-					req := events.APIGatewayV2HTTPRequest{
-						RawPath: "/rentals",
-						Headers: map[string]string{"content-type": "application/json"},
-						Body:    fmt.Sprintf(`{"bikeId":"r%d-b%d"}`, round, b),
-						RequestContext: events.APIGatewayV2HTTPRequestContext{
-							Authorizer: claims(renterName, false),
-							RequestID:  fmt.Sprintf("race-%d-%d", round, b),
-							HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/rentals"},
-						},
-					}
-					<-start
-					resp, _ := h.api.Handle(context.Background(), req)
-					statuses <- resp.StatusCode
-				})
+			reqs := make([]events.APIGatewayV2HTTPRequest, bikes)
+			for b := range reqs {
+				reqs[b] = rentalRequest(renterName, fmt.Sprintf("r%d-b%d", round, b), fmt.Sprintf("race-%d-%d", round, b))
 			}
-			close(start)
-			wg.Wait()
-			close(statuses)
-			count := map[int]int{}
-			for s := range statuses {
-				count[s]++
-			}
+			count := h.allAtOnce(reqs)
 			if count[http.StatusAccepted] != 1 || count[http.StatusConflict] != bikes-1 {
 				t.Fatalf("round %d: statuses %v, want one 202 and %d 409", round, count, bikes-1)
 			}

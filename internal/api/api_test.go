@@ -553,35 +553,11 @@ func TestConcurrentRequestsForOneBike(t *testing.T) {
 		h := newHarness(t, store, nil)
 		h.expect(http.MethodPut, "/bikes/b1", "", nil, http.StatusCreated)
 		const renters = 20
-		statuses := make(chan int, renters)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range renters {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				req := events.APIGatewayV2HTTPRequest{
-					RawPath: "/rentals",
-					Headers: map[string]string{"content-type": "application/json"},
-					Body:    `{"bikeId":"b1"}`,
-					RequestContext: events.APIGatewayV2HTTPRequestContext{
-						Authorizer: claims(fmt.Sprintf("renter-%d", i), false),
-						RequestID:  fmt.Sprintf("concurrent-%d", i),
-						HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/rentals"},
-					},
-				}
-				<-start
-				resp, _ := h.api.Handle(context.Background(), req)
-				statuses <- resp.StatusCode
-			}()
+		reqs := make([]events.APIGatewayV2HTTPRequest, renters)
+		for i := range reqs {
+			reqs[i] = rentalRequest(fmt.Sprintf("renter-%d", i), "b1", fmt.Sprintf("concurrent-%d", i))
 		}
-		close(start)
-		wg.Wait()
-		close(statuses)
-		count := map[int]int{}
-		for s := range statuses {
-			count[s]++
-		}
+		count := h.allAtOnce(reqs)
 		if count[http.StatusAccepted] != 1 || count[http.StatusConflict] != renters-1 {
 			t.Fatalf("statuses %v, want one 202 and %d 409", count, renters-1)
 		}
@@ -589,6 +565,43 @@ func TestConcurrentRequestsForOneBike(t *testing.T) {
 			t.Errorf("bike stream holds %d events, want 2", n)
 		}
 	})
+}
+
+// rentalRequest is POST /rentals of bike by renter, as API Gateway passes it.
+func rentalRequest(renter, bike, requestID string) events.APIGatewayV2HTTPRequest {
+	return events.APIGatewayV2HTTPRequest{
+		RawPath: "/rentals",
+		Headers: map[string]string{"content-type": "application/json"},
+		Body:    fmt.Sprintf(`{"bikeId":%q}`, bike),
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			Authorizer: claims(renter, false),
+			RequestID:  requestID,
+			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST", Path: "/rentals"},
+		},
+	}
+}
+
+// allAtOnce sends reqs concurrently, released together, and counts the answers'
+// statuses.
+func (h *harness) allAtOnce(reqs []events.APIGatewayV2HTTPRequest) map[int]int {
+	statuses := make(chan int, len(reqs))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, req := range reqs {
+		wg.Go(func() {
+			<-start
+			resp, _ := h.api.Handle(context.Background(), req)
+			statuses <- resp.StatusCode
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	return count
 }
 
 // failing is a store whose appends always fail with err.
