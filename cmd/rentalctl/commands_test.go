@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
+	"github.com/bikerental/bikerental/internal/repair"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
@@ -382,9 +384,10 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 	// Now: the ghost has no process, the other is cancelled.
 	r = must(t, e, "sweep")
 	lines = strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "swept as of ") ||
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "swept as of ") ||
 		lines[1] != "found 2 overdue payments: 1 cancelled, 0 declined, 1 nothing to do, 0 failed" ||
-		!strings.HasPrefix(lines[2], "read 2 index items; the oldest payment was overdue by 1h45m") {
+		!strings.HasPrefix(lines[2], "read 2 index items; the oldest payment was overdue by 1h45m") ||
+		!strings.HasPrefix(lines[3], "found 0 stuck rentals (open since before ") {
 		t.Errorf("sweep:\n%s", r.stdout)
 	}
 	// No process runs here to release the bike: the rental is ending, not ended.
@@ -436,19 +439,20 @@ func TestRebuildPrintsProgressAndJSON(t *testing.T) {
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	r := must(t, e, "rebuild", "--json")
 	res := decode[rebuildResult](t, r)
-	if res.Streams != 5 || res.Records != 8 || res.EventsTable != w.EventsTable || res.PendingTable != w.PendingTable {
+	// 5 payment streams, 5 bikes' and 5 processes'.
+	if res.Streams != 15 || res.Records != 29 || res.EventsTable != w.EventsTable || res.PendingTable != w.PendingTable {
 		t.Errorf("rebuild --json: %+v", res)
 	}
 	progress := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
 	if len(progress) != 3 || !strings.HasPrefix(progress[0], "warning: no sweep schedule") ||
-		!strings.HasPrefix(progress[1], "rebuilding "+w.PendingTable+" from ") || !strings.HasPrefix(progress[2], "5 payment streams replayed (") {
+		!strings.HasPrefix(progress[1], "rebuilding "+w.PendingTable+" from ") || !strings.HasPrefix(progress[2], "15 streams replayed (") {
 		t.Errorf("stderr:\n%s\nwant the warning, a start line and a final progress line", r.stderr)
 	}
 	if got := w.Pending(w.Projection(2)); len(got) != len(outstanding) {
 		t.Errorf("pending %q, want %q", got, outstanding)
 	}
 	report := decode[audit.Report](t, must(t, e, "audit", "--quiet", "--json"))
-	if !report.OK() || report.PendingRows != 5 {
+	if !report.OK() || report.PendingRows != 10 {
 		t.Errorf("audit after the rebuild: %+v", report)
 	}
 }
@@ -576,6 +580,16 @@ func TestChangingTheShardCount(t *testing.T) {
 			if err := project(); err != nil {
 				t.Errorf("the projector with the table's new count: %v", err)
 			}
+			// The open processes moved too: the sweep's stuck query finds every one.
+			open, _, err := w.Projection(leg.to).OpenBefore(ctx, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range outstanding {
+				if !slices.ContainsFunc(open, func(o deadline.Open) bool { return o.RentalID == id }) {
+					t.Errorf("rental %s's open process is not under %s shards: %+v", id, to, open)
+				}
+			}
 			sum := decode[deadline.Summary](t, must(t, e, "sweep", "--json", "-shards", to, "-timeout", "1ms"))
 			if sum.Found != 8 || sum.Cancelled != 8 {
 				t.Errorf("the sweep under %s shards: %+v, want all 8 outstanding payments found and cancelled", to, sum)
@@ -620,11 +634,11 @@ func TestRepairMendsAStuckRental(t *testing.T) {
 	}
 	events := len(w.Read(rentalpayment.StreamID(rentalID)))
 	dry := decode[repairList](t, must(t, e, "repair", "--stuck", "--dry-run", "--json"))
-	if len(dry.Rentals) != 1 || dry.Rentals[0].RentalID != rentalID || len(dry.Rentals[0].Deliveries) != 4 || len(w.Read(rentalpayment.StreamID(rentalID))) != events {
+	if len(dry.Rentals) != 1 || dry.Rentals[0].RentalID != rentalID || len(dry.Rentals[0].Deliveries) != 5 || dry.Rentals[0].Case != repair.CaseStartMissing || len(w.Read(rentalpayment.StreamID(rentalID))) != events {
 		t.Fatalf("repair --stuck --dry-run: %+v", dry)
 	}
 	out := must(t, e, "repair", "--stuck")
-	if !strings.Contains(out.stdout, rentalID+": awaiting-payment -> approved, repaired 4 records") || !strings.HasSuffix(out.stdout, "1 stuck rentals\n") {
+	if !strings.Contains(out.stdout, rentalID+" (start-missing): awaiting-payment -> approved, repaired 6 records") || !strings.HasSuffix(out.stdout, "1 stuck rentals\n") {
 		t.Errorf("repair --stuck:\n%s", out.stdout)
 	}
 	must(t, e, "audit", "--quiet")

@@ -29,14 +29,18 @@ const (
 const rebuildUsage = `Usage: rentalctl rebuild [flags]
        rentalctl rebuild-pending [flags]
 
-Replays every payment stream of the Events table into the PendingPayments table.
-It creates nothing: both tables must exist. Rows already there are kept or brought
+Replays every stream the PendingPayments table is built from into it: the payment
+streams (the outstanding payments) and the bike and rental-payment process streams
+(the open processes, by which the sweep notices a stuck rental), listed in one scan
+of the Events table. Run it once after upgrading to a version that keeps open
+processes, so that rentals already in flight have theirs. It creates nothing: both tables must exist. Rows already there are kept or brought
 up to date, never duplicated, so it is safe to run over a live projection and to run
 again after an interruption. Keep the projector running meanwhile: it projects what
 is appended during the rebuild.
 
-A rebuilt row carries the time its payment was prepared, so old payments look
-overdue until their settling events are replayed: the sweep's EventBridge Scheduler
+A rebuilt row carries the time its payment was prepared (or its bike requested),
+so old payments look overdue, and old rentals stuck, until their settling events
+are replayed: the sweep's EventBridge Scheduler
 schedule (or its EventBridge rule, for stacks deployed with SweepTrigger=rule) is
 disabled while the rebuild runs and enabled again when it ends, fails or is
 interrupted (one that was already disabled stays disabled).
@@ -202,11 +206,11 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 	}
 
 	start := time.Now()
-	fmt.Fprintf(c.stderr, "rebuilding %s from the payment streams of %s\n", pendingTable, eventsTable)
+	fmt.Fprintf(c.stderr, "rebuilding %s from the payment, bike and process streams of %s\n", pendingTable, eventsTable)
 	reported := -1
 	progress := func(done int) {
 		reported = done
-		fmt.Fprintf(c.stderr, "%d payment streams replayed (%s)\n", done, seconds(time.Since(start)))
+		fmt.Fprintf(c.stderr, "%d streams replayed (%s)\n", done, seconds(time.Since(start)))
 	}
 	res, err := rebuild.PendingPayments(ctx, store, projector, func(done int) {
 		if done%progressEvery == 0 {
@@ -227,7 +231,7 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 		return c.printJSON(rebuildResult{EventsTable: eventsTable, PendingTable: pendingTable,
 			Streams: res.Streams, Records: res.Records, DurationMs: elapsed.Milliseconds()})
 	}
-	fmt.Fprintf(c.stdout, "rebuilt %s from %s: %d payment streams, %d records in %s\n",
+	fmt.Fprintf(c.stdout, "rebuilt %s from %s: %d streams, %d records in %s\n",
 		pendingTable, eventsTable, res.Streams, res.Records, elapsed.Round(time.Millisecond))
 	return nil
 }

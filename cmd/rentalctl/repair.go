@@ -20,8 +20,8 @@ const repairUsage = `Usage: rentalctl repair [flags] RENTAL_ID
        rentalctl repair [flags] --stuck
 
 Brings a rental's process and the PendingPayments table to where the rental's
-events say they should be: it reads the rental's records from its bike's and its
-payment's streams and delivers them again, in the order they were recorded, to
+events say they should be: it reads the rental's records from its bike's, its
+payment's and its process's streams and delivers them again, in the order they were recorded, to
 the handlers the stream consumers run (the rental-payment process, the
 projector), each the records its filter lets through. For records that left the
 stream (DynamoDB Streams keeps them 24 hours) or ended in a dead-letter queue,
@@ -36,6 +36,11 @@ payment missing from PendingPayments); that runs an audit first, a scan of both
 tables, with the checks that need a quiet service: a rental still in flight may be
 repaired too, which does what its consumers were about to do. --dry-run lists the
 deliveries and changes nothing.
+
+Each rental's case is printed with it (docs/decisions/0007-stuck-rentals.md). The
+sweep repairs most cases on its own; a rental whose payment was never prepared
+(not-started) it leaves to an operator, because repairing it prepares the payment
+now, long after the renter asked: decide, then run this command.
 
 Needs what the process and the projector need (dynamodb:Query and PutItem on the
 Events table, UpdateItem on PendingPayments, the payment provider's secret), and
@@ -137,7 +142,7 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 			if dryRun {
 				verb = "would deliver"
 			}
-			fmt.Fprintf(c.stdout, "%s: %s -> %s, %s %d records: %s\n", id, res.Before, res.After, verb, len(res.Deliveries), strings.Join(what, ", "))
+			fmt.Fprintf(c.stdout, "%s (%s): %s -> %s, %s %d records: %s\n", id, res.Case, res.Before, res.After, verb, len(res.Deliveries), strings.Join(what, ", "))
 		}
 	}
 	if asJSON {

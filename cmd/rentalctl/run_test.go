@@ -33,6 +33,7 @@ import (
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rebuild"
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
+	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/schema"
 )
 
@@ -166,7 +167,7 @@ func TestRebuildPendingPausesTheScheduleRebuildsAndResumes(t *testing.T) {
 	if got := w.Pending(w.Projection(2)); !slices.Equal(got, outstanding) {
 		t.Errorf("pending %q, want the outstanding %q", got, outstanding)
 	}
-	if want := "5 payment streams, 8 records"; !strings.Contains(stdout.String(), want) {
+	if want := "15 streams, 29 records"; !strings.Contains(stdout.String(), want) {
 		t.Errorf("stdout %q does not report %q", stdout.String(), want)
 	}
 }
@@ -326,16 +327,20 @@ func TestAuditOfAQuietCleanWorldSucceeds(t *testing.T) {
 	if err := run(context.Background(), []string{"audit", "--quiet"}, e.get, &stdout, &stderr); err != nil {
 		t.Fatalf("audit: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	want := "20 streams, 34 records, 5 rentals, 5 payments, 5 pending rows" // 5 bikes, payments, processes and renters
+	want := "20 streams, 34 records, 5 rentals, 5 payments, 10 pending rows" // 5 bikes, payments, processes and renters; a row per payment and per process
 	if out := stdout.String(); strings.Count(out, "\n") != 1 || !strings.Contains(out, want) || !strings.Contains(out, "no violations (quiet checks included)") {
 		t.Errorf("stdout %q, want one summary line with %q and no violations", out, want)
 	}
 }
 
 func TestAuditReportsViolationsAndFails(t *testing.T) {
-	w, outstanding := world(t) // PendingPayments never projected: both outstanding payments lack a row
+	w, outstanding := world(t) // PendingPayments never projected: both outstanding payments lack a row, and their processes
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	var missing []string
+	for _, id := range outstanding {
+		bike, _ := rental.BikeIDOf(id)
+		missing = append(missing, "open-missing bike-"+bike+": ")
+	}
 	for _, id := range outstanding {
 		missing = append(missing, "pending-missing payment-rp_"+id+": ")
 	}
@@ -346,7 +351,7 @@ func TestAuditReportsViolationsAndFails(t *testing.T) {
 		t.Fatalf("audit = %v, want violations found\nstderr:\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], missing[0]) || !strings.HasPrefix(lines[1], missing[1]) || !strings.Contains(lines[2], ": 2 violations") {
+	if len(lines) != 5 || !strings.Contains(lines[4], ": 4 violations") || !slices.EqualFunc(lines[:4], missing, strings.HasPrefix) {
 		t.Errorf("stdout:\n%s\nwant a line for each of %q and a summary", stdout.String(), missing)
 	}
 
@@ -361,8 +366,8 @@ func TestAuditReportsViolationsAndFails(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
 		t.Fatalf("stdout is not a JSON report: %v\n%s", err, stdout.String())
 	}
-	if report.OK() || len(report.Violations) != 2 || report.Violations[0].Invariant != audit.PendingMissing || report.Streams != 20 {
-		t.Errorf("JSON report %+v, want the 2 pending-missing violations", report)
+	if report.OK() || len(report.Violations) != 4 || report.Violations[0].Invariant != audit.OpenMissing || report.Violations[2].Invariant != audit.PendingMissing || report.Streams != 20 {
+		t.Errorf("JSON report %+v, want the 2 open-missing and 2 pending-missing violations", report)
 	}
 
 	// Not quiet, payments this young may still be on their way to the projection.

@@ -19,13 +19,18 @@ the outcomes. Every command it sends is safe to send twice, so it may run while 
 scheduled sweep runs. A payment leaves the PendingPayments table when its
 cancellation reaches the projector, not when the sweep ends.
 
+Then, as the function does, it finds the stuck rentals (a process still open more
+than PAYMENT_TIMEOUT plus STUCK_GRACE after the bike was requested) through the same
+index and repairs those that need no operator, as rentalctl repair does; with
+STUCK_REPAIR=off, or -stuck-repair off, it only counts them.
+
 --at sweeps as of an earlier time (RFC 3339, such as 2026-11-29T10:00:00Z); a time
 in the future is refused, since it would give up on payments before their deadline.
 --dry-run only lists the payments such a sweep would send CancelRentalPayment for,
 and sends nothing.
 
-Exits 1 if a query failed or any cancellation failed (the next sweep tries those
-again). Needs dynamodb:Query on the PendingPayments index and, unless --dry-run,
+Exits 1 if a query failed, any cancellation failed (the next sweep tries those
+again) or a stuck rental was left unrepaired. Needs dynamodb:Query on the PendingPayments index and, unless --dry-run,
 what cancel needs on the Events table.
 `
 
@@ -45,7 +50,8 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	var (
 		eventsTable, pendingTable, at string
 		shards, concurrency, limit    int
-		timeout                       time.Duration
+		timeout, grace                time.Duration
+		stuckRepair                   string
 		dryRun, asJSON                bool
 	)
 	f := newFlags("sweep", sweepUsage, c.getenv)
@@ -54,6 +60,8 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	f.intEnv(&shards, "shards", envShards, deadline.DefaultShards, "the index write shards of the PendingPayments table")
 	f.durationEnv(&timeout, "timeout", envTimeout, deadline.DefaultTimeout, "how long a payment may stay outstanding")
 	f.intEnv(&concurrency, "concurrency", envConcurrency, deadline.DefaultConcurrency, "how many cancellations to send at once")
+	f.durationEnv(&grace, "stuck-grace", wiring.EnvStuckGrace, deadline.DefaultGrace, "how long past the timeout a rental's process may stay open before it is stuck")
+	f.stringEnv(&stuckRepair, "stuck-repair", wiring.EnvStuckRepair, "auto (repair the stuck rentals that need no operator) or off (count them) (default auto)")
 	f.fs.StringVar(&at, "at", "", "sweep as of this time, RFC 3339, not in the future (default now)")
 	f.fs.BoolVar(&dryRun, "dry-run", false, "only list the payments the sweep would cancel")
 	f.limit(&limit, "payments with --dry-run")
@@ -107,6 +115,13 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return configError("sweep", err)
 	}
+	repairs, err := wiring.StuckRepairs(s, cfg, f.lookup)
+	if err != nil {
+		return configError("sweep", err)
+	}
+	if repairs != nil {
+		sweeper.Repairer = repairs
+	}
 	sum, sweepErr := sweeper.Sweep(ctx, now)
 	if asJSON {
 		if err := c.printJSON(sum); err != nil {
@@ -122,6 +137,8 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 			fmt.Fprintf(c.stdout, "; the oldest payment was overdue by %s", seconds(sum.OldestOverdue))
 		}
 		fmt.Fprintln(c.stdout)
+		fmt.Fprintf(c.stdout, "found %s (open since before %s): %d repaired, %d left for an operator\n",
+			count(sum.Stuck, "stuck rental"), timestamp(sum.StuckCutoff), sum.StuckRepaired, sum.StuckLeft)
 		if sum.Incomplete {
 			fmt.Fprintln(c.stdout, "stopped early for its deadline: the next sweep does the rest")
 		}
@@ -131,6 +148,8 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("sweep: %w", sweepErr)
 	case sum.Failed > 0:
 		return fmt.Errorf("sweep: %s failed (logged above); the next sweep tries again", count(sum.Failed, "cancellation"))
+	case sum.StuckLeft > 0:
+		return fmt.Errorf("sweep: %s not repaired (logged above, with their cases): see rentalctl repair -h", count(sum.StuckLeft, "stuck rental"))
 	}
 	return nil
 }

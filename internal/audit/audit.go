@@ -112,6 +112,13 @@ const (
 	// (RefundRequested, PaymentRefunded) nor a refund owed (RefundOwed); when not
 	// quiet, only once the late success is older than the grace period.
 	MoneyKept = "money-kept"
+	// OpenMissing: a rental requested on its bike whose process has not completed
+	// and for which PendingPayments holds no open-process row, so the sweep cannot
+	// notice it stuck; when not quiet, only once the request is older than the grace.
+	OpenMissing = "open-missing"
+	// OpenStale: an open-process row for a rental whose process completed; when not
+	// quiet, only once the completion is older than the grace.
+	OpenStale = "open-stale"
 )
 
 // Violation is one broken invariant.
@@ -124,7 +131,7 @@ type Violation struct {
 	Detail string `json:"detail"`
 	// Rental is the rental a stuck process belongs to, set for the violations that
 	// `rentalctl repair` mends (process-not-started, process-not-completed,
-	// bike-not-told, pending-missing).
+	// bike-not-told, pending-missing, open-missing, open-stale).
 	Rental string `json:"rental,omitempty"`
 }
 
@@ -138,7 +145,7 @@ func (v Violation) String() string {
 }
 
 // Repairable lists the invariants a repair of the rental mends.
-var Repairable = []string{ProcessNotStarted, ProcessNotCompleted, BikeNotTold, PendingMissing}
+var Repairable = []string{ProcessNotStarted, ProcessNotCompleted, BikeNotTold, PendingMissing, OpenMissing, OpenStale}
 
 // stuck records the rental of the last violation when the repair mends it.
 func (a *auditor) stuck(rentalID string) {
@@ -220,7 +227,7 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &auditor{opts: opts, rentals: make(map[string]*rentalSummary), rows: make(map[string]PendingRow)}
+	a := &auditor{opts: opts, rentals: make(map[string]*rentalSummary), rows: make(map[string]PendingRow), open: make(map[string]PendingRow)}
 
 	pendingStart := opts.Now()
 	err := pending.PendingRows(ctx, func(row PendingRow) error {
@@ -228,9 +235,14 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 			return nil // the table's own bookkeeping (its shard count, a rebuild's lock), not a payment
 		}
 		a.pendingRows++
-		if row.Outstanding {
-			a.rows[row.Reference] = row
+		if !row.Outstanding {
+			return nil
 		}
+		if id, ok := strings.CutPrefix(row.Reference, rentalpayment.StreamID("")); ok {
+			a.open[id] = row // a rental's open process
+			return nil
+		}
+		a.rows[row.Reference] = row
 		return nil
 	})
 	if err != nil {
@@ -254,6 +266,7 @@ type auditor struct {
 	pendingRows int
 	rentals     map[string]*rentalSummary
 	rows        map[string]PendingRow // outstanding rows by reference
+	open        map[string]PendingRow // open-process rows by rental id
 	violations  []Violation
 }
 
@@ -262,12 +275,14 @@ type rentalSummary struct {
 	// From the bike's stream.
 	bikeStream    string
 	bikeRequested bool
+	requestedAt   time.Time
 	bikeOutcome   rental.Outcome
 
 	// From the process's stream.
 	processStream string
 	started       int
 	completed     int
+	completedAt   time.Time
 	outcome       rentalpayment.Completion
 
 	// From the payment's stream.
@@ -443,8 +458,9 @@ func (v *versionCheck) problems() string {
 // bike replays a bike's stream as rental.Evolve does, without keeping every state.
 func (c *streamCheck) bike() (func(eventstore.Record) error, func()) {
 	type seen struct {
-		requested bool
-		outcome   rental.Outcome
+		requested   bool
+		requestedAt time.Time
+		outcome     rental.Outcome
 	}
 	rentals := make(map[string]*seen)
 	of := func(id string) *seen {
@@ -468,7 +484,7 @@ func (c *streamCheck) bike() (func(eventstore.Record) error, func()) {
 			}
 			active = e.RentalID
 			s := of(e.RentalID)
-			s.requested, s.outcome = true, rental.OutcomeRequested
+			s.requested, s.requestedAt, s.outcome = true, r.RecordedAt, rental.OutcomeRequested
 		case rental.RequestApproved:
 			of(e.RentalID).outcome = rental.OutcomeApproved
 		case rental.RequestRejected:
@@ -490,6 +506,7 @@ func (c *streamCheck) bike() (func(eventstore.Record) error, func()) {
 				r := a.rental(id)
 				r.bikeStream = c.id
 				r.bikeRequested = r.bikeRequested || s.requested
+				r.requestedAt = s.requestedAt
 				r.bikeOutcome = s.outcome
 			}
 		}
@@ -501,6 +518,7 @@ func (c *streamCheck) bike() (func(eventstore.Record) error, func()) {
 func (c *streamCheck) process(rentalID string) (func(eventstore.Record) error, func()) {
 	var started, completed int
 	var outcome rentalpayment.Completion
+	var completedAt time.Time
 	apply := func(r eventstore.Record) error {
 		switch r.Type {
 		case rentalpayment.TypeRequested:
@@ -515,7 +533,7 @@ func (c *streamCheck) process(rentalID string) (func(eventstore.Record) error, f
 				return err
 			}
 			if completed == 0 {
-				outcome = e.Outcome
+				outcome, completedAt = e.Outcome, r.RecordedAt
 			}
 			completed++
 		default:
@@ -533,7 +551,7 @@ func (c *streamCheck) process(rentalID string) (func(eventstore.Record) error, f
 		c.merge = func(a *auditor) {
 			r := a.rental(rentalID)
 			r.processStream = c.id
-			r.started, r.completed, r.outcome = started, completed, outcome
+			r.started, r.completed, r.outcome, r.completedAt = started, completed, outcome, completedAt
 		}
 	}
 	return apply, finish
@@ -645,6 +663,14 @@ func (a *auditor) crossCheck(recent time.Time) {
 
 		if !r.lateSuccessAt.IsZero() && !r.refunded && (quiet || r.lateSuccessAt.Before(recent)) {
 			a.violate(MoneyKept, fmt.Sprintf("the provider took the money of rental %s at %s, after its payment was %s, and no refund or refund owed is recorded", id, r.lateSuccessAt.Format(time.RFC3339), r.settlement), paymentStream)
+		}
+		if _, ok := a.open[id]; !ok && r.bikeRequested && r.completed == 0 && (quiet || r.requestedAt.Before(recent)) {
+			a.violate(OpenMissing, fmt.Sprintf("rental %s was requested at %s and its process has not completed, but PendingPayments has no open-process row for it: the sweep would not notice if it stayed stuck", id, r.requestedAt.Format(time.RFC3339)), bikeStream)
+			a.stuck(id)
+		}
+		if _, ok := a.open[id]; ok && r.completed > 0 && (quiet || r.completedAt.Before(recent)) {
+			a.violate(OpenStale, fmt.Sprintf("PendingPayments holds the process of rental %s as open, but it completed (%s) at %s", id, r.outcome, r.completedAt.Format(time.RFC3339)), processStream)
+			a.stuck(id)
 		}
 		if r.prepared && r.settlements == 0 {
 			if _, ok := a.rows[payment.ReferenceFor(id)]; !ok && (quiet || r.preparedAt.Before(recent)) {

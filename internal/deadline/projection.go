@@ -88,6 +88,15 @@ func (p *Projection) Apply(ctx context.Context, r eventstore.Record) error {
 // settlement, and for every other record. Precise deadlines arm a payment's
 // schedule only when it is outstanding.
 func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstanding bool, err error) {
+	if pc, ok, err := ProcessChangeOf(r); err != nil || ok {
+		switch {
+		case err != nil:
+			return false, err
+		case pc.Completed:
+			return false, p.completed(ctx, pc.RentalID, r)
+		}
+		return false, p.opened(ctx, pc.RentalID, r)
+	}
 	c, ok, err := PaymentChangeOf(r)
 	if err != nil || !ok {
 		return false, err
@@ -212,6 +221,14 @@ type Pending struct {
 // prepared before the cutoff (all of them for a zero cutoff), calling fn for each
 // page. It returns how many items DynamoDB read.
 func (p *Projection) query(ctx context.Context, shard string, before time.Time, limit int32, fn func([]Pending) bool) (int, error) {
+	return queryIndex(ctx, p, shard, before, limit, decodePending, fn)
+}
+
+// queryIndex reads the index partition shard, oldest first, rows stamped before the
+// cutoff (all of them for a zero cutoff), decoding each row with decode and calling
+// fn for each page until it returns false. It returns how many items DynamoDB read.
+func queryIndex[T any](ctx context.Context, p *Projection, shard string, before time.Time, limit int32,
+	decode func(map[string]types.AttributeValue) (T, error), fn func([]T) bool) (int, error) {
 	cond := "#shard = :shard"
 	values := map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: shard}}
 	names := map[string]string{"#shard": schema.PendingDueShard}
@@ -239,9 +256,9 @@ func (p *Projection) query(ctx context.Context, shard string, before time.Time, 
 			return read, fmt.Errorf("deadline: query shard %s: %w", shard, err)
 		}
 		read += int(page.ScannedCount)
-		rows := make([]Pending, 0, len(page.Items))
+		rows := make([]T, 0, len(page.Items))
 		for _, item := range page.Items {
-			row, err := decodePending(item)
+			row, err := decode(item)
 			if err != nil {
 				return read, err
 			}

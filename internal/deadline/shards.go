@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/schema"
 )
 
@@ -81,17 +82,29 @@ func (p *Projection) SetShards(ctx context.Context) error {
 	return nil
 }
 
-// Reshard moves a payment's outstanding row to its shard under the projection's
-// count; a settled payment's marker, or a row already there, is left as it is.
-func (p *Projection) Reshard(ctx context.Context, reference string) error {
-	shard := p.ShardOf(reference)
+// Reshard moves the row a record created to its shard under the projection's
+// count: a payment's outstanding row after its PaymentPrepared, a rental's open
+// process after its BikeRequested. A settled payment's or a completed process's
+// marker, a row already there, and every other record are left as they are.
+func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
+	var key, shard string
+	if c, ok, err := ProcessChangeOf(r); err != nil || ok {
+		if err != nil || c.Completed {
+			return err
+		}
+		key, shard = OpenKey(c.RentalID), p.openShardOf(c.RentalID)
+	} else if c, ok, err := PaymentChangeOf(r); err != nil || !ok || c.Settled != "" {
+		return err
+	} else {
+		key, shard = c.Reference, p.ShardOf(c.Reference)
+	}
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
-		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: reference}},
+		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
 		ConditionExpression:       aws.String("attribute_exists(#shard) AND #shard <> :shard"),
 		UpdateExpression:          aws.String("SET #shard = :shard"),
 		ExpressionAttributeNames:  map[string]string{"#shard": schema.PendingDueShard},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: shard}},
 	})
-	return ignoreFailedCondition(err, reference)
+	return ignoreFailedCondition(err, key)
 }

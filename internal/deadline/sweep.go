@@ -28,7 +28,18 @@ const (
 	// DefaultMargin is how long before its deadline a sweep stops starting work,
 	// leaving the rest to the next run.
 	DefaultMargin = 3 * time.Second
+	// DefaultGrace is how long past the payment timeout a rental's process may stay
+	// open before it counts as stuck: more than a sweep interval and the process's
+	// reaction to the cancellation, with room to spare.
+	DefaultGrace = 10 * time.Minute
 )
+
+// StuckRepairer mends a stuck rental where that is safe; *repair.Repairer is one.
+type StuckRepairer interface {
+	// RepairStuck repairs the rental if its case is one that needs no operator,
+	// says whether it did, and why.
+	RepairStuck(ctx context.Context, rentalID string) (repaired bool, reason string, err error)
+}
 
 // Sweeper finds overdue payments and asks the process to give up on them. It only
 // reads the projection and sends commands: it holds no state and writes nothing, so
@@ -39,7 +50,12 @@ type Sweeper struct {
 	Timeout     time.Duration // how long a payment may stay outstanding
 	Concurrency int           // commands in flight at once
 	Margin      time.Duration // stop this long before ctx's deadline
-	Logger      *slog.Logger
+	// Grace is how long past the timeout a rental's process may stay open before the
+	// sweep reports it stuck (DefaultGrace if zero).
+	Grace time.Duration
+	// Repairer mends the stuck rentals that need no operator; nil only reports them.
+	Repairer StuckRepairer
+	Logger   *slog.Logger
 	// Metrics receives one CloudWatch Embedded Metric Format document per sweep;
 	// nil sends none. Service is the value of the metrics' Service dimension, which
 	// tells deployments apart ("bikerental" if empty).
@@ -63,13 +79,26 @@ type Summary struct {
 	OldestOverdue time.Duration `json:"-"`
 	// Incomplete reports a sweep that stopped early for its deadline.
 	Incomplete bool `json:"incomplete"`
+	// StuckCutoff is the time before which a rental's process that is still open is
+	// stuck; Stuck is how many the sweep found, StuckRepaired how many of them it
+	// repaired, and StuckLeft how many it left for an operator (or failed to repair;
+	// the next sweep tries again).
+	StuckCutoff   time.Time `json:"stuckCutoff"`
+	Stuck         int       `json:"stuck"`
+	StuckRepaired int       `json:"stuckRepaired"`
+	StuckLeft     int       `json:"stuckLeft"`
+	// StuckItemsRead is how many items DynamoDB read to find the stuck rentals
+	// (ItemsRead counts the payments' queries only).
+	StuckItemsRead int `json:"stuckItemsRead"`
 	// RentalID names the one rental a payment's own deadline swept (SweepOne).
 	RentalID string `json:"rentalId,omitempty"`
 }
 
 // Sweep finds every payment prepared before now minus the timeout by querying each
 // shard of the index (never scanning, never filtering in memory) and sends
-// CancelRentalPayment for each, with bounded concurrency. now is an argument so that
+// CancelRentalPayment for each, with bounded concurrency. Then it finds the stuck
+// rentals, whose process has stayed open past the timeout plus the grace, the same
+// way, and gives each to the Repairer. now is an argument so that
 // callers and tests decide it. A failed command is counted and logged, never
 // retried here: the row stays, and the next sweep finds it again. If ctx's deadline
 // comes within the margin, the sweep stops starting work, reports Incomplete, and
@@ -128,6 +157,7 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 	go func() { queries.Wait(); close(rows) }()
 
 	meta := command.Meta{CausationID: "sweep:" + sum.Now.Format(time.RFC3339Nano)}
+	found := map[string]bool{} // the rentals whose payment this sweep found overdue
 	var workers sync.WaitGroup
 	for range concurrency {
 		workers.Add(1)
@@ -136,6 +166,7 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 			for row := range rows {
 				mu.Lock()
 				sum.Found++
+				found[row.RentalID] = true
 				if overdue := sum.Cutoff.Sub(row.PreparedAt); overdue > sum.OldestOverdue {
 					sum.OldestOverdue = overdue
 				}
@@ -162,10 +193,61 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 		}()
 	}
 	workers.Wait()
+	if work.Err() == nil {
+		if err := s.stuck(work, logger, &sum, found); err != nil && work.Err() == nil {
+			queryErrs = append(queryErrs, err)
+		}
+	}
 	sum.Incomplete = work.Err() != nil && ctx.Err() == nil
 	err := errors.Join(queryErrs...)
 	s.report(ctx, logger, sum, err)
 	return sum, err
+}
+
+// stuck finds the rentals whose process has stayed open past the timeout plus the
+// grace, through the index, and repairs those that need no operator, one at a time:
+// there are none on a healthy day. Each is logged with its case. A rental whose
+// payment this very sweep found overdue (found) is not stuck: its cancellation is
+// under way (that happens when sweeps did not run for longer than the grace).
+func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) error {
+	grace := s.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	sum.StuckCutoff = sum.Cutoff.Add(-grace)
+	all, read, err := s.Projection.OpenBefore(ctx, sum.StuckCutoff)
+	sum.StuckItemsRead = read
+	if err != nil {
+		return err
+	}
+	open := slices.DeleteFunc(all, func(o Open) bool { return found[o.RentalID] })
+	sum.Stuck = len(open)
+	for _, o := range open {
+		if ctx.Err() != nil {
+			sum.StuckLeft += sum.Stuck - sum.StuckRepaired - sum.StuckLeft
+			break
+		}
+		attrs := []slog.Attr{slog.String("rentalId", o.RentalID), slog.Time("requestedAt", o.RequestedAt)}
+		if s.Repairer == nil {
+			sum.StuckLeft++
+			logger.LogAttrs(ctx, slog.LevelWarn, "sweep: stuck rental", attrs...)
+			continue
+		}
+		repaired, reason, err := s.Repairer.RepairStuck(ctx, o.RentalID)
+		attrs = append(attrs, slog.String("case", reason))
+		switch {
+		case err != nil:
+			sum.StuckLeft++
+			logger.LogAttrs(ctx, slog.LevelError, "sweep: stuck rental not repaired", append(attrs, slog.String("error", err.Error()))...)
+		case repaired:
+			sum.StuckRepaired++
+			logger.LogAttrs(ctx, slog.LevelWarn, "sweep: stuck rental repaired", attrs...)
+		default:
+			sum.StuckLeft++
+			logger.LogAttrs(ctx, slog.LevelError, "sweep: stuck rental left for an operator", attrs...)
+		}
+	}
+	return nil
 }
 
 type summaryJSON Summary
@@ -205,12 +287,13 @@ func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, 
 		slog.Int("found", sum.Found), slog.Int("cancelled", sum.Cancelled), slog.Int("declined", sum.Declined),
 		slog.Int("nothingToDo", sum.NothingToDo), slog.Int("failed", sum.Failed), slog.Int("itemsRead", sum.ItemsRead),
 		slog.Int64("oldestOverdueMs", sum.OldestOverdue.Milliseconds()), slog.Bool("incomplete", sum.Incomplete),
+		slog.Int("stuck", sum.Stuck), slog.Int("stuckRepaired", sum.StuckRepaired), slog.Int("stuckLeft", sum.StuckLeft),
 	}
 	level := slog.LevelInfo
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
 		level = slog.LevelError
-	} else if sum.Failed > 0 || sum.Incomplete {
+	} else if sum.Failed > 0 || sum.Incomplete || sum.Stuck > 0 {
 		level = slog.LevelWarn
 	}
 	logger.LogAttrs(ctx, level, "sweep", attrs...)
@@ -244,6 +327,9 @@ func EMF(sum Summary, service string) ([]byte, error) {
 		{"Failed", float64(sum.Failed), "Count"},
 		{"ItemsRead", float64(sum.ItemsRead), "Count"},
 		{"OldestOverdue", sum.OldestOverdue.Seconds(), "Seconds"},
+		{"StuckRentals", float64(sum.Stuck), "Count"},
+		{"StuckRepaired", float64(sum.StuckRepaired), "Count"},
+		{"StuckLeft", float64(sum.StuckLeft), "Count"},
 	}
 	doc := map[string]any{"Service": service}
 	var metrics []map[string]string

@@ -182,7 +182,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 	}
 	aws := doc["_aws"].(map[string]any)
 	cw := aws["CloudWatchMetrics"].([]any)[0].(map[string]any)
-	if doc["Cancelled"] != float64(9) || doc["Failed"] != float64(1) || cw["Namespace"] != deadline.MetricsNamespace || len(cw["Metrics"].([]any)) != 7 {
+	if doc["Cancelled"] != float64(9) || doc["Failed"] != float64(1) || cw["Namespace"] != deadline.MetricsNamespace || len(cw["Metrics"].([]any)) != 10 || doc["StuckRentals"] != float64(0) {
 		t.Errorf("EMF document: %s", metrics.String())
 	}
 }

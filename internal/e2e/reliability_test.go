@@ -20,6 +20,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/bikerental/bikerental/internal/audit"
+	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/demo"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/local"
@@ -156,6 +157,25 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	if err := demo.Run(ctx, demo.Config{BaseURL: "http://" + listener.Addr().String(), WebhookSecret: []byte(local.DefaultWebhookSecret),
 		Out: &narration, Wait: 90 * time.Second}); err != nil {
 		t.Fatalf("the story did not hold under unreliable delivery: %v\n%s", err, narration.String())
+	}
+	// The story is over once every rental reads as ended; the projector may still be
+	// a poll behind, closing the last processes' open rows.
+	projection, err := deadline.NewProjection(client, pendingTable, deadline.DefaultShards, deadline.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for wait := time.Now().Add(30 * time.Second); ; {
+		open, _, err := projection.OpenBefore(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(open) == 0 {
+			break
+		}
+		if time.Now().After(wait) {
+			t.Fatalf("processes still open after the story: %+v", open)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	cancel()
 	<-done

@@ -31,8 +31,10 @@ var wakes = map[string][]string{
 	// sends back the money of a late success (and reports a refund owed).
 	Process: {"BikeRequested", "PaymentCancelled", "PaymentConfirmed", "PaymentRejected", "PaymentSucceededAfterCancellation", "RefundOwed"},
 	// The projector keeps the outstanding payments: a payment prepared adds one,
-	// every settlement removes it (and, in precise mode, its one-time schedule).
-	Projector: {"PaymentCancelled", "PaymentConfirmed", "PaymentPrepared", "PaymentRejected"},
+	// every settlement removes it (and, in precise mode, its one-time schedule). It
+	// keeps the open processes too: a request opens one, the process's completion
+	// closes it, so that the sweep notices a process that never ends.
+	Projector: {"BikeRequested", "PaymentCancelled", "PaymentConfirmed", "PaymentPrepared", "PaymentRejected", "RentalPaymentProcessCompleted"},
 }
 
 // Consumers returns the consumers' names, sorted.

@@ -13,7 +13,7 @@ import (
 var decided = map[string]map[string]bool{
 	// rental
 	"BikeRegistered":  {eventfilter.Process: false, eventfilter.Projector: false},
-	"BikeRequested":   {eventfilter.Process: true, eventfilter.Projector: false},
+	"BikeRequested":   {eventfilter.Process: true, eventfilter.Projector: true},
 	"RequestApproved": {eventfilter.Process: false, eventfilter.Projector: false},
 	"RequestRejected": {eventfilter.Process: false, eventfilter.Projector: false},
 	"BikeReturned":    {eventfilter.Process: false, eventfilter.Projector: false},
@@ -28,7 +28,7 @@ var decided = map[string]map[string]bool{
 	"PaymentRefunded":                   {eventfilter.Process: false, eventfilter.Projector: false},
 	// the process's own
 	rentalpayment.TypeRequested: {eventfilter.Process: false, eventfilter.Projector: false},
-	rentalpayment.TypeCompleted: {eventfilter.Process: false, eventfilter.Projector: false},
+	rentalpayment.TypeCompleted: {eventfilter.Process: false, eventfilter.Projector: true},
 	// renters and provider events
 	"RentalRequested":       {eventfilter.Process: false, eventfilter.Projector: false},
 	"ProviderEventReceived": {eventfilter.Process: false, eventfilter.Projector: false},
@@ -66,7 +66,7 @@ func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {
 
 func TestPattern(t *testing.T) {
 	got := eventfilter.Pattern(eventfilter.Projector)
-	want := `{"dynamodb":{"NewImage":{"type":{"S":["PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRejected"]}}}}`
+	want := `{"dynamodb":{"NewImage":{"type":{"S":["BikeRequested","PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRejected","RentalPaymentProcessCompleted"]}}}}`
 	if got != want {
 		t.Errorf("Pattern = %s, want %s", got, want)
 	}

@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalview"
 	"github.com/bikerental/bikerental/internal/repair"
@@ -96,4 +98,104 @@ func TestADeadLetteredRentalIsRepairedFromTheEventStore(t *testing.T) {
 	if err != nil || res.Before != rentalview.StatusRequested || res.After != rentalview.StatusAwaitingPayment {
 		t.Fatalf("repair: %+v, %v; want the process started and the payment prepared", res, err)
 	}
+}
+
+// refusing is a process function that fails every batch holding a record of one
+// event type, and handles the others.
+type refusing struct {
+	local.Invoker
+	eventType string
+}
+
+func (r refusing) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	if bytes.Contains(payload, []byte(`"S":"`+r.eventType+`"`)) {
+		return nil, errors.New("the process refuses " + r.eventType)
+	}
+	return r.Invoker.Invoke(ctx, payload)
+}
+
+// TestADeadLetteredRentalIsFoundAndRepairedByTheSweep runs the local stack with a
+// process that refuses every PaymentConfirmed until the record is given up on: the
+// rental is paid but stuck awaiting payment, its bike held. Nobody runs the auditor
+// or rentalctl: the sweep finds the rental through the index once its process has
+// been open for the timeout plus the grace, and repairs it (its payment settled, so
+// the repair only finishes what the confirmation decided), while the process
+// function is still refusing.
+func TestADeadLetteredRentalIsFoundAndRepairedByTheSweep(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := emulatortest.Config(t)
+	events, pending := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
+	env := map[string]string{wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
+		wiring.EnvPaymentTimeout: "3s", wiring.EnvStuckGrace: "1s"}
+	getenv := func(k string) string { return env[k] }
+	if err := local.CreateTables(ctx, cfg, events, pending); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	fns, err := local.InProcessFunctions(ctx, cfg, getenv, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns.Process = refusing{Invoker: fns.Process, eventType: "PaymentConfirmed"}
+	stack := &local.Stack{AWS: cfg, EventsTable: events, PendingTable: pending, SweepInterval: 500 * time.Millisecond,
+		Functions: fns, Logger: logger, MaxRetryAttempts: 1}
+	l, err := local.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- stack.Run(ctx, l) }()
+	defer func() { cancel(); <-done }()
+
+	store := dynamo.New(emulatortest.DynamoDB(t), events)
+	commands := command.New(store)
+	rentalID := rental.NewRentalID("paid", "AAAAAAAAAAAAAAAAAAAAAA")
+	for _, c := range []rental.Command{rental.RegisterBike{BikeID: "paid"}, rental.RequestBike{BikeID: "paid", Renter: "renter-paid", RentalID: rentalID}} {
+		if _, err := commands.Bike(ctx, c, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func() rentalview.Status {
+		v, err := rentalview.Load(ctx, store, rentalID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Status
+	}
+	waitFor := func(what string, within time.Duration, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s (the rental is %s)", what, status())
+			}
+			time.Sleep(50 * time.Millisecond) // polling the tables, with a deadline
+		}
+	}
+	waitFor("the payment to be prepared", 10*time.Second, func() bool { return status() == rentalview.StatusAwaitingPayment })
+	if _, err := commands.Payment(ctx, payment.ConfirmPayment{Reference: payment.ReferenceFor(rentalID)}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the confirmation to be given up on", 10*time.Second, func() bool { return len(stack.DeadLetters()) > 0 })
+	if dl := stack.DeadLetters()[0]; dl.Function != "process" {
+		t.Fatalf("dead letter %+v, want the process's", dl)
+	}
+	if s := status(); s != rentalview.StatusAwaitingPayment {
+		t.Fatalf("after the dead letter the rental is %s, want it stuck awaiting payment", s)
+	}
+
+	waitFor("the sweep to repair the rental", 30*time.Second, func() bool { return status() == rentalview.StatusApproved })
+	bike, _, err := commands.LoadBike(ctx, "paid")
+	if err != nil || bike.Status != rental.StatusRented || bike.RentalID != rentalID {
+		t.Errorf("the bike after the repair: %+v, %v; want it rented to %s", bike, err, rentalID)
+	}
+	projection, err := wiring.PendingReader(cfg, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the process's open row to close", 10*time.Second, func() bool {
+		open, _, err := projection.OpenBefore(ctx, time.Now())
+		return err == nil && len(open) == 0
+	})
 }

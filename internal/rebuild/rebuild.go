@@ -7,11 +7,14 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -50,12 +53,20 @@ type Result struct {
 	Records int
 }
 
-// paymentStreams starts the id of every payment stream, and of nothing else.
-var paymentStreams = payment.StreamID("")
+// projected starts the ids of the streams PendingPayments is built from: the
+// payments' (their outstanding rows), and the bikes' and the processes' (the open
+// processes: a request opens one, the process's completion closes it).
+var projected = []string{payment.StreamID(""), rental.StreamID(""), rentalpayment.StreamID("")}
 
-// PendingPayments replays every payment stream of events into projection, the
-// PendingPayments table: it lists the streams, reads each one and applies its
-// records in version order, Concurrency streams at a time. It creates no table and
+// Projected reports whether a stream is one PendingPayments is built from.
+func Projected(streamID string) bool {
+	return slices.ContainsFunc(projected, func(prefix string) bool { return strings.HasPrefix(streamID, prefix) })
+}
+
+// PendingPayments replays every stream PendingPayments is built from (every
+// payment's, bike's and rental-payment process's) into projection: it lists the
+// streams in one pass, reads each one and applies its records in version order,
+// Concurrency streams at a time. It creates no table and
 // deletes no row; because Apply is idempotent and guarded by event versions, running
 // it again, after an interrupted run or over a projection the projector is writing
 // at the same time, is safe and ends in the same rows. The listing is a snapshot of
@@ -73,9 +84,12 @@ func PendingPayments(ctx context.Context, events Source, projection Projector, p
 		mu  sync.Mutex // guards res, and serializes progress
 		res Result
 	)
-	listErr := events.StreamIDs(gctx, paymentStreams, ScanSegments, func(id string) error {
+	listErr := events.StreamIDs(gctx, "", ScanSegments, func(id string) error {
 		if gctx.Err() != nil {
 			return context.Cause(gctx)
+		}
+		if !Projected(id) {
+			return nil
 		}
 		g.Go(func() error { // waits for a free worker
 			n, err := replay(gctx, events, projection, id)
@@ -100,7 +114,7 @@ func PendingPayments(ctx context.Context, events Source, projection Projector, p
 	case err != nil:
 		return res, err
 	case listErr != nil:
-		return res, fmt.Errorf("rebuild: list payment streams: %w", listErr)
+		return res, fmt.Errorf("rebuild: list streams: %w", listErr)
 	}
 	return res, nil
 }
@@ -120,16 +134,17 @@ func replay(ctx context.Context, events Source, projection Projector, streamID s
 	return len(records), nil
 }
 
-// Resharder is a projection that can move a payment's outstanding row to its shard
-// under its own shard count, as (*deadline.Projection).Reshard does.
+// Resharder is a projection that can move the row a record created (a payment's
+// outstanding row, a rental's open process) to its shard under its own shard
+// count, as (*deadline.Projection).Reshard does.
 type Resharder interface {
 	Projector
-	Reshard(ctx context.Context, reference string) error
+	Reshard(ctx context.Context, r eventstore.Record) error
 }
 
-// Resharding returns a Projector that applies each record as p does and, after a
-// PaymentPrepared, moves the payment's row to its shard under p's count: a rebuild
-// through it leaves every outstanding row where a sweep with p's count finds it.
+// Resharding returns a Projector that applies each record as p does and then
+// moves the row it created to its shard under p's count: a rebuild through it
+// leaves every row in the index where a sweep with p's count finds it.
 func Resharding(p Resharder) Projector { return resharding{p} }
 
 type resharding struct{ Resharder }
@@ -138,8 +153,5 @@ func (r resharding) Apply(ctx context.Context, rec eventstore.Record) error {
 	if err := r.Resharder.Apply(ctx, rec); err != nil {
 		return err
 	}
-	if rec.Type != (payment.PaymentPrepared{}).EventType() {
-		return nil
-	}
-	return r.Reshard(ctx, strings.TrimPrefix(rec.StreamID, paymentStreams))
+	return r.Reshard(ctx, rec)
 }

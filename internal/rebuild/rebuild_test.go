@@ -66,15 +66,26 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 9 payment streams: PaymentPrepared in each, and one settling event in 6.
-	if want := (rebuild.Result{Streams: 9, Records: 15}); res != want {
+	// 9 payment streams: PaymentPrepared in each, and one settling event in 6; 9
+	// bike streams (registered, requested, and approved or rejected in 6); 9
+	// process streams (started, and completed in 6).
+	if want := (rebuild.Result{Streams: 27, Records: 15 + 24 + 15}); res != want {
 		t.Errorf("result %+v, want %+v", res, want)
 	}
-	if want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(progress, want) {
-		t.Errorf("progress %v, want %v", progress, want)
+	if len(progress) != 27 || progress[26] != 27 {
+		t.Errorf("progress %v, want 1 to 27", progress)
 	}
 	if got := w.Pending(projection); !slices.Equal(got, outstanding) {
 		t.Fatalf("pending after rebuild %q, want the outstanding %q", got, outstanding)
+	}
+	if open, _, err := projection.OpenBefore(ctx, time.Now()); err != nil || len(open) != len(outstanding) {
+		t.Fatalf("open processes after rebuild %+v, %v; want the %d outstanding rentals'", open, err, len(outstanding))
+	} else {
+		for _, o := range open {
+			if !slices.Contains(outstanding, o.RentalID) {
+				t.Errorf("rental %s is open after the rebuild; only the outstanding are", o.RentalID)
+			}
+		}
 	}
 
 	// rebuilding again changes nothing,
@@ -151,7 +162,7 @@ func sameRecord(a, b eventstore.Record) bool {
 	return a.StreamID == b.StreamID && a.Version == b.Version && a.ID == b.ID
 }
 
-func TestRebuildReadsOnlyPaymentStreams(t *testing.T) {
+func TestRebuildReadsOnlyTheStreamsItProjects(t *testing.T) {
 	w := rebuildtest.NewWorld(t)
 	w.Rent("bike1", rebuildtest.Confirmed)
 	src := &fakeSource{Source: w.Store}
@@ -159,11 +170,10 @@ func TestRebuildReadsOnlyPaymentStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Streams != 1 {
-		t.Errorf("%d streams, want the one payment stream", res.Streams)
-	}
-	if len(src.read) != 1 || src.read[0] != "payment-rp_bike1_AAAAAAAAAAAAAAAAAAAAAA" {
-		t.Errorf("read %q, want only the payment stream", src.read)
+	slices.Sort(src.read)
+	want := []string{"bike-bike1", "payment-rp_bike1_AAAAAAAAAAAAAAAAAAAAAA", "rentalpayment-bike1_AAAAAAAAAAAAAAAAAAAAAA"}
+	if res.Streams != 3 || !slices.Equal(src.read, want) {
+		t.Errorf("read %d streams, %q; want only the bike's, the payment's and the process's %q", res.Streams, src.read, want)
 	}
 }
 

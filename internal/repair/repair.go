@@ -15,6 +15,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
 )
 
@@ -43,14 +44,54 @@ type Delivery struct {
 // before and after.
 type Result struct {
 	RentalID   string            `json:"rentalId"`
+	Case       Case              `json:"case"`
 	Before     rentalview.Status `json:"before"`
 	After      rentalview.Status `json:"after"`
 	Deliveries []Delivery        `json:"deliveries"`
 }
 
-// Repair reads the rental's bike and payment streams and delivers the rental's
-// records, in the order they were recorded, to each consumer they wake; with
-// dryRun it only says which. A consumer that still refuses a record (a payment
+// Case is where a rental's events leave it, as far as a repair is concerned.
+type Case string
+
+// The cases, from the rental's bike, payment and process streams.
+const (
+	// CaseNoRequest: no bike holds a request for the rental; nothing to repair.
+	CaseNoRequest Case = "no-request"
+	// CaseNotStarted: the bike was requested and nothing else happened: the process
+	// never started and no payment was prepared (BikeRequested never reached it, or
+	// the provider refused until the record was given up on).
+	CaseNotStarted Case = "not-started"
+	// CaseStartMissing: the payment was prepared, and perhaps settled, but the
+	// process never recorded its start.
+	CaseStartMissing Case = "start-missing"
+	// CaseOutstanding: the process started and the payment is still outstanding.
+	CaseOutstanding Case = "payment-outstanding"
+	// CaseSettled: the payment settled and the process has not completed.
+	CaseSettled Case = "settled-not-completed"
+	// CaseCompleted: the process completed; at most a projection missed it.
+	CaseCompleted Case = "completed"
+)
+
+// Automatic reports whether the sweep may repair a stuck rental of this case without
+// an operator, and why (see docs/decisions/0007-stuck-rentals.md). A repair then
+// only finishes what a recorded event already decided, or gives the sweep back a
+// payment it can call off; it never asks the renter for money.
+func (c Case) Automatic() (bool, string) {
+	switch c {
+	case CaseStartMissing, CaseSettled, CaseCompleted:
+		return true, "the payment was prepared; the repair finishes what its events decided"
+	case CaseOutstanding:
+		return true, "the repair gives the payment back to the projection, and the sweep calls it off"
+	case CaseNotStarted:
+		return false, "no payment was ever prepared: repairing would ask the renter for money long after the request; an operator decides (rentalctl repair)"
+	}
+	return false, "no bike holds a request for this rental"
+}
+
+// Repair reads the rental's bike, payment and process streams and delivers the
+// rental's records, in the order they were recorded, to each consumer they wake,
+// then what those deliveries appended (so that the projection learns of the
+// completion the repair caused); with dryRun it only says which. A consumer that still refuses a record (a payment
 // whose provider is down, say) stops the repair with its error; run it again later.
 func (r *Repairer) Repair(ctx context.Context, rentalID string, dryRun bool) (Result, error) {
 	res := Result{RentalID: rentalID, Deliveries: []Delivery{}}
@@ -59,34 +100,34 @@ func (r *Repairer) Repair(ctx context.Context, rentalID string, dryRun bool) (Re
 		return res, err
 	}
 	res.Before, res.After = before.Status, before.Status
-	bikeID, _ := rental.BikeIDOf(rentalID) // Load refused an invalid rental id already
-	var records []eventstore.Record
-	for _, stream := range []string{rental.StreamID(bikeID), payment.StreamID(payment.ReferenceFor(rentalID))} {
-		recs, err := r.Store.Read(ctx, stream, 0)
-		if err != nil {
-			return res, err
-		}
-		for _, rec := range recs {
-			if belongs(rec, rentalID) {
-				records = append(records, rec)
-			}
-		}
+	records, err := r.records(ctx, rentalID)
+	if err != nil {
+		return res, err
 	}
-	sort.SliceStable(records, func(i, j int) bool { return records[i].RecordedAt.Before(records[j].RecordedAt) })
-	consumers := eventfilter.Consumers()
-	for _, rec := range records {
-		for _, c := range consumers {
-			h, ok := r.Consumers[c]
-			if !ok || !eventfilter.Wakes(c, rec.Type) {
+	res.Case = caseOf(records)
+	// What the reactions append (the process's start and completion) is delivered
+	// too, in later rounds, so that a repair needs no live consumer to finish: the
+	// projection learns of the completion it causes. A process appends at most two
+	// events, so three rounds suffice; a fourth would find nothing new.
+	delivered := map[string]bool{}
+	for round := 0; round < maxRounds; round++ {
+		fresh := 0
+		for _, rec := range records {
+			key := fmt.Sprintf("%s/%d", rec.StreamID, rec.Version)
+			if delivered[key] {
 				continue
 			}
-			res.Deliveries = append(res.Deliveries, Delivery{Consumer: c, Stream: rec.StreamID, Version: rec.Version, Type: rec.Type})
-			if dryRun {
-				continue
+			delivered[key] = true
+			fresh++
+			if err := r.deliver(ctx, &res, rec, dryRun); err != nil {
+				return res, err
 			}
-			if err := h(ctx, rec); err != nil {
-				return res, fmt.Errorf("repair %s: %s refused %s version %d (%s): %w", rentalID, c, rec.StreamID, rec.Version, rec.Type, err)
-			}
+		}
+		if fresh == 0 || dryRun {
+			break
+		}
+		if records, err = r.records(ctx, rentalID); err != nil {
+			return res, err
 		}
 	}
 	if !dryRun {
@@ -99,11 +140,102 @@ func (r *Repairer) Repair(ctx context.Context, rentalID string, dryRun bool) (Re
 	return res, nil
 }
 
-// belongs reports whether a record of the rental's bike or payment stream is about
-// the rental: the bike's stream holds every rental of the bike.
+// maxRounds bounds a repair's passes over the rental's records.
+const maxRounds = 4
+
+// records reads the rental's records from its bike's, payment's and process's
+// streams, in the order they were recorded.
+func (r *Repairer) records(ctx context.Context, rentalID string) ([]eventstore.Record, error) {
+	bikeID, _ := rental.BikeIDOf(rentalID) // rentalview.Load refused an invalid rental id already
+	var records []eventstore.Record
+	for _, stream := range []string{rental.StreamID(bikeID), payment.StreamID(payment.ReferenceFor(rentalID)), rentalpayment.StreamID(rentalID)} {
+		recs, err := r.Store.Read(ctx, stream, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			if belongs(rec, rentalID) {
+				records = append(records, rec)
+			}
+		}
+	}
+	sort.SliceStable(records, func(i, j int) bool { return records[i].RecordedAt.Before(records[j].RecordedAt) })
+	return records, nil
+}
+
+// deliver gives one record to each consumer it wakes, or with dryRun only notes it.
+func (r *Repairer) deliver(ctx context.Context, res *Result, rec eventstore.Record, dryRun bool) error {
+	for _, c := range eventfilter.Consumers() {
+		h, ok := r.Consumers[c]
+		if !ok || !eventfilter.Wakes(c, rec.Type) {
+			continue
+		}
+		res.Deliveries = append(res.Deliveries, Delivery{Consumer: c, Stream: rec.StreamID, Version: rec.Version, Type: rec.Type})
+		if dryRun {
+			continue
+		}
+		if err := h(ctx, rec); err != nil {
+			return fmt.Errorf("repair %s: %s refused %s version %d (%s): %w", res.RentalID, c, rec.StreamID, rec.Version, rec.Type, err)
+		}
+	}
+	return nil
+}
+
+// RepairStuck repairs a rental the sweep found stuck if its case is Automatic, and
+// otherwise only reads it: repaired says which, reason why.
+func (r *Repairer) RepairStuck(ctx context.Context, rentalID string) (repaired bool, reason string, err error) {
+	plan, err := r.Repair(ctx, rentalID, true)
+	if err != nil {
+		return false, "", err
+	}
+	auto, why := plan.Case.Automatic()
+	reason = string(plan.Case) + ": " + why
+	if !auto {
+		return false, reason, nil
+	}
+	if _, err := r.Repair(ctx, rentalID, false); err != nil {
+		return false, reason, err
+	}
+	return true, reason, nil
+}
+
+// caseOf reads the case from a rental's records.
+func caseOf(records []eventstore.Record) Case {
+	var requested, prepared, settled, started, completed bool
+	for _, r := range records {
+		switch r.Type {
+		case "BikeRequested":
+			requested = true
+		case "PaymentPrepared":
+			prepared = true
+		case "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
+			settled = true
+		case rentalpayment.TypeRequested:
+			started = true
+		case rentalpayment.TypeCompleted:
+			completed = true
+		}
+	}
+	switch {
+	case completed:
+		return CaseCompleted
+	case !requested:
+		return CaseNoRequest
+	case !started && !prepared:
+		return CaseNotStarted
+	case !started:
+		return CaseStartMissing
+	case settled:
+		return CaseSettled
+	}
+	return CaseOutstanding
+}
+
+// belongs reports whether a record of the rental's bike, payment or process stream
+// is about the rental: the bike's stream holds every rental of the bike.
 func belongs(r eventstore.Record, rentalID string) bool {
 	if e, err := rental.DecodeEvent(r.Type, r.Data); err == nil {
 		return rental.RentalOf(e) == rentalID
 	}
-	return r.StreamID == payment.StreamID(payment.ReferenceFor(rentalID))
+	return r.StreamID == payment.StreamID(payment.ReferenceFor(rentalID)) || r.StreamID == rentalpayment.StreamID(rentalID)
 }

@@ -68,13 +68,13 @@ func TestARepairedRentalEndsAsItsEventsSay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"process BikeRequested", "projector PaymentPrepared", "process PaymentConfirmed", "projector PaymentConfirmed"}
+	want := []string{"process BikeRequested", "projector BikeRequested", "projector PaymentPrepared", "process PaymentConfirmed", "projector PaymentConfirmed"}
 	var got []string
 	for _, d := range plan.Deliveries {
 		got = append(got, d.Consumer+" "+d.Type)
 	}
-	if len(got) != len(want) || count() != before || plan.Before != rentalview.StatusAwaitingPayment {
-		t.Fatalf("dry run: %v (status %s), wrote %d events; want %v and nothing written", got, plan.Before, count()-before, want)
+	if len(got) != len(want) || count() != before || plan.Before != rentalview.StatusAwaitingPayment || plan.Case != repair.CaseStartMissing {
+		t.Fatalf("dry run: %v (status %s, case %s), wrote %d events; want %v and nothing written", got, plan.Before, plan.Case, count()-before, want)
 	}
 	for i := range want {
 		if got[i] != want[i] {
@@ -95,5 +95,56 @@ func TestARepairedRentalEndsAsItsEventsSay(t *testing.T) {
 	}
 	if _, err := r.Repair(ctx, rental.NewRentalID("stuck", "ZZZZZZZZZZZZZZZZZZZZZZ"), false); !errors.Is(err, rentalview.ErrNotFound) {
 		t.Errorf("repairing a rental that never was: %v", err)
+	}
+}
+
+// TestTheSweepRepairsOnlyWhatNeedsNoOperator: a rental whose process never started
+// and whose payment was never prepared is left alone (a repair would ask the renter
+// for money long after the request); one whose payment was prepared and settled is
+// repaired, and then reads completed.
+func TestTheSweepRepairsOnlyWhatNeedsNoOperator(t *testing.T) {
+	ctx := context.Background()
+	w := rebuildtest.NewWorld(t)
+	projection := w.Projection(2)
+	r := &repair.Repairer{Store: w.Store, Consumers: map[string]repair.Handler{
+		eventfilter.Process: w.Process.Handle, eventfilter.Projector: projection.Apply,
+	}}
+
+	notStarted := rental.NewRentalID("alone", "AAAAAAAAAAAAAAAAAAAAAA")
+	for _, c := range []rental.Command{rental.RegisterBike{BikeID: "alone"}, rental.RequestBike{BikeID: "alone", Renter: "renter-alone", RentalID: notStarted}} {
+		if _, err := w.Commands.Bike(ctx, c, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repaired, reason, err := r.RepairStuck(ctx, notStarted)
+	if err != nil || repaired {
+		t.Fatalf("not started: repaired %v (%s), %v; want it left for an operator", repaired, reason, err)
+	}
+	if n := len(w.Read(rentalpayment.StreamID(notStarted))) + len(w.Read(payment.StreamID(payment.ReferenceFor(notStarted)))); n != 0 {
+		t.Errorf("leaving it alone wrote %d events", n)
+	}
+
+	settled := stuck(t, w, "settled")
+	repaired, reason, err = r.RepairStuck(ctx, settled)
+	if err != nil || !repaired {
+		t.Fatalf("settled: repaired %v (%s), %v; want it repaired", repaired, reason, err)
+	}
+	v, err := rentalview.Load(ctx, w.Store, settled)
+	if err != nil || v.Status != rentalview.StatusApproved {
+		t.Errorf("after the repair: %+v, %v; want approved", v, err)
+	}
+	if again, _ := r.Repair(ctx, settled, true); again.Case != repair.CaseCompleted {
+		t.Errorf("case after the repair %s, want %s", again.Case, repair.CaseCompleted)
+	}
+}
+
+func TestEveryCaseSaysWhetherTheSweepRepairsIt(t *testing.T) {
+	for c, want := range map[repair.Case]bool{
+		repair.CaseNoRequest: false, repair.CaseNotStarted: false, repair.CaseStartMissing: true,
+		repair.CaseOutstanding: true, repair.CaseSettled: true, repair.CaseCompleted: true,
+	} {
+		if got, why := c.Automatic(); got != want || why == "" {
+			t.Errorf("%s: automatic %v (%q), want %v with a reason", c, got, why, want)
+		}
 	}
 }

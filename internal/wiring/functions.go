@@ -101,6 +101,13 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err != nil {
 		return nil, err
 	}
+	repairs, err := StuckRepairs(s, cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	if repairs != nil {
+		sweeper.Repairer = repairs
+	}
 	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
 		trigger, err := deadline.ParseTrigger(input)
 		if err != nil {

@@ -18,9 +18,11 @@ import (
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/repair"
 )
 
 // Environment variables the service reads.
@@ -50,6 +52,12 @@ const (
 	EnvPaymentTimeout = "PAYMENT_TIMEOUT"
 	// EnvSweepConcurrency is how many cancellations a sweep sends at once (8).
 	EnvSweepConcurrency = "SWEEP_CONCURRENCY"
+	// EnvStuckGrace is how long past PAYMENT_TIMEOUT a rental's process may stay
+	// open before the sweep reports it stuck (10m).
+	EnvStuckGrace = "STUCK_GRACE"
+	// EnvStuckRepair is "auto" (the default: the sweep repairs the stuck rentals
+	// that need no operator) or "off" (it only reports them).
+	EnvStuckRepair = "STUCK_REPAIR"
 	// EnvMetricsService is the Service dimension of the sweep's metrics, which tells
 	// deployments apart ("bikerental").
 	EnvMetricsService = "METRICS_SERVICE"
@@ -146,7 +154,8 @@ func projection(cfg aws.Config, getenv Getenv, writes bool) (*deadline.Projectio
 }
 
 // Sweeper returns the sweep over projection, sending its commands to process,
-// configured by PAYMENT_TIMEOUT and SWEEP_CONCURRENCY.
+// configured by PAYMENT_TIMEOUT, SWEEP_CONCURRENCY and STUCK_GRACE. It reports
+// stuck rentals and repairs none; set its Repairer (StuckRepairs) for that.
 func Sweeper(projection *deadline.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics io.Writer) (*deadline.Sweeper, error) {
 	timeout, err := durationSetting(getenv, EnvPaymentTimeout, deadline.DefaultTimeout)
 	if err != nil {
@@ -156,8 +165,36 @@ func Sweeper(projection *deadline.Projection, process deadline.Canceller, getenv
 	if err != nil {
 		return nil, err
 	}
+	grace, err := durationSetting(getenv, EnvStuckGrace, deadline.DefaultGrace)
+	if err != nil {
+		return nil, err
+	}
 	return &deadline.Sweeper{Projection: projection, Canceller: process, Timeout: timeout, Concurrency: concurrency,
-		Logger: logger, Metrics: metrics, Service: getenv(EnvMetricsService)}, nil
+		Grace: grace, Logger: logger, Metrics: metrics, Service: getenv(EnvMetricsService)}, nil
+}
+
+// StuckRepairs returns what repairs the stuck rentals a sweep finds, through the
+// same handlers the stream consumers run (the service's process, and the
+// PendingPayments projection as the projector writes it), or nil when STUCK_REPAIR
+// is "off".
+func StuckRepairs(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, error) {
+	switch v := getenv(EnvStuckRepair); v {
+	case "off":
+		return nil, nil
+	case "", "auto":
+	default:
+		return nil, fmt.Errorf("wiring: %s=%q: want auto or off", EnvStuckRepair, v)
+	}
+	projection, err := Projection(cfg, getenv)
+	if err == nil && projection == nil {
+		err = ErrNoPendingTable
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &repair.Repairer{Store: s.Store, Consumers: map[string]repair.Handler{
+		eventfilter.Process: s.Process.Handle, eventfilter.Projector: projection.Apply,
+	}}, nil
 }
 
 func intSetting(getenv Getenv, name string, def int) (int, error) {

@@ -259,9 +259,10 @@ type Measurement struct {
 
 // Floor is what a rental's writes must cost: each event it appends to any stream
 // (the renter's RentalRequested and a webhook's ProviderEventReceived receipt
-// included), written once on its own, and the
-// PendingPayments row created when the payment is prepared and changed once when it
-// settles, with its index entry put and removed. It does not count the premium of
+// included), written once on its own, and the two PendingPayments rows: the
+// payment's, created when it is prepared and changed once when it settles, and the
+// rental's open process, created on the request and changed once on completion,
+// each with its index entry put and removed. It does not count the premium of
 // writing several items in one transaction (see Measurement.TransactionPremium).
 type Floor struct {
 	Events, EventUnits int
@@ -473,23 +474,31 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 	for _, r := range records {
 		f.EventUnits += capacity.WriteUnits(capacity.ItemSize(dynamo.EncodeRecord(r)))
 	}
-	out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: ref}},
-	})
+	// The payment's row and the rental's open-process row: each created with its
+	// index entry and changed once, out of the index.
+	rentalID, err := payment.RentalIDFor(ref)
 	if err != nil {
-		return f, fmt.Errorf("rentalcost: read the pending row of %s: %w", ref, err)
+		return f, fmt.Errorf("rentalcost: %w", err)
 	}
-	row := out.Item
-	if len(row) == 0 {
-		return f, fmt.Errorf("rentalcost: no pending row for %s", ref)
+	for _, key := range []string{ref, deadline.OpenKey(rentalID)} {
+		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		})
+		if err != nil {
+			return f, fmt.Errorf("rentalcost: read the pending row %s: %w", key, err)
+		}
+		row := out.Item
+		if len(row) == 0 {
+			return f, fmt.Errorf("rentalcost: no pending row %s", key)
+		}
+		f.ProjectionUnits += 2 * capacity.WriteUnits(capacity.ItemSize(row))
+		entry := map[string]types.AttributeValue{
+			schema.PendingReference: row[schema.PendingReference], schema.PendingPreparedAt: row[schema.PendingPreparedAt],
+			schema.PendingDueShard: &types.AttributeValueMemberS{Value: deadline.OpenShardPrefix + "0"},
+		}
+		f.IndexUnits += 2 * capacity.WriteUnits(capacity.ItemSize(entry))
 	}
-	f.ProjectionUnits = 2 * capacity.WriteUnits(capacity.ItemSize(row))
-	entry := map[string]types.AttributeValue{
-		schema.PendingReference: row[schema.PendingReference], schema.PendingPreparedAt: row[schema.PendingPreparedAt],
-		schema.PendingDueShard: &types.AttributeValueMemberS{Value: "0"},
-	}
-	f.IndexUnits = 2 * capacity.WriteUnits(capacity.ItemSize(entry))
 	return f, nil
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/capacity"
 	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
 
 // Prices are on-demand list prices in US dollars per unit, for one region.
@@ -177,6 +178,15 @@ func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 		return float64(n)
 	}
 	records, projected := woken(eventfilter.Process), woken(eventfilter.Projector)
+	// Of the projector's records, those that open and close a rental's process
+	// (stuck rentals, docs/decisions/0007-stuck-rentals.md): the alternative designs
+	// below keep no projection and are compared without them.
+	opening := 0.0
+	for _, e := range m.Events {
+		if e.Type == "BikeRequested" || e.Type == rentalpayment.TypeCompleted {
+			opening++
+		}
+	}
 	u := Usage{
 		WriteUnits:   float64(all.AllWriteUnits()),
 		ReadUnits:    all.ReadUnits,
@@ -203,7 +213,7 @@ func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 			invocations++        // the function it invokes
 		}
 	case OneTimeSchedule:
-		invocations += projected // the projector still takes its records
+		invocations += projected - opening // the projector still takes its payments' records
 		u.WriteUnits -= float64(pending.AllWriteUnits())
 		u.ReadUnits -= pending.ReadUnits
 		dynamoCalls -= byFunction[FunctionProjector].Calls

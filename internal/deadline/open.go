@@ -1,0 +1,192 @@
+package deadline
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/schema"
+)
+
+// Open processes. Besides its outstanding payments, the projection keeps one row per
+// rental whose rental-payment process has not completed: created when the bike is
+// requested (BikeRequested), stamped with that time, and settled when the process
+// records its completion. Its key is the process's stream id, and it is in the same
+// index as the payments, under due shards of their own ("open-0", "open-1", …), so
+// that neither the sweep's payment queries nor the pending list ever read one. A
+// process that stays open past the payment timeout plus a grace period is stuck:
+// the sweep finds it with a query per shard, never a scan (Sweeper.Stuck).
+
+// OpenShardPrefix starts the due shard of every open process's row.
+const OpenShardPrefix = "open-"
+
+// completedMarker is the settled value of an open process's row once it completed.
+const completedMarker = "completed"
+
+// OpenKey returns the PendingPayments key of a rental's open-process row.
+func OpenKey(rentalID string) string { return rentalpayment.StreamID(rentalID) }
+
+// rentalOfOpenKey reverses OpenKey.
+func rentalOfOpenKey(key string) (string, bool) {
+	id, ok := strings.CutPrefix(key, rentalpayment.StreamID(""))
+	return id, ok && ident.Valid(id)
+}
+
+// openShardOf returns the index partition of a rental's open-process row.
+func (p *Projection) openShardOf(rentalID string) string {
+	return OpenShardPrefix + p.ShardOf(rentalID)
+}
+
+// ProcessChange is what a record means for a rental's open process: it opened (the
+// bike was requested) or it completed.
+type ProcessChange struct {
+	RentalID  string
+	Completed bool
+}
+
+// ProcessChangeOf decodes a record that opens or completes a rental's process; ok is
+// false for every other record. A record of one of those types that does not decode,
+// or names no valid rental, is an error wrapping eventstore.ErrCorruptRecord.
+func ProcessChangeOf(r eventstore.Record) (c ProcessChange, ok bool, err error) {
+	var id string
+	switch r.Type {
+	case "BikeRequested":
+		var e rental.BikeRequested
+		err = json.Unmarshal(r.Data, &e)
+		id = e.RentalID
+	case rentalpayment.TypeCompleted:
+		var e rentalpayment.RentalPaymentProcessCompleted
+		err = json.Unmarshal(r.Data, &e)
+		id, c.Completed = e.RentalID, true
+	default:
+		return ProcessChange{}, false, nil
+	}
+	if err == nil && !ident.Valid(id) {
+		err = fmt.Errorf("rental id %q", id)
+	}
+	if err != nil {
+		return ProcessChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	}
+	c.RentalID = id
+	return c, true, nil
+}
+
+// opened creates a rental's open-process row, stamped with the time the bike was
+// requested, unless the rental already has one: the same row, or the marker of a
+// completed process, which a late or replayed BikeRequested never reopens.
+func (p *Projection) opened(ctx context.Context, rentalID string, r eventstore.Record) error {
+	key := OpenKey(rentalID)
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(p.table),
+		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		ConditionExpression: aws.String("attribute_not_exists(#ref)"),
+		UpdateExpression:    aws.String("SET #rental = :rental, #at = :at, #shard = :shard"),
+		ExpressionAttributeNames: map[string]string{
+			"#ref": schema.PendingReference, "#rental": schema.PendingRentalID, "#at": schema.PendingPreparedAt,
+			"#shard": schema.PendingDueShard,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":rental": &types.AttributeValueMemberS{Value: rentalID},
+			":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(r.RecordedAt.UnixMilli(), 10)},
+			":shard":  &types.AttributeValueMemberS{Value: p.openShardOf(rentalID)},
+		},
+	})
+	return ignoreFailedCondition(err, key)
+}
+
+// completed turns a rental's open-process row into a marker that leaves the index
+// and that DynamoDB's TTL deletes later. A process completes once, so the marker is
+// final: it is written whatever the row held, and before the row existed if the
+// completion arrives first.
+func (p *Projection) completed(ctx context.Context, rentalID string, r eventstore.Record) error {
+	key := OpenKey(rentalID)
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(p.table),
+		Key:              map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		UpdateExpression: aws.String("SET #rental = :rental, #settled = :settled, #exp = :exp REMOVE #shard"),
+		ExpressionAttributeNames: map[string]string{
+			"#rental": schema.PendingRentalID, "#settled": schema.PendingSettled, "#exp": schema.PendingExpiresAt,
+			"#shard": schema.PendingDueShard,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":rental":  &types.AttributeValueMemberS{Value: rentalID},
+			":settled": &types.AttributeValueMemberS{Value: completedMarker},
+			":exp":     &types.AttributeValueMemberN{Value: strconv.FormatInt(r.RecordedAt.Add(p.markerTTL).Unix(), 10)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("deadline: project process %s: %w", key, err)
+	}
+	return nil
+}
+
+// Open is one rental whose process has not completed, with the time its bike was
+// requested.
+type Open struct {
+	RentalID    string    `json:"rentalId"`
+	RequestedAt time.Time `json:"requestedAt"`
+}
+
+func decodeOpen(item map[string]types.AttributeValue) (Open, error) {
+	key, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
+	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
+	if !ok1 || !ok2 {
+		return Open{}, fmt.Errorf("deadline: open-process row lacks %s or %s", schema.PendingReference, schema.PendingPreparedAt)
+	}
+	rentalID, ok := rentalOfOpenKey(key.Value)
+	if !ok {
+		return Open{}, fmt.Errorf("deadline: open-process row %q: not a process's key", key.Value)
+	}
+	ms, err := strconv.ParseInt(at.Value, 10, 64)
+	if err != nil {
+		return Open{}, fmt.Errorf("deadline: open-process row %s: %s %q", key.Value, schema.PendingPreparedAt, at.Value)
+	}
+	return Open{RentalID: rentalID, RequestedAt: time.UnixMilli(ms).UTC()}, nil
+}
+
+// queryOpen reads the open-process rows of one shard through the index, oldest
+// first, requested before the cutoff, calling fn for each page. It returns how many
+// items DynamoDB read.
+func (p *Projection) queryOpen(ctx context.Context, shard int, before time.Time, fn func([]Open) bool) (int, error) {
+	return queryIndex(ctx, p, OpenShardPrefix+strconv.Itoa(shard), before, 0, decodeOpen, fn)
+}
+
+// OpenBefore returns every rental whose process has been open since before the
+// cutoff, oldest first: one Query per shard of the index, never a scan. It also
+// returns how many items DynamoDB read.
+func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]Open, int, error) {
+	var all []Open
+	read := 0
+	for s := range p.shards {
+		n, err := p.queryOpen(ctx, s, cutoff, func(page []Open) bool {
+			all = append(all, page...)
+			return true
+		})
+		read += n
+		if err != nil {
+			return nil, read, err
+		}
+	}
+	sortOpen(all)
+	return all, read, nil
+}
+
+func sortOpen(rows []Open) {
+	// Oldest first; rentals requested in the same millisecond by id, for a stable order.
+	slices.SortFunc(rows, func(a, b Open) int {
+		return cmp.Or(a.RequestedAt.Compare(b.RequestedAt), cmp.Compare(a.RentalID, b.RentalID))
+	})
+}
