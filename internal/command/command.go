@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/bikerental/bikerental/internal/bikestream"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
@@ -92,7 +93,49 @@ func (h *Handler) Bike(ctx context.Context, c rental.Command, meta Meta) (Result
 	if req, ok := c.(rental.RequestBike); ok {
 		return h.requestBike(ctx, req, meta)
 	}
-	return run(ctx, h, bikes, rental.StreamID(bikeID), c, meta)
+	history, err := h.bikeHistory(ctx, bikeID, rentalOfCommand(c))
+	if err != nil {
+		return Result[rental.Bike]{}, err
+	}
+	return runFrom(ctx, h, bikes, rental.StreamID(bikeID), history, c, meta)
+}
+
+// bikeHistory returns the records a command about rentalID decides on
+// (bikestream.History: the bike's tail and, when older, the rental's own records),
+// or the whole stream from a store that cannot read backwards.
+func (h *Handler) bikeHistory(ctx context.Context, bikeID, rentalID string) ([]eventstore.Record, error) {
+	if r, ok := h.store.(bikestream.Reader); ok {
+		return bikestream.History(ctx, r, bikeID, rentalID)
+	}
+	return h.store.Read(ctx, rental.StreamID(bikeID), 0)
+}
+
+// loadBike folds bikeHistory.
+func (h *Handler) loadBike(ctx context.Context, bikeID, rentalID string) (rental.Bike, []eventstore.Record, error) {
+	records, err := h.bikeHistory(ctx, bikeID, rentalID)
+	if err != nil {
+		return rental.Bike{}, nil, err
+	}
+	events, err := decodeAll(bikes, records)
+	if err != nil {
+		return rental.Bike{}, nil, err
+	}
+	return rental.Fold(events), records, nil
+}
+
+// rentalOfCommand returns the rental a bike command names, "" for none.
+func rentalOfCommand(c rental.Command) string {
+	switch c := c.(type) {
+	case rental.RequestBike:
+		return c.RentalID
+	case rental.ApproveRequest:
+		return c.RentalID
+	case rental.RejectRequest:
+		return c.RentalID
+	case rental.ReturnBike:
+		return c.RentalID
+	}
+	return ""
 }
 
 // Payment executes a payment command on its payment's stream, with the same
@@ -114,9 +157,11 @@ func (h *Handler) Payment(ctx context.Context, c payment.Command, meta Meta) (Re
 	return run(ctx, h, payments, payment.StreamID(ref), c, meta)
 }
 
-// LoadBike returns a bike's state and its stream's records.
+// LoadBike returns a bike's current state and the records it was read from: the
+// stream's newest (bikestream.Tail), so its Rentals holds only the rentals those
+// mention.
 func (h *Handler) LoadBike(ctx context.Context, bikeID string) (rental.Bike, []eventstore.Record, error) {
-	return load(ctx, h.store, bikes, rental.StreamID(bikeID))
+	return h.loadBike(ctx, bikeID, "")
 }
 
 // LoadPayment returns a payment's state and its stream's records.

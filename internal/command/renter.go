@@ -46,7 +46,7 @@ func (h *Handler) requestBike(ctx context.Context, c rental.RequestBike, meta Me
 	}
 	bikeStream, renterStream := rental.StreamID(c.BikeID), renter.StreamID(c.Renter)
 	for attempt := 1; ; attempt++ {
-		bike, bikeRecords, err := load(ctx, store, bikes, bikeStream)
+		bike, bikeRecords, err := h.loadBike(ctx, c.BikeID, c.RentalID)
 		if err != nil {
 			return Result[rental.Bike]{}, err
 		}
@@ -128,8 +128,8 @@ func (h *Handler) settled(ctx context.Context, candidates []string, current rent
 			continue
 		}
 		bike := current
-		if bikeID != current.ID {
-			if bike, _, err = load(ctx, h.store, bikes, rental.StreamID(bikeID)); err != nil {
+		if _, seen := current.Rentals[id]; bikeID != current.ID || !seen {
+			if bike, _, err = h.loadBike(ctx, bikeID, id); err != nil {
 				return nil, err
 			}
 		}

@@ -108,8 +108,10 @@ type Rental struct {
 
 // Bike is the state of one bike's stream. RentalID and Renter describe the
 // current pending or active rental and are empty while the bike is available.
-// Rentals holds every rental the bike has seen, by rental id; Evolve never
-// mutates a Rentals map it was given, so earlier Bike values stay valid.
+// Rentals holds the rentals the folded events mention, by rental id: every rental
+// the bike has seen after a whole stream, the current one and the one a command
+// names after bikestream.History. Evolve never mutates a Rentals map it was given,
+// so earlier Bike values stay valid.
 type Bike struct {
 	ID         string
 	Registered bool
@@ -276,12 +278,15 @@ func (ApproveRequest) isCommand() {}
 func (RejectRequest) isCommand()  {}
 func (ReturnBike) isCommand()     {}
 
-// Fold applies events in order to the initial state, an unregistered Bike.
+// Fold applies events in order to the initial state, an unregistered Bike. The
+// events may be any suffix of the bike's stream, optionally preceded by earlier
+// records of one rental (bikestream.History): the bike's current state is its
+// newest event's, and Rentals holds the rentals the events mention.
 func Fold(events []Event) Bike {
 	s := Bike{Status: StatusUnregistered}
 	// The Rentals map is Fold's own until it returns, so it is written in place
 	// rather than copied for every event, which would cost time quadratic in the
-	// bike's history.
+	// events' number.
 	for _, e := range events {
 		s = evolve(s, e, true)
 	}
@@ -289,36 +294,56 @@ func Fold(events []Event) Bike {
 }
 
 // Evolve returns the state after event e. It is pure: it never mutates s
-// (Rentals is copied on write), and unknown events return s unchanged. An
-// approval, rejection or return only moves the bike's status when it concerns
-// the bike's current rental.
+// (Rentals is copied on write), and unknown events return s unchanged. An event
+// about the current rental, or about a rental the state has not seen (the folded
+// events began after its request), sets the bike's state from that event alone:
+// only the current rental ever gets an event, so in a stream the newest event says
+// it all, and a command can decide on the stream's tail. An approval, rejection or
+// return of a rental already seen that is not the current one is stale and leaves
+// the bike's status alone.
 func Evolve(s Bike, e Event) Bike { return evolve(s, e, false) }
 
 // evolve is Evolve, writing s.Rentals in place when the caller owns it.
 func evolve(s Bike, e Event, owned bool) Bike {
+	stale := func(id string) bool {
+		_, seen := s.Rentals[id]
+		return seen && s.RentalID != id
+	}
 	switch e := e.(type) {
 	case BikeRegistered:
 		if !s.Registered {
 			s.ID, s.Registered, s.Status = e.BikeID, true, StatusAvailable
 		}
 	case BikeRequested:
+		s = markRegistered(s, e.BikeID)
 		s.Status, s.RentalID, s.Renter = StatusRequested, e.RentalID, e.Renter
 		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeRequested})
 	case RequestApproved:
+		s = markRegistered(s, e.BikeID)
+		if !stale(e.RentalID) {
+			s.Status, s.RentalID, s.Renter = StatusRented, e.RentalID, e.Renter
+		}
 		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeApproved})
-		if s.RentalID == e.RentalID {
-			s.Status = StatusRented
-		}
 	case RequestRejected:
+		s = markRegistered(s, e.BikeID)
+		if !stale(e.RentalID) {
+			s.Status, s.RentalID, s.Renter = StatusAvailable, "", ""
+		}
 		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeRejected})
-		if s.RentalID == e.RentalID {
-			s.Status, s.RentalID, s.Renter = StatusAvailable, "", ""
-		}
 	case BikeReturned:
-		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeReturned})
-		if s.RentalID == e.RentalID {
+		s = markRegistered(s, e.BikeID)
+		if !stale(e.RentalID) {
 			s.Status, s.RentalID, s.Renter = StatusAvailable, "", ""
 		}
+		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeReturned})
+	}
+	return s
+}
+
+// markRegistered marks s registered: a bike has events about rentals only once it is.
+func markRegistered(s Bike, bikeID string) Bike {
+	if !s.Registered {
+		s.ID, s.Registered = bikeID, true
 	}
 	return s
 }

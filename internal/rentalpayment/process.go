@@ -310,6 +310,7 @@ func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e re
 	}
 	return p.recorder.record(ctx, e.RentalID, snap, RecordPaymentRequested{RentalPaymentRequested{
 		RentalID: e.RentalID, BikeID: e.BikeID, Renter: e.Renter, Amount: prepare.Amount, Currency: prepare.Currency,
+		BikeVersion: r.Version,
 	}}, meta)
 }
 

@@ -8,14 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/bikerental/bikerental/internal/bikestream"
 )
 
 // StreamID returns the id of the process's stream for a rental.
-func StreamID(rentalID string) string { return "rentalpayment-" + rentalID }
+func StreamID(rentalID string) string { return bikestream.ProcessStreamID(rentalID) }
 
 // The types of the process's own events, as stored.
 const (
-	TypeRequested = "RentalPaymentRequested"
+	TypeRequested = bikestream.ProcessStarted
 	TypeCompleted = "RentalPaymentProcessCompleted"
 )
 
@@ -27,6 +29,10 @@ type RentalPaymentRequested struct {
 	Renter   string `json:"renter"`
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
+	// BikeVersion is the version of the BikeRequested the process started from,
+	// where bikestream finds the rental's records on its bike; absent from processes
+	// that started before it was recorded.
+	BikeVersion int64 `json:"bikeVersion,omitempty"`
 }
 
 // RentalPaymentProcessCompleted records the process's end: it is written only after

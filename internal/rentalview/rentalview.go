@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/bikestream"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -92,13 +93,16 @@ func Load(ctx context.Context, store eventstore.Store, rentalID string) (View, e
 		return View{}, err
 	}
 	ref := payment.ReferenceFor(rentalID)
-	streams := []string{rental.StreamID(bikeID), payment.StreamID(ref), rentalpayment.StreamID(rentalID)}
-	records := make([][]eventstore.Record, len(streams))
+	// The payment's and the process's streams by key; then, on its bike, only the
+	// rental's own records (bikestream.Rental: the bike's tail, or the versions its
+	// process recorded), never the bike's whole history.
+	streams := []string{payment.StreamID(ref), rentalpayment.StreamID(rentalID)}
+	records := make([][]eventstore.Record, 1+len(streams))
 	errs := make([]error, len(streams))
 	done := make(chan struct{}, len(streams))
 	for i, s := range streams {
 		go func() {
-			records[i], errs[i] = store.Read(ctx, s, 0)
+			records[1+i], errs[i] = store.Read(ctx, s, 0)
 			done <- struct{}{}
 		}()
 	}
@@ -106,6 +110,14 @@ func Load(ctx context.Context, store eventstore.Store, rentalID string) (View, e
 		<-done
 	}
 	if err := errors.Join(errs...); err != nil {
+		return View{}, err
+	}
+	if r, ok := store.(bikestream.Reader); ok {
+		records[0], err = bikestream.Rental(ctx, r, rentalID, records[2])
+	} else {
+		records[0], err = store.Read(ctx, rental.StreamID(bikeID), 0)
+	}
+	if err != nil {
 		return View{}, err
 	}
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/bikerental/bikerental/internal/bikestream"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
@@ -148,15 +149,27 @@ const maxRounds = 4
 func (r *Repairer) records(ctx context.Context, rentalID string) ([]eventstore.Record, error) {
 	bikeID, _ := rental.BikeIDOf(rentalID) // rentalview.Load refused an invalid rental id already
 	var records []eventstore.Record
-	for _, stream := range []string{rental.StreamID(bikeID), payment.StreamID(payment.ReferenceFor(rentalID)), rentalpayment.StreamID(rentalID)} {
+	for _, stream := range []string{payment.StreamID(payment.ReferenceFor(rentalID)), rentalpayment.StreamID(rentalID)} {
 		recs, err := r.Store.Read(ctx, stream, 0)
 		if err != nil {
 			return nil, err
 		}
-		for _, rec := range recs {
-			if belongs(rec, rentalID) {
-				records = append(records, rec)
-			}
+		records = append(records, recs...)
+	}
+	// On the bike, only the rental's own records (bikestream.Rental).
+	var bike []eventstore.Record
+	var err error
+	if br, ok := r.Store.(bikestream.Reader); ok {
+		bike, err = bikestream.Rental(ctx, br, rentalID, nil)
+	} else {
+		bike, err = r.Store.Read(ctx, rental.StreamID(bikeID), 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range bike {
+		if belongs(rec, rentalID) {
+			records = append(records, rec)
 		}
 	}
 	sort.SliceStable(records, func(i, j int) bool { return records[i].RecordedAt.Before(records[j].RecordedAt) })
