@@ -21,7 +21,7 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help demo soak run test lint vet fmt stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-startup build moto rie clean \
+.PHONY: help demo soak run test lint vet fmt stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
@@ -82,6 +82,15 @@ bench-sweep-chart: moto ## bench-sweep at 1,000, 10,000 and 100,000 pending rows
 	set -o pipefail; SWEEP_BENCH_SIZES=1000,10000,100000 $(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 1x -timeout 60m ./internal/deadline/ | tee docs/sweep-scaling.txt.partial
 	mv docs/sweep-scaling.txt.partial docs/sweep-scaling.txt
 	$(GO) run ./cmd/sweepchart -in docs/sweep-scaling.txt -out docs/sweep-scaling.png
+
+# What an approved rental's bike commands and view read at 0 to 10,000 earlier
+# rentals of the same bike, measured on moto (a few minutes: seeding 30,000 events),
+# charted into docs/bike-history.svg. The test output is kept beside the chart.
+BIKE_HISTORY_SIZES ?= 0,10,100,1000,10000
+bench-history: moto ## reads per bike command and rental view by the bike's age, charted into docs/bike-history.svg (minutes)
+	set -o pipefail; BIKE_HISTORY_SIZES=$(BIKE_HISTORY_SIZES) $(GO) test -count=1 -v -timeout 60m -run '^TestBikeCommandsReadTheSameAtAnyAge$$' ./internal/bikestream/ | grep -v '^[0-9]\{4\}/' | tee docs/bike-history.txt.partial
+	mv docs/bike-history.txt.partial docs/bike-history.txt
+	$(GO) run ./cmd/historychart -in docs/bike-history.txt -out docs/bike-history.svg
 
 # Request units per rental path, floor and cost per million rentals, as markdown on
 # stdout (progress on stderr); BENCH_UNITS_FLAGS=-modes=append -history=0 for less.

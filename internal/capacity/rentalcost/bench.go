@@ -329,7 +329,7 @@ func (b *Bench) Run(ctx context.Context, path Path) (Measurement, error) {
 
 // RunAfter runs prior approved rentals on a fresh bike, unmeasured, then one rental
 // along path on the same bike, measured: what a rental costs on a bike with a
-// history, whose stream every bike command reads whole.
+// history: what its bike commands read must not grow with that history.
 func (b *Bench) RunAfter(ctx context.Context, path Path, prior int) (Measurement, error) {
 	b.seq++
 	bikeID := fmt.Sprintf("bike-%s-%03d", path.code(), b.seq%1000)

@@ -261,3 +261,48 @@ func PreciseExtra(timeout float64, rowBytes int, a Assumptions) Usage {
 		ReadUnits:            timeout * capacity.ReadUnits(rowBytes, capacity.Strong),
 	}
 }
+
+// Load is a steady rate of rentals, for the cost of the stream consumers' batching.
+// Lambda polls each shard of a DynamoDB stream 4 times a second (its base rate; the
+// event source mappings set MaximumBatchingWindowInSeconds 0) and invokes a
+// consumer once per poll that finds a record its filter lets through, with every
+// such record since the last poll in one batch (BatchSize 100 is not reached at
+// these rates). So a consumer is invoked at most Shards × PollsPerSecond times a
+// second, however many records it takes, as long as each invocation ends within a
+// poll interval.
+type Load struct {
+	RentalsPerSecond float64
+	// Shards is how many shards the Events table's stream has: one per table
+	// partition, and a partition takes up to 1,000 write units a second.
+	Shards         float64
+	PollsPerSecond float64
+}
+
+// AtHundredPerSecond is the load the batched figures are stated at: 100 rentals a
+// second writing about 2,100 write units a second, so at least three partitions;
+// four stream shards assumed.
+var AtHundredPerSecond = Load{RentalsPerSecond: 100, Shards: 4, PollsPerSecond: 4}
+
+// Batched returns u, the usage of rental m with one invocation per stream record,
+// with the stream consumers' invocations as batching makes them at load: each
+// consumer's records per rental, or its invocations a second shared among the
+// rentals of that second, whichever is fewer. The per-invocation overhead shrinks
+// with them; the DynamoDB calls do not.
+func Batched(u Usage, m Measurement, a Assumptions, load Load) Usage {
+	perRental := load.Shards * load.PollsPerSecond / load.RentalsPerSecond
+	saved := 0.0
+	for _, consumer := range eventfilter.Consumers() {
+		records := 0.0
+		for _, e := range m.Events {
+			if eventfilter.Wakes(consumer, e.Type) {
+				records++
+			}
+		}
+		if records > perRental {
+			saved += records - perRental
+		}
+	}
+	u.Invocations -= saved
+	u.Duration -= time.Duration(saved * float64(a.Overhead))
+	return u
+}

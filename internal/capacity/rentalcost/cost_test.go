@@ -116,3 +116,27 @@ func TestPreciseExtra(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchingAtLoad: at 100 rentals a second on 4 shards polled 4 times a second,
+// each consumer is invoked 0.16 times per rental; the timed-out rental's process
+// records (2) and projector records (4) shrink to that, the API request stays.
+func TestBatchingAtLoad(t *testing.T) {
+	a := rentalcost.Assumed
+	m := timedOut()
+	one := rentalcost.UsageOf(m, rentalcost.Sweep, a)
+	got := rentalcost.Batched(one, m, a, rentalcost.AtHundredPerSecond)
+	if want := 1 + 0.16 + 0.16; math.Abs(got.Invocations-want) > 1e-9 {
+		t.Errorf("batched invocations %g, want %g", got.Invocations, want)
+	}
+	if saved := one.Duration - got.Duration; saved != time.Duration((6-0.32)*float64(a.Overhead)) {
+		t.Errorf("duration saved %s, want the overhead of the invocations saved", saved)
+	}
+	if got.WriteUnits != one.WriteUnits || got.ReadUnits != one.ReadUnits || got.HTTPRequests != one.HTTPRequests {
+		t.Errorf("batching changed the DynamoDB or API usage: %+v, was %+v", got, one)
+	}
+	// A trickle batches nothing: one record per invocation is the most there is.
+	slow := rentalcost.Batched(one, m, a, rentalcost.Load{RentalsPerSecond: 1, Shards: 4, PollsPerSecond: 4})
+	if slow != one {
+		t.Errorf("at one rental a second: %+v, want %+v", slow, one)
+	}
+}

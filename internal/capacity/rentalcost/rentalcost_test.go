@@ -177,6 +177,7 @@ func TestUnitsPerRental(t *testing.T) {
 			}
 			if mode.name == "append" {
 				checkReport(t, runs)
+				checkHistory(ctx, t, bench, runs[0])
 			}
 		})
 	}
@@ -281,5 +282,28 @@ func checkReport(t *testing.T, runs []rentalcost.Measurement) {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("the report lacks %q:\n%s", s, out.String())
 		}
+	}
+}
+
+// checkHistory measures an approved rental on a bike with five approved rentals
+// before it, through the same handlers: it writes exactly what one on a new bike
+// writes, and reads one unit more (the request's check that its rental id was never
+// used, by the stream of the process it would have), not five rentals' worth.
+func checkHistory(ctx context.Context, t *testing.T, bench *rentalcost.Bench, fresh rentalcost.Measurement) {
+	t.Helper()
+	if fresh.Path != rentalcost.Approved {
+		t.Fatalf("the first run is %s, want the approved path", fresh.Path)
+	}
+	later, err := bench.RunAfter(ctx, rentalcost.Approved, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := capacity.Total(fresh.PerRental()), capacity.Total(later.PerRental())
+	if later.BikeStreamBytes < 5*fresh.BikeStreamBytes {
+		t.Errorf("the bike stream was %d bytes at the request, want at least five rentals' worth", later.BikeStreamBytes)
+	}
+	if b.ReadUnits != a.ReadUnits+1 || b.Calls != a.Calls+1 || b.AllWriteUnits() != a.AllWriteUnits() {
+		t.Errorf("after 5 rentals: %d calls, %g read units, %d write units; on a new bike %d, %g, %d: want one call and one read unit more, the same writes",
+			b.Calls, b.ReadUnits, b.AllWriteUnits(), a.Calls, a.ReadUnits, a.AllWriteUnits())
 	}
 }

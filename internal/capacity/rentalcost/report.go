@@ -5,9 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bikerental/bikerental/internal/bikestream"
 	"github.com/bikerental/bikerental/internal/capacity"
-	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/rental"
 )
 
 // ModeRuns are the paths measured with one RECORDING_MODE.
@@ -129,12 +128,18 @@ func (r Report) Markdown(w io.Writer) error {
 	}
 
 	if approved, ok := find(main.Runs, Approved); ok && r.History != nil {
-		p.f("\n#### A bike's history: every bike command reads the bike's whole stream\n\n")
-		p.row("approved rentals before, on the same bike", "bike stream at the request", "read units per rental (approved path)", "source")
+		p.f("\n#### A bike's history: what an approved rental reads does not grow with it\n\n")
+		p.row("approved rentals before, on the same bike", "bike stream at the request", "read units per rental (approved path)", "calls")
 		p.rule(4)
-		for _, row := range historyRows(approved, *r.History, r.HistoryPrior) {
-			p.row(row...)
+		for _, m := range []Measurement{approved, *r.History} {
+			prior := 0
+			if m.RentalID != approved.RentalID {
+				prior = r.HistoryPrior
+			}
+			t := capacity.Total(m.PerRental())
+			p.row(itoa(prior), fmt.Sprintf("%d bytes", m.BikeStreamBytes), units(t.ReadUnits), itoa(t.Calls))
 		}
+		p.f("\nBike commands read the stream's newest %d records and, for an older rental, that rental's records by key (docs/decisions/0008-bounded-bike-reads.md). The request on a bike with more than %d events reads one item more: the stream of the process its rental id would have, to know the id was never used. Longer histories: the table below, from internal/bikestream.\n", bikestream.TailSize, bikestream.TailSize)
 	}
 
 	p.f("\n### Cost per million rentals (%s, prices read %s)\n\n", r.Prices.Region, r.Prices.Read)
@@ -149,6 +154,20 @@ func (r Report) Markdown(w io.Writer) error {
 	if hasTimedOut {
 		month := SweepRun(timedOut, r.Assumptions).Price(r.Prices, r.Assumptions, r.Assumptions.SweepsPerMonth)
 		p.f("\nPlus the sweep's schedule: %s a month whatever the number of rentals.\n", money(month.Total()))
+	}
+
+	load := AtHundredPerSecond
+	p.f("\n#### At %.0f rentals a second, batched\n\n", load.RentalsPerSecond)
+	p.f("The same rentals when the stream consumers' invocations are batched, as Lambda does at load: it polls each stream shard %.0f times a second (its base rate for DynamoDB streams; the mappings set no batching window) and invokes a consumer once per poll that finds a record for it, with all of them. Assumed: %.0f stream shards (one per table partition; %.0f rentals a second write about 2,100 units a second, and a partition takes 1,000), so each consumer is invoked at most %.0f times a second, %.2f times per rental; every invocation ends within a poll interval; the per-invocation overhead shrinks with the invocations, the DynamoDB calls do not.\n\n",
+		load.PollsPerSecond, load.Shards, load.RentalsPerSecond, load.Shards*load.PollsPerSecond, load.Shards*load.PollsPerSecond/load.RentalsPerSecond)
+	p.row("path", "Lambda invocations per rental (one per record)", "batched", "Lambda requests", "Lambda duration", "total", "one per record")
+	p.rule(7)
+	for _, m := range main.Runs {
+		one := UsageOf(m, Sweep, r.Assumptions)
+		batched := Batched(one, m, r.Assumptions, load)
+		c, c1 := batched.Price(r.Prices, r.Assumptions, 1e6), one.Price(r.Prices, r.Assumptions, 1e6)
+		p.row(string(m.Path), fmt.Sprintf("%.2f", one.Invocations), fmt.Sprintf("%.2f", batched.Invocations),
+			money(c.LambdaRequests), money(c.LambdaDuration), money(c.Total()), money(c1.Total()))
 	}
 
 	p.f("\n#### Side by side: the same rentals, per million\n\n")
@@ -209,42 +228,6 @@ func (r Report) Markdown(w io.Writer) error {
 // preciseRowBytes is the size of an outstanding PendingPayments row, about: what the
 // precise mode's GetItem reads.
 const preciseRowBytes = 200
-
-// historyRows predicts, from the sizes approved measured, what an approved rental
-// reads on a bike with k approved rentals before it: its three bike commands (the
-// request, the approval, the return) each read the bike's whole stream, rounded up
-// to 4 KB; everything else it reads stays the same. later, measured after prior
-// rentals, checks the prediction.
-func historyRows(approved, later Measurement, prior int) [][]string {
-	var bikeEvents []int
-	for _, e := range approved.Events {
-		if strings.HasPrefix(e.StreamID, rental.StreamID("")) {
-			bikeEvents = append(bikeEvents, capacity.ItemSize(dynamo.EncodeRecord(e)))
-		}
-	}
-	if len(bikeEvents) != 3 {
-		return nil
-	}
-	perRental := bikeEvents[0] + bikeEvents[1] + bikeEvents[2]
-	measured := capacity.Total(approved.PerRental()).ReadUnits
-	base := measured - capacity.ReadUnits(approved.BikeStreamBytes, capacity.Strong) -
-		capacity.ReadUnits(approved.BikeStreamBytes+bikeEvents[0], capacity.Strong) -
-		capacity.ReadUnits(approved.BikeStreamBytes+bikeEvents[0]+bikeEvents[1], capacity.Strong)
-	predict := func(size int) float64 {
-		return base + capacity.ReadUnits(size, capacity.Strong) + capacity.ReadUnits(size+bikeEvents[0], capacity.Strong) +
-			capacity.ReadUnits(size+bikeEvents[0]+bikeEvents[1], capacity.Strong)
-	}
-	rows := [][]string{{"0", fmt.Sprintf("%d bytes", approved.BikeStreamBytes), units(measured), "measured"}}
-	if prior > 0 {
-		rows = append(rows, []string{itoa(prior), fmt.Sprintf("%d bytes", later.BikeStreamBytes),
-			units(capacity.Total(later.PerRental()).ReadUnits), fmt.Sprintf("measured (predicted: %s)", units(predict(later.BikeStreamBytes)))})
-	}
-	for _, k := range []int{10, 100, 1000} {
-		size := approved.BikeStreamBytes + k*perRental
-		rows = append(rows, []string{itoa(k), fmt.Sprintf("%d bytes", size), units(predict(size)), "predicted from the measured sizes"})
-	}
-	return rows
-}
 
 func deadlineLine(d Design, c Cost) string {
 	switch d {
