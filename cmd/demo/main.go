@@ -23,6 +23,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -37,7 +39,23 @@ import (
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
+// usage is what -h prints.
+const usage = `Usage: %s
+
+Tells the service's story against a local stack it starts (or DEMO_API's). Settings come from the environment; see the package documentation (go doc ./cmd/demo).
+`
+
 func main() {
+	// No flags: -h or --help prints the usage and starts nothing; anything else is
+	// a usage error.
+	fs := flag.NewFlagSet("go run ./cmd/demo", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), usage, fs.Name()) }
+	if err := fs.Parse(os.Args[1:]); errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	} else if err != nil || fs.NArg() > 0 {
+		fs.Usage()
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {

@@ -86,7 +86,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	fs.DurationVar(&cfg.Duration, "duration", 0, "how long to keep starting rentals (0: no limit)")
 	fs.DurationVar(&cfg.Wait, "wait", 30*time.Second, "bound of each wait for an asynchronous step")
 	fs.DurationVar(&cfg.Pause, "pause", 200*time.Millisecond, "about how long a renter waits after a 409 before trying another bike")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0, nil // the usage is printed
+	} else if err != nil {
 		return 2, nil
 	}
 	if fs.NArg() > 0 {

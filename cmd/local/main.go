@@ -17,6 +17,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,7 +29,23 @@ import (
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
+// usage is what -h prints.
+const usage = `Usage: %s
+
+Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, LOG_FORMAT, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
+`
+
 func main() {
+	// No flags: -h or --help prints the usage and starts nothing; anything else is
+	// a usage error.
+	fs := flag.NewFlagSet("go run ./cmd/local", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), usage, fs.Name()) }
+	if err := fs.Parse(os.Args[1:]); errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	} else if err != nil || fs.NArg() > 0 {
+		fs.Usage()
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {

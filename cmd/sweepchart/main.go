@@ -29,7 +29,9 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sweepchart", flag.ContinueOnError)
 	in := fs.String("in", "-", "`file` of BenchmarkSweepItemsRead output; - for standard input")
 	out := fs.String("out", "", "`file` to write the PNG chart to (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return nil // the usage is printed
+	} else if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -47,9 +47,6 @@ type Handler struct {
 // Option configures a Handler.
 type Option func(*Handler)
 
-// WithRetryPolicy sets how concurrency conflicts are retried.
-func WithRetryPolicy(p eventstore.RetryPolicy) Option { return func(h *Handler) { h.policy = p } }
-
 // WithMaxPending sets how many outstanding requests (requested or awaiting payment)
 // one renter may have at once (renter.DefaultMaxPending by default; below 1 keeps it).
 func WithMaxPending(n int) Option {

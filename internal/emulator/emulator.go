@@ -216,23 +216,6 @@ func (s *Server) Stop() error {
 	return nil
 }
 
-// Reset deletes every resource in the emulator, through moto's /moto-api/reset.
-func (s *Server) Reset(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint+"/moto-api/reset", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("emulator: reset: %w", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("emulator: reset: status %s", resp.Status)
-	}
-	return nil
-}
-
 // Config returns the SDK's default configuration (retryer, HTTP client and all) with
 // every client sent to endpoint, with the dummy credentials the emulator accepts.
 func Config(ctx context.Context, endpoint string) (aws.Config, error) {

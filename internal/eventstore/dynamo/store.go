@@ -41,19 +41,9 @@ var (
 	_ eventstore.BackwardReader   = (*Store)(nil)
 )
 
-// Option configures a Store.
-type Option func(*Store)
-
-// WithClock makes the store stamp unstamped events with now() instead of time.Now.
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
-
 // New returns a store on the Events table named table (see schema.Events).
-func New(client API, table string, opts ...Option) *Store {
-	s := &Store{client: client, table: table, now: time.Now}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
+func New(client API, table string) *Store {
+	return &Store{client: client, table: table, now: time.Now}
 }
 
 var condition = aws.String("attribute_not_exists(#v)")
