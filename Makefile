@@ -50,7 +50,7 @@ fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')
 
 bench: moto ## benchmarks of the event store (both implementations) and of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/eventstore/... ./internal/command/ ./internal/stream/ ./internal/api/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/eventstore/... ./internal/command/ ./internal/streambatch/ ./internal/api/
 
 build: ## build every Lambda function into bin/<function>/bootstrap (linux/arm64) and report sizes
 	@for f in $(FUNCTIONS); do \

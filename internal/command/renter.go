@@ -127,8 +127,11 @@ func (h *Handler) settled(ctx context.Context, candidates []string, current rent
 			out = append(out, id) // not a rental id: it holds no bike
 			continue
 		}
+		// On the bike being requested, what its tail says is enough: an outstanding
+		// request is the bike's newest record, so a rental its tail does not mention
+		// has settled. On another bike, that rental's own records say.
 		bike := current
-		if _, seen := current.Rentals[id]; bikeID != current.ID || !seen {
+		if bikeID != current.ID {
 			if bike, _, err = h.loadBike(ctx, bikeID, id); err != nil {
 				return nil, err
 			}

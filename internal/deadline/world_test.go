@@ -19,7 +19,7 @@ import (
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/schema"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/streampoll"
 )
 
@@ -64,11 +64,11 @@ func newWorld(t testing.TB, shards int) *world {
 	}
 	streams := dynamodbstreams.NewFromConfig(emulatortest.Config(t))
 	logger := slog.New(slog.DiscardHandler)
-	for _, h := range []stream.Handler{w.process.Handle, w.projection.Apply} {
+	for _, h := range []streambatch.Handler{w.process.Handle, w.projection.Apply} {
 		w.pollers = append(w.pollers, &streampoll.Poller{
 			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: logger,
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-				return stream.HandleBatch(ctx, ev, h, logger), nil
+				return streambatch.HandleBatch(ctx, ev, h, logger), nil
 			},
 		})
 	}

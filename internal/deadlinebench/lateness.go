@@ -28,7 +28,6 @@ import (
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/stream"
 	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -341,7 +340,7 @@ func newWatcher(ctx context.Context, cfg aws.Config, eventsTable string, logger 
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			for _, rec := range ev.Records {
-				r, err := stream.DecodeImage(rec.Change.NewImage)
+				r, err := dynamo.DecodeImage(rec.Change.NewImage)
 				if err != nil {
 					continue // not an event of a payment this run made
 				}

@@ -329,3 +329,31 @@ func TestRentalIDCarriesItsBike(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldOfATail: a fold that begins after a rental's request, as a command's does
+// on the stream's tail (bikestream.History), takes the bike's state from the first
+// event about a rental it has not seen.
+func TestFoldOfATail(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		given []Event
+		want  Bike
+	}{
+		{"an approval first: rented", []Event{approved1},
+			Bike{ID: bike, Registered: true, Status: StatusRented, RentalID: r1, Renter: alice, Rentals: map[string]Rental{r1: {alice, OutcomeApproved}}}},
+		{"a return, then a request", []Event{returned1, requested2},
+			Bike{ID: bike, Registered: true, Status: StatusRequested, RentalID: r2, Renter: bob,
+				Rentals: map[string]Rental{r1: {alice, OutcomeReturned}, r2: {bob, OutcomeRequested}}}},
+		{"a rejection first: available", []Event{rejected1},
+			Bike{ID: bike, Registered: true, Status: StatusAvailable, Rentals: map[string]Rental{r1: {alice, OutcomeRejected}}}},
+		{"an older rental's records, then the tail's", []Event{requested1, approved1, returned1, approved2},
+			Bike{ID: bike, Registered: true, Status: StatusRented, RentalID: r2, Renter: bob,
+				Rentals: map[string]Rental{r1: {alice, OutcomeReturned}, r2: {bob, OutcomeApproved}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Fold(tc.given); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Fold = %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package rentalpayment_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -618,4 +619,33 @@ func TestTheProcessActsOnExactlyTheTypesItIsWokenFor(t *testing.T) {
 	if n := len(w.store.since(0)); n != 0 {
 		t.Errorf("records the process ignores wrote %d events", n)
 	}
+}
+
+// TestTheProcessRecordsWhereItsRentalIsOnTheBike: the process's start records the
+// version of the BikeRequested it started from, in both recording modes, so that a
+// command or view about the rental later finds its records on the bike by key
+// (bikestream), however many rentals the bike has had since.
+func TestTheProcessRecordsWhereItsRentalIsOnTheBike(t *testing.T) {
+	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+		w := newWorld(t, mode, nil)
+		rentalID := w.requested()
+		w.deliver()
+		var requestedAt int64
+		for _, r := range w.stream(rental.StreamID("b1")) {
+			if r.Type == "BikeRequested" {
+				requestedAt = r.Version
+			}
+		}
+		process := w.stream(rentalpayment.StreamID(rentalID))
+		if len(process) == 0 || process[0].Type != rentalpayment.TypeRequested {
+			t.Fatalf("the process's stream: %v", types(process))
+		}
+		var start rentalpayment.RentalPaymentRequested
+		if err := json.Unmarshal(process[0].Data, &start); err != nil {
+			t.Fatal(err)
+		}
+		if requestedAt == 0 || start.BikeVersion != requestedAt {
+			t.Errorf("the start records bike version %d, want the BikeRequested's %d", start.BikeVersion, requestedAt)
+		}
+	})
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/streampoll"
 )
 
@@ -45,7 +45,7 @@ func TestDrivenByRealStreamRecords(t *testing.T) {
 			Client:    dynamodbstreams.NewFromConfig(emulatortest.Config(t)),
 			StreamARN: aws.ToString(desc.Table.LatestStreamArn),
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-				return stream.HandleBatch(ctx, ev, process.Handle, logger), nil
+				return streambatch.HandleBatch(ctx, ev, process.Handle, logger), nil
 			},
 		}
 		pollUntil := func(what string, cond func() bool) {

@@ -17,7 +17,8 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/streampoll/streampolltest"
 )
@@ -100,7 +101,7 @@ func TestPollerRedeliversFromTheFirstFailure(t *testing.T) {
 		{
 			name: "HandleBatch with a handler failing on version 4",
 			respond: func(call int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-				return stream.HandleBatch(context.Background(), ev, func(_ context.Context, r eventstore.Record) error {
+				return streambatch.HandleBatch(context.Background(), ev, func(_ context.Context, r eventstore.Record) error {
 					if call == 1 && r.Version == 4 {
 						return errors.New("not yet")
 					}
@@ -309,7 +310,7 @@ func TestRun(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, rec := range ev.Records {
-					r, err := stream.DecodeImage(rec.Change.NewImage)
+					r, err := dynamo.DecodeImage(rec.Change.NewImage)
 					if err != nil {
 						t.Error(err)
 					}

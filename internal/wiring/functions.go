@@ -17,7 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streambatch"
 )
 
 // Builder builds one Lambda function's handler from the environment.
@@ -73,7 +73,7 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 		return nil, err
 	}
 	return StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		return stream.HandleBatch(ctx, ev, process.Handle, logger), nil
+		return streambatch.HandleBatch(ctx, ev, process.Handle, logger), nil
 	}), nil
 }
 

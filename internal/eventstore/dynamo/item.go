@@ -40,26 +40,41 @@ func EncodeRecord(r eventstore.Record) map[string]types.AttributeValue {
 
 // DecodeRecord reads an Events table item back into a Record. An item that lacks a
 // required attribute or holds one of the wrong type yields an error matching
-// eventstore.ErrCorruptRecord.
+// eventstore.ErrCorruptRecord. Attributes the table does not define are ignored.
 func DecodeRecord(item map[string]types.AttributeValue) (eventstore.Record, error) {
+	return decode(sdkItem(item))
+}
+
+// attributes is an Events item in either of its two forms: the SDK's, as Query
+// returns it, or a stream record's image, as Lambda delivers it (DecodeImage). One
+// decoder reads both, so that a record means the same whichever way it arrives.
+type attributes interface {
+	// str returns a string attribute; present is false when it is absent, and ok
+	// false when it holds another type, or no value.
+	str(name string) (value string, present, ok bool)
+	// num returns a number attribute, as str does.
+	num(name string) (value string, present, ok bool)
+	// strs returns a list attribute whose every element is a string, as str does.
+	strs(name string) (values []string, present, ok bool)
+}
+
+// decode reads an Events item back into a Record (see DecodeRecord).
+func decode(item attributes) (eventstore.Record, error) {
 	var r eventstore.Record
 	var err error
 	str := func(name string, required bool) string {
-		v, ok := item[name]
-		if !ok {
+		v, present, ok := item.str(name)
+		switch {
+		case !present:
 			if required && err == nil {
 				err = fmt.Errorf("%w: missing %s", eventstore.ErrCorruptRecord, name)
 			}
-			return ""
-		}
-		s, ok := v.(*types.AttributeValueMemberS)
-		if !ok {
+		case !ok:
 			if err == nil {
 				err = fmt.Errorf("%w: %s is not a string", eventstore.ErrCorruptRecord, name)
 			}
-			return ""
 		}
-		return s.Value
+		return v
 	}
 	r.StreamID = str(schema.EventsStreamID, true)
 	r.ID = str(schema.EventsEventID, true)
@@ -81,33 +96,62 @@ func DecodeRecord(item map[string]types.AttributeValue) (eventstore.Record, erro
 	if !json.Valid(r.Data) {
 		return eventstore.Record{}, fmt.Errorf("%w: %s is not JSON", eventstore.ErrCorruptRecord, schema.EventsData)
 	}
-	v, ok := item[schema.EventsVersion].(*types.AttributeValueMemberN)
-	if !ok {
+	v, present, ok := item.num(schema.EventsVersion)
+	if !present || !ok {
 		return eventstore.Record{}, fmt.Errorf("%w: %s missing or not a number", eventstore.ErrCorruptRecord, schema.EventsVersion)
 	}
-	if r.Version, err = strconv.ParseInt(v.Value, 10, 64); err != nil || r.Version < 1 {
-		return eventstore.Record{}, fmt.Errorf("%w: %s %q is not a positive integer", eventstore.ErrCorruptRecord, schema.EventsVersion, v.Value)
+	if r.Version, err = strconv.ParseInt(v, 10, 64); err != nil || r.Version < 1 {
+		return eventstore.Record{}, fmt.Errorf("%w: %s %q is not a positive integer", eventstore.ErrCorruptRecord, schema.EventsVersion, v)
 	}
 	if r.RecordedAt, err = time.Parse(time.RFC3339Nano, recordedAt); err != nil {
 		return eventstore.Record{}, fmt.Errorf("%w: %s: %v", eventstore.ErrCorruptRecord, schema.EventsRecordedAt, err)
 	}
-	if tags, ok := item[schema.EventsTags]; ok {
-		list, ok := tags.(*types.AttributeValueMemberL)
-		if !ok {
-			return eventstore.Record{}, fmt.Errorf("%w: %s is not a list", eventstore.ErrCorruptRecord, schema.EventsTags)
-		}
-		for _, t := range list.Value {
-			s, ok := t.(*types.AttributeValueMemberS)
-			if !ok {
-				return eventstore.Record{}, fmt.Errorf("%w: a tag is not a string", eventstore.ErrCorruptRecord)
-			}
-			if r.Tags == nil {
-				r.Tags = make([]string, 0, len(list.Value))
-			}
-			r.Tags = append(r.Tags, s.Value)
-		}
+	tags, present, ok := item.strs(schema.EventsTags)
+	if present && !ok {
+		return eventstore.Record{}, fmt.Errorf("%w: %s is not a list of strings", eventstore.ErrCorruptRecord, schema.EventsTags)
+	}
+	if len(tags) > 0 {
+		r.Tags = tags
 	}
 	return r, nil
+}
+
+// sdkItem is an item in the SDK's form.
+type sdkItem map[string]types.AttributeValue
+
+func (it sdkItem) str(name string) (string, bool, bool) {
+	v, present := it[name]
+	s, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		return "", present, false
+	}
+	return s.Value, true, true
+}
+
+func (it sdkItem) num(name string) (string, bool, bool) {
+	v, present := it[name]
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return "", present, false
+	}
+	return n.Value, true, true
+}
+
+func (it sdkItem) strs(name string) ([]string, bool, bool) {
+	v, present := it[name]
+	l, ok := v.(*types.AttributeValueMemberL)
+	if !ok {
+		return nil, present, false
+	}
+	out := make([]string, 0, len(l.Value))
+	for _, e := range l.Value {
+		s, ok := e.(*types.AttributeValueMemberS)
+		if !ok {
+			return nil, true, false
+		}
+		out = append(out, s.Value)
+	}
+	return out, true, true
 }
 
 // RecordSize is the size DynamoDB bills and limits for r's item, by its published

@@ -22,7 +22,6 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/stream"
 	"github.com/bikerental/bikerental/internal/streampoll"
 )
 
@@ -128,7 +127,7 @@ func Decoded(tb testing.TB, ev events.DynamoDBEvent) []eventstore.Record {
 	tb.Helper()
 	out := make([]eventstore.Record, len(ev.Records))
 	for i, rec := range ev.Records {
-		r, err := stream.DecodeImage(rec.Change.NewImage)
+		r, err := dynamo.DecodeImage(rec.Change.NewImage)
 		if err != nil {
 			tb.Fatalf("decode record %d (%s): %v", i, rec.Change.SequenceNumber, err)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/onetime"
 	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -113,6 +113,6 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 			checked = true
 		}
 		mu.Unlock()
-		return stream.HandleBatch(ctx, ev, apply, logger), nil
+		return streambatch.HandleBatch(ctx, ev, apply, logger), nil
 	}), nil
 }

@@ -1,4 +1,4 @@
-package stream_test
+package dynamo_test
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/streampoll/streampolltest"
 )
 
 // sample decodes a Lambda DynamoDB stream event from testdata.
-func sample(t *testing.T, name string) events.DynamoDBEvent {
+func imageSample(t *testing.T, name string) events.DynamoDBEvent {
 	t.Helper()
 	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
@@ -59,8 +59,8 @@ func TestDecodeImageReadsWhatTheStoreWrote(t *testing.T) {
 }
 
 func TestDecodeImageOfASample(t *testing.T) {
-	ev := sample(t, "batch.json")
-	got, err := stream.DecodeImage(ev.Records[0].Change.NewImage)
+	ev := imageSample(t, "batch.json")
+	got, err := dynamo.DecodeImage(ev.Records[0].Change.NewImage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +83,44 @@ func TestDecodeImageOfASample(t *testing.T) {
 }
 
 func TestDecodeImageRejectsCorruptImages(t *testing.T) {
-	for _, rec := range sample(t, "corrupt.json").Records {
+	for _, rec := range imageSample(t, "corrupt.json").Records {
 		t.Run(rec.EventID, func(t *testing.T) {
-			r, err := stream.DecodeImage(rec.Change.NewImage)
+			r, err := dynamo.DecodeImage(rec.Change.NewImage)
 			if !errors.Is(err, eventstore.ErrCorruptRecord) {
 				t.Errorf("got %+v, %v; want an error matching ErrCorruptRecord", r, err)
 			}
 		})
+	}
+}
+
+// TestAnAttributeWithoutAValueIsCorruptNotAPanic: an image whose attribute holds
+// nothing (the zero DynamoDBAttributeValue, whose accessors panic) or a NULL, in
+// every attribute the decoder reads, is refused as corrupt.
+func TestAnAttributeWithoutAValueIsCorruptNotAPanic(t *testing.T) {
+	valid := func() map[string]events.DynamoDBAttributeValue {
+		return map[string]events.DynamoDBAttributeValue{
+			"streamId": events.NewStringAttribute("bike-b1"), "version": events.NewNumberAttribute("1"),
+			"eventId": events.NewStringAttribute("e"), "type": events.NewStringAttribute("T"),
+			"data": events.NewStringAttribute("{}"), "recordedAt": events.NewStringAttribute("2026-01-02T03:04:05Z"),
+			"tags":          events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewStringAttribute("a")}),
+			"correlationId": events.NewStringAttribute("c"), "causationId": events.NewStringAttribute("k"),
+		}
+	}
+	if _, err := dynamo.DecodeImage(valid()); err != nil {
+		t.Fatalf("the valid image: %v", err)
+	}
+	for name := range valid() {
+		for what, v := range map[string]events.DynamoDBAttributeValue{"no value": {}, "NULL": events.NewNullAttribute()} {
+			image := valid()
+			image[name] = v
+			if _, err := dynamo.DecodeImage(image); !errors.Is(err, eventstore.ErrCorruptRecord) {
+				t.Errorf("%s %s: %v, want ErrCorruptRecord", name, what, err)
+			}
+		}
+		image := valid()
+		image["tags"] = events.NewListAttribute([]events.DynamoDBAttributeValue{{}})
+		if _, err := dynamo.DecodeImage(image); !errors.Is(err, eventstore.ErrCorruptRecord) {
+			t.Errorf("a tag without a value: %v, want ErrCorruptRecord", err)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package stream_test
+package dynamo_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/stream"
 )
 
 func FuzzDecodeImage(f *testing.F) {
@@ -43,7 +42,7 @@ func FuzzDecodeImage(f *testing.F) {
 		if err := json.Unmarshal(data, &image); err != nil {
 			t.Skip()
 		}
-		rec, err := stream.DecodeImage(image)
+		rec, err := dynamo.DecodeImage(image)
 		if err != nil {
 			if !errors.Is(err, eventstore.ErrCorruptRecord) {
 				t.Fatalf("DecodeImage(%s) = %v, not an ErrCorruptRecord", data, err)

@@ -1,4 +1,4 @@
-package stream_test
+package streambatch_test
 
 import (
 	"testing"

@@ -1,4 +1,10 @@
-package stream
+// Package streambatch runs a Lambda DynamoDB stream batch of the Events table
+// through a handler: each record's new image is decoded back into the event record
+// that was appended (dynamo.DecodeImage, the one decoder of stored records), and
+// failures are reported per record, the way Lambda's event source mapping expects
+// with ReportBatchItemFailures. It does not read the stream itself; package
+// streampoll plays the event source mapping locally.
+package streambatch
 
 import (
 	"context"
@@ -10,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/schema"
 )
 
@@ -29,7 +36,7 @@ const DeadlineMargin = 2 * time.Second
 //
 // Records other than INSERTs are skipped without a log line: the Events table is
 // append-only, so nothing else is an event. Each INSERT's new image is decoded with
-// DecodeImage and passed to h. HandleBatch stops at the first record that fails: its
+// dynamo.DecodeImage and passed to h. HandleBatch stops at the first record that fails: its
 // image cannot be decoded, h returns an error or panics, ctx is done, or ctx's
 // deadline is less than DeadlineMargin away before the record is started (h is then
 // not called). The response then names exactly that record's sequence number, so
@@ -56,7 +63,7 @@ func HandleBatch(ctx context.Context, ev events.DynamoDBEvent, h Handler, logger
 			failed, stopped = rec.Change.SequenceNumber, true
 			break
 		}
-		r, err := DecodeImage(rec.Change.NewImage)
+		r, err := dynamo.DecodeImage(rec.Change.NewImage)
 		if err != nil {
 			logger.LogAttrs(ctx, slog.LevelError, "stream record cannot be decoded",
 				append(imageAttrs(rec), slog.String("error", err.Error()))...)

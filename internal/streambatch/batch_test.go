@@ -1,4 +1,4 @@
-package stream_test
+package streambatch_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,7 +14,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/streampoll/streampolltest"
 )
 
@@ -59,7 +61,7 @@ func TestHandleBatch(t *testing.T) {
 			recordedAtInvalid = rec
 		}
 	}
-	failOn := func(version int64) stream.Handler {
+	failOn := func(version int64) streambatch.Handler {
 		return func(_ context.Context, r eventstore.Record) error {
 			if r.Version == version {
 				return errors.New("boom")
@@ -69,7 +71,7 @@ func TestHandleBatch(t *testing.T) {
 	}
 	ok := func(context.Context, eventstore.Record) error { return nil }
 	withinMargin := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(context.Background(), stream.DeadlineMargin/2)
+		return context.WithTimeout(context.Background(), streambatch.DeadlineMargin/2)
 	}
 	cancelled := func() (context.Context, context.CancelFunc) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -81,7 +83,7 @@ func TestHandleBatch(t *testing.T) {
 		name    string
 		batch   events.DynamoDBEvent
 		ctx     func() (context.Context, context.CancelFunc)
-		handler stream.Handler
+		handler streambatch.Handler
 		// wantHandled are the indexes of the records the handler completed;
 		// wantFailed is the index of the record reported, or -1.
 		wantHandled []int
@@ -155,11 +157,11 @@ func TestHandleBatch(t *testing.T) {
 				return nil
 			}
 
-			resp := stream.HandleBatch(ctx, tc.batch, h, logger)
+			resp := streambatch.HandleBatch(ctx, tc.batch, h, logger)
 
 			var wantHandled []string
 			for _, i := range tc.wantHandled {
-				r, err := stream.DecodeImage(tc.batch.Records[i].Change.NewImage)
+				r, err := dynamo.DecodeImage(tc.batch.Records[i].Change.NewImage)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -221,4 +223,18 @@ func anyLineHas(lines []map[string]any, want map[string]any) bool {
 		}
 	}
 	return false
+}
+
+// sample decodes a Lambda DynamoDB stream event from testdata.
+func sample(t *testing.T, name string) events.DynamoDBEvent {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.DynamoDBEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return ev
 }

@@ -1,4 +1,4 @@
-package stream_test
+package streambatch_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/stream"
+	"github.com/bikerental/bikerental/internal/streambatch"
 )
 
 // BenchmarkHandleBatch measures one stream batch of 100 BikeRequested records, as
@@ -36,8 +36,8 @@ func BenchmarkHandleBatch(b *testing.B) {
 	batch := bikeRequestedBatch(b, size)
 	logger := slog.New(slog.DiscardHandler)
 	ctx := context.Background()
-	handle := func(b *testing.B, h stream.Handler) {
-		resp := stream.HandleBatch(ctx, batch, h, logger)
+	handle := func(b *testing.B, h streambatch.Handler) {
+		resp := streambatch.HandleBatch(ctx, batch, h, logger)
 		if len(resp.BatchItemFailures) != 0 {
 			b.Fatalf("batch failed at %v", resp.BatchItemFailures)
 		}
