@@ -52,14 +52,14 @@ type pendingList struct {
 	More bool `json:"more"`
 }
 
-func rowsOf(rows []deadline.Pending, now time.Time, timeout time.Duration) []pendingRow {
+func rowsOf(rows []deadline.Pending, now time.Time, policy deadline.Policy) []pendingRow {
 	out := make([]pendingRow, len(rows))
 	for i, r := range rows {
-		due := r.PreparedAt.Add(timeout)
+		due := policy.Deadline(r.PreparedAt)
 		out[i] = pendingRow{PaymentReference: r.Reference, RentalID: r.RentalID, PreparedAt: r.PreparedAt,
 			AgeSeconds: int64(seconds(now.Sub(r.PreparedAt)) / time.Second), Deadline: due.UTC()}
-		// Overdue as the sweep has it: prepared before now minus the timeout.
-		if r.PreparedAt.Before(now.Add(-timeout)) {
+		// Overdue as the sweep has it.
+		if policy.Overdue(r.PreparedAt, now) {
 			out[i].Overdue = true
 			out[i].OverdueSeconds = int64(seconds(now.Sub(due)) / time.Second)
 		}
@@ -132,10 +132,14 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return configError("pending", err)
 	}
+	policy, err := wiring.DeadlinePolicy(f.lookup)
+	if err != nil {
+		return configError("pending", err)
+	}
 	now := time.Now()
 	var rows []deadline.Pending
 	if overdue {
-		rows, err = projection.Overdue(ctx, now.Add(-timeout), limit+1)
+		rows, err = projection.Overdue(ctx, policy.Cutoff(now), limit+1)
 	} else {
 		rows, err = projection.List(ctx, limit+1)
 	}
@@ -144,7 +148,7 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	}
 	rows, more := limited(rows, limit)
 	list := pendingList{Now: now.UTC(), TimeoutMs: timeout.Milliseconds(), OverdueOnly: overdue,
-		Payments: rowsOf(rows, now, timeout), Count: len(rows), Limit: limit, More: more}
+		Payments: rowsOf(rows, now, policy), Count: len(rows), Limit: limit, More: more}
 	if asJSON {
 		return c.printJSON(list)
 	}

@@ -99,7 +99,11 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return configError("sweep", err)
 		}
-		return sweepDryRun(ctx, c, projection, now, timeout, limit, asJSON)
+		policy, err := wiring.DeadlinePolicy(f.lookup)
+		if err != nil {
+			return configError("sweep", err)
+		}
+		return sweepDryRun(ctx, c, projection, now, policy, limit, asJSON)
 	}
 
 	logger := c.logger()
@@ -155,15 +159,15 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 }
 
 // sweepDryRun lists what a sweep as of now would send CancelRentalPayment for.
-func sweepDryRun(ctx context.Context, c *cli, projection *deadline.Projection, now time.Time, timeout time.Duration, limit int, asJSON bool) error {
-	cutoff := now.Add(-timeout)
+func sweepDryRun(ctx context.Context, c *cli, projection *deadline.Projection, now time.Time, policy deadline.Policy, limit int, asJSON bool) error {
+	timeout, cutoff := policy.PaymentTimeout(), policy.Cutoff(now)
 	rows, err := projection.Overdue(ctx, cutoff, limit+1)
 	if err != nil {
 		return fmt.Errorf("sweep --dry-run: %w", err)
 	}
 	rows, more := limited(rows, limit)
 	res := dryRunResult{DryRun: true, Now: now.UTC(), Cutoff: cutoff.UTC(), TimeoutMs: timeout.Milliseconds(),
-		Payments: rowsOf(rows, now, timeout), Count: len(rows), Limit: limit, More: more}
+		Payments: rowsOf(rows, now, policy), Count: len(rows), Limit: limit, More: more}
 	if asJSON {
 		return c.printJSON(res)
 	}

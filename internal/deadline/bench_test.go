@@ -44,7 +44,7 @@ func BenchmarkSweepItemsRead(b *testing.B) {
 			seedStart := time.Now()
 			seed(b, w, pending, overdue, now)
 			seeded := time.Since(seedStart)
-			s := &deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Timeout: 15 * time.Minute, Logger: slog.New(slog.DiscardHandler)}
+			s := &deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
 			var sweepRead int
 			for b.Loop() {
 				sum, err := s.Sweep(ctx, now)

@@ -49,15 +49,11 @@ func (p *Projection) Get(ctx context.Context, reference string) (row Pending, ok
 // otherwise fails with ErrNotYetDue so that Scheduler retries. rentalID must be the
 // rental the reference belongs to.
 func (s *Sweeper) SweepOne(ctx context.Context, rentalID, reference string, now time.Time) (Summary, error) {
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
 	logger := s.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	sum := Summary{Now: now.UTC(), Cutoff: now.Add(-timeout).UTC(), RentalID: rentalID}
+	sum := Summary{Now: now.UTC(), Cutoff: s.Policy.Cutoff(now).UTC(), RentalID: rentalID}
 	if owner, err := payment.RentalIDFor(reference); err != nil || owner != rentalID {
 		return sum, fmt.Errorf("deadline: payment %q does not belong to rental %q", reference, rentalID)
 	}
@@ -67,17 +63,17 @@ func (s *Sweeper) SweepOne(ctx context.Context, rentalID, reference string, now 
 		s.report(ctx, logger, sum, err)
 		return sum, err
 	}
-	if ok && !row.PreparedAt.Before(sum.Cutoff) {
+	if ok && !s.Policy.Overdue(row.PreparedAt, now) {
 		// Early: Scheduler fires with a minute's precision, possibly before the
 		// deadline. Wait for it if the invocation has the time, else fail, so that
 		// Scheduler retries later (and the periodic sweep is there regardless).
-		due := row.PreparedAt.Add(timeout).Add(time.Millisecond)
+		due := s.Policy.Deadline(row.PreparedAt).Add(time.Millisecond)
 		if err := waitUntil(ctx, now, due, s.margin()); err != nil {
 			s.report(ctx, logger, sum, err)
 			return sum, err
 		}
 		now = due
-		sum.Now, sum.Cutoff = now.UTC(), now.Add(-timeout).UTC()
+		sum.Now, sum.Cutoff = now.UTC(), s.Policy.Cutoff(now).UTC()
 	}
 	if ok {
 		sum.Found = 1

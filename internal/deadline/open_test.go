@@ -156,7 +156,7 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 		return true, nil
 	}}
 	var metrics bytes.Buffer
-	s := &deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Timeout: 15 * time.Minute, Grace: 10 * time.Minute,
+	s := &deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute},
 		Repairer: r, Metrics: &metrics, Logger: slog.New(slog.DiscardHandler)}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
@@ -180,7 +180,7 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 	}
 
 	// Without a repairer every stuck rental is left, and none is touched.
-	report := &deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Timeout: 15 * time.Minute, Logger: slog.New(slog.DiscardHandler)}
+	report := &deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
 	sum, err = report.Sweep(ctx, now)
 	if err != nil || sum.Stuck != 6 || sum.StuckLeft != 6 || sum.StuckRepaired != 0 {
 		t.Errorf("report-only sweep: %+v, %v; want 6 stuck, all left", sum, err)

@@ -75,7 +75,7 @@ func TestSweepOne(t *testing.T) {
 		t.Errorf("early, 15 minutes before its deadline: %v, want ErrNotYetDue", err)
 	}
 	// Fired early with time to wait: it waits for the deadline, then cancels.
-	s.Timeout = 2 * time.Second
+	s.Policy.Timeout = 2 * time.Second
 	start := time.Now()
 	row, _, err := w.projection.Get(ctx, payment.ReferenceFor(early))
 	if err != nil {

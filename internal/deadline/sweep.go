@@ -45,14 +45,12 @@ type StuckRepairer interface {
 // reads the projection and sends commands: it holds no state and writes nothing, so
 // two sweeps may run at once (each command is safe to send twice).
 type Sweeper struct {
-	Projection  *Projection
-	Canceller   Canceller
-	Timeout     time.Duration // how long a payment may stay outstanding
+	Projection *Projection
+	Canceller  Canceller
+	// Policy says when a payment is overdue and when a rental is stuck.
+	Policy      Policy
 	Concurrency int           // commands in flight at once
 	Margin      time.Duration // stop this long before ctx's deadline
-	// Grace is how long past the timeout a rental's process may stay open before the
-	// sweep reports it stuck (DefaultGrace if zero).
-	Grace time.Duration
 	// Repairer mends the stuck rentals that need no operator; nil only reports them.
 	Repairer StuckRepairer
 	Logger   *slog.Logger
@@ -104,10 +102,7 @@ type Summary struct {
 // comes within the margin, the sweep stops starting work, reports Incomplete, and
 // leaves the rest to the next run. The error reports queries that failed.
 func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
-	timeout, concurrency, margin := s.Timeout, s.Concurrency, s.Margin
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	concurrency, margin := s.Concurrency, s.Margin
 	if concurrency <= 0 {
 		concurrency = DefaultConcurrency
 	}
@@ -118,7 +113,7 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	sum := Summary{Now: now.UTC(), Cutoff: now.Add(-timeout).UTC()}
+	sum := Summary{Now: now.UTC(), Cutoff: s.Policy.Cutoff(now).UTC()}
 
 	work, stop := context.WithCancel(ctx)
 	defer stop()
@@ -210,11 +205,7 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 // payment this very sweep found overdue (found) is not stuck: its cancellation is
 // under way (that happens when sweeps did not run for longer than the grace).
 func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) error {
-	grace := s.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
-	sum.StuckCutoff = sum.Cutoff.Add(-grace)
+	sum.StuckCutoff = s.Policy.StuckCutoff(sum.Now)
 	all, read, err := s.Projection.OpenBefore(ctx, sum.StuckCutoff)
 	sum.StuckItemsRead = read
 	if err != nil {

@@ -157,7 +157,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		return rentalpayment.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := &deadline.Sweeper{Projection: w.projection, Canceller: fake, Timeout: 15 * time.Minute, Concurrency: 3, Metrics: &metrics}
+	s := &deadline.Sweeper{Projection: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 3, Metrics: &metrics}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 func TestSweepReadsAtMostOneEmptyPagePerShardWhenNothingIsOverdue(t *testing.T) {
 	w := newWorld(t, 8)
 	project(t, w, 40, time.Now())
-	sum, err := (&deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Timeout: time.Minute}).Sweep(ctx, time.Now())
+	sum, err := (&deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: time.Minute}}).Sweep(ctx, time.Now())
 	if err != nil || sum.Found != 0 || sum.ItemsRead != 0 {
 		t.Fatalf("summary %+v, %v; want nothing found or read", sum, err)
 	}
@@ -202,7 +202,7 @@ func TestSweepStopsBeforeItsDeadline(t *testing.T) {
 	fake := &recording{}
 	tight, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	s := &deadline.Sweeper{Projection: w.projection, Canceller: fake, Timeout: time.Minute, Margin: 5 * time.Second}
+	s := &deadline.Sweeper{Projection: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: time.Minute}, Margin: 5 * time.Second}
 	sum, err := s.Sweep(tight, time.Now())
 	if err != nil || !sum.Incomplete || len(fake.calls) != 0 {
 		t.Fatalf("summary %+v, err %v, %d calls; want an incomplete sweep that sent nothing", sum, err, len(fake.calls))

@@ -131,5 +131,5 @@ func (w *world) sweeper(c deadline.Canceller) *deadline.Sweeper {
 	if c == nil {
 		c = w.process
 	}
-	return &deadline.Sweeper{Projection: w.projection, Canceller: c, Timeout: 15 * time.Minute, Logger: slog.New(slog.DiscardHandler)}
+	return &deadline.Sweeper{Projection: w.projection, Canceller: c, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
 }

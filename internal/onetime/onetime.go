@@ -47,8 +47,8 @@ const (
 type Timers struct {
 	Client                                   SchedulerAPI
 	Group, TargetARN, RoleARN, DeadLetterARN string
-	// Timeout is how long a payment may stay outstanding, as the sweep's.
-	Timeout time.Duration
+	// Policy says when a payment falls due: the sweep's.
+	Policy deadline.Policy
 	// Now is the clock (time.Now if nil): a payment already past its deadline gets
 	// no schedule, since the next sweep calls it off anyway.
 	Now func() time.Time
@@ -76,7 +76,7 @@ func (t *Timers) arm(ctx context.Context, reference string, preparedAt time.Time
 	if t.Now != nil {
 		now = t.Now
 	}
-	due := preparedAt.Add(t.Timeout)
+	due := t.Policy.Deadline(preparedAt)
 	if !due.After(now()) {
 		return nil // already due (a replay, or a projector far behind): the sweep has it
 	}

@@ -30,7 +30,7 @@ func newTimers(t *testing.T, now time.Time) (*onetime.Timers, *scheduler.Client)
 		t.Fatal(err)
 	}
 	return &onetime.Timers{
-		Client: client, Group: group, Timeout: 15 * time.Minute, Now: func() time.Time { return now },
+		Client: client, Group: group, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Now: func() time.Time { return now },
 		TargetARN:     "arn:aws:lambda:us-east-1:000000000000:function:sweep",
 		RoleARN:       "arn:aws:iam::000000000000:role/scheduler",
 		DeadLetterARN: "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",

@@ -106,7 +106,7 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 		before[id] = w.PaymentOf(id)
 	}
 	canceller := &recordingCanceller{Canceller: w.Process}
-	sweeper := &deadline.Sweeper{Projection: projection, Canceller: canceller, Timeout: 15 * time.Minute, Logger: slog.New(slog.DiscardHandler)}
+	sweeper := &deadline.Sweeper{Projection: projection, Canceller: canceller, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
 	sum, err := sweeper.Sweep(ctx, time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)

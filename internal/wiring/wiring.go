@@ -153,11 +153,26 @@ func projection(cfg aws.Config, getenv Getenv, writes bool) (*deadline.Projectio
 	return p, nil
 }
 
-// Sweeper returns the sweep over projection, sending its commands to process,
-// configured by PAYMENT_TIMEOUT, SWEEP_CONCURRENCY and STUCK_GRACE. It reports
-// stuck rentals and repairs none; set its Repairer (StuckRepairs) for that.
-func Sweeper(projection *deadline.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics io.Writer) (*deadline.Sweeper, error) {
+// DeadlinePolicy returns the rule of when a payment is overdue and a rental stuck,
+// from PAYMENT_TIMEOUT (15m) and STUCK_GRACE (10m): the one place they are read, for
+// the sweep, the payments' one-time schedules and the CLI.
+func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 	timeout, err := durationSetting(getenv, EnvPaymentTimeout, deadline.DefaultTimeout)
+	if err != nil {
+		return deadline.Policy{}, err
+	}
+	grace, err := durationSetting(getenv, EnvStuckGrace, deadline.DefaultGrace)
+	if err != nil {
+		return deadline.Policy{}, err
+	}
+	return deadline.NewPolicy(timeout, grace)
+}
+
+// Sweeper returns the sweep over projection, sending its commands to process,
+// configured by DeadlinePolicy and SWEEP_CONCURRENCY. It reports stuck rentals and
+// repairs none; set its Repairer (StuckRepairs) for that.
+func Sweeper(projection *deadline.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics io.Writer) (*deadline.Sweeper, error) {
+	policy, err := DeadlinePolicy(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -165,12 +180,8 @@ func Sweeper(projection *deadline.Projection, process deadline.Canceller, getenv
 	if err != nil {
 		return nil, err
 	}
-	grace, err := durationSetting(getenv, EnvStuckGrace, deadline.DefaultGrace)
-	if err != nil {
-		return nil, err
-	}
-	return &deadline.Sweeper{Projection: projection, Canceller: process, Timeout: timeout, Concurrency: concurrency,
-		Grace: grace, Logger: logger, Metrics: metrics, Service: getenv(EnvMetricsService)}, nil
+	return &deadline.Sweeper{Projection: projection, Canceller: process, Policy: policy, Concurrency: concurrency,
+		Logger: logger, Metrics: metrics, Service: getenv(EnvMetricsService)}, nil
 }
 
 // StuckRepairs returns what repairs the stuck rentals a sweep finds, through the

@@ -32,7 +32,7 @@ func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wiring: %s: %w", wiring.EnvDeadlineMode, err)
 	}
-	timeout, err := wiring.Duration(getenv, wiring.EnvPaymentTimeout, deadline.DefaultTimeout)
+	policy, err := wiring.DeadlinePolicy(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
 		TargetARN:     settings[wiring.EnvDeadlineTarget],
 		RoleARN:       settings[wiring.EnvDeadlineRole],
 		DeadLetterARN: settings[wiring.EnvDeadlineDLQ],
-		Timeout:       timeout,
+		Policy:        policy,
 	}, nil
 }
 
