@@ -60,8 +60,8 @@ func Pattern(consumer string) string {
 // EventTypes returns every event type the service writes, from the packages that
 // define them, sorted: what each consumer must have decided on.
 func EventTypes() []string {
-	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(),
-		[]string{rentalpayment.TypeRequested, rentalpayment.TypeCompleted, command.ProviderEventReceived{}.EventType()})
+	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(), rentalpayment.EventTypes(),
+		[]string{command.ProviderEventReceived{}.EventType()})
 	sort.Strings(types)
 	return types
 }

@@ -137,11 +137,9 @@ func (p *Process) load(ctx context.Context, rentalID string) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	s := State{Status: StatusNotStarted, RentalID: rentalID}
-	for _, r := range records {
-		if s, err = Evolve(s, r.Type, r.Data); err != nil {
-			return Snapshot{}, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
-		}
+	s, err := fold(rentalID, records)
+	if err != nil {
+		return Snapshot{}, err
 	}
 	version := int64(0)
 	if n := len(records); n > 0 {
@@ -152,7 +150,24 @@ func (p *Process) load(ctx context.Context, rentalID string) (Snapshot, error) {
 
 // recorder writes the process's own events, by one of the two mechanisms.
 type recorder interface {
-	record(ctx context.Context, rentalID string, snap Snapshot, c any, meta command.Meta) error
+	record(ctx context.Context, rentalID string, snap Snapshot, c Command, meta command.Meta) error
+}
+
+// fold decodes a process's records and folds them: the state the decider decides on.
+func fold(rentalID string, records []eventstore.Record) (State, error) {
+	events := make([]Event, len(records))
+	for i, r := range records {
+		e, err := DecodeEvent(r.Type, r.Data)
+		if err != nil {
+			return State{}, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		events[i] = e
+	}
+	s := Fold(events)
+	if s.RentalID == "" {
+		s.RentalID = rentalID
+	}
+	return s, nil
 }
 
 // errUnread is what recording from a Snapshot that did not come from a read gets.
@@ -161,7 +176,7 @@ var errUnread = errors.New("rentalpayment: refusing to record without having rea
 // appendRecorder appends at the version of the snapshot the reaction read.
 type appendRecorder struct{ p *Process }
 
-func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapshot, c any, meta command.Meta) error {
+func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapshot, c Command, meta command.Meta) error {
 	if !snap.read {
 		return errUnread
 	}
@@ -180,7 +195,7 @@ func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapsh
 // commandRecorder sends the recording command to the process's command handler.
 type commandRecorder struct{ p *Process }
 
-func (c commandRecorder) record(ctx context.Context, rentalID string, snap Snapshot, cmd any, meta command.Meta) error {
+func (c commandRecorder) record(ctx context.Context, rentalID string, snap Snapshot, cmd Command, meta command.Meta) error {
 	if !snap.read {
 		return errUnread
 	}
@@ -191,14 +206,11 @@ func (c commandRecorder) record(ctx context.Context, rentalID string, snap Snaps
 // RecordProcessCompleted, the only writer of the process's stream in command mode:
 // it reads the stream, decides, and appends, retrying concurrency conflicts.
 // Recording what is already recorded succeeds and appends nothing.
-func (p *Process) HandleRecording(ctx context.Context, rentalID string, cmd any, meta command.Meta) error {
+func (p *Process) HandleRecording(ctx context.Context, rentalID string, cmd Command, meta command.Meta) error {
 	_, _, err := eventstore.Execute(ctx, p.store, StreamID(rentalID), func(history []eventstore.Record) ([]eventstore.Event, error) {
-		s := State{Status: StatusNotStarted, RentalID: rentalID}
-		for _, r := range history {
-			var err error
-			if s, err = Evolve(s, r.Type, r.Data); err != nil {
-				return nil, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
-			}
+		s, err := fold(rentalID, history)
+		if err != nil {
+			return nil, err
 		}
 		decided, err := Decide(s, cmd)
 		if err != nil {
@@ -217,7 +229,7 @@ func (p *Process) encode(rentalID string, decided []Event, meta command.Meta) ([
 			return nil, err
 		}
 		out[i] = eventstore.Event{
-			ID: p.newID(), Type: e.eventType(), Data: data,
+			ID: p.newID(), Type: e.EventType(), Data: data,
 			Tags:          []string{"rental:" + rentalID},
 			CorrelationID: rentalID, CausationID: meta.CausationID,
 		}

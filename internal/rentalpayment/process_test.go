@@ -249,10 +249,11 @@ func assertCompletion(t *testing.T, w *world, rentalID string, want rentalpaymen
 	recs := w.stream(rentalpayment.StreamID(rentalID))
 	s := rentalpayment.State{Status: rentalpayment.StatusNotStarted}
 	for _, r := range recs {
-		var err error
-		if s, err = rentalpayment.Evolve(s, r.Type, r.Data); err != nil {
+		e, err := rentalpayment.DecodeEvent(r.Type, r.Data)
+		if err != nil {
 			t.Fatal(err)
 		}
+		s = rentalpayment.Evolve(s, e)
 		if r.CorrelationID != rentalID || r.CausationID == "" || !slices.Contains(r.Tags, "rental:"+rentalID) {
 			t.Errorf("process event %s lacks correlation, causation or tag: %+v", r.Type, r)
 		}

@@ -64,7 +64,7 @@ func TestCommandModeRecordsWhatIsAlreadyRecordedOnce(t *testing.T) {
 	const rentalID = "b1_AAAAAAAAAAAAAAAAAAAAAA"
 	start := RecordPaymentRequested{RentalPaymentRequested{RentalID: rentalID, BikeID: "b1", Renter: "alice", Amount: 1, Currency: "EUR"}}
 	end := RecordProcessCompleted{RentalPaymentProcessCompleted{RentalID: rentalID, Outcome: CompletedApproved}}
-	for _, cmd := range []any{start, end} {
+	for _, cmd := range []Command{start, end} {
 		stale, err := p.load(ctx, rentalID)
 		if err != nil {
 			t.Fatal(err)

@@ -79,42 +79,74 @@ func (s State) Started() bool { return s.Status == StatusRequested || s.Status =
 // ErrUnknownEventType reports an event type the process does not write.
 var ErrUnknownEventType = errors.New("rentalpayment: unknown event type")
 
-// Evolve returns the state after an event of the process's own stream, given by its
-// stored type and data.
-func Evolve(s State, eventType string, data []byte) (State, error) {
+// Event is one of the process's own events. EventType returns its stored type.
+type Event interface{ EventType() string }
+
+// EventType returns TypeRequested.
+func (RentalPaymentRequested) EventType() string { return TypeRequested }
+
+// EventType returns TypeCompleted.
+func (RentalPaymentProcessCompleted) EventType() string { return TypeCompleted }
+
+// EventTypes returns the type of every event of the process, in a new slice.
+func EventTypes() []string { return []string{TypeRequested, TypeCompleted} }
+
+// DecodeEvent decodes stored JSON data into the event named by eventType. Unknown
+// JSON fields are ignored; an unknown type is an error wrapping ErrUnknownEventType.
+func DecodeEvent(eventType string, data []byte) (Event, error) {
+	var e Event
+	var err error
 	switch eventType {
 	case TypeRequested:
-		var e RentalPaymentRequested
-		if err := json.Unmarshal(data, &e); err != nil {
-			return s, fmt.Errorf("rentalpayment: decode %s: %w", eventType, err)
-		}
-		if s.Status == "" || s.Status == StatusNotStarted {
+		var v RentalPaymentRequested
+		err = json.Unmarshal(data, &v)
+		e = v
+	case TypeCompleted:
+		var v RentalPaymentProcessCompleted
+		err = json.Unmarshal(data, &v)
+		e = v
+	default:
+		return nil, fmt.Errorf("%w %q", ErrUnknownEventType, eventType)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rentalpayment: decode %s: %w", eventType, err)
+	}
+	return e, nil
+}
+
+// Fold applies events in order to a process that has not started.
+func Fold(events []Event) State {
+	s := State{Status: StatusNotStarted}
+	for _, e := range events {
+		s = Evolve(s, e)
+	}
+	return s
+}
+
+// Evolve returns the state after event e. It is pure. A second start, or a second
+// completion, changes nothing: the first one counts.
+func Evolve(s State, e Event) State {
+	switch e := e.(type) {
+	case RentalPaymentRequested:
+		if !s.Started() {
 			s = State{Status: StatusRequested, RentalID: e.RentalID, BikeID: e.BikeID, Renter: e.Renter, Amount: e.Amount, Currency: e.Currency}
 		}
-	case TypeCompleted:
-		var e RentalPaymentProcessCompleted
-		if err := json.Unmarshal(data, &e); err != nil {
-			return s, fmt.Errorf("rentalpayment: decode %s: %w", eventType, err)
-		}
+	case RentalPaymentProcessCompleted:
 		if s.Status != StatusCompleted {
 			s.Status, s.Outcome = StatusCompleted, e.Outcome
 		}
-	default:
-		return s, fmt.Errorf("%w %q", ErrUnknownEventType, eventType)
 	}
-	return s, nil
+	return s
 }
-
-// Event is one of the process's own events.
-type Event interface{ eventType() string }
-
-func (RentalPaymentRequested) eventType() string        { return TypeRequested }
-func (RentalPaymentProcessCompleted) eventType() string { return TypeCompleted }
 
 // ErrProcessNotStarted reports an event that implies the process exists (a payment
 // settled) arriving before the process recorded RentalPaymentRequested. Its stream
 // record must fail and be retried until the state appears; it is never dropped.
 var ErrProcessNotStarted = errors.New("rentalpayment: process not started yet")
+
+// Command is a request to record one of the process's events. Only this package's
+// command structs implement it.
+type Command interface{ isCommand() }
 
 // RecordPaymentRequested is the command that records RentalPaymentRequested.
 type RecordPaymentRequested struct{ RentalPaymentRequested }
@@ -122,11 +154,14 @@ type RecordPaymentRequested struct{ RentalPaymentRequested }
 // RecordProcessCompleted is the command that records RentalPaymentProcessCompleted.
 type RecordProcessCompleted struct{ RentalPaymentProcessCompleted }
 
+func (RecordPaymentRequested) isCommand() {}
+func (RecordProcessCompleted) isCommand() {}
+
 // Decide returns what recording command c appends to a process in state s. Both
 // commands are idempotent: recording the start of a started process, or the end of
 // an ended one, appends nothing. Ending a process that has not started is
 // ErrProcessNotStarted.
-func Decide(s State, c any) ([]Event, error) {
+func Decide(s State, c Command) ([]Event, error) {
 	switch c := c.(type) {
 	case RecordPaymentRequested:
 		if s.Started() {
