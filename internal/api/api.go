@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -71,7 +72,10 @@ type Config struct {
 // API handles HTTP API requests. It is safe for concurrent use.
 type API struct {
 	cfg    Config
-	routes []compiledRoute
+	routes []route
+	// mux finds a request's route by the routes' patterns: the standard library's
+	// http.ServeMux, behind API Gateway's event (find).
+	mux *http.ServeMux
 }
 
 // New returns the API for cfg.
@@ -85,24 +89,19 @@ func New(cfg Config) *API {
 	if cfg.OperatorScope == "" {
 		cfg.OperatorScope = DefaultOperatorScope
 	}
-	a := &API{cfg: cfg}
-	for _, rt := range a.table() {
-		a.routes = append(a.routes, compiledRoute{rt, segmentsOf(rt.Pattern)})
+	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	a.routes = a.table()
+	for i := range a.routes {
+		rt := &a.routes[i]
+		var names []string
+		for _, part := range strings.Split(rt.Pattern, "/") {
+			if name, ok := strings.CutPrefix(part, "{"); ok {
+				names = append(names, strings.TrimSuffix(name, "}"))
+			}
+		}
+		a.mux.Handle(rt.Method+" "+rt.Pattern, found{rt, names})
 	}
 	return a
-}
-
-// segmentsOf splits a pattern such as "/bikes/{bikeId}/return" at its slashes.
-func segmentsOf(pattern string) []segment {
-	var out []segment
-	for _, p := range strings.Split(strings.Trim(pattern, "/"), "/") {
-		if strings.HasPrefix(p, "{") {
-			out = append(out, segment{text: strings.Trim(p, "{}"), param: true})
-		} else {
-			out = append(out, segment{text: p})
-		}
-	}
-	return out
 }
 
 // Access says who may call a route. On AWS the gateway enforces it before the
@@ -133,18 +132,6 @@ type Route struct {
 type route struct {
 	Route
 	handle func(*request) response
-}
-
-// compiledRoute is a route with its pattern split at its slashes, once, by New.
-type compiledRoute struct {
-	route
-	segments []segment
-}
-
-// segment is one part of a route's pattern: literal text, or a parameter's name.
-type segment struct {
-	text  string
-	param bool
 }
 
 func (a *API) table() []route {
@@ -278,60 +265,92 @@ func (a *API) dispatch(r *request, method, path string, pattern *string) respons
 }
 
 // find returns the route for method and path with its path parameters or, when
-// there is none, the methods the path allows (none for an unknown path). It
-// allocates only the parameters of the route found, and the allowed methods.
+// there is none, the methods the path allows (none for an unknown path), in the
+// route table's order. The mux matches: a literal segment beats a parameter
+// ("/payments/pending" is no bike's id), and a GET pattern answers only GET here, as
+// API Gateway's routes do. Outer slashes are trimmed, and an empty segment is a
+// parameter's empty value (the handler then refuses it), as before the mux: the mux
+// would clean the path instead, so an empty segment reaches it as emptySegment.
 func (a *API) find(method, path string) (*route, []pathParam, []string) {
-	path = strings.Trim(path, "/")
+	trimmed := strings.Trim(path, "/")
+	for strings.Contains(trimmed, "//") {
+		trimmed = strings.ReplaceAll(trimmed, "//", "/"+emptySegment+"/")
+	}
+	if rt, params := a.match(method, trimmed); rt != nil && rt.Method == method {
+		return rt, params, nil
+	}
+	// The methods of the routes whose pattern the path matches, in the table's
+	// order: the mux is asked once per method.
+	byMethod := map[string]*route{}
 	var allowed []string
 	for i := range a.routes {
-		rt := &a.routes[i]
-		if !matches(rt.segments, path) {
-			continue
+		m := a.routes[i].Method
+		rt, asked := byMethod[m]
+		if !asked {
+			rt, _ = a.match(m, trimmed)
+			byMethod[m] = rt
 		}
-		if rt.Method != method {
-			allowed = append(allowed, rt.Method)
-			continue
+		if rt == &a.routes[i] {
+			allowed = append(allowed, m)
 		}
-		return &rt.route, params(rt.segments, path), nil
 	}
 	return nil, nil, allowed
 }
 
-// matches reports whether path, trimmed of its outer slashes, has one segment for
-// each of the pattern's and each literal one is equal. Literal segments win over
-// parameters: "/payments/pending" is not a reference.
-func matches(pattern []segment, path string) bool {
-	for i, p := range pattern {
-		seg, rest, more := strings.Cut(path, "/")
-		if last := i == len(pattern)-1; more == last {
-			return false // more segments than the pattern, or fewer
+// emptySegment stands for an empty path segment while the mux matches: a NUL,
+// which no path API Gateway passes holds (its raw paths are percent-encoded).
+const emptySegment = "\x00"
+
+// match asks the mux for the route of method on the trimmed path.
+func (a *API) match(method, trimmed string) (*route, []pathParam) {
+	req := &http.Request{Method: method, URL: &url.URL{Path: "/" + trimmed}, Host: "api"}
+	var m matched
+	a.mux.ServeHTTP(&m, req)
+	for i := range m.params {
+		if m.params[i].value == emptySegment {
+			m.params[i].value = ""
 		}
-		switch {
-		case p.param && seg == "pending" && p.text == "paymentReference":
-			return false
-		case !p.param && p.text != seg:
-			return false
-		}
-		path = rest
 	}
-	return true
+	return m.rt, m.params
 }
+
+// found is what the mux serves for a route: it hands the route and its path values
+// back to match, through the response writer.
+type found struct {
+	rt    *route
+	names []string
+}
+
+func (f found) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m, ok := w.(*matched)
+	if !ok {
+		return
+	}
+	m.rt = f.rt
+	for _, n := range f.names {
+		m.params = append(m.params, pathParam{n, r.PathValue(n)})
+	}
+}
+
+// matched is the response writer match gives the mux: it keeps the route found, and
+// discards what the mux's own 404 and 405 handlers write.
+type matched struct {
+	rt     *route
+	params []pathParam
+	header http.Header
+}
+
+func (m *matched) Header() http.Header {
+	if m.header == nil {
+		m.header = http.Header{}
+	}
+	return m.header
+}
+func (m *matched) Write(b []byte) (int, error) { return len(b), nil }
+func (m *matched) WriteHeader(int)             {}
 
 // pathParam is the value of one of a route's parameters in a request's path.
 type pathParam struct{ name, value string }
-
-// params returns the values of the pattern's parameters in a path it matches.
-func params(pattern []segment, path string) []pathParam {
-	var out []pathParam
-	for _, p := range pattern {
-		seg, rest, _ := strings.Cut(path, "/")
-		if p.param {
-			out = append(out, pathParam{p.text, seg})
-		}
-		path = rest
-	}
-	return out
-}
 
 func readBody(req *events.APIGatewayV2HTTPRequest, limit int) ([]byte, *response) {
 	body := []byte(req.Body)
