@@ -14,7 +14,7 @@ RIE := bin/aws-lambda-rie
 STRIPE_MOCK_VERSION := v0.203.0
 STRIPE_MOCK := bin/stripe-mock
 VENV := .venv
-PKGS := ./...
+PKGS := ./... ./tools/...
 
 FUNCTIONS := command process projector sweep
 # Lambda binaries: static, no RPC mode, stripped; provided.al2023 on arm64.
@@ -70,8 +70,8 @@ build-SweepFunction:
 	$(call lambda,sweep)
 
 soak: moto ## long load runs on a local stack, calm and with 20% of DynamoDB requests faulted (minutes)
-	$(GO) run ./cmd/loadgen --rentals 400 --renters 8 --bikes 10
-	$(GO) run ./cmd/loadgen --rentals 400 --renters 8 --bikes 10 --faults 0.2
+	$(GO) run ./tools/cmd/loadgen --rentals 400 --renters 8 --bikes 10
+	$(GO) run ./tools/cmd/loadgen --rentals 400 --renters 8 --bikes 10 --faults 0.2
 
 bench-sweep: moto ## items one sweep reads vs a scan (SWEEP_BENCH_SIZES=1000,10000,100000 for more)
 	$(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 3x -timeout 60m ./internal/deadline/
@@ -81,7 +81,7 @@ bench-sweep: moto ## items one sweep reads vs a scan (SWEEP_BENCH_SIZES=1000,100
 bench-sweep-chart: moto ## bench-sweep at 1,000, 10,000 and 100,000 pending rows, charted into docs/sweep-scaling.png
 	set -o pipefail; SWEEP_BENCH_SIZES=1000,10000,100000 $(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 1x -timeout 60m ./internal/deadline/ | tee docs/sweep-scaling.txt.partial
 	mv docs/sweep-scaling.txt.partial docs/sweep-scaling.txt
-	$(GO) run ./cmd/sweepchart -in docs/sweep-scaling.txt -out docs/sweep-scaling.png
+	$(GO) run ./tools/cmd/sweepchart -in docs/sweep-scaling.txt -out docs/sweep-scaling.png
 
 # What an approved rental's bike commands and view read at 0 to 10,000 earlier
 # rentals of the same bike, measured on moto (a few minutes: seeding 30,000 events),
@@ -90,24 +90,24 @@ BIKE_HISTORY_SIZES ?= 0,10,100,1000,10000
 bench-history: moto ## reads per bike command and rental view by the bike's age, charted into docs/bike-history.svg (minutes)
 	set -o pipefail; BIKE_HISTORY_SIZES=$(BIKE_HISTORY_SIZES) $(GO) test -count=1 -v -timeout 60m -run '^TestBikeCommandsReadTheSameAtAnyAge$$' ./internal/bikestream/ | grep -v '^[0-9]\{4\}/' | tee docs/bike-history.txt.partial
 	mv docs/bike-history.txt.partial docs/bike-history.txt
-	$(GO) run ./cmd/historychart -in docs/bike-history.txt -out docs/bike-history.svg
+	$(GO) run ./tools/cmd/historychart -in docs/bike-history.txt -out docs/bike-history.svg
 
 # Request units per rental path, floor and cost per million rentals, as markdown on
 # stdout (progress on stderr); BENCH_UNITS_FLAGS=-modes=append -history=0 for less.
 bench-units: moto ## DynamoDB request units per rental and cost per million rentals, as markdown (about a minute)
-	@$(GO) run ./internal/capacity/cmd/unitreport $(BENCH_UNITS_FLAGS)
+	@$(GO) run ./tools/cmd/unitreport $(BENCH_UNITS_FLAGS)
 
 # Deadline lateness on a local stack, in sweep and in precise mode (about a minute
 # each), then one sweep over 1,000 payments that fall due together, CPU-profiled, with
 # the emulator's own ceiling for the same calls (minutes: on moto every Query sorts the whole table). Flags:
 # DEADLINE_LATENESS_FLAGS (e.g. --rentals 50), DEADLINE_SWEEP_FLAGS (e.g.
-# --concurrency 1,4,8,16,32); go run ./cmd/deadlinebench <lateness|sweep> -h lists them.
+# --concurrency 1,4,8,16,32); go run ./tools/cmd/deadlinebench <lateness|sweep> -h lists them.
 DEADLINE_SWEEP_FLAGS ?= --concurrency 1,8,32
 bench-deadline: moto ## deadline lateness in both modes, and one sweep over 1,000 due payments with a CPU profile (minutes)
-	$(GO) run ./cmd/deadlinebench lateness --mode sweep $(DEADLINE_LATENESS_FLAGS)
-	$(GO) run ./cmd/deadlinebench lateness --mode precise $(DEADLINE_LATENESS_FLAGS)
+	$(GO) run ./tools/cmd/deadlinebench lateness --mode sweep $(DEADLINE_LATENESS_FLAGS)
+	$(GO) run ./tools/cmd/deadlinebench lateness --mode precise $(DEADLINE_LATENESS_FLAGS)
 	@mkdir -p bin
-	$(GO) run ./cmd/deadlinebench sweep --cpuprofile bin/deadline-sweep.pprof $(DEADLINE_SWEEP_FLAGS)
+	$(GO) run ./tools/cmd/deadlinebench sweep --cpuprofile bin/deadline-sweep.pprof $(DEADLINE_SWEEP_FLAGS)
 	$(GO) tool pprof -top -nodecount 25 bin/deadline-sweep.pprof
 
 # Start-up: each function's stripped arm64 and amd64 size and its cold start under the
@@ -115,7 +115,7 @@ bench-deadline: moto ## deadline lateness in both modes, and one sweep over 1,00
 # way, as a markdown table (about a minute). STARTUP_RUNS cold starts of each (20).
 STARTUP_RUNS ?= 20
 bench-startup: moto rie ## function sizes and cold starts under the RIE vs a hello-world, as markdown
-	$(GO) run ./cmd/startupbench -n $(STARTUP_RUNS) -rie $(CURDIR)/$(RIE)
+	$(GO) run ./tools/cmd/startupbench -n $(STARTUP_RUNS) -rie $(CURDIR)/$(RIE)
 
 stripe-mock: $(STRIPE_MOCK) ## install the pinned stripe-mock into bin/ (the Stripe provider's tests, PAYMENT_PROVIDER=stripe)
 $(STRIPE_MOCK):

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestEveryProgramAnswersHelp builds every program under cmd/ and runs it with -h
+// TestEveryProgramAnswersHelp builds every program under cmd/ and tools/cmd/ and runs it with -h
 // and --help: each prints its usage and exits 0 at once, starting nothing (a
 // program that started its stack would still be running when the deadline ends it).
 func TestEveryProgramAnswersHelp(t *testing.T) {
@@ -19,15 +19,19 @@ func TestEveryProgramAnswersHelp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, err := os.ReadDir(filepath.Join(root, "cmd"))
-	if err != nil {
-		t.Fatal(err)
+	var entries []os.DirEntry
+	for _, dir := range []string{"cmd", filepath.Join("tools", "cmd")} {
+		more, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, more...)
 	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/...")
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/...", "./tools/cmd/...")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/...: %v\n%s", err, out)
+		t.Fatalf("go build ./cmd/... ./tools/cmd/...: %v\n%s", err, out)
 	}
 	for _, e := range entries {
 		if !e.IsDir() {

@@ -14,8 +14,8 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/load"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/tools/load"
 )
 
 // TestALoadRunEndsWithTheAuditor: a small calm load run, once quiet, audits clean

@@ -11,8 +11,8 @@ import (
 	"log/slog"
 
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/faultproxy"
-	"github.com/bikerental/bikerental/internal/load"
+	"github.com/bikerental/bikerental/tools/faultproxy"
+	"github.com/bikerental/bikerental/tools/load"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/startup"
+	"github.com/bikerental/bikerental/tools/startup"
 )
 
 func TestParseInitReport(t *testing.T) {
@@ -113,7 +113,7 @@ func TestColdStartOfHello(t *testing.T) {
 	r := &startup.Runner{RIE: emulatortest.RIE(t, filepath.Join("..", "..")), Env: []string{"PATH=/usr/bin:/bin"}, Timeout: time.Minute}
 	ctx := context.Background()
 	dir := t.TempDir()
-	size, err := startup.Build(ctx, filepath.Join("..", ".."), "./internal/startup/hello", runtime.GOARCH, filepath.Join(dir, "bootstrap"))
+	size, err := startup.Build(ctx, filepath.Join("..", ".."), "./tools/startup/hello", runtime.GOARCH, filepath.Join(dir, "bootstrap"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/capacity"
-	"github.com/bikerental/bikerental/internal/capacity/rentalcost"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }

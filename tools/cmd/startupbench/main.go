@@ -39,8 +39,8 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/local"
-	"github.com/bikerental/bikerental/internal/startup"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/tools/startup"
 )
 
 // function is one binary to measure and its first event.
@@ -51,7 +51,7 @@ type function struct {
 }
 
 var functions = []function{
-	{name: "hello", pkg: "./internal/startup/hello", event: `{}`, check: func(b []byte) error {
+	{name: "hello", pkg: "./tools/startup/hello", event: `{}`, check: func(b []byte) error {
 		if string(b) != `"hello"` {
 			return errors.New(`want "hello"`)
 		}

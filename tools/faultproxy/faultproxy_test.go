@@ -22,7 +22,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/faultproxy"
+	"github.com/bikerental/bikerental/tools/faultproxy"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }

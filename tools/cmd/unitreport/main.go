@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/capacity/rentalcost"
 	"github.com/bikerental/bikerental/internal/emulator"
+	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
 func main() {

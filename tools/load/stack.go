@@ -16,9 +16,9 @@ import (
 
 	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/emulator"
-	"github.com/bikerental/bikerental/internal/faultproxy"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/tools/faultproxy"
 )
 
 // StackConfig describes a local stack to put load on: the one `make run` brings up

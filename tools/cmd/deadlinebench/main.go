@@ -43,8 +43,8 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/deadline"
-	"github.com/bikerental/bikerental/internal/deadlinebench"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/tools/deadlinebench"
 )
 
 func main() {

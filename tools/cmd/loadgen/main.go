@@ -35,9 +35,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/faultproxy"
-	"github.com/bikerental/bikerental/internal/load"
 	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/tools/faultproxy"
+	"github.com/bikerental/bikerental/tools/load"
 )
 
 func main() {

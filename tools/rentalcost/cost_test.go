@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/capacity"
-	"github.com/bikerental/bikerental/internal/capacity/rentalcost"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
 func call(function, op, table, index string, w, iw int, r float64) capacity.Call {
