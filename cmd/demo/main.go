@@ -23,8 +23,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -46,15 +44,9 @@ Tells the service's story against a local stack it starts (or DEMO_API's). Setti
 `
 
 func main() {
-	// No flags: -h or --help prints the usage and starts nothing; anything else is
-	// a usage error.
-	fs := flag.NewFlagSet("go run ./cmd/demo", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), usage, fs.Name()) }
-	if err := fs.Parse(os.Args[1:]); errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	} else if err != nil || fs.NArg() > 0 {
-		fs.Usage()
-		os.Exit(2)
+	// No flags: -h or --help prints the usage and starts nothing.
+	if code := local.NoFlags("go run ./cmd/demo", usage, os.Args[1:], os.Stderr); code >= 0 {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

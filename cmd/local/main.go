@@ -17,7 +17,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -36,15 +35,9 @@ Runs the whole service on this machine (moto, the functions, the API on 127.0.0.
 `
 
 func main() {
-	// No flags: -h or --help prints the usage and starts nothing; anything else is
-	// a usage error.
-	fs := flag.NewFlagSet("go run ./cmd/local", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprintf(fs.Output(), usage, fs.Name()) }
-	if err := fs.Parse(os.Args[1:]); errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	} else if err != nil || fs.NArg() > 0 {
-		fs.Usage()
-		os.Exit(2)
+	// No flags: -h or --help prints the usage and starts nothing.
+	if code := local.NoFlags("go run ./cmd/local", usage, os.Args[1:], os.Stderr); code >= 0 {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,38 @@ import (
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
+// runStack runs the local stack on fresh tables until the test ends, with settings
+// over the defaults, sweeping every interval, its stream mappings giving up after
+// one retry, and its functions changed by replace. It returns the stack and the
+// functions' environment.
+func runStack(t *testing.T, interval time.Duration, settings map[string]string, replace func(*local.Functions)) (*local.Stack, map[string]string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := emulatortest.Config(t)
+	events, pending := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
+	env := map[string]string{wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
+	maps.Copy(env, settings)
+	if err := local.CreateTables(ctx, cfg, events, pending); err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	fns, err := local.InProcessFunctions(ctx, cfg, func(k string) string { return env[k] }, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace(&fns)
+	stack := &local.Stack{AWS: cfg, EventsTable: events, PendingTable: pending, SweepInterval: interval,
+		Functions: fns, Logger: logger, MaxRetryAttempts: 1}
+	l, err := local.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- stack.Run(ctx, l) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return stack, env
+}
+
 // down is a process function that is down: every invocation fails.
 type down struct{}
 
@@ -33,29 +66,11 @@ func (down) Invoke(context.Context, []byte) ([]byte, error) {
 // destination receives only where the record was, as AWS's does, and the rental,
 // stuck requested with its bike held, is repaired from the event store alone.
 func TestADeadLetteredRentalIsRepairedFromTheEventStore(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg := emulatortest.Config(t)
-	events, pending := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
-	env := map[string]string{wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
+	ctx := context.Background()
+	stack, env := runStack(t, time.Hour, nil, func(fns *local.Functions) { fns.Process = down{} })
+	events := env[wiring.EnvEventsTable]
 	getenv := func(k string) string { return env[k] }
-	if err := local.CreateTables(ctx, cfg, events, pending); err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.DiscardHandler)
-	fns, err := local.InProcessFunctions(ctx, cfg, getenv, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fns.Process = down{}
-	stack := &local.Stack{AWS: cfg, EventsTable: events, PendingTable: pending, SweepInterval: time.Hour, Functions: fns, Logger: logger, MaxRetryAttempts: 1}
-	l, err := local.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- stack.Run(ctx, l) }()
-	defer func() { cancel(); <-done }()
+	cfg, logger := stack.AWS, stack.Logger
 
 	store := dynamo.New(emulatortest.DynamoDB(t), events)
 	commands := command.New(store)
@@ -122,31 +137,14 @@ func (r refusing) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // the repair only finishes what the confirmation decided), while the process
 // function is still refusing.
 func TestADeadLetteredRentalIsFoundAndRepairedByTheSweep(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg := emulatortest.Config(t)
-	events, pending := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
-	env := map[string]string{wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
-		wiring.EnvPaymentTimeout: "3s", wiring.EnvStuckGrace: "1s"}
+	ctx := context.Background()
+	stack, env := runStack(t, 500*time.Millisecond, map[string]string{wiring.EnvPaymentTimeout: "3s", wiring.EnvStuckGrace: "1s"},
+		func(fns *local.Functions) {
+			fns.Process = refusing{Invoker: fns.Process, eventType: "PaymentConfirmed"}
+		})
+	events := env[wiring.EnvEventsTable]
 	getenv := func(k string) string { return env[k] }
-	if err := local.CreateTables(ctx, cfg, events, pending); err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.DiscardHandler)
-	fns, err := local.InProcessFunctions(ctx, cfg, getenv, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fns.Process = refusing{Invoker: fns.Process, eventType: "PaymentConfirmed"}
-	stack := &local.Stack{AWS: cfg, EventsTable: events, PendingTable: pending, SweepInterval: 500 * time.Millisecond,
-		Functions: fns, Logger: logger, MaxRetryAttempts: 1}
-	l, err := local.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- stack.Run(ctx, l) }()
-	defer func() { cancel(); <-done }()
+	cfg := stack.AWS
 
 	store := dynamo.New(emulatortest.DynamoDB(t), events)
 	commands := command.New(store)
