@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
@@ -98,7 +99,7 @@ var ghost = rental.NewRentalID("ghost", "AAAAAAAAAAAAAAAAAAAAAA")
 
 // prepared projects a PaymentPrepared for rentalID recorded at the given time, as
 // the projector would; a real rental's record is copied with only its time changed.
-func prepared(t *testing.T, w *rebuildtest.World, p *deadline.Projection, rentalID string, at time.Time) {
+func prepared(t *testing.T, w *rebuildtest.World, p *pendingtable.Projection, rentalID string, at time.Time) {
 	t.Helper()
 	ref := payment.ReferenceFor(rentalID)
 	rec := eventstore.Record{StreamID: payment.StreamID(ref), Version: 1, Event: eventstore.Event{ID: "prepared-" + rentalID, Type: "PaymentPrepared"}}
@@ -119,7 +120,7 @@ func prepared(t *testing.T, w *rebuildtest.World, p *deadline.Projection, rental
 
 // settle plays the projector and the process on everything the rental's payment
 // stream holds, as the stream consumers would after a cancellation.
-func settle(t *testing.T, w *rebuildtest.World, p *deadline.Projection, rentalID string) {
+func settle(t *testing.T, w *rebuildtest.World, p *pendingtable.Projection, rentalID string) {
 	t.Helper()
 	records := w.PaymentOf(rentalID)
 	for _, r := range records {
@@ -573,7 +574,7 @@ func TestChangingTheShardCount(t *testing.T) {
 				_, err = h.(wiring.StreamHandler)(ctx, events.DynamoDBEvent{})
 				return err
 			}
-			if err := project(); !errors.Is(err, deadline.ErrShardMismatch) {
+			if err := project(); !errors.Is(err, pendingtable.ErrShardMismatch) {
 				t.Errorf("the projector ran with %s shards on a table of %s: %v", to, from, err)
 			}
 			must(t, e, "rebuild", "-shards", to, "-reshard")

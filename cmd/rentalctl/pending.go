@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -110,7 +111,7 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	)
 	f := newFlags("pending", pendingUsage, c.getenv)
 	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, deadline.DefaultShards, "the index write shards of the PendingPayments table")
+	f.intEnv(&shards, "shards", envShards, pendingtable.DefaultShards, "the index write shards of the PendingPayments table")
 	f.durationEnv(&timeout, "timeout", envTimeout, deadline.DefaultTimeout, "how long a payment may stay outstanding")
 	f.fs.BoolVar(&overdue, "overdue", false, "list only payments past their deadline")
 	f.limit(&limit, "payments")

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
-	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/rebuild"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -70,7 +70,7 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 	f := newFlags("rebuild", rebuildUsage, c.getenv)
 	f.eventsTable(&eventsTable, "to read")
 	f.pendingTable(&pendingTable, "to write")
-	f.intEnv(&shards, "shards", envShards, deadline.DefaultShards, "the index write shards of the PendingPayments table; must match the projector's")
+	f.intEnv(&shards, "shards", envShards, pendingtable.DefaultShards, "the index write shards of the PendingPayments table; must match the projector's")
 	f.stringEnv(&scheduleName, "schedule-name", envScheduleName, "the sweep's EventBridge schedule; empty pauses nothing")
 	group := c.getenv(envScheduleGroup)
 	if group == "" {
@@ -127,13 +127,13 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 	// that changes it.
 	var projector rebuild.Projector = projection
 	switch err := projection.CheckShards(ctx); {
-	case errors.Is(err, deadline.ErrShardMismatch) && reshard:
+	case errors.Is(err, pendingtable.ErrShardMismatch) && reshard:
 		fmt.Fprintf(c.stderr, "resharding: %v\n", err)
 		if err := projection.SetShards(ctx); err != nil {
 			return err
 		}
 		projector = rebuild.Resharding(projection)
-	case errors.Is(err, deadline.ErrShardMismatch):
+	case errors.Is(err, pendingtable.ErrShardMismatch):
 		return fmt.Errorf("%w; without -reshard nothing was changed", err)
 	case err != nil:
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -57,7 +58,7 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	f := newFlags("sweep", sweepUsage, c.getenv)
 	f.eventsTable(&eventsTable, "the process reads and appends to (not needed with --dry-run)")
 	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, deadline.DefaultShards, "the index write shards of the PendingPayments table")
+	f.intEnv(&shards, "shards", envShards, pendingtable.DefaultShards, "the index write shards of the PendingPayments table")
 	f.durationEnv(&timeout, "timeout", envTimeout, deadline.DefaultTimeout, "how long a payment may stay outstanding")
 	f.intEnv(&concurrency, "concurrency", envConcurrency, deadline.DefaultConcurrency, "how many cancellations to send at once")
 	f.durationEnv(&grace, "stuck-grace", wiring.EnvStuckGrace, deadline.DefaultGrace, "how long past the timeout a rental's process may stay open before it is stuck")
@@ -159,7 +160,7 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 }
 
 // sweepDryRun lists what a sweep as of now would send CancelRentalPayment for.
-func sweepDryRun(ctx context.Context, c *cli, projection *deadline.Projection, now time.Time, policy deadline.Policy, limit int, asJSON bool) error {
+func sweepDryRun(ctx context.Context, c *cli, projection *pendingtable.Projection, now time.Time, policy deadline.Policy, limit int, asJSON bool) error {
 	timeout, cutoff := policy.PaymentTimeout(), policy.Cutoff(now)
 	rows, err := projection.Overdue(ctx, cutoff, limit+1)
 	if err != nil {

@@ -37,7 +37,7 @@ type Canceller interface {
 	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error)
 }
 
-// PendingLister lists outstanding payments, oldest first; *deadline.Projection is one.
+// PendingLister lists outstanding payments, oldest first; *pendingtable.Projection is one.
 type PendingLister interface {
 	List(ctx context.Context, limit int) ([]deadline.Pending, error)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/schema"
@@ -39,12 +40,12 @@ func BenchmarkSweepItemsRead(b *testing.B) {
 	const overdue = 10
 	for _, pending := range sizes {
 		b.Run(fmt.Sprintf("pending=%d/overdue=%d", pending, overdue), func(b *testing.B) {
-			w := newWorld(b, deadline.DefaultShards)
+			w := newWorld(b, pendingtable.DefaultShards)
 			now := time.Now()
 			seedStart := time.Now()
 			seed(b, w, pending, overdue, now)
 			seeded := time.Since(seedStart)
-			s := &deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
+			s := &deadline.Sweeper{Index: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
 			var sweepRead int
 			for b.Loop() {
 				sum, err := s.Sweep(ctx, now)

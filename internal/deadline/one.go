@@ -7,39 +7,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/schema"
 )
-
-// Get returns the outstanding payment with the given reference, with a strongly
-// consistent read of its row; ok is false when the payment is not outstanding (never
-// projected, or settled).
-func (p *Projection) Get(ctx context.Context, reference string) (row Pending, ok bool, err error) {
-	out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(p.table),
-		Key:                      map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: reference}},
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#ref, #at, #shard"),
-		ExpressionAttributeNames: map[string]string{"#ref": schema.PendingReference, "#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard},
-	})
-	if err != nil {
-		return Pending{}, false, fmt.Errorf("deadline: read pending payment %s: %w", reference, err)
-	}
-	if _, pending := out.Item[schema.PendingDueShard]; !pending {
-		return Pending{}, false, nil // absent, or a settled payment's marker
-	}
-	row, err = decodePending(out.Item)
-	if err != nil {
-		return Pending{}, false, err
-	}
-	return row, true, nil
-}
 
 // SweepOne gives up on one payment whose own deadline has come (precise deadlines:
 // its one-time schedule fired); now is the clock. It reads the payment's row and
@@ -57,7 +28,7 @@ func (s *Sweeper) SweepOne(ctx context.Context, rentalID, reference string, now 
 	if owner, err := payment.RentalIDFor(reference); err != nil || owner != rentalID {
 		return sum, fmt.Errorf("deadline: payment %q does not belong to rental %q", reference, rentalID)
 	}
-	row, ok, err := s.Projection.Get(ctx, reference)
+	row, ok, err := s.Index.Get(ctx, reference)
 	sum.ItemsRead = 1
 	if err != nil {
 		s.report(ctx, logger, sum, err)

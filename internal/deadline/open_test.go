@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
@@ -35,7 +36,7 @@ func completed(rentalID string, at time.Time) eventstore.Record {
 	return eventstore.Record{StreamID: rentalpayment.StreamID(rentalID), Version: 2, Event: eventstore.Event{ID: "done-" + rentalID, Type: rentalpayment.TypeCompleted, Data: data, RecordedAt: at}}
 }
 
-func apply(t *testing.T, p *deadline.Projection, recs ...eventstore.Record) {
+func apply(t *testing.T, p *pendingtable.Projection, recs ...eventstore.Record) {
 	t.Helper()
 	for _, r := range recs {
 		if err := p.Apply(ctx, r); err != nil {
@@ -44,7 +45,7 @@ func apply(t *testing.T, p *deadline.Projection, recs ...eventstore.Record) {
 	}
 }
 
-func openIDs(t *testing.T, p *deadline.Projection, cutoff time.Time) []string {
+func openIDs(t *testing.T, p *pendingtable.Projection, cutoff time.Time) []string {
 	t.Helper()
 	open, _, err := p.OpenBefore(ctx, cutoff)
 	if err != nil {
@@ -156,7 +157,7 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 		return true, nil
 	}}
 	var metrics bytes.Buffer
-	s := &deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute},
+	s := &deadline.Sweeper{Index: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute},
 		Repairer: r, Metrics: &metrics, Logger: slog.New(slog.DiscardHandler)}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
@@ -180,7 +181,7 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 	}
 
 	// Without a repairer every stuck rental is left, and none is touched.
-	report := &deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
+	report := &deadline.Sweeper{Index: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
 	sum, err = report.Sweep(ctx, now)
 	if err != nil || sum.Stuck != 6 || sum.StuckLeft != 6 || sum.StuckRepaired != 0 {
 		t.Errorf("report-only sweep: %+v, %v; want 6 stuck, all left", sum, err)

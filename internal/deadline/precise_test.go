@@ -9,6 +9,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 )
@@ -41,7 +42,7 @@ func TestAtExpression(t *testing.T) {
 }
 
 func TestSweepOne(t *testing.T) {
-	w := newWorld(t, deadline.DefaultShards)
+	w := newWorld(t, pendingtable.DefaultShards)
 	overdue := w.request("one-overdue")
 	settled := w.request("one-settled")
 	early := w.request("one-early")

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -45,8 +44,10 @@ type StuckRepairer interface {
 // reads the projection and sends commands: it holds no state and writes nothing, so
 // two sweeps may run at once (each command is safe to send twice).
 type Sweeper struct {
-	Projection *Projection
-	Canceller  Canceller
+	// Index is where the sweep finds overdue payments and stuck rentals: the
+	// PendingPayments table (pendingtable.Projection) in the service.
+	Index     Index
+	Canceller Canceller
 	// Policy says when a payment is overdue and when a rental is stuck.
 	Policy      Policy
 	Concurrency int           // commands in flight at once
@@ -127,11 +128,11 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 	rows := make(chan Pending)
 	var queries sync.WaitGroup
 	var queryErrs []error
-	for shard := range s.Projection.shards {
+	for shard := range s.Index.Shards() {
 		queries.Add(1)
 		go func() {
 			defer queries.Done()
-			read, err := s.Projection.query(work, strconv.Itoa(shard), sum.Cutoff, 0, func(page []Pending) bool {
+			read, err := s.Index.OverduePages(work, shard, sum.Cutoff, func(page []Pending) bool {
 				for _, row := range page {
 					select {
 					case rows <- row:
@@ -206,7 +207,7 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 // under way (that happens when sweeps did not run for longer than the grace).
 func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) error {
 	sum.StuckCutoff = s.Policy.StuckCutoff(sum.Now)
-	all, read, err := s.Projection.OpenBefore(ctx, sum.StuckCutoff)
+	all, read, err := s.Index.OpenBefore(ctx, sum.StuckCutoff)
 	sum.StuckItemsRead = read
 	if err != nil {
 		return err
@@ -341,8 +342,4 @@ func EMF(sum Summary, service string) ([]byte, error) {
 		return nil, fmt.Errorf("deadline: metrics: %w", err)
 	}
 	return b, nil
-}
-
-func sortByPreparedAt(rows []Pending) {
-	slices.SortStableFunc(rows, func(a, b Pending) int { return a.PreparedAt.Compare(b.PreparedAt) })
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -23,7 +24,7 @@ import (
 // now an hour ahead, then it is called off and leaves the list, and the bike is
 // released.
 func TestGivenOutstandingPaymentWhenSweptThenCalledOffAndBikeReleased(t *testing.T) {
-	w := newWorld(t, deadline.DefaultShards)
+	w := newWorld(t, pendingtable.DefaultShards)
 	rentalID := w.request("b1")
 	w.pumpUntil("the payment to be listed", func() bool { return w.listed(rentalID) })
 
@@ -45,7 +46,7 @@ func TestGivenOutstandingPaymentWhenSweptThenCalledOffAndBikeReleased(t *testing
 }
 
 func TestSweepLeavesWhatIsNotOverdueOrSettled(t *testing.T) {
-	w := newWorld(t, deadline.DefaultShards)
+	w := newWorld(t, pendingtable.DefaultShards)
 	fresh := w.request("fresh")
 	confirmed := w.request("paid")
 	w.pumpUntil("both payments listed", func() bool { return w.listed(fresh) && w.listed(confirmed) })
@@ -84,7 +85,7 @@ func (c confirmingFirst) CancelRentalPayment(ctx context.Context, rentalID strin
 }
 
 func TestPaymentConfirmedDuringTheSweepIsDeclined(t *testing.T) {
-	w := newWorld(t, deadline.DefaultShards)
+	w := newWorld(t, pendingtable.DefaultShards)
 	rentalID := w.request("b1")
 	w.pumpUntil("the payment to be listed", func() bool { return w.listed(rentalID) })
 	sum, err := w.sweeper(confirmingFirst{w}).Sweep(ctx, time.Now().Add(time.Hour))
@@ -157,7 +158,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		return rentalpayment.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := &deadline.Sweeper{Projection: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 3, Metrics: &metrics}
+	s := &deadline.Sweeper{Index: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 3, Metrics: &metrics}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 func TestSweepReadsAtMostOneEmptyPagePerShardWhenNothingIsOverdue(t *testing.T) {
 	w := newWorld(t, 8)
 	project(t, w, 40, time.Now())
-	sum, err := (&deadline.Sweeper{Projection: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: time.Minute}}).Sweep(ctx, time.Now())
+	sum, err := (&deadline.Sweeper{Index: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: time.Minute}}).Sweep(ctx, time.Now())
 	if err != nil || sum.Found != 0 || sum.ItemsRead != 0 {
 		t.Fatalf("summary %+v, %v; want nothing found or read", sum, err)
 	}
@@ -202,7 +203,7 @@ func TestSweepStopsBeforeItsDeadline(t *testing.T) {
 	fake := &recording{}
 	tight, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	s := &deadline.Sweeper{Projection: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: time.Minute}, Margin: 5 * time.Second}
+	s := &deadline.Sweeper{Index: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: time.Minute}, Margin: 5 * time.Second}
 	sum, err := s.Sweep(tight, time.Now())
 	if err != nil || !sum.Incomplete || len(fake.calls) != 0 {
 		t.Fatalf("summary %+v, err %v, %d calls; want an incomplete sweep that sent nothing", sum, err, len(fake.calls))
@@ -210,7 +211,7 @@ func TestSweepStopsBeforeItsDeadline(t *testing.T) {
 }
 
 func TestTwoSweepsAtOnce(t *testing.T) {
-	w := newWorld(t, deadline.DefaultShards)
+	w := newWorld(t, pendingtable.DefaultShards)
 	a, b := w.request("b1"), w.request("b2")
 	w.pumpUntil("both payments listed", func() bool { return w.listed(a) && w.listed(b) })
 	var wg sync.WaitGroup

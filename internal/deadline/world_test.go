@@ -14,6 +14,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -36,7 +37,7 @@ type world struct {
 	store      *dynamo.Store
 	commands   *command.Handler
 	process    *rentalpayment.Process
-	projection *deadline.Projection
+	projection *pendingtable.Projection
 	pending    string
 	pollers    []*streampoll.Poller
 }
@@ -55,7 +56,7 @@ func newWorld(t testing.TB, shards int) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.projection, err = deadline.NewProjection(client, pending, shards, deadline.DefaultMarkerTTL); err != nil {
+	if w.projection, err = pendingtable.New(client, pending, shards, pendingtable.DefaultMarkerTTL); err != nil {
 		t.Fatal(err)
 	}
 	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(eventsTable)})
@@ -131,5 +132,5 @@ func (w *world) sweeper(c deadline.Canceller) *deadline.Sweeper {
 	if c == nil {
 		c = w.process
 	}
-	return &deadline.Sweeper{Projection: w.projection, Canceller: c, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
+	return &deadline.Sweeper{Index: w.projection, Canceller: c, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
 }

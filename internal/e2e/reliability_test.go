@@ -20,7 +20,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/bikerental/bikerental/internal/audit"
-	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/demo"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/local"
@@ -160,7 +160,7 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	}
 	// The story is over once every rental reads as ended; the projector may still be
 	// a poll behind, closing the last processes' open rows.
-	projection, err := deadline.NewProjection(client, pendingTable, deadline.DefaultShards, deadline.DefaultMarkerTTL)
+	projection, err := pendingtable.New(client, pendingTable, pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

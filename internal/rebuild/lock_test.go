@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/rebuild"
 	"github.com/bikerental/bikerental/internal/schema"
@@ -50,7 +50,7 @@ func TestOneRebuildAtATime(t *testing.T) {
 	if err := a.Paused(ctx, false); !errors.Is(err, rebuild.ErrLocked) {
 		t.Errorf("the expired holder changed the lock: %v", err)
 	}
-	projection, err := deadline.NewProjection(db, table, 4, deadline.DefaultMarkerTTL)
+	projection, err := pendingtable.New(db, table, 4, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

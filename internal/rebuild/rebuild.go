@@ -31,7 +31,7 @@ type Source interface {
 
 // Projector applies one event record to a projection. Apply must be idempotent and
 // ignore records older than what the projection already holds, as
-// (*deadline.Projection).Apply does: a rebuild applies whatever is in the store, in
+// (*pendingtable.Projection).Apply does: a rebuild applies whatever is in the store, in
 // order, over whatever the projection holds already.
 type Projector interface {
 	Apply(ctx context.Context, r eventstore.Record) error
@@ -136,7 +136,7 @@ func replay(ctx context.Context, events Source, projection Projector, streamID s
 
 // Resharder is a projection that can move the row a record created (a payment's
 // outstanding row, a rental's open process) to its shard under its own shard
-// count, as (*deadline.Projection).Reshard does.
+// count, as (*pendingtable.Projection).Reshard does.
 type Resharder interface {
 	Projector
 	Reshard(ctx context.Context, r eventstore.Record) error

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) { emulatortest.Main(m) }
 var ctx = context.Background()
 
 var _ rebuild.Source = (*dynamo.Store)(nil)
-var _ rebuild.Projector = (*deadline.Projection)(nil)
+var _ rebuild.Projector = (*pendingtable.Projection)(nil)
 
 // recordingCanceller passes CancelRentalPayment on and remembers for which rentals.
 type recordingCanceller struct {
@@ -106,7 +107,7 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 		before[id] = w.PaymentOf(id)
 	}
 	canceller := &recordingCanceller{Canceller: w.Process}
-	sweeper := &deadline.Sweeper{Projection: projection, Canceller: canceller, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
+	sweeper := &deadline.Sweeper{Index: projection, Canceller: canceller, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
 	sum, err := sweeper.Sweep(ctx, time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)

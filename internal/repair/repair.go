@@ -21,7 +21,7 @@ import (
 )
 
 // Handler is one stream consumer's handler of a record, as the functions run it:
-// (*rentalpayment.Process).Handle, (*deadline.Projection).Apply.
+// (*rentalpayment.Process).Handle, (*pendingtable.Projection).Apply.
 type Handler func(ctx context.Context, r eventstore.Record) error
 
 // Repairer delivers a rental's records to the consumers.

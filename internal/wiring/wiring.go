@@ -18,6 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
@@ -121,32 +122,32 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 // Projection returns the PendingPayments projection named by PENDING_TABLE, for the
 // projector, which writes it: SETTLED_MARKER_TTL sets how long settled markers stay.
 // It returns nil if PENDING_TABLE is not set.
-func Projection(cfg aws.Config, getenv Getenv) (*deadline.Projection, error) {
+func Projection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
 	return projection(cfg, getenv, true)
 }
 
 // PendingReader returns the PendingPayments projection for functions that only read
 // it (the API and the sweep), or nil if PENDING_TABLE is not set.
-func PendingReader(cfg aws.Config, getenv Getenv) (*deadline.Projection, error) {
+func PendingReader(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
 	return projection(cfg, getenv, false)
 }
 
-func projection(cfg aws.Config, getenv Getenv, writes bool) (*deadline.Projection, error) {
+func projection(cfg aws.Config, getenv Getenv, writes bool) (*pendingtable.Projection, error) {
 	table := getenv(EnvPendingTable)
 	if table == "" {
 		return nil, nil
 	}
-	shards, err := intSetting(getenv, EnvPendingShards, deadline.DefaultShards)
+	shards, err := intSetting(getenv, EnvPendingShards, pendingtable.DefaultShards)
 	if err != nil {
 		return nil, err
 	}
-	ttl := deadline.DefaultMarkerTTL
+	ttl := pendingtable.DefaultMarkerTTL
 	if writes {
-		if ttl, err = durationSetting(getenv, EnvMarkerTTL, deadline.DefaultMarkerTTL); err != nil {
+		if ttl, err = durationSetting(getenv, EnvMarkerTTL, pendingtable.DefaultMarkerTTL); err != nil {
 			return nil, err
 		}
 	}
-	p, err := deadline.NewProjection(dynamodb.NewFromConfig(cfg), table, shards, ttl)
+	p, err := pendingtable.New(dynamodb.NewFromConfig(cfg), table, shards, ttl)
 	if err != nil {
 		return nil, fmt.Errorf("wiring: %w", err)
 	}
@@ -171,7 +172,7 @@ func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 // Sweeper returns the sweep over projection, sending its commands to process,
 // configured by DeadlinePolicy and SWEEP_CONCURRENCY. It reports stuck rentals and
 // repairs none; set its Repairer (StuckRepairs) for that.
-func Sweeper(projection *deadline.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics io.Writer) (*deadline.Sweeper, error) {
+func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics io.Writer) (*deadline.Sweeper, error) {
 	policy, err := DeadlinePolicy(getenv)
 	if err != nil {
 		return nil, err
@@ -180,7 +181,7 @@ func Sweeper(projection *deadline.Projection, process deadline.Canceller, getenv
 	if err != nil {
 		return nil, err
 	}
-	return &deadline.Sweeper{Projection: projection, Canceller: process, Policy: policy, Concurrency: concurrency,
+	return &deadline.Sweeper{Index: projection, Canceller: process, Policy: policy, Concurrency: concurrency,
 		Logger: logger, Metrics: metrics, Service: getenv(EnvMetricsService)}, nil
 }
 
@@ -238,7 +239,7 @@ type Service struct {
 	Store      *dynamo.Store
 	Commands   *command.Handler
 	Process    *rentalpayment.Process
-	Projection *deadline.Projection
+	Projection *pendingtable.Projection
 	API        *api.API
 }
 

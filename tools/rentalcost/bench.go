@@ -29,6 +29,7 @@ import (
 	"github.com/bikerental/bikerental/internal/capacity"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
@@ -480,7 +481,7 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 	if err != nil {
 		return f, fmt.Errorf("rentalcost: %w", err)
 	}
-	for _, key := range []string{ref, deadline.OpenKey(rentalID)} {
+	for _, key := range []string{ref, pendingtable.OpenKey(rentalID)} {
 		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
@@ -495,7 +496,7 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 		f.ProjectionUnits += 2 * capacity.WriteUnits(capacity.ItemSize(row))
 		entry := map[string]types.AttributeValue{
 			schema.PendingReference: row[schema.PendingReference], schema.PendingPreparedAt: row[schema.PendingPreparedAt],
-			schema.PendingDueShard: &types.AttributeValueMemberS{Value: deadline.OpenShardPrefix + "0"},
+			schema.PendingDueShard: &types.AttributeValueMemberS{Value: pendingtable.OpenShardPrefix + "0"},
 		}
 		f.IndexUnits += 2 * capacity.WriteUnits(capacity.ItemSize(entry))
 	}

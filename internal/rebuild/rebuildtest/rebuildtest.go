@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
@@ -69,9 +69,9 @@ func NewWorld(t testing.TB) *World {
 }
 
 // Projection returns a projection on the world's PendingPayments table.
-func (w *World) Projection(shards int) *deadline.Projection {
+func (w *World) Projection(shards int) *pendingtable.Projection {
 	w.T.Helper()
-	p, err := deadline.NewProjection(w.Client, w.PendingTable, shards, deadline.DefaultMarkerTTL)
+	p, err := pendingtable.New(w.Client, w.PendingTable, shards, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		w.T.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func (w *World) PaymentOf(rentalID string) []eventstore.Record {
 
 // Pending returns the rental ids the projection lists as outstanding, sorted, and
 // checks that each row carries the time its PaymentPrepared was recorded.
-func (w *World) Pending(p *deadline.Projection) []string {
+func (w *World) Pending(p *pendingtable.Projection) []string {
 	w.T.Helper()
 	rows, err := p.List(context.Background(), 10_000)
 	if err != nil {

@@ -1,9 +1,8 @@
-package deadline
+package pendingtable
 
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ident"
-	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/schema"
 )
@@ -48,40 +47,6 @@ func rentalOfOpenKey(key string) (string, bool) {
 // openShardOf returns the index partition of a rental's open-process row.
 func (p *Projection) openShardOf(rentalID string) string {
 	return OpenShardPrefix + p.ShardOf(rentalID)
-}
-
-// ProcessChange is what a record means for a rental's open process: it opened (the
-// bike was requested) or it completed.
-type ProcessChange struct {
-	RentalID  string
-	Completed bool
-}
-
-// ProcessChangeOf decodes a record that opens or completes a rental's process; ok is
-// false for every other record. A record of one of those types that does not decode,
-// or names no valid rental, is an error wrapping eventstore.ErrCorruptRecord.
-func ProcessChangeOf(r eventstore.Record) (c ProcessChange, ok bool, err error) {
-	var id string
-	switch r.Type {
-	case "BikeRequested":
-		var e rental.BikeRequested
-		err = json.Unmarshal(r.Data, &e)
-		id = e.RentalID
-	case rentalpayment.TypeCompleted:
-		var e rentalpayment.RentalPaymentProcessCompleted
-		err = json.Unmarshal(r.Data, &e)
-		id, c.Completed = e.RentalID, true
-	default:
-		return ProcessChange{}, false, nil
-	}
-	if err == nil && !ident.Valid(id) {
-		err = fmt.Errorf("rental id %q", id)
-	}
-	if err != nil {
-		return ProcessChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
-	}
-	c.RentalID = id
-	return c, true, nil
 }
 
 // opened creates a rental's open-process row, stamped with the time the bike was
@@ -133,45 +98,38 @@ func (p *Projection) completed(ctx context.Context, rentalID string, r eventstor
 	return nil
 }
 
-// Open is one rental whose process has not completed, with the time its bike was
-// requested.
-type Open struct {
-	RentalID    string    `json:"rentalId"`
-	RequestedAt time.Time `json:"requestedAt"`
-}
-
-func decodeOpen(item map[string]types.AttributeValue) (Open, error) {
+func decodeOpen(item map[string]types.AttributeValue) (deadline.Open, error) {
 	key, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
 	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
 	if !ok1 || !ok2 {
-		return Open{}, fmt.Errorf("deadline: open-process row lacks %s or %s", schema.PendingReference, schema.PendingPreparedAt)
+		return deadline.Open{}, fmt.Errorf("deadline: open-process row lacks %s or %s", schema.PendingReference, schema.PendingPreparedAt)
 	}
 	rentalID, ok := rentalOfOpenKey(key.Value)
 	if !ok {
-		return Open{}, fmt.Errorf("deadline: open-process row %q: not a process's key", key.Value)
+		return deadline.Open{}, fmt.Errorf("deadline: open-process row %q: not a process's key", key.Value)
 	}
 	ms, err := strconv.ParseInt(at.Value, 10, 64)
 	if err != nil {
-		return Open{}, fmt.Errorf("deadline: open-process row %s: %s %q", key.Value, schema.PendingPreparedAt, at.Value)
+		return deadline.Open{}, fmt.Errorf("deadline: open-process row %s: %s %q", key.Value, schema.PendingPreparedAt, at.Value)
 	}
-	return Open{RentalID: rentalID, RequestedAt: time.UnixMilli(ms).UTC()}, nil
+	return deadline.Open{RentalID: rentalID, RequestedAt: time.UnixMilli(ms).UTC()}, nil
 }
 
 // queryOpen reads the open-process rows of one shard through the index, oldest
 // first, requested before the cutoff, calling fn for each page. It returns how many
 // items DynamoDB read.
-func (p *Projection) queryOpen(ctx context.Context, shard int, before time.Time, fn func([]Open) bool) (int, error) {
+func (p *Projection) queryOpen(ctx context.Context, shard int, before time.Time, fn func([]deadline.Open) bool) (int, error) {
 	return queryIndex(ctx, p, OpenShardPrefix+strconv.Itoa(shard), before, 0, decodeOpen, fn)
 }
 
 // OpenBefore returns every rental whose process has been open since before the
 // cutoff, oldest first: one Query per shard of the index, never a scan. It also
 // returns how many items DynamoDB read.
-func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]Open, int, error) {
-	var all []Open
+func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]deadline.Open, int, error) {
+	var all []deadline.Open
 	read := 0
 	for s := range p.shards {
-		n, err := p.queryOpen(ctx, s, cutoff, func(page []Open) bool {
+		n, err := p.queryOpen(ctx, s, cutoff, func(page []deadline.Open) bool {
 			all = append(all, page...)
 			return true
 		})
@@ -184,9 +142,9 @@ func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]Open, 
 	return all, read, nil
 }
 
-func sortOpen(rows []Open) {
+func sortOpen(rows []deadline.Open) {
 	// Oldest first; rentals requested in the same millisecond by id, for a stable order.
-	slices.SortFunc(rows, func(a, b Open) int {
+	slices.SortFunc(rows, func(a, b deadline.Open) int {
 		return cmp.Or(a.RequestedAt.Compare(b.RequestedAt), cmp.Compare(a.RentalID, b.RentalID))
 	})
 }

@@ -1,9 +1,10 @@
-package deadline
+package pendingtable
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bikerental/bikerental/internal/deadline"
 	"strconv"
 	"sync"
 	"time"
@@ -18,14 +19,14 @@ const overdueConcurrency = 8
 // the cutoff in the key condition, never scanning or filtering in memory, and it reads
 // at most limit rows from each shard. It only reads, so it is safe to call at any
 // time. The error names the shards whose queries failed.
-func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]Pending, error) {
+func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]deadline.Pending, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("deadline: overdue limit %d: want at least 1", limit)
 	}
 	if cutoff.IsZero() {
 		return nil, errors.New("deadline: overdue cutoff is the zero time")
 	}
-	perShard := make([][]Pending, p.shards)
+	perShard := make([][]deadline.Pending, p.shards)
 	errs := make([]error, p.shards)
 	slots := make(chan struct{}, overdueConcurrency)
 	var wg sync.WaitGroup
@@ -34,7 +35,7 @@ func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) (
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			_, errs[s] = p.query(ctx, strconv.Itoa(s), cutoff, int32(min(limit, 1<<31-1)), func(page []Pending) bool {
+			_, errs[s] = p.query(ctx, strconv.Itoa(s), cutoff, int32(min(limit, 1<<31-1)), func(page []deadline.Pending) bool {
 				perShard[s] = append(perShard[s], page...)
 				return len(perShard[s]) < limit
 			})
@@ -44,7 +45,7 @@ func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) (
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	var all []Pending
+	var all []deadline.Pending
 	for _, rows := range perShard {
 		all = append(all, rows...)
 	}

@@ -1,14 +1,17 @@
-// Package deadline notices payments that never arrive. A projection built purely from
-// payment events keeps one row per outstanding payment, stamped with the time the
-// payment was prepared; a sweep reads the rows that are overdue through an index and
-// sends CancelRentalPayment for each. Nothing is scheduled per payment.
-package deadline
+// Package pendingtable is the PendingPayments table: the DynamoDB projection the
+// sweep reads through deadline.Index. One row per outstanding payment, stamped with
+// the time the payment was prepared, and one per rental whose process is open,
+// stamped with the time its bike was requested, both in the ByPreparedAt index,
+// spread over write shards; written only from events, by the projector, and
+// conditional on what the row already reflects, so that replays change nothing.
+package pendingtable
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/schema"
@@ -46,10 +50,10 @@ type Projection struct {
 	markerTTL time.Duration
 }
 
-// NewProjection returns the projection on the PendingPayments table named table,
+// New returns the projection on the PendingPayments table named table,
 // spreading index writes over shards partitions (1 to MaxShards) and keeping settled
 // markers for markerTTL after the settling event.
-func NewProjection(client API, table string, shards int, markerTTL time.Duration) (*Projection, error) {
+func New(client API, table string, shards int, markerTTL time.Duration) (*Projection, error) {
 	if shards < 1 || shards > MaxShards {
 		return nil, fmt.Errorf("deadline: %d shards: want 1 to %d", shards, MaxShards)
 	}
@@ -61,6 +65,18 @@ func NewProjection(client API, table string, shards int, markerTTL time.Duration
 
 // Shards returns how many index partitions the projection writes to.
 func (p *Projection) Shards() int { return p.shards }
+
+var _ deadline.Index = (*Projection)(nil)
+
+// OverduePages implements deadline.Index: one Query of the shard's partition of the
+// index, paginated, with the cutoff in the key condition.
+func (p *Projection) OverduePages(ctx context.Context, shard int, cutoff time.Time, fn func([]deadline.Pending) bool) (int, error) {
+	return p.query(ctx, strconv.Itoa(shard), cutoff, 0, fn)
+}
+
+func sortByPreparedAt(rows []deadline.Pending) {
+	slices.SortStableFunc(rows, func(a, b deadline.Pending) int { return a.PreparedAt.Compare(b.PreparedAt) })
+}
 
 // ShardOf returns the index partition of a payment: a stable hash of its reference, so
 // that rows spread evenly over the shards.
@@ -88,7 +104,7 @@ func (p *Projection) Apply(ctx context.Context, r eventstore.Record) error {
 // settlement, and for every other record. Precise deadlines arm a payment's
 // schedule only when it is outstanding.
 func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstanding bool, err error) {
-	if pc, ok, err := ProcessChangeOf(r); err != nil || ok {
+	if pc, ok, err := deadline.ProcessChangeOf(r); err != nil || ok {
 		switch {
 		case err != nil:
 			return false, err
@@ -97,7 +113,7 @@ func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstand
 		}
 		return false, p.opened(ctx, pc.RentalID, r)
 	}
-	c, ok, err := PaymentChangeOf(r)
+	c, ok, err := deadline.PaymentChangeOf(r)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -105,40 +121,6 @@ func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstand
 		return p.prepared(ctx, c.Reference, r)
 	}
 	return false, p.settled(ctx, c.Reference, c.Settled, r)
-}
-
-// PaymentChange is what a record of the Events table means for a payment's deadline:
-// the payment was prepared (Settled is empty), or it settled, and how ("confirmed",
-// "rejected" or "cancelled").
-type PaymentChange struct {
-	Reference string
-	Settled   string
-}
-
-// PaymentChangeOf decodes the record of a payment event that starts or ends a
-// payment's wait; ok is false for every other record. A record of one of those types
-// that does not decode is an error wrapping eventstore.ErrCorruptRecord.
-func PaymentChangeOf(r eventstore.Record) (c PaymentChange, ok bool, err error) {
-	switch r.Type {
-	case "PaymentPrepared", "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
-	default:
-		return PaymentChange{}, false, nil
-	}
-	e, err := payment.DecodeEvent(r.Type, r.Data)
-	if err != nil {
-		return PaymentChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
-	}
-	switch e := e.(type) {
-	case payment.PaymentPrepared:
-		return PaymentChange{Reference: e.Reference}, true, nil
-	case payment.PaymentConfirmed:
-		return PaymentChange{Reference: e.Reference, Settled: "confirmed"}, true, nil
-	case payment.PaymentRejected:
-		return PaymentChange{Reference: e.Reference, Settled: "rejected"}, true, nil
-	case payment.PaymentCancelled:
-		return PaymentChange{Reference: e.Reference, Settled: "cancelled"}, true, nil
-	}
-	return PaymentChange{}, false, nil
 }
 
 func (p *Projection) prepared(ctx context.Context, ref string, r eventstore.Record) (bool, error) {
@@ -210,17 +192,10 @@ func ignoreFailedCondition(err error, ref string) error {
 	return fmt.Errorf("deadline: project payment %s: %w", ref, err)
 }
 
-// Pending is one outstanding payment.
-type Pending struct {
-	Reference  string    `json:"paymentReference"`
-	RentalID   string    `json:"rentalId"`
-	PreparedAt time.Time `json:"preparedAt"`
-}
-
 // query reads the outstanding rows of one shard through the index, oldest first,
 // prepared before the cutoff (all of them for a zero cutoff), calling fn for each
 // page. It returns how many items DynamoDB read.
-func (p *Projection) query(ctx context.Context, shard string, before time.Time, limit int32, fn func([]Pending) bool) (int, error) {
+func (p *Projection) query(ctx context.Context, shard string, before time.Time, limit int32, fn func([]deadline.Pending) bool) (int, error) {
 	return queryIndex(ctx, p, shard, before, limit, decodePending, fn)
 }
 
@@ -271,33 +246,33 @@ func queryIndex[T any](ctx context.Context, p *Projection, shard string, before 
 	return read, nil
 }
 
-func decodePending(item map[string]types.AttributeValue) (Pending, error) {
+func decodePending(item map[string]types.AttributeValue) (deadline.Pending, error) {
 	ref, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
 	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
 	if !ok1 || !ok2 {
-		return Pending{}, fmt.Errorf("deadline: pending row lacks %s or %s", schema.PendingReference, schema.PendingPreparedAt)
+		return deadline.Pending{}, fmt.Errorf("deadline: pending row lacks %s or %s", schema.PendingReference, schema.PendingPreparedAt)
 	}
 	ms, err := strconv.ParseInt(at.Value, 10, 64)
 	if err != nil {
-		return Pending{}, fmt.Errorf("deadline: pending row %s: %s %q", ref.Value, schema.PendingPreparedAt, at.Value)
+		return deadline.Pending{}, fmt.Errorf("deadline: pending row %s: %s %q", ref.Value, schema.PendingPreparedAt, at.Value)
 	}
 	rentalID, err := payment.RentalIDFor(ref.Value)
 	if err != nil {
-		return Pending{}, fmt.Errorf("deadline: pending row %s: %w", ref.Value, err)
+		return deadline.Pending{}, fmt.Errorf("deadline: pending row %s: %w", ref.Value, err)
 	}
-	return Pending{Reference: ref.Value, RentalID: rentalID, PreparedAt: time.UnixMilli(ms).UTC()}, nil
+	return deadline.Pending{Reference: ref.Value, RentalID: rentalID, PreparedAt: time.UnixMilli(ms).UTC()}, nil
 }
 
 // List returns up to limit outstanding payments, oldest first, reading at most limit
 // rows from each shard.
-func (p *Projection) List(ctx context.Context, limit int) ([]Pending, error) {
+func (p *Projection) List(ctx context.Context, limit int) ([]deadline.Pending, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("deadline: list limit %d: want at least 1", limit)
 	}
-	var all []Pending
+	var all []deadline.Pending
 	for s := range p.shards {
-		var rows []Pending
-		_, err := p.query(ctx, strconv.Itoa(s), time.Time{}, int32(limit), func(page []Pending) bool {
+		var rows []deadline.Pending
+		_, err := p.query(ctx, strconv.Itoa(s), time.Time{}, int32(limit), func(page []deadline.Pending) bool {
 			rows = append(rows, page...)
 			return len(rows) < limit
 		})

@@ -1,4 +1,4 @@
-package deadline
+package pendingtable
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/schema"
 )
@@ -88,12 +89,12 @@ func (p *Projection) SetShards(ctx context.Context) error {
 // marker, a row already there, and every other record are left as they are.
 func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 	var key, shard string
-	if c, ok, err := ProcessChangeOf(r); err != nil || ok {
+	if c, ok, err := deadline.ProcessChangeOf(r); err != nil || ok {
 		if err != nil || c.Completed {
 			return err
 		}
 		key, shard = OpenKey(c.RentalID), p.openShardOf(c.RentalID)
-	} else if c, ok, err := PaymentChangeOf(r); err != nil || !ok || c.Settled != "" {
+	} else if c, ok, err := deadline.PaymentChangeOf(r); err != nil || !ok || c.Settled != "" {
 		return err
 	} else {
 		key, shard = c.Reference, p.ShardOf(c.Reference)

@@ -1,0 +1,115 @@
+package deadline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+)
+
+// Index is what the sweep reads: the projection of outstanding payments and of open
+// processes, by the time they began, in partitions that are queried one by one.
+// The PendingPayments table (package pendingtable) is the service's; Memory is one
+// for tests. indextest holds the contract both keep.
+type Index interface {
+	// Shards returns how many partitions the index is read by.
+	Shards() int
+	// OverduePages calls fn with the outstanding payments of shard prepared before
+	// cutoff, oldest first, a page at a time, until fn returns false or none are
+	// left, and returns how many items it read. It never scans.
+	OverduePages(ctx context.Context, shard int, cutoff time.Time, fn func([]Pending) bool) (int, error)
+	// OpenBefore returns every rental whose process has been open since before the
+	// cutoff, oldest first, and how many items it read.
+	OpenBefore(ctx context.Context, cutoff time.Time) ([]Open, int, error)
+	// Get returns the outstanding payment with the given reference; ok is false when
+	// it is not outstanding (never projected, or settled).
+	Get(ctx context.Context, reference string) (row Pending, ok bool, err error)
+}
+
+// Pending is one outstanding payment.
+type Pending struct {
+	Reference  string    `json:"paymentReference"`
+	RentalID   string    `json:"rentalId"`
+	PreparedAt time.Time `json:"preparedAt"`
+}
+
+// Open is one rental whose process has not completed, with the time its bike was
+// requested.
+type Open struct {
+	RentalID    string    `json:"rentalId"`
+	RequestedAt time.Time `json:"requestedAt"`
+}
+
+// PaymentChange is what a record of the Events table means for a payment's deadline:
+// the payment was prepared (Settled is empty), or it settled, and how ("confirmed",
+// "rejected" or "cancelled").
+type PaymentChange struct {
+	Reference string
+	Settled   string
+}
+
+// PaymentChangeOf decodes the record of a payment event that starts or ends a
+// payment's wait; ok is false for every other record. A record of one of those types
+// that does not decode is an error wrapping eventstore.ErrCorruptRecord.
+func PaymentChangeOf(r eventstore.Record) (c PaymentChange, ok bool, err error) {
+	switch r.Type {
+	case "PaymentPrepared", "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
+	default:
+		return PaymentChange{}, false, nil
+	}
+	e, err := payment.DecodeEvent(r.Type, r.Data)
+	if err != nil {
+		return PaymentChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	}
+	switch e := e.(type) {
+	case payment.PaymentPrepared:
+		return PaymentChange{Reference: e.Reference}, true, nil
+	case payment.PaymentConfirmed:
+		return PaymentChange{Reference: e.Reference, Settled: "confirmed"}, true, nil
+	case payment.PaymentRejected:
+		return PaymentChange{Reference: e.Reference, Settled: "rejected"}, true, nil
+	case payment.PaymentCancelled:
+		return PaymentChange{Reference: e.Reference, Settled: "cancelled"}, true, nil
+	}
+	return PaymentChange{}, false, nil
+}
+
+// ProcessChange is what a record means for a rental's open process: it opened (the
+// bike was requested) or it completed.
+type ProcessChange struct {
+	RentalID  string
+	Completed bool
+}
+
+// ProcessChangeOf decodes a record that opens or completes a rental's process; ok is
+// false for every other record. A record of one of those types that does not decode,
+// or names no valid rental, is an error wrapping eventstore.ErrCorruptRecord.
+func ProcessChangeOf(r eventstore.Record) (c ProcessChange, ok bool, err error) {
+	var id string
+	switch r.Type {
+	case "BikeRequested":
+		var e rental.BikeRequested
+		err = json.Unmarshal(r.Data, &e)
+		id = e.RentalID
+	case rentalpayment.TypeCompleted:
+		var e rentalpayment.RentalPaymentProcessCompleted
+		err = json.Unmarshal(r.Data, &e)
+		id, c.Completed = e.RentalID, true
+	default:
+		return ProcessChange{}, false, nil
+	}
+	if err == nil && !ident.Valid(id) {
+		err = fmt.Errorf("rental id %q", id)
+	}
+	if err != nil {
+		return ProcessChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	}
+	c.RentalID = id
+	return c, true, nil
+}
