@@ -1,0 +1,143 @@
+package deadline
+
+import (
+	"cmp"
+	"context"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/payment"
+)
+
+// Memory is an Index in memory, projected from event records by Apply exactly as the
+// PendingPayments table is (package indextest holds both to the same contract), for
+// tests of the sweep that need no emulator. It is safe for concurrent use.
+type Memory struct {
+	shards int
+
+	mu       sync.Mutex
+	payments map[string]*memoryPayment // by reference
+	open     map[string]*memoryOpen    // by rental id
+}
+
+type memoryPayment struct {
+	row     Pending
+	version int64
+	settled bool
+}
+
+type memoryOpen struct {
+	row       Open
+	completed bool
+}
+
+// NewMemory returns an empty index of shards partitions (at least 1).
+func NewMemory(shards int) *Memory {
+	return &Memory{shards: max(shards, 1), payments: map[string]*memoryPayment{}, open: map[string]*memoryOpen{}}
+}
+
+var _ Index = (*Memory)(nil)
+
+// Shards implements Index.
+func (m *Memory) Shards() int { return m.shards }
+
+func (m *Memory) shardOf(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(m.shards))
+}
+
+// Apply projects one record: a payment prepared is outstanding until it settles,
+// and a settlement is final, whatever order they come in; a request opens a rental's
+// process until its completion, which is final too. Records of other types, and
+// payments that belong to no rental, change nothing. A record of one of those types
+// that does not decode is an error wrapping eventstore.ErrCorruptRecord.
+func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
+	if pc, ok, err := ProcessChangeOf(r); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		o, exists := m.open[pc.RentalID]
+		switch {
+		case pc.Completed && exists:
+			o.completed = true
+		case pc.Completed:
+			m.open[pc.RentalID] = &memoryOpen{row: Open{RentalID: pc.RentalID}, completed: true}
+		case !exists:
+			m.open[pc.RentalID] = &memoryOpen{row: Open{RentalID: pc.RentalID, RequestedAt: r.RecordedAt.Truncate(time.Millisecond).UTC()}}
+		}
+		return nil
+	}
+	c, ok, err := PaymentChangeOf(r)
+	if err != nil || !ok {
+		return err
+	}
+	rentalID, err := payment.RentalIDFor(c.Reference)
+	if err != nil {
+		return nil // not a rental's payment: nothing will ever sweep it
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, exists := m.payments[c.Reference]
+	switch {
+	case c.Settled == "" && !exists:
+		m.payments[c.Reference] = &memoryPayment{row: Pending{Reference: c.Reference, RentalID: rentalID,
+			PreparedAt: r.RecordedAt.Truncate(time.Millisecond).UTC()}, version: r.Version}
+	case c.Settled != "" && !exists:
+		m.payments[c.Reference] = &memoryPayment{row: Pending{Reference: c.Reference, RentalID: rentalID}, version: r.Version, settled: true}
+	case c.Settled != "" && p.version < r.Version:
+		p.version, p.settled = r.Version, true
+	}
+	return nil
+}
+
+// OverduePages implements Index, in one page.
+func (m *Memory) OverduePages(_ context.Context, shard int, cutoff time.Time, fn func([]Pending) bool) (int, error) {
+	m.mu.Lock()
+	var rows []Pending
+	for ref, p := range m.payments {
+		if !p.settled && m.shardOf(ref) == shard && (cutoff.IsZero() || p.row.PreparedAt.Before(cutoff)) {
+			rows = append(rows, p.row)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortStableFunc(rows, func(a, b Pending) int {
+		return cmp.Or(a.PreparedAt.Compare(b.PreparedAt), cmp.Compare(a.Reference, b.Reference))
+	})
+	if len(rows) > 0 {
+		fn(rows)
+	}
+	return len(rows), nil
+}
+
+// OpenBefore implements Index.
+func (m *Memory) OpenBefore(_ context.Context, cutoff time.Time) ([]Open, int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Open
+	for _, o := range m.open {
+		if !o.completed && o.row.RequestedAt.Before(cutoff) {
+			out = append(out, o.row)
+		}
+	}
+	slices.SortFunc(out, func(a, b Open) int {
+		return cmp.Or(a.RequestedAt.Compare(b.RequestedAt), cmp.Compare(a.RentalID, b.RentalID))
+	})
+	return out, len(out), nil
+}
+
+// Get implements Index.
+func (m *Memory) Get(_ context.Context, reference string) (Pending, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.payments[reference]
+	if !ok || p.settled {
+		return Pending{}, false, nil
+	}
+	return p.row, true, nil
+}
