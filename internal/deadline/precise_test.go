@@ -10,6 +10,7 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
+	"github.com/bikerental/bikerental/internal/onetime"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 )
@@ -21,22 +22,22 @@ func TestAtExpression(t *testing.T) {
 		time.Date(2026, 12, 31, 23, 59, 59, 999e6, time.UTC):               "at(2026-12-31T23:59:59)",
 		time.Date(2026, 11, 30, 10, 14, 0, 0, time.FixedZone("CET", 3600)): "at(2026-11-30T09:14:00)",
 	} {
-		got := deadline.AtExpression(in)
+		got := onetime.AtExpression(in)
 		if got != want {
 			t.Errorf("AtExpression(%v) = %s, want %s", in, got, want)
 		}
-		back, err := deadline.ParseAtExpression(got)
+		back, err := onetime.ParseAtExpression(got)
 		if err != nil || back.After(in) || in.Sub(back) >= time.Second {
 			t.Errorf("ParseAtExpression(%s) = %v, %v", got, back, err)
 		}
 	}
 	for _, bad := range []string{"", "rate(1 minute)", "at()", "at(2026-11-30 09:14:00)", "at(2026-11-30T09:14:00"} {
-		if _, err := deadline.ParseAtExpression(bad); err == nil {
+		if _, err := onetime.ParseAtExpression(bad); err == nil {
 			t.Errorf("ParseAtExpression(%q) accepted", bad)
 		}
 	}
 	long := "rp_" + string(make([]byte, 70))
-	if n := deadline.ScheduleName(long); len(n) > 64 || n == deadline.ScheduleName(long+"x") {
+	if n := onetime.ScheduleName(long); len(n) > 64 || n == onetime.ScheduleName(long+"x") {
 		t.Errorf("ScheduleName of a long reference: %q", n)
 	}
 }

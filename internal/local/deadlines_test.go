@@ -21,6 +21,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/onetime"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/webhook"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -162,7 +163,7 @@ func (p *preciseStack) waitFor(what string, cond func() bool) {
 func (p *preciseStack) schedule(reference string) *scheduler.GetScheduleOutput {
 	p.t.Helper()
 	out, err := p.scheduler.GetSchedule(context.Background(), &scheduler.GetScheduleInput{
-		Name: aws.String(deadline.ScheduleName(reference)), GroupName: aws.String(p.group),
+		Name: aws.String(onetime.ScheduleName(reference)), GroupName: aws.String(p.group),
 	})
 	var gone *types.ResourceNotFoundException
 	if errors.As(err, &gone) {
@@ -182,7 +183,7 @@ func TestPreciseDeadlineFiresOnTime(t *testing.T) {
 	rentalID, ref := p.rent("precise-1")
 	var s *scheduler.GetScheduleOutput
 	p.waitFor("the payment's schedule", func() bool { s = p.schedule(ref); return s != nil })
-	at, err := deadline.ParseAtExpression(aws.ToString(s.ScheduleExpression))
+	at, err := onetime.ParseAtExpression(aws.ToString(s.ScheduleExpression))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestSettlingDeletesThePaymentsSchedule(t *testing.T) {
 	rentalID, ref := p.rent("precise-2")
 	var s *scheduler.GetScheduleOutput
 	p.waitFor("the payment's schedule", func() bool { s = p.schedule(ref); return s != nil })
-	at, err := deadline.ParseAtExpression(aws.ToString(s.ScheduleExpression))
+	at, err := onetime.ParseAtExpression(aws.ToString(s.ScheduleExpression))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,12 +266,12 @@ func TestTheSweepCatchesALostSchedule(t *testing.T) {
 	rentalID, ref := p.rent("precise-3")
 	var s *scheduler.GetScheduleOutput
 	p.waitFor("the payment's schedule", func() bool { s = p.schedule(ref); return s != nil })
-	at, err := deadline.ParseAtExpression(aws.ToString(s.ScheduleExpression))
+	at, err := onetime.ParseAtExpression(aws.ToString(s.ScheduleExpression))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.scheduler.DeleteSchedule(context.Background(), &scheduler.DeleteScheduleInput{
-		Name: aws.String(deadline.ScheduleName(ref)), GroupName: aws.String(p.group),
+		Name: aws.String(onetime.ScheduleName(ref)), GroupName: aws.String(p.group),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -85,9 +85,9 @@ func (t *Timers) arm(ctx context.Context, reference string, preparedAt time.Time
 		return fmt.Errorf("onetime: schedule for %s: %w", reference, err)
 	}
 	_, err = t.Client.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
-		Name:                       aws.String(deadline.ScheduleName(reference)),
+		Name:                       aws.String(ScheduleName(reference)),
 		GroupName:                  aws.String(t.Group),
-		ScheduleExpression:         aws.String(deadline.AtExpression(due)),
+		ScheduleExpression:         aws.String(AtExpression(due)),
 		ScheduleExpressionTimezone: aws.String("UTC"),
 		FlexibleTimeWindow:         &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff},
 		ActionAfterCompletion:      types.ActionAfterCompletionDelete,
@@ -116,7 +116,7 @@ func (t *Timers) disarm(ctx context.Context, reference string) error {
 		return nil
 	}
 	_, err := t.Client.DeleteSchedule(ctx, &scheduler.DeleteScheduleInput{
-		Name: aws.String(deadline.ScheduleName(reference)), GroupName: aws.String(t.Group),
+		Name: aws.String(ScheduleName(reference)), GroupName: aws.String(t.Group),
 	})
 	var gone *types.ResourceNotFoundException
 	if err != nil && !errors.As(err, &gone) {

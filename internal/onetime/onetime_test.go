@@ -40,7 +40,7 @@ func newTimers(t *testing.T, now time.Time) (*onetime.Timers, *scheduler.Client)
 func getSchedule(t *testing.T, tm *onetime.Timers, ref string) *scheduler.GetScheduleOutput {
 	t.Helper()
 	out, err := tm.Client.(*scheduler.Client).GetSchedule(ctx, &scheduler.GetScheduleInput{
-		Name: aws.String(deadline.ScheduleName(ref)), GroupName: aws.String(tm.Group),
+		Name: aws.String(onetime.ScheduleName(ref)), GroupName: aws.String(tm.Group),
 	})
 	var gone *types.ResourceNotFoundException
 	if errors.As(err, &gone) {

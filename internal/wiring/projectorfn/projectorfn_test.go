@@ -18,6 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/onetime"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -144,7 +145,7 @@ func TestALatePreparedArmsNoScheduleForASettledPayment(t *testing.T) {
 	for _, s := range out.Schedules {
 		names = append(names, aws.ToString(s.Name))
 	}
-	if len(names) != 1 || names[0] != deadline.ScheduleName(outstanding) {
+	if len(names) != 1 || names[0] != onetime.ScheduleName(outstanding) {
 		t.Errorf("schedules %v, want only %s's", names, outstanding)
 	}
 }
