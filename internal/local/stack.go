@@ -24,9 +24,7 @@ import (
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/commandfn"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
-	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
+	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
 
 // Functions are the four Lambda functions, however they are invoked.
@@ -38,21 +36,13 @@ type Functions struct {
 // with the builders their mains run.
 func InProcessFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger) (Functions, error) {
 	var fs Functions
-	for _, f := range []struct {
-		into  *Invoker
-		name  string
-		build wiring.Builder
-	}{
-		{&fs.Command, "command", commandfn.CommandFunction},
-		{&fs.Process, "process", paymentfn.ProcessFunction},
-		{&fs.Projector, "projector", projectorfn.ProjectorFunction},
-		{&fs.Sweep, "sweep", paymentfn.SweepFunction},
-	} {
-		h, err := f.build(ctx, cfg, getenv, logger.With("function", f.name), discard{})
+	into := map[string]*Invoker{lambdas.Command: &fs.Command, lambdas.Process: &fs.Process, lambdas.Projector: &fs.Projector, lambdas.Sweep: &fs.Sweep}
+	for _, f := range lambdas.All() {
+		h, err := f.Build(ctx, cfg, getenv, logger.With("function", f.Name), discard{})
 		if err != nil {
-			return Functions{}, fmt.Errorf("%s function: %w", f.name, err)
+			return Functions{}, fmt.Errorf("%s function: %w", f.Name, err)
 		}
-		*f.into = InProcess(h)
+		*into[f.Name] = InProcess(h)
 	}
 	return fs, nil
 }

@@ -32,8 +32,7 @@ import (
 	"github.com/bikerental/bikerental/internal/samtemplate"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/commandfn"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
+	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
 
@@ -179,13 +178,14 @@ func (r *recorder) getenv(name string) string {
 }
 
 // functions maps each function's directory under functions/ to the builder its main
-// runs. (A map in the wiring package would link every function into every binary.)
-var functions = map[string]wiring.Builder{
-	"command":   commandfn.CommandFunction,
-	"process":   paymentfn.ProcessFunction,
-	"projector": projectorfn.ProjectorFunction,
-	"sweep":     paymentfn.SweepFunction,
-}
+// runs, from the one table of functions.
+var functions = func() map[string]wiring.Builder {
+	out := map[string]wiring.Builder{}
+	for _, f := range lambdas.All() {
+		out[f.Name] = f.Build
+	}
+	return out
+}()
 
 func logicalID(function string) string {
 	return strings.ToUpper(function[:1]) + function[1:] + "Function"

@@ -44,9 +44,7 @@ import (
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/webhook"
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/commandfn"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
-	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
+	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
 
 // Path is one way a rental can go.
@@ -86,10 +84,10 @@ func (p Path) code() string {
 
 // Function names, as the counter labels their calls.
 const (
-	FunctionCommand   = "command"
-	FunctionProcess   = "process"
-	FunctionProjector = "projector"
-	FunctionSweep     = "sweep"
+	FunctionCommand   = lambdas.Command
+	FunctionProcess   = lambdas.Process
+	FunctionProjector = lambdas.Projector
+	FunctionSweep     = lambdas.Sweep
 )
 
 // Options configure a Bench.
@@ -170,24 +168,15 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 		wiring.EnvRecordingMode:  opts.RecordingMode,
 	}
 	getenv := func(name string) string { return env[name] }
-	for _, f := range []struct {
-		name   string
-		build  wiring.Builder
-		stream bool
-	}{
-		{FunctionCommand, commandfn.CommandFunction, false},
-		{FunctionProcess, paymentfn.ProcessFunction, true},
-		{FunctionProjector, projectorfn.ProjectorFunction, true},
-		{FunctionSweep, paymentfn.SweepFunction, false},
-	} {
+	for _, f := range lambdas.All() {
 		fcfg := cfg.Copy()
-		fcfg.APIOptions = append(slices.Clone(cfg.APIOptions), b.counter.Middleware(f.name))
-		h, err := f.build(ctx, fcfg, getenv, opts.Logger.With("function", f.name), io.Discard)
+		fcfg.APIOptions = append(slices.Clone(cfg.APIOptions), b.counter.Middleware(f.Name))
+		h, err := f.Build(ctx, fcfg, getenv, opts.Logger.With("function", f.Name), io.Discard)
 		if err != nil {
-			return nil, fmt.Errorf("rentalcost: %s function: %w", f.name, err)
+			return nil, fmt.Errorf("rentalcost: %s function: %w", f.Name, err)
 		}
-		b.fns[f.name] = &tracked{inner: local.InProcess(h), stream: f.stream, handled: map[recordKey]bool{}}
-		if f.name == FunctionProjector {
+		b.fns[f.Name] = &tracked{inner: local.InProcess(h), stream: f.Stream, handled: map[recordKey]bool{}}
+		if f.Name == FunctionProjector {
 			// A projector checks the table's shard count once, on its first batch:
 			// a cost of the execution environment, not of a rental. Each Run resets
 			// the counter, so this warm-up is in none of them.

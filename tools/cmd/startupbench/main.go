@@ -40,6 +40,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 	"github.com/bikerental/bikerental/tools/startup"
 )
 
@@ -50,6 +51,16 @@ type function struct {
 	check     func([]byte) error
 }
 
+// pkgOf returns the main's package of a service function, from the one table.
+func pkgOf(name string) string {
+	for _, f := range lambdas.All() {
+		if f.Name == name {
+			return f.Package
+		}
+	}
+	return "" // not reached: the table names every function; the build would say so
+}
+
 var functions = []function{
 	{name: "hello", pkg: "./tools/startup/hello", event: `{}`, check: func(b []byte) error {
 		if string(b) != `"hello"` {
@@ -57,7 +68,7 @@ var functions = []function{
 		}
 		return nil
 	}},
-	{name: "command", pkg: "./functions/command",
+	{name: lambdas.Command, pkg: pkgOf(lambdas.Command),
 		event: `{"version":"2.0","routeKey":"$default","rawPath":"/startup","headers":{},"requestContext":{"http":{"method":"GET","path":"/startup"},"requestId":"startup"}}`,
 		check: func(b []byte) error {
 			var resp struct {
@@ -68,9 +79,9 @@ var functions = []function{
 			}
 			return nil
 		}},
-	{name: "process", pkg: "./functions/process", event: `{"Records":[]}`, check: noFailures},
-	{name: "projector", pkg: "./functions/projector", event: `{"Records":[]}`, check: noFailures},
-	{name: "sweep", pkg: "./functions/sweep", event: `{"scheduledTime":"2026-01-01T00:00:00Z"}`, check: func(b []byte) error {
+	{name: lambdas.Process, pkg: pkgOf(lambdas.Process), event: `{"Records":[]}`, check: noFailures},
+	{name: lambdas.Projector, pkg: pkgOf(lambdas.Projector), event: `{"Records":[]}`, check: noFailures},
+	{name: lambdas.Sweep, pkg: pkgOf(lambdas.Sweep), event: `{"scheduledTime":"2026-01-01T00:00:00Z"}`, check: func(b []byte) error {
 		var s deadline.Summary
 		if err := json.Unmarshal(b, &s); err != nil || s.Now.IsZero() {
 			return fmt.Errorf("want a sweep summary (err %v)", err)
