@@ -30,6 +30,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -101,9 +102,6 @@ func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventsTable, pendingTable := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
-	if err := local.CreateTables(ctx, cfg, eventsTable, pendingTable); err != nil {
-		t.Fatal(err)
-	}
 	env := []string{
 		"AWS_ENDPOINT_URL=" + server.Endpoint, "AWS_REGION=" + emulator.Region,
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
@@ -122,20 +120,25 @@ func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		}
 	}()
 	dir := t.TempDir()
-	var fs local.Functions
-	for _, f := range []struct {
-		name string
-		into *local.Invoker
-	}{{"command", &fs.Command}, {"process", &fs.Process}, {"projector", &fs.Projector}, {"sweep", &fs.Sweep}} {
-		*f.into = startRIE(t, rie, build(t, f.name, dir), env, logs)
+	binaries := map[string]local.Invoker{}
+	for _, f := range lambdas.All() {
+		binaries[f.Name] = startRIE(t, rie, build(t, f.Name, dir), env, logs)
 	}
 
+	// The one local stack, on the test's emulator, each function the real binary
+	// under the Runtime Interface Emulator instead of the in-process handler.
+	settings := map[string]string{wiring.EnvEventsTable: eventsTable, wiring.EnvPendingTable: pendingTable, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
+	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return settings[k] },
+		SweepInterval: time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Wrap: func(function string, _ local.Invoker) local.Invoker { return binaries[function] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack, fs := up.Stack, up.Functions
 	listener, err := local.Listen(freeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stack := &local.Stack{AWS: cfg, EventsTable: eventsTable, PendingTable: pendingTable,
-		SweepInterval: time.Second, Functions: fs, Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	done := make(chan error, 1)
 	go func() { done <- stack.Run(ctx, listener) }()
 	base := "http://" + listener.Addr().String()

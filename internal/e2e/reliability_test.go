@@ -27,6 +27,7 @@ import (
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
 
 // unreliable wraps a stream function the way at-least-once delivery and crashes
@@ -117,21 +118,30 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	}
 	client := dynamodb.NewFromConfig(cfg)
 	eventsTable, pendingTable := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
-	if err := local.CreateTables(ctx, cfg, eventsTable, pendingTable); err != nil {
-		t.Fatal(err)
-	}
 	settings := map[string]string{
 		wiring.EnvEventsTable: eventsTable, wiring.EnvPendingTable: pendingTable,
 		wiring.EnvWebhookSecret: local.DefaultWebhookSecret, wiring.EnvPaymentTimeout: "3s",
 	}
 	getenv := func(k string) string { return settings[k] }
 	logger := slog.New(slog.DiscardHandler)
-	fs, err := local.InProcessFunctions(ctx, cfg, getenv, logger)
+	// The one local stack, on the test's emulator, the stream consumers unreliable.
+	var process, projector *unreliable
+	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: getenv, SweepInterval: time.Second, Logger: logger, MaxRetryAttempts: 2,
+		Wrap: func(function string, inv local.Invoker) local.Invoker {
+			switch function {
+			case lambdas.Process:
+				process = &unreliable{Invoker: inv}
+				return process
+			case lambdas.Projector:
+				projector = &unreliable{Invoker: inv}
+				return projector
+			}
+			return inv
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	process, projector := &unreliable{Invoker: fs.Process}, &unreliable{Invoker: fs.Projector}
-	fs.Process, fs.Projector = process, projector
+	stack := up.Stack
 
 	// The poison record: an Events item without data or event id, of a type that
 	// wakes both consumers (each is delivered only the types it acts on, so a record
@@ -148,8 +158,6 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stack := &local.Stack{AWS: cfg, EventsTable: eventsTable, PendingTable: pendingTable, SweepInterval: time.Second,
-		Functions: fs, Logger: logger, MaxRetryAttempts: 2}
 	done := make(chan error, 1)
 	go func() { done <- stack.Run(ctx, listener) }()
 

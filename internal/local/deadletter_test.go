@@ -33,25 +33,20 @@ func runStack(t *testing.T, interval time.Duration, settings map[string]string, 
 	events, pending := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
 	env := map[string]string{wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
 	maps.Copy(env, settings)
-	if err := local.CreateTables(ctx, cfg, events, pending); err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.DiscardHandler)
-	fns, err := local.InProcessFunctions(ctx, cfg, func(k string) string { return env[k] }, logger)
+	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },
+		SweepInterval: interval, Logger: slog.New(slog.DiscardHandler), MaxRetryAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	replace(&fns)
-	stack := &local.Stack{AWS: cfg, EventsTable: events, PendingTable: pending, SweepInterval: interval,
-		Functions: fns, Logger: logger, MaxRetryAttempts: 1}
+	replace(&up.Functions)
 	l, err := local.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- stack.Run(ctx, l) }()
+	go func() { done <- up.Run(ctx, l) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return stack, env
+	return up.Stack, env
 }
 
 // down is a process function that is down: every invocation fails.

@@ -56,21 +56,13 @@ func startPrecise(t *testing.T) *preciseStack {
 		wiring.EnvDeadlineDLQ:    "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",
 	}
 	client := scheduler.NewFromConfig(cfg)
-	if err := local.CreateTables(ctx, cfg, events, pending); err != nil {
-		t.Fatal(err)
-	}
-	if err := local.CreateDeadlineGroup(ctx, client, group); err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.DiscardHandler)
-	fns, err := local.InProcessFunctions(ctx, cfg, func(k string) string { return env[k] }, logger)
+	// The one local stack, in precise mode: it creates the tables and the group.
+	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },
+		SweepInterval: time.Hour, Logger: slog.New(slog.DiscardHandler), DeadlinePoll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stack := &local.Stack{
-		AWS: cfg, EventsTable: events, PendingTable: pending, SweepInterval: time.Hour, Functions: fns, Logger: logger,
-		DeadlineGroup: group, DeadlinePoll: 100 * time.Millisecond,
-	}
+	stack := up.Stack
 	l, err := local.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,6 @@ import (
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
 
 // Functions are the four Lambda functions, however they are invoked.
@@ -33,18 +32,9 @@ type Functions struct {
 }
 
 // InProcessFunctions builds the four functions in this process from the environment,
-// with the builders their mains run.
+// with the builders their mains run (lambdas.All).
 func InProcessFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger) (Functions, error) {
-	var fs Functions
-	into := map[string]*Invoker{lambdas.Command: &fs.Command, lambdas.Process: &fs.Process, lambdas.Projector: &fs.Projector, lambdas.Sweep: &fs.Sweep}
-	for _, f := range lambdas.All() {
-		h, err := f.Build(ctx, cfg, getenv, logger.With("function", f.Name), discard{})
-		if err != nil {
-			return Functions{}, fmt.Errorf("%s function: %w", f.Name, err)
-		}
-		*into[f.Name] = InProcess(h)
-	}
-	return fs, nil
+	return buildFunctions(ctx, cfg, getenv, Options{Logger: logger})
 }
 
 type discard struct{}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
@@ -15,12 +16,16 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator"
 	"github.com/bikerental/bikerental/internal/stripemock"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
 
 // Up is a local stack brought up by Start: the emulator it started (if any), the
 // tables, and the functions built in this process.
 type Up struct {
 	*Stack
+	// Direct reaches the emulator (or AWS) without what Options.PartAWS adds: for
+	// creating, reading and auditing the tables from outside the stack.
+	Direct   aws.Config
 	emulator *emulator.Server
 	stripe   *stripemock.Server
 }
@@ -30,10 +35,63 @@ type Up struct {
 // points; set and empty means AWS itself, with the credentials the SDK finds),
 // creates the tables named by EVENTS_TABLE and PENDING_TABLE, and builds the four
 // functions in this process with the same environment. progress receives one line per
-// step. Stop it with Stop.
+// step. Stop it with Stop. It is StartWith with the defaults: the one way the local
+// stack comes up, for make run, the demo, the load generator, the benchmarks and the
+// tests.
 func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, logger *slog.Logger, progress io.Writer) (*Up, error) {
+	return StartWith(ctx, Options{Getenv: getenv, SweepInterval: interval, Logger: logger, Progress: progress})
+}
+
+// Options say how StartWith brings a stack up; every field may be left zero.
+type Options struct {
+	// Getenv is the functions' environment (EVENTS_TABLE, PENDING_TABLE, ...).
+	Getenv wiring.Getenv
+	// SweepInterval is how often the sweep runs (5s if zero).
+	SweepInterval time.Duration
+	// Logger receives the stack's logs (discarded if nil); Progress one line per
+	// step (discarded if nil).
+	Logger   *slog.Logger
+	Progress io.Writer
+	// AWS, when set, is where the stack's clients go: an emulator already running
+	// (its tables and schedules are created there). Otherwise Emulator, when set, is
+	// that emulator's endpoint; otherwise AWS_ENDPOINT_URL decides, as for Start.
+	AWS      *aws.Config
+	Emulator string
+	// PartAWS, when set, gives the configuration one part of the stack runs on,
+	// from the stack's: a function by its name (lambdas.Command, ...), or the runner
+	// itself ("runner": its stream pollers and schedules). A fault proxy goes in here,
+	// or counting middleware.
+	PartAWS func(part string, cfg aws.Config) (aws.Config, error)
+	// Wrap, when set, replaces a function's invoker with what it returns: to count
+	// its invocations, fail some, or run it elsewhere.
+	Wrap func(function string, inv Invoker) Invoker
+	// MaxRetryAttempts and MaxRecordAge are the stream mappings', DeadlinePoll how
+	// often due one-time schedules are looked for (see Stack).
+	MaxRetryAttempts int
+	MaxRecordAge     time.Duration
+	DeadlinePoll     time.Duration
+}
+
+// Runner is the part name PartAWS is asked with for the runner itself.
+const Runner = "runner"
+
+// StartWith brings a local stack up as o says (see Start and Options).
+func StartWith(ctx context.Context, o Options) (*Up, error) {
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Getenv == nil {
+		o.Getenv = func(string) string { return "" }
+	}
 	up := &Up{}
-	getenv = withDeadlineDefaults(getenv)
+	progress := o.Progress
+	getenv := withDeadlineDefaults(o.Getenv)
 	getenv, stripe, err := withStripe(ctx, getenv, progress)
 	if err != nil {
 		return nil, err
@@ -44,9 +102,19 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 		up.Stop()
 		return nil, fmt.Errorf("%s: %w", wiring.EnvDeadlineMode, err)
 	}
-	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: interval, Logger: logger,
-		OperatorScope: getenv(wiring.EnvOperatorScope)}
-	if endpoint, set := os.LookupEnv("AWS_ENDPOINT_URL"); set {
+	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: o.SweepInterval,
+		Logger: o.Logger, OperatorScope: getenv(wiring.EnvOperatorScope), MaxRetryAttempts: o.MaxRetryAttempts, MaxRecordAge: o.MaxRecordAge,
+		DeadlinePoll: o.DeadlinePoll}
+	endpoint, set := os.LookupEnv("AWS_ENDPOINT_URL")
+	switch {
+	case o.AWS != nil:
+		stack.AWS = *o.AWS
+		err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
+	case o.Emulator != "":
+		if stack.AWS, err = emulator.Config(ctx, o.Emulator); err == nil {
+			err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
+		}
+	case set:
 		where := endpoint
 		if where == "" {
 			where = "AWS itself (AWS_ENDPOINT_URL is set and empty)"
@@ -55,9 +123,10 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 		if stack.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
 			err = fmt.Errorf("load AWS configuration: %w", err)
 		}
-	} else {
+	default:
 		fmt.Fprintln(progress, "starting the local AWS emulator (moto_server)...")
 		if up.emulator, err = emulator.Start(ctx); err != nil {
+			up.Stop()
 			return nil, err
 		}
 		fmt.Fprintf(progress, "AWS emulator: %s\n", up.emulator.Endpoint)
@@ -66,6 +135,7 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 		}
 	}
 	if err == nil {
+		up.Direct = stack.AWS
 		err = CreateTables(ctx, stack.AWS, stack.EventsTable, stack.PendingTable)
 	}
 	if err == nil && mode == deadline.ModePrecise {
@@ -74,7 +144,10 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 		err = CreateDeadlineGroup(ctx, scheduler.NewFromConfig(stack.AWS), stack.DeadlineGroup)
 	}
 	if err == nil {
-		stack.Functions, err = InProcessFunctions(ctx, stack.AWS, getenv, logger)
+		stack.Functions, err = buildFunctions(ctx, stack.AWS, getenv, o)
+	}
+	if err == nil && o.PartAWS != nil {
+		stack.AWS, err = o.PartAWS(Runner, stack.AWS)
 	}
 	if err != nil {
 		up.Stop()
@@ -82,6 +155,32 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 	}
 	up.Stack = stack
 	return up, nil
+}
+
+// buildFunctions builds the four functions in this process, each on its part's AWS
+// configuration, and wraps them as o says.
+func buildFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, o Options) (Functions, error) {
+	var fs Functions
+	into := map[string]*Invoker{lambdas.Command: &fs.Command, lambdas.Process: &fs.Process, lambdas.Projector: &fs.Projector, lambdas.Sweep: &fs.Sweep}
+	for _, f := range lambdas.All() {
+		fcfg := cfg
+		if o.PartAWS != nil {
+			var err error
+			if fcfg, err = o.PartAWS(f.Name, cfg.Copy()); err != nil {
+				return Functions{}, err
+			}
+		}
+		h, err := f.Build(ctx, fcfg, getenv, o.Logger.With("function", f.Name), discard{})
+		if err != nil {
+			return Functions{}, fmt.Errorf("%s function: %w", f.Name, err)
+		}
+		inv := InProcess(h)
+		if o.Wrap != nil {
+			inv = o.Wrap(f.Name, inv)
+		}
+		*into[f.Name] = inv
+	}
+	return fs, nil
 }
 
 // Died is closed if the emulator Start started stops by itself; Reason then says why.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/bikerental/bikerental/internal/audit"
 	"github.com/bikerental/bikerental/internal/emulator"
@@ -118,36 +117,31 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 		}
 		endpoint = s.emulator.Endpoint
 	}
-	direct, err := emulator.Config(ctx, endpoint)
-	if err != nil {
-		return nil, err
-	}
-	s.direct = direct
-	if err := local.CreateTables(ctx, direct, sc.EventsTable, sc.PendingTable); err != nil {
-		return nil, fmt.Errorf("load: create the tables: %w", err)
-	}
-	if err := local.CreateSweepSchedule(ctx, scheduler.NewFromConfig(direct)); err != nil {
-		return nil, err
-	}
 	if s.Faults, err = faultproxy.Start(endpoint, sc.Faults); err != nil {
 		return nil, err
 	}
+	// The one local stack (local.StartWith), on the emulator, with every part of it
+	// (the functions, the runner's stream reads and schedule look-ups) through the
+	// fault proxy; the tables and the sweep's schedule are created directly.
 	proxied, err := emulator.Config(ctx, s.Faults.URL)
 	if err != nil {
 		return nil, err
 	}
-	getenv := func(k string) string { return settings[k] }
-	functions, err := local.InProcessFunctions(ctx, proxied, getenv, logger)
+	up, err := local.StartWith(ctx, local.Options{
+		Getenv: func(k string) string { return settings[k] }, SweepInterval: sc.SweepInterval, Logger: logger,
+		Emulator: endpoint,
+		PartAWS:  func(string, aws.Config) (aws.Config, error) { return proxied.Copy(), nil },
+	})
 	if err != nil {
 		return nil, err
 	}
+	s.direct = up.Direct
+	stack := up.Stack
 	listener, err := local.Listen("127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	s.BaseURL = "http://" + listener.Addr().String()
-	stack := &local.Stack{AWS: proxied, EventsTable: sc.EventsTable, PendingTable: sc.PendingTable,
-		SweepInterval: sc.SweepInterval, Functions: functions, Logger: logger}
 	runCtx, cancel := context.WithCancelCause(context.Background())
 	s.cancel = func() { cancel(nil) }
 	go func() {

@@ -152,9 +152,6 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if err := local.CreateTables(ctx, cfg, opts.EventsTable, opts.PendingTable); err != nil {
-		return nil, fmt.Errorf("rentalcost: %w", err)
-	}
 	db := dynamodb.NewFromConfig(cfg)
 	b := &Bench{
 		opts: opts, counter: capacity.NewCounter(db), db: db, store: dynamo.New(db, opts.EventsTable),
@@ -167,24 +164,38 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 		wiring.EnvPaymentTimeout: PaymentTimeout.String(),
 		wiring.EnvRecordingMode:  opts.RecordingMode,
 	}
-	getenv := func(name string) string { return env[name] }
+	stream := map[string]bool{}
 	for _, f := range lambdas.All() {
-		fcfg := cfg.Copy()
-		fcfg.APIOptions = append(slices.Clone(cfg.APIOptions), b.counter.Middleware(f.Name))
-		h, err := f.Build(ctx, fcfg, getenv, opts.Logger.With("function", f.Name), io.Discard)
-		if err != nil {
-			return nil, fmt.Errorf("rentalcost: %s function: %w", f.Name, err)
-		}
-		b.fns[f.Name] = &tracked{inner: local.InProcess(h), stream: f.Stream, handled: map[recordKey]bool{}}
-		if f.Name == FunctionProjector {
-			// A projector checks the table's shard count once, on its first batch:
-			// a cost of the execution environment, not of a rental. Each Run resets
-			// the counter, so this warm-up is in none of them.
-			var resp events.DynamoDBEventResponse
-			if err := local.Call(ctx, local.InProcess(h), events.DynamoDBEvent{}, &resp); err != nil {
-				return nil, fmt.Errorf("rentalcost: warm up the projector: %w", err)
+		stream[f.Name] = f.Stream
+	}
+	// The one local stack (local.StartWith) on cfg, each function's calls counted
+	// under its name and its invocations tracked; the runner's own calls (stream
+	// reads) are not the rental's and go uncounted.
+	up, err := local.StartWith(ctx, local.Options{
+		Getenv: func(name string) string { return env[name] }, Logger: opts.Logger, AWS: &cfg,
+		// Never within a run: the timed-out path invokes the sweep itself.
+		SweepInterval: 24 * time.Hour,
+		PartAWS: func(part string, c aws.Config) (aws.Config, error) {
+			if part != local.Runner {
+				c.APIOptions = append(slices.Clone(c.APIOptions), b.counter.Middleware(part))
 			}
-		}
+			return c, nil
+		},
+		Wrap: func(function string, inv local.Invoker) local.Invoker {
+			t := &tracked{inner: inv, stream: stream[function], handled: map[recordKey]bool{}}
+			b.fns[function] = t
+			return t
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rentalcost: %w", err)
+	}
+	// A projector checks the table's shard count once, on its first batch: a cost of
+	// the execution environment, not of a rental. Each Run resets the counter, so
+	// this warm-up is in none of them.
+	var resp events.DynamoDBEventResponse
+	if err := local.Call(ctx, b.fns[FunctionProjector].inner, events.DynamoDBEvent{}, &resp); err != nil {
+		return nil, fmt.Errorf("rentalcost: warm up the projector: %w", err)
 	}
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -192,16 +203,7 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 	}
 	b.base = "http://" + listener.Addr().String()
 	b.tokens = &auth.Tokens{BaseURL: b.base, Client: b.client}
-	b.stack = &local.Stack{
-		AWS: cfg, EventsTable: opts.EventsTable, PendingTable: opts.PendingTable,
-		// Never within a run: the timed-out path invokes the sweep itself.
-		SweepInterval: 24 * time.Hour,
-		Functions: local.Functions{
-			Command: b.fns[FunctionCommand], Process: b.fns[FunctionProcess],
-			Projector: b.fns[FunctionProjector], Sweep: b.fns[FunctionSweep],
-		},
-		Logger: opts.Logger,
-	}
+	b.stack = up.Stack
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b.stop, b.done = stop, make(chan struct{})
 	go func() {
