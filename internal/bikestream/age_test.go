@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/capacitytest"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -129,7 +129,7 @@ func ages(t *testing.T) []int {
 func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 	plain, table := emulatortest.EventsTable(t)
 	seedStore := dynamo.New(plain, table)
-	counter := capacity.NewCounter(plain)
+	counter := capacitytest.NewCounter(plain)
 	cfg := emulatortest.Config(t)
 	cfg.APIOptions = append(cfg.APIOptions, counter.Middleware("command"))
 	counted := dynamo.New(dynamodb.NewFromConfig(cfg), table)
@@ -141,7 +141,7 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 		if err := op(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		tot := capacity.Total(counter.Calls())
+		tot := capacitytest.Total(counter.Calls())
 		return cost{tot.Calls, tot.ReadUnits}
 	}
 	type row struct {

@@ -1,6 +1,6 @@
 // Package rentalcost measures what one rental costs in DynamoDB request units, path
 // by path, by driving the real functions end to end on a local stack with a
-// capacity.Counter on every function's AWS clients, and turns those counts into a
+// capacitytest.Counter on every function's AWS clients, and turns those counts into a
 // cost per million rentals at published on-demand prices, beside the same rentals
 // with one Step Functions execution or one EventBridge Scheduler schedule each.
 package rentalcost
@@ -26,7 +26,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/auth"
-	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/capacitytest"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
@@ -116,7 +116,7 @@ var webhookSecret = []byte("rentalcost-bench-webhook-secret")
 // Scheduler would, once its payment is overdue. Paths must be run one at a time.
 type Bench struct {
 	opts    Options
-	counter *capacity.Counter
+	counter *capacitytest.Counter
 	store   *dynamo.Store
 	db      *dynamodb.Client
 	fns     map[string]*tracked
@@ -154,7 +154,7 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 	}
 	db := dynamodb.NewFromConfig(cfg)
 	b := &Bench{
-		opts: opts, counter: capacity.NewCounter(db), db: db, store: dynamo.New(db, opts.EventsTable),
+		opts: opts, counter: capacitytest.NewCounter(db), db: db, store: dynamo.New(db, opts.EventsTable),
 		fns: map[string]*tracked{}, client: &http.Client{Timeout: opts.Wait},
 	}
 	env := map[string]string{
@@ -229,7 +229,7 @@ type Measurement struct {
 	RentalID string
 	// Calls are every request the functions made while the rental ran, until the
 	// stream consumers had handled every event it appended.
-	Calls []capacity.Call
+	Calls []capacitytest.Call
 	// Events are the events the rental appended, stream by stream: the bike's, the
 	// payment's, the rental-payment process's, the renter's and, on the webhook
 	// paths, the provider event's receipt (ProviderEventReceived, alone in its own
@@ -278,13 +278,13 @@ type FunctionStats struct {
 // Amortized reports whether a call is the sweep's own search for overdue payments,
 // which runs once per sweep interval whatever the number of rentals, rather than
 // work done for a rental.
-func Amortized(c capacity.Call) bool {
+func Amortized(c capacitytest.Call) bool {
 	return c.Function == FunctionSweep && c.Operation == "Query" && len(c.Tables) == 1 && c.Tables[0].Index == schema.PendingByPreparedAt
 }
 
 // TransactionPremium returns the write units the rental's TransactWriteItems calls
 // cost above writing the same items once each on their own: DynamoDB bills every
-// item of a transaction twice (capacity.TransactWriteUnits), so it is half of their
+// item of a transaction twice (capacitytest.TransactWriteUnits), so it is half of their
 // table write units (index writes are not doubled). The request appends the bike's
 // BikeRequested and the renter's RentalRequested in one transaction, so that two
 // requests by one renter that read the same state cannot both succeed; a provider's
@@ -304,8 +304,8 @@ func (m Measurement) TransactionPremium() int {
 }
 
 // PerRental returns the calls done for the rental, without the sweep's search.
-func (m Measurement) PerRental() []capacity.Call {
-	var out []capacity.Call
+func (m Measurement) PerRental() []capacitytest.Call {
+	var out []capacitytest.Call
 	for _, c := range m.Calls {
 		if !Amortized(c) {
 			out = append(out, c)
@@ -373,7 +373,7 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 	}
 	m := Measurement{Path: path}
 	for _, r := range before {
-		m.BikeStreamBytes += capacity.ItemSize(dynamo.EncodeRecord(r))
+		m.BikeStreamBytes += capacitytest.ItemSize(dynamo.EncodeRecord(r))
 	}
 	var accepted api.RentalAccepted
 	body, _ := json.Marshal(api.RentalRequest{BikeID: bikeID})
@@ -464,7 +464,7 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Record) (Floor, error) {
 	f := Floor{Events: len(records)}
 	for _, r := range records {
-		f.EventUnits += capacity.WriteUnits(capacity.ItemSize(dynamo.EncodeRecord(r)))
+		f.EventUnits += capacitytest.WriteUnits(capacitytest.ItemSize(dynamo.EncodeRecord(r)))
 	}
 	// The payment's row and the rental's open-process row: each created with its
 	// index entry and changed once, out of the index.
@@ -484,12 +484,12 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 		if len(row) == 0 {
 			return f, fmt.Errorf("rentalcost: no pending row %s", key)
 		}
-		f.ProjectionUnits += 2 * capacity.WriteUnits(capacity.ItemSize(row))
+		f.ProjectionUnits += 2 * capacitytest.WriteUnits(capacitytest.ItemSize(row))
 		entry := map[string]types.AttributeValue{
 			schema.PendingReference: row[schema.PendingReference], schema.PendingPreparedAt: row[schema.PendingPreparedAt],
 			schema.PendingDueShard: &types.AttributeValueMemberS{Value: pendingtable.OpenShardPrefix + "0"},
 		}
-		f.IndexUnits += 2 * capacity.WriteUnits(capacity.ItemSize(entry))
+		f.IndexUnits += 2 * capacitytest.WriteUnits(capacitytest.ItemSize(entry))
 	}
 	return f, nil
 }

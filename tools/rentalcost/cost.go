@@ -3,7 +3,7 @@ package rentalcost
 import (
 	"time"
 
-	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/capacitytest"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
@@ -158,9 +158,9 @@ func Designs() []Design { return []Design{Sweep, StepFunctions, OneTimeSchedule}
 // invoke less).
 func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 	calls := m.PerRental()
-	all := capacity.Total(calls)
-	byFunction := capacity.GroupBy(calls, func(c capacity.Call, _ capacity.Usage) string { return c.Function })
-	pending := capacity.GroupBy(calls, func(c capacity.Call, u capacity.Usage) string {
+	all := capacitytest.Total(calls)
+	byFunction := capacitytest.GroupBy(calls, func(c capacitytest.Call, _ capacitytest.Usage) string { return c.Function })
+	pending := capacitytest.GroupBy(calls, func(c capacitytest.Call, u capacitytest.Usage) string {
 		if u.Table != "" && c.Function == FunctionProjector {
 			return "projection"
 		}
@@ -232,13 +232,13 @@ func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 // invocation and one query page per shard of the index (each at least half a read
 // unit), as measured on the timed-out path.
 func SweepRun(m Measurement, a Assumptions) Usage {
-	var search []capacity.Call
+	var search []capacitytest.Call
 	for _, c := range m.Calls {
 		if Amortized(c) {
 			search = append(search, c)
 		}
 	}
-	t := capacity.Total(search)
+	t := capacitytest.Total(search)
 	return Usage{
 		ReadUnits: t.ReadUnits, Invocations: 1, SchedulerInvocations: 1,
 		Duration: a.Overhead + time.Duration(t.Calls)*a.DynamoDBCall,
@@ -258,7 +258,7 @@ func PreciseExtra(timeout float64, rowBytes int, a Assumptions) Usage {
 		// their own on the pricing page; firing does.
 		SchedulerInvocations: timeout,
 		Invocations:          timeout,
-		ReadUnits:            timeout * capacity.ReadUnits(rowBytes, capacity.Strong),
+		ReadUnits:            timeout * capacitytest.ReadUnits(rowBytes, capacitytest.Strong),
 	}
 }
 

@@ -5,15 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/capacitytest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
-func call(function, op, table, index string, w, iw int, r float64) capacity.Call {
-	return capacity.Call{Function: function, Service: "DynamoDB", Operation: op, Attempts: 1,
-		Tables: []capacity.Usage{{Table: table, Index: index, WriteUnits: w, IndexWriteUnits: iw, ReadUnits: r}}}
+func call(function, op, table, index string, w, iw int, r float64) capacitytest.Call {
+	return capacitytest.Call{Function: function, Service: "DynamoDB", Operation: op, Attempts: 1,
+		Tables: []capacitytest.Usage{{Table: table, Index: index, WriteUnits: w, IndexWriteUnits: iw, ReadUnits: r}}}
 }
 
 // timedOut is a timed-out rental shaped like the measured one: 7 events, one API

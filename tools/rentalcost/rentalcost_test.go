@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/capacitytest"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/tools/rentalcost"
@@ -185,7 +185,7 @@ func TestUnitsPerRental(t *testing.T) {
 
 func check(t *testing.T, m rentalcost.Measurement, w want) {
 	t.Helper()
-	got := capacity.Total(m.PerRental())
+	got := capacitytest.Total(m.PerRental())
 	if got.Calls != w.calls || got.ItemsRead != w.itemsRead || got.ItemsWritten != w.itemsWritten ||
 		got.WriteUnits != w.writeUnits || got.IndexWriteUnits != w.indexWriteUnits || got.ReadUnits != w.readUnits {
 		t.Errorf("%s: got %d calls, %d items read, %d written, %d+%d write units, %g read units; want %d, %d, %d, %d+%d, %g",
@@ -207,14 +207,14 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 	if p := m.TransactionPremium(); p != w.premium || got.AllWriteUnits()-m.Floor.Units() != p {
 		t.Errorf("%s: %d write units above the floor, a transaction premium of %d; want both %d", m.Path, got.AllWriteUnits()-m.Floor.Units(), p, w.premium)
 	}
-	by := capacity.GroupBy(m.PerRental(), func(c capacity.Call, _ capacity.Usage) string { return c.Function })
+	by := capacitytest.GroupBy(m.PerRental(), func(c capacitytest.Call, _ capacitytest.Usage) string { return c.Function })
 	for _, name := range []string{command, process, projector, sweep} {
 		f := by[name]
 		if g := (fn{f.Calls, f.AllWriteUnits(), f.ReadUnits}); g != w.functions[name] {
 			t.Errorf("%s: %s made %d calls, %d write units, %g read units; want %+v", m.Path, name, g.calls, g.writes, g.reads, w.functions[name])
 		}
 	}
-	if approx := capacity.Approximations(m.Calls); len(approx) > 0 {
+	if approx := capacitytest.Approximations(m.Calls); len(approx) > 0 {
 		t.Errorf("%s: approximate counts: %q", m.Path, approx)
 	}
 	for _, c := range m.Calls {
@@ -240,15 +240,15 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 		}
 	}
 	if m.Path == rentalcost.TimedOut {
-		search := capacity.Total(filter(m.Calls, rentalcost.Amortized))
+		search := capacitytest.Total(filter(m.Calls, rentalcost.Amortized))
 		if search.Calls != 8 || search.ReadUnits != 4 || m.Sweep == nil || m.Sweep.Cancelled != 1 || m.Sweep.Stuck != 0 {
 			t.Errorf("sweep: %d queries, %g read units, summary %+v; want 8 queries (one per shard, for payments and for open processes), 4 read units, 1 cancelled, none stuck", search.Calls, search.ReadUnits, m.Sweep)
 		}
 	}
 }
 
-func filter(calls []capacity.Call, keep func(capacity.Call) bool) []capacity.Call {
-	var out []capacity.Call
+func filter(calls []capacitytest.Call, keep func(capacitytest.Call) bool) []capacitytest.Call {
+	var out []capacitytest.Call
 	for _, c := range calls {
 		if keep(c) {
 			out = append(out, c)
@@ -298,7 +298,7 @@ func checkHistory(ctx context.Context, t *testing.T, bench *rentalcost.Bench, fr
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := capacity.Total(fresh.PerRental()), capacity.Total(later.PerRental())
+	a, b := capacitytest.Total(fresh.PerRental()), capacitytest.Total(later.PerRental())
 	if later.BikeStreamBytes < 5*fresh.BikeStreamBytes {
 		t.Errorf("the bike stream was %d bytes at the request, want at least five rentals' worth", later.BikeStreamBytes)
 	}

@@ -1,4 +1,4 @@
-package capacity_test
+package capacitytest_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
-	"github.com/bikerental/bikerental/internal/capacity"
+	"github.com/bikerental/bikerental/internal/capacitytest"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/schema"
 )
@@ -29,14 +29,14 @@ func str(v string) av { return &types.AttributeValueMemberS{Value: v} }
 func num(v string) av { return &types.AttributeValueMemberN{Value: v} }
 
 // counted returns a client whose calls counter records, under the label "test".
-func counted(cfg aws.Config, counter *capacity.Counter) *dynamodb.Client {
+func counted(cfg aws.Config, counter *capacitytest.Counter) *dynamodb.Client {
 	c := cfg.Copy()
 	c.APIOptions = append(slices.Clone(cfg.APIOptions), counter.Middleware("test"))
 	return dynamodb.NewFromConfig(c)
 }
 
 // one runs f and returns the one call it made, failing the test otherwise.
-func one(t *testing.T, counter *capacity.Counter, f func(ctx context.Context) error, wantErr bool) capacity.Call {
+func one(t *testing.T, counter *capacitytest.Counter, f func(ctx context.Context) error, wantErr bool) capacitytest.Call {
 	t.Helper()
 	counter.Reset()
 	err := f(context.Background())
@@ -53,7 +53,7 @@ func one(t *testing.T, counter *capacity.Counter, f func(ctx context.Context) er
 	return calls[0]
 }
 
-func usage(t *testing.T, c capacity.Call) capacity.Usage {
+func usage(t *testing.T, c capacitytest.Call) capacitytest.Usage {
 	t.Helper()
 	if len(c.Tables) != 1 {
 		t.Fatalf("%s: %d usages, want 1: %+v", c.Operation, len(c.Tables), c.Tables)
@@ -67,7 +67,7 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 	cfg := emulatortest.Config(t)
 	plain := dynamodb.NewFromConfig(cfg)
 	table := emulatortest.CreateTable(t, plain, schema.PendingPayments, "pending")
-	counter := capacity.NewCounter(plain)
+	counter := capacitytest.NewCounter(plain)
 	db := counted(cfg, counter)
 	tbl := aws.String(table)
 	key := func(ref string) map[string]av { return map[string]av{schema.PendingReference: str(ref)} }
@@ -94,8 +94,8 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 		if c.Service != "DynamoDB" || c.Operation != "UpdateItem" || c.Function != "test" || c.Attempts != 1 {
 			t.Errorf("call = %+v", c)
 		}
-		if u.ItemsWritten != 1 || u.BytesWritten != capacity.ItemSize(outstanding) || u.WriteUnits != 1 || u.IndexWriteUnits != 1 {
-			t.Errorf("usage = %+v, want 1 item of %d bytes, 1 write unit and 1 on the index", u, capacity.ItemSize(outstanding))
+		if u.ItemsWritten != 1 || u.BytesWritten != capacitytest.ItemSize(outstanding) || u.WriteUnits != 1 || u.IndexWriteUnits != 1 {
+			t.Errorf("usage = %+v, want 1 item of %d bytes, 1 write unit and 1 on the index", u, capacitytest.ItemSize(outstanding))
 		}
 	})
 	t.Run("update refused by its condition", func(t *testing.T) {
@@ -110,7 +110,7 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 		c := one(t, counter, func(ctx context.Context) error {
 			return update(ctx, "SET settled = :how, version = :v REMOVE dueShard", "", map[string]av{":how": str("confirmed"), ":v": num("2")})
 		}, false)
-		if u := usage(t, c); u.WriteUnits != 1 || u.IndexWriteUnits != 1 || u.BytesWritten != capacity.ItemSize(outstanding)-len("dueShard")-1+len("settled")+len("confirmed") {
+		if u := usage(t, c); u.WriteUnits != 1 || u.IndexWriteUnits != 1 || u.BytesWritten != capacitytest.ItemSize(outstanding)-len("dueShard")-1+len("settled")+len("confirmed") {
 			t.Errorf("usage = %+v, want the larger item, 1 write unit and 1 index delete", u)
 		}
 	})
@@ -119,7 +119,7 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 			_, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: tbl, Key: key("rp_1"), ConsistentRead: aws.Bool(true)})
 			return err
 		}, false)
-		if u := usage(t, c); u.ItemsRead != 1 || u.ReadUnits != 1 || u.Consistency != capacity.Strong {
+		if u := usage(t, c); u.ItemsRead != 1 || u.ReadUnits != 1 || u.Consistency != capacitytest.Strong {
 			t.Errorf("usage = %+v, want 1 item, 1 read unit", u)
 		}
 	})
@@ -144,7 +144,7 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 
 	big := func(ref string, size int) map[string]av {
 		it := map[string]av{schema.PendingReference: str(ref)}
-		it["pad"] = str(strings.Repeat("x", size-capacity.ItemSize(it)-len("pad")))
+		it["pad"] = str(strings.Repeat("x", size-capacitytest.ItemSize(it)-len("pad")))
 		return it
 	}
 	put := func(it map[string]av) func(context.Context) error {
@@ -196,8 +196,8 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 			return err
 		}, false)
 		u := usage(t, c)
-		entry := capacity.ItemSize(map[string]av{schema.PendingReference: str("rp_a"), schema.PendingDueShard: str("1"), schema.PendingPreparedAt: num("100")})
-		if u.Index != schema.PendingByPreparedAt || u.ItemsRead != 2 || u.BytesRead != 2*entry || u.ReadUnits != 0.5 || u.Consistency != capacity.Eventual {
+		entry := capacitytest.ItemSize(map[string]av{schema.PendingReference: str("rp_a"), schema.PendingDueShard: str("1"), schema.PendingPreparedAt: num("100")})
+		if u.Index != schema.PendingByPreparedAt || u.ItemsRead != 2 || u.BytesRead != 2*entry || u.ReadUnits != 0.5 || u.Consistency != capacitytest.Eventual {
 			t.Errorf("usage = %+v, want 2 index entries of %d bytes, half a unit", u, entry)
 		}
 	})
@@ -259,12 +259,12 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 		if len(calls) != 1 || !strings.Contains(calls[0].Approximate, "dropped by a filter") {
 			t.Errorf("calls = %+v, want one call marked approximate", calls)
 		}
-		if got := capacity.Approximations(calls); len(got) != 1 {
+		if got := capacitytest.Approximations(calls); len(got) != 1 {
 			t.Errorf("Approximations = %q", got)
 		}
 	})
 
-	tot := capacity.Total(counter.Calls())
+	tot := capacitytest.Total(counter.Calls())
 	if tot.Calls != 1 || tot.ItemsRead != 2 {
 		t.Errorf("Total = %+v", tot)
 	}
@@ -291,7 +291,7 @@ func TestCounterCountsAttemptsAndOtherServices(t *testing.T) {
 	cfg := emulatortest.Config(t)
 	plain := dynamodb.NewFromConfig(cfg)
 	table := emulatortest.CreateTable(t, plain, schema.Events, "events")
-	counter := capacity.NewCounter(plain)
+	counter := capacitytest.NewCounter(plain)
 	flaky := cfg.Copy()
 	flaky.HTTPClient = &failFirst{next: cfg.HTTPClient}
 	if flaky.HTTPClient.(*failFirst).next == nil {
@@ -321,14 +321,14 @@ func TestCounterCountsAttemptsAndOtherServices(t *testing.T) {
 }
 
 func TestGroupBy(t *testing.T) {
-	calls := []capacity.Call{
-		{Function: "command", Operation: "Query", Tables: []capacity.Usage{{Table: "events", ReadUnits: 1, ItemsRead: 2}}},
-		{Function: "command", Operation: "PutItem", Tables: []capacity.Usage{{Table: "events", WriteUnits: 1, ItemsWritten: 1}}},
-		{Function: "process", Operation: "TransactWriteItems", Tables: []capacity.Usage{
+	calls := []capacitytest.Call{
+		{Function: "command", Operation: "Query", Tables: []capacitytest.Usage{{Table: "events", ReadUnits: 1, ItemsRead: 2}}},
+		{Function: "command", Operation: "PutItem", Tables: []capacitytest.Usage{{Table: "events", WriteUnits: 1, ItemsWritten: 1}}},
+		{Function: "process", Operation: "TransactWriteItems", Tables: []capacitytest.Usage{
 			{Table: "events", WriteUnits: 4, ItemsWritten: 2}, {Table: "pending", WriteUnits: 2, IndexWriteUnits: 1, ItemsWritten: 1}}},
 		{Function: "sweep", Service: "Scheduler", Operation: "DeleteSchedule"},
 	}
-	byTable := capacity.GroupBy(calls, func(_ capacity.Call, u capacity.Usage) string { return u.Table })
+	byTable := capacitytest.GroupBy(calls, func(_ capacitytest.Call, u capacitytest.Usage) string { return u.Table })
 	if got := byTable["events"]; got.Calls != 3 || got.WriteUnits != 5 || got.ReadUnits != 1 || got.ItemsWritten != 3 {
 		t.Errorf("events = %+v", got)
 	}
@@ -338,14 +338,14 @@ func TestGroupBy(t *testing.T) {
 	if _, ok := byTable[""]; ok {
 		t.Error("a call without usage was grouped under an empty key")
 	}
-	byFunction := capacity.GroupBy(calls, func(c capacity.Call, _ capacity.Usage) string { return c.Function })
+	byFunction := capacitytest.GroupBy(calls, func(c capacitytest.Call, _ capacitytest.Usage) string { return c.Function })
 	if got := byFunction["process"]; got.Calls != 1 || got.AllWriteUnits() != 7 {
 		t.Errorf("process = %+v", got)
 	}
 	if got := byFunction["sweep"]; got.Calls != 1 || got.AllWriteUnits() != 0 {
 		t.Errorf("sweep = %+v", got)
 	}
-	if tot := capacity.Total(calls); tot.Calls != 4 || tot.AllWriteUnits() != 8 {
+	if tot := capacitytest.Total(calls); tot.Calls != 4 || tot.AllWriteUnits() != 8 {
 		t.Errorf("Total = %+v", tot)
 	}
 }

@@ -1,4 +1,4 @@
-package capacity
+package capacitytest
 
 // Totals adds up calls.
 type Totals struct {

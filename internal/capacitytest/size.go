@@ -1,4 +1,4 @@
-// Package capacity measures what DynamoDB bills for: an AWS SDK middleware records
+// Package capacitytest measures what DynamoDB bills for: an AWS SDK middleware records
 // every DynamoDB call a client makes, with the items and bytes it read and wrote, and
 // converts them to read and write request units by DynamoDB's published rules. It is
 // installed on an aws.Config's APIOptions, so the code it measures does not change.
@@ -15,7 +15,7 @@
 //   - transactions: "Amazon DynamoDB Transactions: How It Works", section "Capacity
 //     management for transactions"
 //     (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html).
-package capacity
+package capacitytest
 
 import (
 	"strings"
