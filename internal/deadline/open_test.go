@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/sweepmetrics"
 )
 
 // requested is the BikeRequested record of a rental, recorded at at.
@@ -158,7 +159,7 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 	}}
 	var metrics bytes.Buffer
 	s := &deadline.Sweeper{Index: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute},
-		Repairer: r, Metrics: &metrics, Logger: slog.New(slog.DiscardHandler)}
+		Repairer: r, Report: sweepmetrics.Writer(&metrics, ""), Logger: slog.New(slog.DiscardHandler)}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -55,11 +53,9 @@ type Sweeper struct {
 	// Repairer mends the stuck rentals that need no operator; nil only reports them.
 	Repairer StuckRepairer
 	Logger   *slog.Logger
-	// Metrics receives one CloudWatch Embedded Metric Format document per sweep;
-	// nil sends none. Service is the value of the metrics' Service dimension, which
-	// tells deployments apart ("bikerental" if empty).
-	Metrics io.Writer
-	Service string
+	// Report, when set, receives every sweep's summary: the sweep function writes it
+	// as CloudWatch metrics (sweepmetrics.Writer).
+	Report func(Summary)
 }
 
 // Summary is what one sweep did.
@@ -289,57 +285,7 @@ func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, 
 		level = slog.LevelWarn
 	}
 	logger.LogAttrs(ctx, level, "sweep", attrs...)
-	if s.Metrics != nil {
-		service := s.Service
-		if service == "" {
-			service = "bikerental"
-		}
-		if b, err := EMF(sum, service); err == nil {
-			s.Metrics.Write(append(b, '\n'))
-		}
+	if s.Report != nil {
+		s.Report(sum)
 	}
-}
-
-// MetricsNamespace is the CloudWatch namespace of the sweep's metrics.
-const MetricsNamespace = "BikeRental/Sweep"
-
-// EMF renders a summary as a CloudWatch Embedded Metric Format document, with the
-// dimension Service=service: written to a Lambda function's standard output, it
-// becomes metrics without any API call.
-func EMF(sum Summary, service string) ([]byte, error) {
-	counts := []struct {
-		name  string
-		value float64
-		unit  string
-	}{
-		{"Found", float64(sum.Found), "Count"},
-		{"Cancelled", float64(sum.Cancelled), "Count"},
-		{"Declined", float64(sum.Declined), "Count"},
-		{"NothingToDo", float64(sum.NothingToDo), "Count"},
-		{"Failed", float64(sum.Failed), "Count"},
-		{"ItemsRead", float64(sum.ItemsRead), "Count"},
-		{"OldestOverdue", sum.OldestOverdue.Seconds(), "Seconds"},
-		{"StuckRentals", float64(sum.Stuck), "Count"},
-		{"StuckRepaired", float64(sum.StuckRepaired), "Count"},
-		{"StuckLeft", float64(sum.StuckLeft), "Count"},
-	}
-	doc := map[string]any{"Service": service}
-	var metrics []map[string]string
-	for _, c := range counts {
-		doc[c.name] = c.value
-		metrics = append(metrics, map[string]string{"Name": c.name, "Unit": c.unit})
-	}
-	doc["_aws"] = map[string]any{
-		"Timestamp": sum.Now.UnixMilli(),
-		"CloudWatchMetrics": []map[string]any{{
-			"Namespace":  MetricsNamespace,
-			"Dimensions": [][]string{{"Service"}},
-			"Metrics":    metrics,
-		}},
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("deadline: metrics: %w", err)
-	}
-	return b, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/sweepmetrics"
 )
 
 // The reference test: given a payment that has been outstanding, when sweeping with
@@ -158,7 +159,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		return rentalpayment.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := &deadline.Sweeper{Index: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 3, Metrics: &metrics}
+	s := &deadline.Sweeper{Index: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 3, Report: sweepmetrics.Writer(&metrics, "")}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 	}
 	aws := doc["_aws"].(map[string]any)
 	cw := aws["CloudWatchMetrics"].([]any)[0].(map[string]any)
-	if doc["Cancelled"] != float64(9) || doc["Failed"] != float64(1) || cw["Namespace"] != deadline.MetricsNamespace || len(cw["Metrics"].([]any)) != 10 || doc["StuckRentals"] != float64(0) {
+	if doc["Cancelled"] != float64(9) || doc["Failed"] != float64(1) || cw["Namespace"] != sweepmetrics.Namespace || len(cw["Metrics"].([]any)) != 10 || doc["StuckRentals"] != float64(0) {
 		t.Errorf("EMF document: %s", metrics.String())
 	}
 }
@@ -234,28 +235,6 @@ func TestTwoSweepsAtOnce(t *testing.T) {
 		w.pumpUntil("bike "+bike+" released", func() bool { return w.bikeStatus(bike) == rental.StatusAvailable })
 		if recs, _ := w.store.Read(ctx, payment.StreamID(payment.ReferenceFor(rental.NewRentalID(bike, "AAAAAAAAAAAAAAAAAAAAAA"))), 0); len(recs) != 2 {
 			t.Errorf("payment of %s has %d events, want 2 (prepared, cancelled once)", bike, len(recs))
-		}
-	}
-}
-
-func TestNowFrom(t *testing.T) {
-	clock := time.Date(2026, 11, 29, 12, 0, 30, 0, time.UTC)
-	for _, tc := range []struct {
-		name, input string
-		want        time.Time
-		err         bool
-	}{
-		{"scheduler input", `{"scheduledTime":"2026-11-29T12:00:00Z"}`, clock.Add(-30 * time.Second), false},
-		{"rule event", `{"version":"0","detail-type":"Scheduled Event","source":"aws.events","time":"2026-11-29T12:00:00Z","detail":{}}`, clock.Add(-30 * time.Second), false},
-		{"no time", `{}`, clock, false},
-		{"empty input", ``, clock, false},
-		{"future time", `{"scheduledTime":"2027-01-01T00:00:00Z"}`, clock, false},
-		{"malformed time", `{"scheduledTime":"yesterday"}`, time.Time{}, true},
-		{"not JSON", `nope`, time.Time{}, true},
-	} {
-		got, err := deadline.NowFrom([]byte(tc.input), clock)
-		if (err != nil) != tc.err || !got.Equal(tc.want) {
-			t.Errorf("%s: NowFrom = %v, %v; want %v (error %v)", tc.name, got, err, tc.want, tc.err)
 		}
 	}
 }

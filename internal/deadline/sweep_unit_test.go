@@ -14,6 +14,7 @@ import (
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/sweepmetrics"
 )
 
 // The sweep's unit tests: on deadline.Memory, which keeps the same index contract as
@@ -62,7 +63,7 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 	}}
 	var metrics bytes.Buffer
 	s := &deadline.Sweeper{Index: memoryWith(t, prepared, nil), Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute},
-		Concurrency: 3, Metrics: &metrics, Logger: slog.New(slog.DiscardHandler)}
+		Concurrency: 3, Report: sweepmetrics.Writer(&metrics, ""), Logger: slog.New(slog.DiscardHandler)}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/onetime"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/sweeptrigger"
 	"github.com/bikerental/bikerental/internal/webhook"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -182,7 +183,7 @@ func TestPreciseDeadlineFiresOnTime(t *testing.T) {
 	if s.ActionAfterCompletion != types.ActionAfterCompletionDelete || s.Target.DeadLetterConfig == nil || s.Target.RetryPolicy == nil {
 		t.Errorf("schedule %+v: want deletion after completion, a retry policy and a dead-letter queue", s)
 	}
-	var input deadline.Trigger
+	var input sweeptrigger.Trigger
 	if err := json.Unmarshal([]byte(aws.ToString(s.Target.Input)), &input); err != nil || input.RentalID != rentalID || input.PaymentReference != ref {
 		t.Errorf("schedule input %s (%v): want rental %s, payment %s", aws.ToString(s.Target.Input), err, rentalID, ref)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/sweeptrigger"
 )
 
 // SchedulerAPI is the part of the EventBridge Scheduler client Timers uses.
@@ -40,7 +41,7 @@ const (
 // Timers keeps one EventBridge Scheduler one-time schedule per outstanding payment
 // (precise deadlines), from the same payment events as the projection: PaymentPrepared
 // creates the payment's schedule, at its deadline, in Group; a settling event deletes
-// it. The schedule invokes TargetARN (the sweep function) with a deadline.Trigger naming
+// it. The schedule invokes TargetARN (the sweep function) with a sweeptrigger.Trigger naming
 // the payment, as RoleARN, parking undeliverable invocations in DeadLetterARN, and deletes
 // itself once it has fired. Names are deterministic per payment, so creating or
 // deleting twice (stream redelivery) is harmless. Safe for concurrent use.
@@ -80,7 +81,7 @@ func (t *Timers) arm(ctx context.Context, reference string, preparedAt time.Time
 	if !due.After(now()) {
 		return nil // already due (a replay, or a projector far behind): the sweep has it
 	}
-	input, err := json.Marshal(deadline.Trigger{RentalID: rentalID, PaymentReference: reference})
+	input, err := json.Marshal(sweeptrigger.Trigger{RentalID: rentalID, PaymentReference: reference})
 	if err != nil {
 		return fmt.Errorf("onetime: schedule for %s: %w", reference, err)
 	}

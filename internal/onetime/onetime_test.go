@@ -16,6 +16,7 @@ import (
 	"github.com/bikerental/bikerental/internal/onetime"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/payment/paymenttest"
+	"github.com/bikerental/bikerental/internal/sweeptrigger"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -84,7 +85,7 @@ func TestTimersCreateOneScheduleAtTheDeadlineAndDeleteItOnSettlement(t *testing.
 				s.Target.RetryPolicy == nil || aws.ToInt32(s.Target.RetryPolicy.MaximumRetryAttempts) != onetime.TimerRetryAttempts {
 				t.Errorf("target %+v: want the sweep, the role, the dead-letter queue and the retry policy", s.Target)
 			}
-			trigger, err := deadline.ParseTrigger([]byte(aws.ToString(s.Target.Input)))
+			trigger, err := sweeptrigger.Parse([]byte(aws.ToString(s.Target.Input)))
 			if err != nil || !trigger.OnePayment() || trigger.PaymentReference != ref {
 				t.Errorf("input %s: %+v, %v", aws.ToString(s.Target.Input), trigger, err)
 			}

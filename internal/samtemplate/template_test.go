@@ -25,12 +25,12 @@ import (
 
 	"github.com/bikerental/bikerental/internal/api"
 	"github.com/bikerental/bikerental/internal/apicontract"
-	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/samtemplate"
 	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/sweeptrigger"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
@@ -458,7 +458,7 @@ func TestSweepTriggers(t *testing.T) {
 		if trigger.target.Get("Arn").Tag() != "!GetAtt" || trigger.target.Get("Arn").Str() != "SweepFunction.Arn" {
 			t.Errorf("%s does not invoke the sweep function", trigger.id)
 		}
-		now, err := deadline.NowFrom([]byte(trigger.input), at.Add(time.Second))
+		now, err := sweeptrigger.NowFrom([]byte(trigger.input), at.Add(time.Second))
 		if err != nil || !now.Equal(at) {
 			t.Errorf("%s: the input %s gives now = %v, %v; want %v", trigger.id, trigger.input, now, err, at)
 		}

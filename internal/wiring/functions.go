@@ -18,6 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/streambatch"
+	"github.com/bikerental/bikerental/internal/sweeptrigger"
 )
 
 // Builder builds one Lambda function's handler from the environment.
@@ -109,7 +110,7 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 		sweeper.Repairer = repairs
 	}
 	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
-		trigger, err := deadline.ParseTrigger(input)
+		trigger, err := sweeptrigger.Parse(input)
 		if err != nil {
 			return deadline.Summary{}, err
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/repair"
+	"github.com/bikerental/bikerental/internal/sweepmetrics"
 )
 
 // Environment variables the service reads.
@@ -181,8 +182,11 @@ func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, ge
 	if err != nil {
 		return nil, err
 	}
-	return &deadline.Sweeper{Index: projection, Canceller: process, Policy: policy, Concurrency: concurrency,
-		Logger: logger, Metrics: metrics, Service: getenv(EnvMetricsService)}, nil
+	s := &deadline.Sweeper{Index: projection, Canceller: process, Policy: policy, Concurrency: concurrency, Logger: logger}
+	if metrics != nil {
+		s.Report = sweepmetrics.Writer(metrics, getenv(EnvMetricsService))
+	}
+	return s, nil
 }
 
 // StuckRepairs returns what repairs the stuck rentals a sweep finds, through the

@@ -1,4 +1,6 @@
-package deadline
+// Package sweeptrigger reads what starts a sweep: the input EventBridge Scheduler (or
+// a rule, or a payment's one-time schedule) invokes the sweep function with.
+package sweeptrigger
 
 import (
 	"encoding/json"
@@ -21,19 +23,19 @@ type Trigger struct {
 	PaymentReference string `json:"paymentReference,omitempty"`
 }
 
-// ParseTrigger reads an invocation's input: empty input and null are a trigger with
+// Parse reads an invocation's input: empty input and null are a trigger with
 // nothing in it (sweep as of the clock). Malformed input, and a one-payment trigger
 // whose rental and reference do not belong together, are errors.
-func ParseTrigger(input []byte) (Trigger, error) {
+func Parse(input []byte) (Trigger, error) {
 	var t Trigger
 	if len(input) > 0 && string(input) != "null" {
 		if err := json.Unmarshal(input, &t); err != nil {
-			return Trigger{}, fmt.Errorf("deadline: sweep input is not a trigger: %w", err)
+			return Trigger{}, fmt.Errorf("sweeptrigger: sweep input is not a trigger: %w", err)
 		}
 	}
 	if t.RentalID != "" || t.PaymentReference != "" {
 		if rentalID, err := payment.RentalIDFor(t.PaymentReference); err != nil || rentalID != t.RentalID {
-			return Trigger{}, fmt.Errorf("deadline: one-payment trigger names rental %q and payment %q, which do not belong together", t.RentalID, t.PaymentReference)
+			return Trigger{}, fmt.Errorf("sweeptrigger: one-payment trigger names rental %q and payment %q, which do not belong together", t.RentalID, t.PaymentReference)
 		}
 	}
 	return t, nil
@@ -55,7 +57,7 @@ func (t Trigger) Now(clock time.Time) (time.Time, error) {
 	}
 	at, err := time.Parse(time.RFC3339, raw)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("deadline: scheduled time %q: %w", raw, err)
+		return time.Time{}, fmt.Errorf("sweeptrigger: scheduled time %q: %w", raw, err)
 	}
 	if at.After(clock) {
 		return clock, nil
@@ -66,7 +68,7 @@ func (t Trigger) Now(clock time.Time) (time.Time, error) {
 // NowFrom returns the "now" a sweep should use for an invocation's input (see
 // Trigger.Now). Malformed input is an error.
 func NowFrom(input []byte, clock time.Time) (time.Time, error) {
-	t, err := ParseTrigger(input)
+	t, err := Parse(input)
 	if err != nil {
 		return time.Time{}, err
 	}
