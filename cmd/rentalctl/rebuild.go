@@ -83,16 +83,9 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	if err := f.require(c, "events-table", "pending-table"); err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
+	cfg, store, err := f.bothTables(ctx, c, "rebuild")
 	if err != nil {
 		return err
-	}
-	store, err := wiring.EventStore(cfg, f.lookup)
-	if err != nil {
-		return configError("rebuild", err)
 	}
 	projection, err := wiring.Projection(cfg, f.lookup)
 	if err != nil {

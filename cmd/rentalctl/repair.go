@@ -79,16 +79,9 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 		}
 		ids = pos
 	}
-	if err := f.require(c, "events-table", "pending-table"); err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
+	cfg, store, err := f.bothTables(ctx, c, "repair")
 	if err != nil {
 		return err
-	}
-	store, err := wiring.EventStore(cfg, f.lookup)
-	if err != nil {
-		return configError("repair", err)
 	}
 	provider, err := paymentProvider(ctx, cfg, f.lookup)
 	if err != nil {

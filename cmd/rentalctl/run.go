@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
@@ -359,6 +360,23 @@ func (f *flags) rentalID(c *cli, id string) error {
 
 // configError marks an error from internal/wiring, which only ever fails on
 // settings, as a usage error.
+// bothTables is what the commands that read the Events table and write
+// PendingPayments start with: both named, the AWS configuration, the event store.
+func (f *flags) bothTables(ctx context.Context, c *cli, command string) (aws.Config, *dynamo.Store, error) {
+	if err := f.require(c, "events-table", "pending-table"); err != nil {
+		return aws.Config{}, nil, err
+	}
+	cfg, err := awsConfig(ctx, c.getenv)
+	if err != nil {
+		return aws.Config{}, nil, err
+	}
+	store, err := wiring.EventStore(cfg, f.lookup)
+	if err != nil {
+		return aws.Config{}, nil, configError(command, err)
+	}
+	return cfg, store, nil
+}
+
 func configError(name string, err error) error {
 	return fmt.Errorf("%w: %s: %w", errUsage, name, err)
 }
