@@ -88,21 +88,41 @@ type Entry struct {
 // matching ErrNotFound if the rental id is not one the bike's stream knows, and
 // rental.ErrInvalidRentalID if it cannot be a rental id at all.
 func Load(ctx context.Context, store eventstore.Store, rentalID string) (View, error) {
-	bikeID, err := rental.BikeIDOf(rentalID)
+	recs, err := Read(ctx, store, rentalID)
 	if err != nil {
 		return View{}, err
 	}
-	ref := payment.ReferenceFor(rentalID)
-	// The payment's and the process's streams by key; then, on its bike, only the
-	// rental's own records (bikestream.Rental: the bike's tail, or the versions its
-	// process recorded), never the bike's whole history.
-	streams := []string{payment.StreamID(ref), rentalpayment.StreamID(rentalID)}
-	records := make([][]eventstore.Record, 1+len(streams))
+	return Of(rentalID, recs)
+}
+
+// Records are what a rental's view is built from: its own records on its bike, and
+// its payment's and its process's streams.
+type Records struct {
+	Bike, Payment, Process []eventstore.Record
+}
+
+// All returns every record, the bike's, the payment's and the process's, in a new
+// slice.
+func (r Records) All() []eventstore.Record {
+	return append(append(append([]eventstore.Record(nil), r.Bike...), r.Payment...), r.Process...)
+}
+
+// Read reads what a rental's view is built from: the payment's and the process's
+// streams by key, then, on its bike, only the rental's own records
+// (bikestream.Rental: the bike's tail, or the versions its process recorded), never
+// the bike's whole history.
+func Read(ctx context.Context, store eventstore.Store, rentalID string) (Records, error) {
+	bikeID, err := rental.BikeIDOf(rentalID)
+	if err != nil {
+		return Records{}, err
+	}
+	streams := []string{payment.StreamID(payment.ReferenceFor(rentalID)), rentalpayment.StreamID(rentalID)}
+	read := make([][]eventstore.Record, len(streams))
 	errs := make([]error, len(streams))
 	done := make(chan struct{}, len(streams))
 	for i, s := range streams {
 		go func() {
-			records[1+i], errs[i] = store.Read(ctx, s, 0)
+			read[i], errs[i] = store.Read(ctx, s, 0)
 			done <- struct{}{}
 		}()
 	}
@@ -110,16 +130,28 @@ func Load(ctx context.Context, store eventstore.Store, rentalID string) (View, e
 		<-done
 	}
 	if err := errors.Join(errs...); err != nil {
-		return View{}, err
+		return Records{}, err
 	}
+	recs := Records{Payment: read[0], Process: read[1]}
 	if r, ok := store.(bikestream.Reader); ok {
-		records[0], err = bikestream.Rental(ctx, r, rentalID, records[2])
+		recs.Bike, err = bikestream.Rental(ctx, r, rentalID, recs.Process)
 	} else {
-		records[0], err = store.Read(ctx, rental.StreamID(bikeID), 0)
+		recs.Bike, err = store.Read(ctx, rental.StreamID(bikeID), 0)
 	}
+	if err != nil {
+		return Records{}, err
+	}
+	return recs, nil
+}
+
+// Of builds a rental's view from its records (Read); errors as Load's.
+func Of(rentalID string, recs Records) (View, error) {
+	bikeID, err := rental.BikeIDOf(rentalID)
 	if err != nil {
 		return View{}, err
 	}
+	ref := payment.ReferenceFor(rentalID)
+	records := [][]eventstore.Record{recs.Bike, recs.Payment, recs.Process}
 
 	v := View{RentalID: rentalID, BikeID: bikeID, PaymentReference: ref, History: []Entry{}}
 	var bikeEvents []rental.Event

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/bikerental/bikerental/internal/bikestream"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
@@ -95,17 +94,25 @@ func (c Case) Automatic() (bool, string) {
 // completion the repair caused); with dryRun it only says which. A consumer that still refuses a record (a payment
 // whose provider is down, say) stops the repair with its error; run it again later.
 func (r *Repairer) Repair(ctx context.Context, rentalID string, dryRun bool) (Result, error) {
+	return r.repair(ctx, rentalID, func(Case) bool { return !dryRun })
+}
+
+// repair is Repair, delivering only if act says so for the rental's case: otherwise
+// it only says what it would deliver.
+func (r *Repairer) repair(ctx context.Context, rentalID string, act func(Case) bool) (Result, error) {
 	res := Result{RentalID: rentalID, Deliveries: []Delivery{}}
-	before, err := rentalview.Load(ctx, r.Store, rentalID)
+	recs, err := rentalview.Read(ctx, r.Store, rentalID)
+	if err != nil {
+		return res, err
+	}
+	before, err := rentalview.Of(rentalID, recs)
 	if err != nil {
 		return res, err
 	}
 	res.Before, res.After = before.Status, before.Status
-	records, err := r.records(ctx, rentalID)
-	if err != nil {
-		return res, err
-	}
+	records := ordered(recs, rentalID)
 	res.Case = caseOf(records)
+	dryRun := !act(res.Case)
 	// What the reactions append (the process's start and completion) is delivered
 	// too, in later rounds, so that a repair needs no live consumer to finish: the
 	// projection learns of the completion it causes. A process appends at most two
@@ -127,12 +134,14 @@ func (r *Repairer) Repair(ctx context.Context, rentalID string, dryRun bool) (Re
 		if fresh == 0 || dryRun {
 			break
 		}
-		if records, err = r.records(ctx, rentalID); err != nil {
+		if recs, err = rentalview.Read(ctx, r.Store, rentalID); err != nil {
 			return res, err
 		}
+		records = ordered(recs, rentalID)
 	}
 	if !dryRun {
-		after, err := rentalview.Load(ctx, r.Store, rentalID)
+		// The last round read what the repair left and found nothing new.
+		after, err := rentalview.Of(rentalID, recs)
 		if err != nil {
 			return res, err
 		}
@@ -144,36 +153,17 @@ func (r *Repairer) Repair(ctx context.Context, rentalID string, dryRun bool) (Re
 // maxRounds bounds a repair's passes over the rental's records.
 const maxRounds = 4
 
-// records reads the rental's records from its bike's, payment's and process's
-// streams, in the order they were recorded.
-func (r *Repairer) records(ctx context.Context, rentalID string) ([]eventstore.Record, error) {
-	bikeID, _ := rental.BikeIDOf(rentalID) // rentalview.Load refused an invalid rental id already
+// ordered returns the rental's records, as rentalview.Read read them, in the order
+// they were recorded.
+func ordered(recs rentalview.Records, rentalID string) []eventstore.Record {
 	var records []eventstore.Record
-	for _, stream := range []string{payment.StreamID(payment.ReferenceFor(rentalID)), rentalpayment.StreamID(rentalID)} {
-		recs, err := r.Store.Read(ctx, stream, 0)
-		if err != nil {
-			return nil, err
-		}
-		records = append(records, recs...)
-	}
-	// On the bike, only the rental's own records (bikestream.Rental).
-	var bike []eventstore.Record
-	var err error
-	if br, ok := r.Store.(bikestream.Reader); ok {
-		bike, err = bikestream.Rental(ctx, br, rentalID, nil)
-	} else {
-		bike, err = r.Store.Read(ctx, rental.StreamID(bikeID), 0)
-	}
-	if err != nil {
-		return nil, err
-	}
-	for _, rec := range bike {
+	for _, rec := range recs.All() {
 		if belongs(rec, rentalID) {
 			records = append(records, rec)
 		}
 	}
 	sort.SliceStable(records, func(i, j int) bool { return records[i].RecordedAt.Before(records[j].RecordedAt) })
-	return records, nil
+	return records
 }
 
 // deliver gives one record to each consumer it wakes, or with dryRun only notes it.
@@ -195,21 +185,18 @@ func (r *Repairer) deliver(ctx context.Context, res *Result, rec eventstore.Reco
 }
 
 // RepairStuck repairs a rental the sweep found stuck if its case is Automatic, and
-// otherwise only reads it: repaired says which, reason why.
+// otherwise only reads it: repaired says which, reason why. One read of the rental
+// decides both.
 func (r *Repairer) RepairStuck(ctx context.Context, rentalID string) (repaired bool, reason string, err error) {
-	plan, err := r.Repair(ctx, rentalID, true)
+	_, err = r.repair(ctx, rentalID, func(c Case) bool {
+		auto, why := c.Automatic()
+		reason, repaired = string(c)+": "+why, auto
+		return auto
+	})
 	if err != nil {
-		return false, "", err
-	}
-	auto, why := plan.Case.Automatic()
-	reason = string(plan.Case) + ": " + why
-	if !auto {
-		return false, reason, nil
-	}
-	if _, err := r.Repair(ctx, rentalID, false); err != nil {
 		return false, reason, err
 	}
-	return true, reason, nil
+	return repaired, reason, nil
 }
 
 // caseOf reads the case from a rental's records.
