@@ -14,6 +14,7 @@
 package bikestream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -157,10 +158,16 @@ func rentalRecords(ctx context.Context, r Reader, bikeID, rentalID string, tail,
 	return found, nil
 }
 
-// about returns the records of recs that concern rentalID.
+// about returns the records of recs that concern rentalID. A record whose data does
+// not hold the id at all cannot concern it and is not decoded: the common case, a
+// command about the current rental or a new one, decodes nothing here (the command
+// decodes the records it folds).
 func about(recs []eventstore.Record, rentalID string) ([]eventstore.Record, error) {
 	var out []eventstore.Record
 	for _, rec := range recs {
+		if !bytes.Contains(rec.Data, []byte(rentalID)) {
+			continue
+		}
 		e, err := rental.DecodeEvent(rec.Type, rec.Data)
 		if err != nil {
 			return nil, fmt.Errorf("bikestream: %w: %s version %d: %w", eventstore.ErrCorruptRecord, rec.StreamID, rec.Version, err)
