@@ -13,6 +13,8 @@ RIE := bin/aws-lambda-rie
 # PAYMENT_PROVIDER=stripe make run (keep it equal to internal/stripemock.Version).
 STRIPE_MOCK_VERSION := v0.203.0
 STRIPE_MOCK := bin/stripe-mock
+# Redocly's CLI, the OpenAPI document's linter (make lint-openapi, through npx).
+REDOCLY_VERSION := 2.77.0
 VENV := .venv
 PKGS := ./... ./tools/...
 
@@ -21,7 +23,7 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help demo soak run test lint vet fmt stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup build moto rie clean \
+.PHONY: help demo soak run test lint lint-openapi vet fmt stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
@@ -42,6 +44,13 @@ lint: vet ## go vet, a gofmt check and cfn-lint on template.yaml
 	@if command -v cfn-lint >/dev/null 2>&1; then cfn-lint template.yaml && echo "cfn-lint: template.yaml ok"; \
 	elif [ -x $(VENV)/bin/cfn-lint ]; then $(VENV)/bin/cfn-lint template.yaml && echo "cfn-lint: template.yaml ok"; \
 	else echo "cfn-lint not found: install it with make moto (into .venv) or pip install cfn-lint"; exit 1; fi
+
+# Every rule at error level (recommended-strict), so that a warning fails it too.
+# Not part of make test: it needs Node.js and npm's registry. The properties tools
+# rely on (no unused component, examples that validate) are also held by the tests
+# of internal/apicontract.
+lint-openapi: ## lint api/openapi.yaml with Redocly's CLI at its pinned version, through npx (needs Node.js)
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx --yes @redocly/cli@$(REDOCLY_VERSION) lint --extends=recommended-strict api/openapi.yaml
 
 vet:
 	$(GO) vet $(PKGS)

@@ -165,10 +165,8 @@ func decodeJSON(r *request, v any, emptyOK bool) *response {
 		resp := invalid(InvalidParam{Name: "body", Reason: "a JSON object is required"})
 		return &resp
 	}
-	ct := r.header("Content-Type")
-	if !jsonMediaType(ct) {
-		resp := problem(http.StatusUnsupportedMediaType, "about:blank", fmt.Sprintf("Content-Type %q is not accepted; send application/json", ct))
-		return &resp
+	if bad := refuseUnlessJSON(r); bad != nil {
+		return bad
 	}
 	if tooDeep(r.body, MaxJSONDepth) {
 		resp := invalid(InvalidParam{Name: "body", Reason: fmt.Sprintf("arrays and objects nest more than %d levels deep", MaxJSONDepth)})
@@ -197,6 +195,18 @@ func jsonMediaType(ct string) bool {
 	}
 	mediaType, _, err := mime.ParseMediaType(ct)
 	return err == nil && (mediaType == "application/json" || len(mediaType) > 5 && mediaType[len(mediaType)-5:] == "+json")
+}
+
+// refuseUnlessJSON answers 415 unless the request's Content-Type names JSON
+// (jsonMediaType): the one rule for every body this API reads, the webhooks'
+// included, and nil when it does.
+func refuseUnlessJSON(r *request) *response {
+	ct := r.header("Content-Type")
+	if jsonMediaType(ct) {
+		return nil
+	}
+	resp := problem(http.StatusUnsupportedMediaType, "about:blank", fmt.Sprintf("Content-Type %q is not accepted; send application/json", ct))
+	return &resp
 }
 
 // tooDeep reports whether the arrays and objects in body nest more than limit levels

@@ -335,11 +335,15 @@ func (a *API) stripeWebhook(r *request) response {
 	return a.providerWebhook(r, a.cfg.Stripe, true)
 }
 
-// providerWebhook verifies a provider's event over its raw body before anything
-// else is looked at, then applies it once. Every authentic event about a payment we
+// providerWebhook refuses a body that is not JSON, as every route does, then
+// verifies the provider's event over its raw body before anything else is looked
+// at, and applies it once. Every authentic event about a payment we
 // know is acknowledged with 200, late ones included, so that the provider stops
 // retrying; with ignoreUnknown, so is an event about a payment that is not ours.
 func (a *API) providerWebhook(r *request, parser WebhookParser, ignoreUnknown bool) response {
+	if bad := refuseUnlessJSON(r); bad != nil {
+		return *bad
+	}
 	ev, err := parser.ParseWebhook(r.header, r.body, a.cfg.Now())
 	switch {
 	case errors.Is(err, payment.ErrWebhookUnauthentic):

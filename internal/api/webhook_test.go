@@ -15,7 +15,9 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/paymentprovider/stripe"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/stripemock"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -199,4 +201,53 @@ func TestEveryAuthenticEventIsAcknowledged(t *testing.T) {
 			t.Errorf("the rental after a late success: %s", view.raw)
 		}
 	})
+}
+
+// TestWebhooksTakeOnlyJSON sends authentic, correctly signed events to both webhook
+// routes with a Content-Type that is not JSON, or none: each is refused with 415, as
+// a body of /rentals is, and changes nothing. JSON with parameters, as Stripe sends
+// it (application/json; charset=utf-8), is taken.
+func TestWebhooksTakeOnlyJSON(t *testing.T) {
+	h := newHarness(t, eventstore.NewMemory(), nil)
+	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: stripeSecret, APIURL: "http://127.0.0.1:9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := webhook.NewVerifier(secret, webhook.DefaultTolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.api = api.New(api.Config{Commands: h.commands, Webhook: verifier, Stripe: provider, Now: func() time.Time { return h.now }})
+	ref := h.prepare(h.rentBike("b1", "alice"))
+	genericBody := event("evt-ct", generic.TypeSucceeded, ref, "")
+	// An event about a PaymentIntent that is not ours: the adapter answers it from
+	// the body alone, without calling Stripe.
+	foreign := stripeEvent(t, "payment_intent.succeeded.foreign", "evt_ct", ref, "pi_not_ours")
+	routes := []struct {
+		path, body string
+		headers    map[string]string
+	}{
+		{"/webhooks/payments", genericBody, signed(secret, genericBody, h.now)},
+		{"/webhooks/stripe", foreign, stripeSigned(foreign, h.now)},
+	}
+	for _, rt := range routes {
+		for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "application/jsonx", "json"} {
+			r := h.expect(http.MethodPost, rt.path, rt.body, with(anonymous, rt.headers, map[string]string{"Content-Type": ct}), http.StatusUnsupportedMediaType)
+			if r.str("type") != "about:blank" || !strings.Contains(r.str("detail"), "application/json") {
+				t.Errorf("%s with Content-Type %q: %s", rt.path, ct, r.raw)
+			}
+		}
+	}
+	if n := h.streamLen(payment.StreamID(ref)); n != 1 {
+		t.Errorf("refused webhooks wrote %d events to the payment", n-1)
+	}
+	if n := h.streamLen(command.ReceiptStreamID(generic.Name, "evt-ct")); n != 0 {
+		t.Errorf("a refused webhook left a receipt")
+	}
+	for _, rt := range routes {
+		h.expect(http.MethodPost, rt.path, rt.body, with(anonymous, rt.headers, map[string]string{"Content-Type": "application/json; charset=utf-8"}), http.StatusOK)
+	}
+	if s, _, _ := h.commands.LoadPayment(context.Background(), ref); s.Status != payment.StatusConfirmed {
+		t.Errorf("the accepted webhook left the payment %s", s.Status)
+	}
 }

@@ -12,10 +12,12 @@
 // by a router over the document's paths (its servers are ignored, so concrete
 // paths such as /rentals/b1_abc match without a host), and the status must be one
 // the operation documents; the Content-Type, the documented headers and the body
-// are then validated against it. A path that is no route must be answered with
-// the document's NoRoute response (404), and a method the path does not allow
-// with its MethodNotAllowed response (405), whose Allow must list exactly the
-// methods the document gives the path.
+// are then validated against it. A path that is no route must be answered 404,
+// and a method the path does not allow 405, whose Allow must list exactly the
+// methods the document gives the path; both with a body of the document's Problem
+// schema and its X-Request-Id header, as the document's description says. They
+// belong to no operation, so the document declares no response for them (a
+// component no operation refers to is one a linter reports as unused).
 package apicontract
 
 import (
@@ -180,7 +182,7 @@ var methods = []string{
 // requestId must also be the X-Request-Id header. The request itself is not
 // validated (see ValidateRequest): tests send bad requests on purpose, and no
 // credentials are checked. A path the document has no operation for is checked
-// against its NoRoute or MethodNotAllowed response.
+// against the 404 or 405 that the document's conventions give it (see unrouted).
 func (c *Contract) ValidateResponse(method, path string, query url.Values, reqHeader http.Header, status int, respHeader http.Header, body []byte) error {
 	req, err := newRequest(method, path, query, reqHeader, nil)
 	if err != nil {
@@ -215,17 +217,17 @@ func (c *Contract) ValidateResponse(method, path string, query url.Values, reqHe
 	return nil
 }
 
-// unrouted returns a route whose only response is the one the document gives for
-// a request with no operation: NoRoute for an unknown path, MethodNotAllowed for a
-// method the path does not allow, after checking the latter's Allow header.
+// unrouted returns a route whose only response is the one a request with no
+// operation gets: 404 for an unknown path, 405 for a method the path does not
+// allow, after checking the latter's Allow header. The response is a Problem
+// document with X-Request-Id, built from the document's own components.
 func (c *Contract) unrouted(req *http.Request, findErr error, status int, respHeader http.Header) (*routers.Route, error) {
-	var name string
 	var want int
 	switch {
 	case errors.Is(findErr, routers.ErrPathNotFound):
-		name, want = "NoRoute", http.StatusNotFound
+		want = http.StatusNotFound
 	case errors.Is(findErr, routers.ErrMethodNotAllowed):
-		name, want = "MethodNotAllowed", http.StatusMethodNotAllowed
+		want = http.StatusMethodNotAllowed
 	default:
 		return nil, fmt.Errorf("%w for %s %s: %v", ErrNoOperation, req.Method, req.URL.Path, findErr)
 	}
@@ -237,11 +239,14 @@ func (c *Contract) unrouted(req *http.Request, findErr error, status int, respHe
 			return nil, err
 		}
 	}
-	ref := c.doc.Components.Responses[name]
-	if ref == nil {
-		return nil, fmt.Errorf("apicontract: the document has no components.responses.%s", name)
+	problem, requestID := c.doc.Components.Schemas["Problem"], c.doc.Components.Headers["X-Request-Id"]
+	if problem == nil || requestID == nil {
+		return nil, errors.New("apicontract: the document has no components.schemas.Problem or components.headers.X-Request-Id")
 	}
-	op := &openapi3.Operation{Responses: openapi3.NewResponses(openapi3.WithStatus(want, ref))}
+	resp := openapi3.NewResponse().WithDescription(http.StatusText(want)).
+		WithContent(openapi3.Content{"application/problem+json": openapi3.NewMediaType().WithSchemaRef(problem)})
+	resp.Headers = openapi3.Headers{"X-Request-Id": requestID}
+	op := &openapi3.Operation{Responses: openapi3.NewResponses(openapi3.WithStatus(want, &openapi3.ResponseRef{Value: resp}))}
 	return &routers.Route{Spec: c.doc, Path: req.URL.Path, PathItem: &openapi3.PathItem{}, Method: req.Method, Operation: op}, nil
 }
 

@@ -257,6 +257,10 @@ func TestValidateResponse(t *testing.T) {
 
 		{"an unknown path", "GET", "/nowhere", nil, 404, problem("r"), problemBody("about:blank", 404, "r"), true},
 		{"an unknown path answered 200", "GET", "/nowhere", nil, 200, jsonHeader("r"), `{}`, false},
+		{"an unknown path answered 404 without a problem", "GET", "/nowhere", nil, 404, jsonHeader("r"), `{}`, false},
+		{"an unknown path answered 404 without X-Request-Id", "GET", "/nowhere", nil, 404, func() http.Header { return http.Header{"Content-Type": {"application/problem+json"}} },
+			`{"type":"about:blank","title":"Not Found","status":404,"requestId":"r"}`, false},
+		{"a 405 whose problem lacks its status", "DELETE", "/bikes/b1", nil, 405, with2(problem("r"), "Allow", "PUT, GET"), `{"type":"about:blank","title":"x","requestId":"r"}`, false},
 		{"a method the path does not allow", "DELETE", "/bikes/b1", nil, 405, with2(problem("r"), "Allow", "PUT, GET"), problemBody("about:blank", 405, "r"), true},
 		{"a 405 whose Allow is wrong", "DELETE", "/bikes/b1", nil, 405, with2(problem("r"), "Allow", "GET"), problemBody("about:blank", 405, "r"), false},
 		{"a 405 without Allow", "PATCH", "/rentals", nil, 405, problem("r"), problemBody("about:blank", 405, "r"), false},
