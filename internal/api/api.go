@@ -257,11 +257,11 @@ func (a *API) dispatch(r *request, method, path string, pattern *string) respons
 		return rt.handle(r)
 	}
 	if len(allowed) > 0 {
-		resp := problem(http.StatusMethodNotAllowed, "about:blank", fmt.Sprintf("%s is not allowed on %s", method, path))
+		resp := blank(http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", method, path))
 		resp.headers["Allow"] = strings.Join(allowed, ", ")
 		return resp
 	}
-	return problem(http.StatusNotFound, "about:blank", fmt.Sprintf("no route %s %s", method, path))
+	return blank(http.StatusNotFound, fmt.Sprintf("no route %s %s", method, path))
 }
 
 // find returns the route for method and path with its path parameters or, when
@@ -357,13 +357,13 @@ func readBody(req *events.APIGatewayV2HTTPRequest, limit int) ([]byte, *response
 	if req.IsBase64Encoded {
 		decoded, err := base64.StdEncoding.DecodeString(req.Body)
 		if err != nil {
-			p := problem(http.StatusBadRequest, "about:blank", "the request body is not valid base64")
+			p := blank(http.StatusBadRequest, "the request body is not valid base64")
 			return nil, &p
 		}
 		body = decoded
 	}
 	if len(body) > limit {
-		p := problem(http.StatusRequestEntityTooLarge, "about:blank", fmt.Sprintf("the request body is %d bytes, at most %d are accepted", len(body), limit))
+		p := blank(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is %d bytes, at most %d are accepted", len(body), limit))
 		return nil, &p
 	}
 	return body, nil

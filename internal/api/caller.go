@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -65,17 +64,17 @@ func (a *API) authorize(r *request, access Access) *response {
 	}
 	c, ok := a.callerOf(r)
 	if !ok {
-		resp := problem(http.StatusUnauthorized, "unauthenticated", "this route needs a bearer token from the service's identity provider in the Authorization header")
+		resp := problem(ProblemUnauthenticated, "this route needs a bearer token from the service's identity provider in the Authorization header")
 		resp.headers["WWW-Authenticate"] = realm
 		return &resp
 	}
 	if access == Operator && !c.operator {
-		resp := problem(http.StatusForbidden, "forbidden", "this route is for operators: the token lacks the operator scope")
+		resp := problem(ProblemForbidden, "this route is for operators: the token lacks the operator scope")
 		resp.headers["WWW-Authenticate"] = fmt.Sprintf(`%s, error="insufficient_scope", scope=%q`, realm, a.cfg.OperatorScope)
 		return &resp
 	}
 	if access == Renter && !ident.Valid(c.subject) {
-		resp := problem(http.StatusForbidden, "forbidden", "the token's subject cannot name a renter: it must match "+ident.Pattern)
+		resp := problem(ProblemForbidden, "the token's subject cannot name a renter: it must match "+ident.Pattern)
 		return &resp
 	}
 	r.caller = c

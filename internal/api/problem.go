@@ -21,13 +21,103 @@ import (
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
-// problemBase prefixes the type URI of every problem this API defines; the README
-// lists them.
+// problemBase prefixes the type URI of every problem this API defines: README.md's
+// address and the anchor of the problem's name.
 const problemBase = "https://github.com/bikerental/bikerental/blob/main/README.md#problem-"
 
-// ProblemType returns the type URI of the problem this API names name, such as
-// "unauthenticated", for the local gateway's own refusals.
-func ProblemType(name string) string { return problemBase + name }
+// ProblemType is a kind of refusal this API defines, with its own type URI and
+// status. README.md's "Problem types" lists every one under the anchor its URI
+// names; a test holds the README to problemTypes. Generic HTTP refusals are
+// AboutBlank, RFC 9457's type for a problem that is only its status.
+type ProblemType int
+
+// The problem types of the API; problemTypes says what each is.
+const (
+	AboutBlank ProblemType = iota
+	ProblemInvalidRequest
+	ProblemUnauthenticated
+	ProblemForbidden
+	ProblemUnauthorized
+	ProblemBikeNotFound
+	ProblemPaymentNotFound
+	ProblemRentalNotFound
+	ProblemBikeUnavailable
+	ProblemRentalIDInUse
+	ProblemTooManyPendingRequests
+	ProblemNoPendingRequest
+	ProblemRequestAlreadyApproved
+	ProblemBikeNotRented
+	ProblemNotActiveRental
+	ProblemPaymentAlreadyConfirmed
+	ProblemWebhookEventReused
+	ProblemBusy
+	ProblemUnavailable
+	numProblemTypes
+)
+
+// problemTypes is the one declaration of the problem types: each one's name, the
+// anchor of its type URI, and the status it answers with.
+var problemTypes = [numProblemTypes]struct {
+	name   string
+	status int
+}{
+	AboutBlank:                     {"", 0},
+	ProblemInvalidRequest:          {"invalid-request", http.StatusBadRequest},
+	ProblemUnauthenticated:         {"unauthenticated", http.StatusUnauthorized},
+	ProblemForbidden:               {"forbidden", http.StatusForbidden},
+	ProblemUnauthorized:            {"unauthorized", http.StatusUnauthorized},
+	ProblemBikeNotFound:            {"bike-not-found", http.StatusNotFound},
+	ProblemPaymentNotFound:         {"payment-not-found", http.StatusNotFound},
+	ProblemRentalNotFound:          {"rental-not-found", http.StatusNotFound},
+	ProblemBikeUnavailable:         {"bike-unavailable", http.StatusConflict},
+	ProblemRentalIDInUse:           {"rental-id-in-use", http.StatusConflict},
+	ProblemTooManyPendingRequests:  {"too-many-pending-requests", http.StatusConflict},
+	ProblemNoPendingRequest:        {"no-pending-request", http.StatusConflict},
+	ProblemRequestAlreadyApproved:  {"request-already-approved", http.StatusConflict},
+	ProblemBikeNotRented:           {"bike-not-rented", http.StatusConflict},
+	ProblemNotActiveRental:         {"not-active-rental", http.StatusConflict},
+	ProblemPaymentAlreadyConfirmed: {"payment-already-confirmed", http.StatusConflict},
+	ProblemWebhookEventReused:      {"webhook-event-reused", http.StatusUnprocessableEntity},
+	ProblemBusy:                    {"busy", http.StatusServiceUnavailable},
+	ProblemUnavailable:             {"unavailable", http.StatusServiceUnavailable},
+}
+
+// ProblemTypes returns every problem type the API defines, AboutBlank aside, in
+// declaration order.
+func ProblemTypes() []ProblemType {
+	out := make([]ProblemType, 0, numProblemTypes-1)
+	for t := AboutBlank + 1; t < numProblemTypes; t++ {
+		out = append(out, t)
+	}
+	return out
+}
+
+// Name returns the problem type's name, such as "bike-not-found": the anchor of
+// its URI after "problem-". It is "" for AboutBlank and for no declared type.
+func (t ProblemType) Name() string {
+	if t < 0 || t >= numProblemTypes {
+		return ""
+	}
+	return problemTypes[t].name
+}
+
+// Status returns the HTTP status the problem type answers with; 0 for AboutBlank,
+// whose status is the refusal's own, and for no declared type.
+func (t ProblemType) Status() int {
+	if t < 0 || t >= numProblemTypes {
+		return 0
+	}
+	return problemTypes[t].status
+}
+
+// URI returns the problem type's URI: "about:blank" for AboutBlank (and for no
+// declared type), else README.md's address with the anchor "problem-<name>".
+func (t ProblemType) URI() string {
+	if name := t.Name(); name != "" {
+		return problemBase + name
+	}
+	return "about:blank"
+}
 
 // Problem is an RFC 9457 problem details body.
 type Problem struct {
@@ -45,12 +135,15 @@ type InvalidParam struct {
 	Reason string `json:"reason"`
 }
 
-func problem(status int, typ, detail string) response {
-	title := http.StatusText(status)
-	if typ != "about:blank" {
-		typ = problemBase + typ
-	}
-	return problemResponse(Problem{Type: typ, Title: title, Status: status, Detail: detail})
+// problem returns the refusal of type typ, with its status.
+func problem(typ ProblemType, detail string) response {
+	status := typ.Status()
+	return problemResponse(Problem{Type: typ.URI(), Title: http.StatusText(status), Status: status, Detail: detail})
+}
+
+// blank returns a generic HTTP refusal, of type about:blank, with status.
+func blank(status int, detail string) response {
+	return problemResponse(Problem{Type: AboutBlank.URI(), Title: http.StatusText(status), Status: status, Detail: detail})
 }
 
 func problemResponse(p Problem) response {
@@ -58,13 +151,13 @@ func problemResponse(p Problem) response {
 }
 
 func invalid(params ...InvalidParam) response {
-	p := Problem{Type: problemBase + "invalid-request", Title: http.StatusText(http.StatusBadRequest), Status: http.StatusBadRequest,
-		Detail: "the request is not valid: see invalidParams", InvalidParams: params}
-	return problemResponse(p)
+	resp := problem(ProblemInvalidRequest, "the request is not valid: see invalidParams")
+	resp.problem.InvalidParams = params
+	return resp
 }
 
 func internalError(err error) response {
-	resp := problem(http.StatusInternalServerError, "about:blank", "an unexpected error occurred; quote the request id when reporting it")
+	resp := blank(http.StatusInternalServerError, "an unexpected error occurred; quote the request id when reporting it")
 	resp.err = err
 	return resp
 }
@@ -73,43 +166,42 @@ func internalError(err error) response {
 func errorResponse(err error) response {
 	type mapping struct {
 		target error
-		status int
-		typ    string
+		typ    ProblemType
 	}
 	for _, m := range []mapping{
-		{webhook.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
-		{payment.ErrWebhookUnauthentic, http.StatusUnauthorized, "unauthorized"},
-		{payment.ErrWebhookMalformed, http.StatusBadRequest, "invalid-request"},
-		{command.ErrProviderEventReused, http.StatusUnprocessableEntity, "webhook-event-reused"},
-		{rental.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
-		{payment.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
-		{renter.ErrInvalidCommand, http.StatusBadRequest, "invalid-request"},
-		{eventstore.ErrInvalidInput, http.StatusBadRequest, "invalid-request"},
-		{rental.ErrBikeNotRegistered, http.StatusNotFound, "bike-not-found"},
-		{payment.ErrPaymentNotFound, http.StatusNotFound, "payment-not-found"},
-		{rentalview.ErrNotFound, http.StatusNotFound, "rental-not-found"},
-		{rental.ErrBikeUnavailable, http.StatusConflict, "bike-unavailable"},
-		{rental.ErrRentalIDInUse, http.StatusConflict, "rental-id-in-use"},
-		{renter.ErrTooManyPendingRequests, http.StatusConflict, "too-many-pending-requests"},
-		{rental.ErrNoPendingRequest, http.StatusConflict, "no-pending-request"},
-		{rental.ErrRequestAlreadyApproved, http.StatusConflict, "request-already-approved"},
-		{rental.ErrBikeNotRented, http.StatusConflict, "bike-not-rented"},
-		{rental.ErrNotActiveRental, http.StatusConflict, "not-active-rental"},
-		{payment.ErrPaymentAlreadyConfirmed, http.StatusConflict, "payment-already-confirmed"},
+		{webhook.ErrUnauthorized, ProblemUnauthorized},
+		{payment.ErrWebhookUnauthentic, ProblemUnauthorized},
+		{payment.ErrWebhookMalformed, ProblemInvalidRequest},
+		{command.ErrProviderEventReused, ProblemWebhookEventReused},
+		{rental.ErrInvalidCommand, ProblemInvalidRequest},
+		{payment.ErrInvalidCommand, ProblemInvalidRequest},
+		{renter.ErrInvalidCommand, ProblemInvalidRequest},
+		{eventstore.ErrInvalidInput, ProblemInvalidRequest},
+		{rental.ErrBikeNotRegistered, ProblemBikeNotFound},
+		{payment.ErrPaymentNotFound, ProblemPaymentNotFound},
+		{rentalview.ErrNotFound, ProblemRentalNotFound},
+		{rental.ErrBikeUnavailable, ProblemBikeUnavailable},
+		{rental.ErrRentalIDInUse, ProblemRentalIDInUse},
+		{renter.ErrTooManyPendingRequests, ProblemTooManyPendingRequests},
+		{rental.ErrNoPendingRequest, ProblemNoPendingRequest},
+		{rental.ErrRequestAlreadyApproved, ProblemRequestAlreadyApproved},
+		{rental.ErrBikeNotRented, ProblemBikeNotRented},
+		{rental.ErrNotActiveRental, ProblemNotActiveRental},
+		{payment.ErrPaymentAlreadyConfirmed, ProblemPaymentAlreadyConfirmed},
 	} {
 		if errors.Is(err, m.target) {
-			resp := problem(m.status, m.typ, detailOf(err, m.target))
+			resp := problem(m.typ, detailOf(err, m.target))
 			return resp
 		}
 	}
 	if errors.Is(err, eventstore.ErrConcurrency) || errors.Is(err, context.DeadlineExceeded) {
-		resp := problem(http.StatusServiceUnavailable, "busy", "the resource is changing too quickly; retry after the delay in Retry-After")
+		resp := problem(ProblemBusy, "the resource is changing too quickly; retry after the delay in Retry-After")
 		resp.headers["Retry-After"] = "1"
 		resp.err = err
 		return resp
 	}
 	if transient(err) {
-		resp := problem(http.StatusServiceUnavailable, "unavailable", "the service's storage did not answer in time, and the request may or may not have taken effect; retry after the delay in Retry-After (with an Idempotency-Key, POST /rentals returns the first answer; a return that names its rentalId is done at most once)")
+		resp := problem(ProblemUnavailable, "the service's storage did not answer in time, and the request may or may not have taken effect; retry after the delay in Retry-After (with an Idempotency-Key, POST /rentals returns the first answer; a return that names its rentalId is done at most once)")
 		resp.headers["Retry-After"] = "2"
 		resp.err = err
 		return resp
@@ -205,7 +297,7 @@ func refuseUnlessJSON(r *request) *response {
 	if jsonMediaType(ct) {
 		return nil
 	}
-	resp := problem(http.StatusUnsupportedMediaType, "about:blank", fmt.Sprintf("Content-Type %q is not accepted; send application/json", ct))
+	resp := blank(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not accepted; send application/json", ct))
 	return &resp
 }
 

@@ -301,7 +301,7 @@ func (a *API) cancelPayment(r *request) response {
 		return *bad
 	}
 	if a.cfg.Canceller == nil {
-		return problem(http.StatusNotImplemented, "about:blank", "the rental-payment process is not available in this deployment")
+		return blank(http.StatusNotImplemented, "the rental-payment process is not available in this deployment")
 	}
 	outcome, err := a.cfg.Canceller.CancelRentalPayment(r.ctx, id, r.meta())
 	if err != nil {
@@ -330,7 +330,7 @@ func (a *API) genericWebhook(r *request) response {
 
 func (a *API) stripeWebhook(r *request) response {
 	if a.cfg.Stripe == nil {
-		return problem(http.StatusNotImplemented, "about:blank", "this deployment does not take payments through Stripe")
+		return blank(http.StatusNotImplemented, "this deployment does not take payments through Stripe")
 	}
 	return a.providerWebhook(r, a.cfg.Stripe, true)
 }
@@ -399,7 +399,7 @@ func (a *API) pendingPayments(r *request) response {
 		limit = n
 	}
 	if a.cfg.Pending == nil {
-		return problem(http.StatusNotImplemented, "about:blank", "the pending-payment projection is not available in this deployment")
+		return blank(http.StatusNotImplemented, "the pending-payment projection is not available in this deployment")
 	}
 	rows, err := a.cfg.Pending.List(r.ctx, limit)
 	if err != nil {

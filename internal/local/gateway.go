@@ -140,21 +140,20 @@ func (g Gateway) authorize(r *http.Request, e *events.APIGatewayV2HTTPRequest) *
 			slog.String("method", rt.Method), slog.String("route", rt.Pattern), slog.String("reason", err.Error()))
 	}
 	if errors.Is(err, auth.ErrForbidden) {
-		return problemRefusal(http.StatusForbidden, "forbidden", "this route is for operators: the token lacks the operator scope",
+		return problemRefusal(api.ProblemForbidden, "this route is for operators: the token lacks the operator scope",
 			fmt.Sprintf(`Bearer realm="bikerental", error="insufficient_scope", scope=%q`, scope), e.RequestContext.RequestID)
 	}
 	challenge := `Bearer realm="bikerental"`
 	if r.Header.Get("Authorization") != "" {
 		challenge += `, error="invalid_token"`
 	}
-	return problemRefusal(http.StatusUnauthorized, "unauthenticated", "this route needs a valid bearer token from the service's identity provider in the Authorization header",
+	return problemRefusal(api.ProblemUnauthenticated, "this route needs a valid bearer token from the service's identity provider in the Authorization header",
 		challenge, e.RequestContext.RequestID)
 }
 
-func problemRefusal(status int, typ, detail, challenge, requestID string) *refusal {
-	body, _ := json.Marshal(map[string]any{
-		"type": api.ProblemType(typ), "title": http.StatusText(status), "status": status, "detail": detail, "requestId": requestID,
-	})
+func problemRefusal(typ api.ProblemType, detail, challenge, requestID string) *refusal {
+	status := typ.Status()
+	body, _ := json.Marshal(api.Problem{Type: typ.URI(), Title: http.StatusText(status), Status: status, Detail: detail, RequestID: requestID})
 	return &refusal{status: status, challenge: challenge, requestID: requestID, body: body}
 }
 
