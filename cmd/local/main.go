@@ -4,7 +4,9 @@
 // Events table's stream to the rental-payment process and to the projector as
 // Lambda's event source mappings would (one poller each, with its own position), and
 // runs the sweep every SWEEP_INTERVAL with the scheduled time as its input, as
-// EventBridge Scheduler would. Ctrl-C stops everything it started.
+// EventBridge Scheduler would. In front of the API it plays API Gateway's JWT
+// authorizer and the per-route throttling template.yaml declares (429 over a
+// route's rate or burst). Ctrl-C stops everything it started.
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
 // (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
@@ -79,7 +81,7 @@ func run(ctx context.Context) error {
 	}
 	defer listener.Close()
 
-	up, err := local.Start(ctx, getenv, interval, logger, os.Stdout)
+	up, err := local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: interval, Logger: logger, Progress: os.Stdout, Throttle: true})
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,8 @@ const MaxPayloadBytes = 10 * 1024 * 1024
 // bearer token of every route that needs one (api.Renter and api.Operator routes)
 // before the function runs, answering 401 or 403 itself, and passes the verified
 // claims in the event's request context; requests on no route go to the function,
-// which answers 404 or 405.
+// which answers 404 or 405. With a Throttle it first plays the stage's throttling,
+// answering 429 itself to a request over its route's limit.
 type Gateway struct {
 	Function Invoker
 	// Authorizer checks bearer tokens. While nil, every route that needs a token is
@@ -43,13 +44,20 @@ type Gateway struct {
 	// OperatorScope is the scope operator routes require (api.DefaultOperatorScope
 	// if empty), as the template's AuthorizationScopes.
 	OperatorScope string
+	// Throttle, when set, limits each route's requests as the template's route
+	// settings do; nil throttles nothing.
+	Throttle *Throttle
 	// Logger receives one line per refused token, with the reason (never the
-	// token); nil logs nothing.
+	// token), and per throttled request; nil logs nothing.
 	Logger *slog.Logger
 }
 
 // ServeHTTP implements http.Handler.
 func (g Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if refused := g.throttle(r); refused != nil {
+		refused.write(w)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxPayloadBytes+1))
 	if err != nil {
 		http.Error(w, `{"message":"Bad Request"}`, http.StatusBadRequest)
@@ -105,10 +113,32 @@ type refusal struct {
 
 func (f *refusal) write(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("WWW-Authenticate", f.challenge)
+	if f.challenge != "" {
+		w.Header().Set("WWW-Authenticate", f.challenge)
+	}
 	w.Header().Set("X-Request-Id", f.requestID)
 	w.WriteHeader(f.status)
 	w.Write(f.body)
+}
+
+// throttle plays the stage's throttling before anything else, as API Gateway does:
+// a request its route's bucket has no token for is refused with 429.
+func (g Gateway) throttle(r *http.Request) *refusal {
+	if g.Throttle == nil {
+		return nil
+	}
+	key := ""
+	if rt, ok := api.RouteFor(r.Method, r.URL.EscapedPath()); ok {
+		key = rt.Method + " " + rt.Pattern
+	}
+	if g.Throttle.Allow(key) {
+		return nil
+	}
+	requestID := ident.Random(16)
+	if g.Logger != nil {
+		g.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request throttled", slog.String("requestId", requestID), slog.String("route", key))
+	}
+	return blankRefusal(http.StatusTooManyRequests, "this route's request rate is over its limit; retry later", requestID)
 }
 
 // authorize plays the JWT authorizer for the route r is on: it refuses a missing or
@@ -155,6 +185,12 @@ func problemRefusal(typ api.ProblemType, detail, challenge, requestID string) *r
 	status := typ.Status()
 	body, _ := json.Marshal(api.Problem{Type: typ.URI(), Title: http.StatusText(status), Status: status, Detail: detail, RequestID: requestID})
 	return &refusal{status: status, challenge: challenge, requestID: requestID, body: body}
+}
+
+// blankRefusal is a generic refusal of the gateway's own, of type about:blank.
+func blankRefusal(status int, detail, requestID string) *refusal {
+	body, _ := json.Marshal(api.Problem{Type: api.AboutBlank.URI(), Title: http.StatusText(status), Status: status, Detail: detail, RequestID: requestID})
+	return &refusal{status: status, requestID: requestID, body: body}
 }
 
 // Event returns the HTTP API payload 2.0 event API Gateway would send for r.

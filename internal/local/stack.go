@@ -74,6 +74,10 @@ type Stack struct {
 	// if empty); the command function must be configured with the same.
 	OperatorScope string
 
+	// Throttling, when set, is the stage's throttling the gateway plays (see
+	// TemplateThrottling); nil throttles nothing.
+	Throttling *Throttling
+
 	mu          sync.Mutex
 	deadLetters []DeadLetter
 }
@@ -216,6 +220,9 @@ func (s *Stack) front(l net.Listener) (http.Handler, error) {
 	}
 	tokens := issuer.Handler(scope)
 	gateway := Gateway{Function: s.Functions.Command, Authorizer: authorizer, OperatorScope: scope, Logger: s.Logger.With("function", "gateway")}
+	if s.Throttling != nil {
+		gateway.Throttle = NewThrottle(*s.Throttling, time.Now)
+	}
 	// Not an http.ServeMux: it would clean and redirect paths that API Gateway
 	// passes on as they are.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -70,6 +70,10 @@ type Options struct {
 	MaxRetryAttempts int
 	MaxRecordAge     time.Duration
 	DeadlinePoll     time.Duration
+	// Throttle plays the throttling template.yaml declares for each route, as API
+	// Gateway does (make run does). Off, the default, the load runs and benchmarks
+	// drive the stack past the deployed stage's limits, on purpose.
+	Throttle bool
 }
 
 // Runner is the part name PartAWS is asked with for the runner itself.
@@ -105,6 +109,14 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: o.SweepInterval,
 		Logger: o.Logger, OperatorScope: getenv(wiring.EnvOperatorScope), MaxRetryAttempts: o.MaxRetryAttempts, MaxRecordAge: o.MaxRecordAge,
 		DeadlinePoll: o.DeadlinePoll}
+	if o.Throttle {
+		throttling, err := TemplateThrottling()
+		if err != nil {
+			up.Stop()
+			return nil, err
+		}
+		stack.Throttling = &throttling
+	}
 	endpoint, set := os.LookupEnv("AWS_ENDPOINT_URL")
 	switch {
 	case o.AWS != nil:

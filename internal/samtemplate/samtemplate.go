@@ -1,6 +1,7 @@
 // Package samtemplate reads template.yaml, the service's AWS SAM template, so that
-// tests can check it against the code: table keys and indexes, function settings,
-// environment variables and routes. It understands CloudFormation's short-form
+// tests can check it against the code (table keys and indexes, function settings,
+// environment variables and routes) and the local runner can play what it declares
+// (the routes' throttling). It understands CloudFormation's short-form
 // intrinsic functions (!Ref, !Sub, !GetAtt) well enough to resolve parameters to
 // their defaults.
 package samtemplate
@@ -25,14 +26,45 @@ func Load(path string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parse(path, b)
+}
+
+// Parse parses a template's bytes, such as the one the repository embeds.
+func Parse(b []byte) (*Template, error) { return parse("the template", b) }
+
+func parse(name string, b []byte) (*Template, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("samtemplate: %s: %w", path, err)
+		return nil, fmt.Errorf("samtemplate: %s: %w", name, err)
 	}
 	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("samtemplate: %s is not a mapping", path)
+		return nil, fmt.Errorf("samtemplate: %s is not a mapping", name)
 	}
 	return &Template{root: doc.Content[0]}, nil
+}
+
+// Route is one HttpApi event of a function: an API Gateway route to it.
+type Route struct {
+	// Method and Path are the route's, such as "POST" and "/rentals".
+	Method, Path string
+	// Properties are the event's properties (Auth, RouteSettings, ...).
+	Properties Node
+}
+
+// Routes returns the HttpApi events of the function with logical id function, in
+// template order.
+func (t *Template) Routes(function string) []Route {
+	var out []Route
+	events := t.Resource(function).Get("Properties", "Events")
+	for _, name := range events.Keys() {
+		ev := events.Get(name)
+		if ev.Get("Type").Str() != "HttpApi" {
+			continue
+		}
+		p := ev.Get("Properties")
+		out = append(out, Route{Method: p.Get("Method").Str(), Path: p.Get("Path").Str(), Properties: p})
+	}
+	return out
 }
 
 // Node is a position in the template.

@@ -290,15 +290,9 @@ func TestRoutesAgreeWithTheAPI(t *testing.T) {
 		t.Errorf("TokenAuthorizer is not a JWT authorizer on the Authorization header with an issuer and audience")
 	}
 	got := map[string]api.Access{}
-	fn := tpl.Resource("CommandFunction").Get("Properties", "Events")
-	for _, name := range fn.Keys() {
-		ev := fn.Get(name)
-		if ev.Get("Type").Str() != "HttpApi" {
-			continue
-		}
-		p := ev.Get("Properties")
-		route := p.Get("Method").Str() + " " + p.Get("Path").Str()
-		auth := p.Get("Auth")
+	for _, r := range tpl.Routes("CommandFunction") {
+		route := r.Method + " " + r.Path
+		auth := r.Properties.Get("Auth")
 		switch scopes := auth.Get("AuthorizationScopes").Items(); {
 		case auth.Get("Authorizer").Str() == "NONE" && len(scopes) == 0:
 			got[route] = api.Public
