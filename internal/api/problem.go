@@ -135,9 +135,13 @@ type InvalidParam struct {
 	Reason string `json:"reason"`
 }
 
-// problem returns the refusal of type typ, with its status.
+// problem returns the refusal of type typ, with its status; generic refusals are
+// blank's, and any other type without a status is an internal error.
 func problem(typ ProblemType, detail string) response {
 	status := typ.Status()
+	if status == 0 {
+		return internalError(fmt.Errorf("api: a refusal of problem type %d, which has no status", typ))
+	}
 	return problemResponse(Problem{Type: typ.URI(), Title: http.StatusText(status), Status: status, Detail: detail})
 }
 
