@@ -1,8 +1,9 @@
 // Package samtemplate reads template.yaml, the service's AWS SAM template, so that
 // tests can check it against the code: table keys and indexes, function settings,
-// environment variables and routes. It understands CloudFormation's short-form
-// intrinsic functions (!Ref, !Sub, !GetAtt) well enough to resolve parameters to
-// their defaults.
+// environment variables, routes and roles. It evaluates CloudFormation's intrinsic
+// functions and conditions (short and long forms) for given parameter values, and
+// the roles' policy statements, so that a test can ask what a role allows in a
+// mode.
 package samtemplate
 
 import (
@@ -127,37 +128,27 @@ func (n Node) Tag() string {
 var subVar = regexp.MustCompile(`\$\{([A-Za-z0-9:.]+)\}`)
 
 // Resolve returns a scalar's value with parameters replaced by their defaults: a
-// literal as it is, !Ref of a parameter as its default, !Sub with its parameter
-// references replaced. A !Ref to a resource, a !GetAtt, or a !Sub naming a resource
-// is resolved by resource, which may be nil to fail on them.
+// literal as it is, !Ref of a parameter as its default, !Sub with its references
+// replaced. A !Ref to a resource, a !GetAtt, or a !Sub naming a resource is
+// resolved by resource, which may be nil to fail on them. It is Eval with the
+// defaults, for a value that must be a string.
 func (n Node) Resolve(resource func(expr string) (string, bool)) (string, error) {
-	switch n.Tag() {
-	case "":
-		if n.n == nil || n.n.Kind != yaml.ScalarNode {
-			return "", fmt.Errorf("samtemplate: line %d: not a scalar", n.line())
-		}
-		return n.n.Value, nil
-	case "!Ref":
-		return n.t.ref(n.n.Value, resource)
-	case "!GetAtt":
-		if resource != nil {
-			if v, ok := resource(n.n.Value); ok {
-				return v, nil
-			}
-		}
-		return "", fmt.Errorf("samtemplate: line %d: cannot resolve !GetAtt %s", n.line(), n.n.Value)
-	case "!Sub":
-		var err error
-		out := subVar.ReplaceAllStringFunc(n.n.Value, func(m string) string {
-			v, e := n.t.ref(m[2:len(m)-1], resource)
-			if e != nil && err == nil {
-				err = e
-			}
-			return v
-		})
-		return out, err
+	if n.n == nil {
+		return "", errors.New("samtemplate: no such node")
 	}
-	return "", fmt.Errorf("samtemplate: line %d: cannot resolve %s", n.line(), n.Tag())
+	var e Env
+	if resource != nil {
+		e.Resource = func(expr string) (any, bool) { return resource(expr) }
+	}
+	v, err := n.t.Eval(n, e)
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("samtemplate: line %d: not a string", n.line())
+	}
+	return s, nil
 }
 
 func (n Node) line() int {
@@ -165,18 +156,6 @@ func (n Node) line() int {
 		return 0
 	}
 	return n.n.Line
-}
-
-func (t *Template) ref(name string, resource func(string) (string, bool)) (string, error) {
-	if p := t.Root().Get("Parameters", name); p.Exists() {
-		return p.Get("Default").Str(), nil
-	}
-	if resource != nil {
-		if v, ok := resource(name); ok {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("samtemplate: cannot resolve %s", name)
 }
 
 // NoValue is what AWS::NoValue evaluates to: Eval leaves it out of the lists and
@@ -315,7 +294,7 @@ func (t *Template) Eval(n Node, e Env) (any, error) {
 	return nil, fmt.Errorf("samtemplate: line %d: cannot evaluate", n.line())
 }
 
-func (t *Template) evalRef(name string, e Env) (any, error) {
+func (t *Template) ref(name string, e Env) (any, error) {
 	switch name {
 	case "AWS::NoValue":
 		return NoValue, nil
@@ -353,7 +332,7 @@ func (t *Template) call(name string, arg Node, e Env) (any, error) {
 	}
 	switch name {
 	case "Ref":
-		return t.evalRef(arg.Str(), e)
+		return t.ref(arg.Str(), e)
 	case "Condition":
 		return t.Condition(arg.Str(), e)
 	case "Fn::GetAtt":
@@ -395,7 +374,7 @@ func (t *Template) call(name string, arg Node, e Env) (any, error) {
 						e2 = fmt.Errorf("samtemplate: cannot resolve %s", name)
 					}
 				} else {
-					v, e2 = t.evalRef(name, e)
+					v, e2 = t.ref(name, e)
 				}
 				if e2 != nil && err == nil {
 					err = e2
