@@ -43,10 +43,14 @@ import (
 )
 
 // The rental paths' timings: short, so that a payment times out and a rental is
-// stuck within seconds, long enough for the other paths to settle first.
+// stuck within seconds. Only the periodic sweep, which the test runs once the other
+// paths have settled, calls payments off in sweep mode; with precise deadlines each
+// payment's own schedule does, so the payment timeout there leaves the other paths
+// time to settle first on a busy machine.
 const (
-	permissionsTimeout = 4 * time.Second
-	permissionsGrace   = time.Second
+	permissionsTimeout        = 3 * time.Second
+	permissionsPreciseTimeout = 8 * time.Second
+	permissionsGrace          = time.Second
 )
 
 // TestRolesGrantWhatThePathsUse runs the rental paths (approved and returned,
@@ -130,9 +134,13 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	// and dead-letter queue included), with the tables of this run, the timings of
 	// the test, and the secrets given directly: the cold starts below read them as
 	// the template's functions do.
+	timeout := permissionsTimeout
+	if precise {
+		timeout = permissionsPreciseTimeout
+	}
 	stackEnv := templateEnvironment(t, tpl, e)
 	maps.Copy(stackEnv, map[string]string{
-		wiring.EnvPaymentTimeout: permissionsTimeout.String(), wiring.EnvStuckGrace: permissionsGrace.String(),
+		wiring.EnvPaymentTimeout: timeout.String(), wiring.EnvStuckGrace: permissionsGrace.String(),
 		wiring.EnvWebhookSecretID: "", wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
 		"STRIPE_SECRET_ID": "",
 	})
@@ -216,7 +224,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	if precise {
 		w.waitStatus(timedOut, rentalview.StatusCancelled)
 	}
-	stuckDue := stuckRental.requested.Add(permissionsTimeout + permissionsGrace)
+	stuckDue := stuckRental.requested.Add(timeout + permissionsGrace)
 	w.waitFor("the stuck rental to be due for repair", func() (bool, string) {
 		return time.Now().After(stuckDue.Add(time.Second)), "not yet"
 	})
@@ -247,10 +255,12 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	return uses, e
 }
 
-// rental is one rental of a path, on its own bike, by its own renter.
+// rental is one rental of a path, on its own bike, by its own renter (the renter's
+// token).
 type rental struct {
 	id, ref, bike, renter string
-	requested             time.Time
+	// requested is a time after the request was recorded.
+	requested time.Time
 }
 
 // refusing is the process function, failing every batch that confirms the payment
@@ -325,8 +335,8 @@ func (w *world) request(code string) rental {
 	}
 	body, _ := json.Marshal(map[string]string{"bikeId": r.bike})
 	var accepted struct{ RentalID string }
-	r.requested = time.Now()
 	w.call(http.MethodPost, "/rentals", body, token, http.StatusAccepted, &accepted)
+	r.requested = time.Now() // after the request was recorded
 	r.id, r.ref, r.renter = accepted.RentalID, payment.ReferenceFor(accepted.RentalID), token
 	w.waitStatus(r, rentalview.StatusAwaitingPayment)
 	return r
