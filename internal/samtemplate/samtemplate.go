@@ -1,15 +1,19 @@
 // Package samtemplate reads template.yaml, the service's AWS SAM template, so that
 // tests can check it against the code (table keys and indexes, function settings,
-// environment variables and routes) and the local runner can play what it declares
-// (the routes' throttling). It understands CloudFormation's short-form
-// intrinsic functions (!Ref, !Sub, !GetAtt) well enough to resolve parameters to
-// their defaults.
+// environment variables, routes and roles) and the local runner can play what it
+// declares (the routes' throttling). It evaluates CloudFormation's intrinsic
+// functions and conditions (short and long forms) for given parameter values, and
+// the roles' policy statements, so that a test can ask what a role allows in a
+// mode.
 package samtemplate
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -156,37 +160,27 @@ func (n Node) Tag() string {
 var subVar = regexp.MustCompile(`\$\{([A-Za-z0-9:.]+)\}`)
 
 // Resolve returns a scalar's value with parameters replaced by their defaults: a
-// literal as it is, !Ref of a parameter as its default, !Sub with its parameter
-// references replaced. A !Ref to a resource, a !GetAtt, or a !Sub naming a resource
-// is resolved by resource, which may be nil to fail on them.
+// literal as it is, !Ref of a parameter as its default, !Sub with its references
+// replaced. A !Ref to a resource, a !GetAtt, or a !Sub naming a resource is
+// resolved by resource, which may be nil to fail on them. It is Eval with the
+// defaults, for a value that must be a string.
 func (n Node) Resolve(resource func(expr string) (string, bool)) (string, error) {
-	switch n.Tag() {
-	case "":
-		if n.n == nil || n.n.Kind != yaml.ScalarNode {
-			return "", fmt.Errorf("samtemplate: line %d: not a scalar", n.line())
-		}
-		return n.n.Value, nil
-	case "!Ref":
-		return n.t.ref(n.n.Value, resource)
-	case "!GetAtt":
-		if resource != nil {
-			if v, ok := resource(n.n.Value); ok {
-				return v, nil
-			}
-		}
-		return "", fmt.Errorf("samtemplate: line %d: cannot resolve !GetAtt %s", n.line(), n.n.Value)
-	case "!Sub":
-		var err error
-		out := subVar.ReplaceAllStringFunc(n.n.Value, func(m string) string {
-			v, e := n.t.ref(m[2:len(m)-1], resource)
-			if e != nil && err == nil {
-				err = e
-			}
-			return v
-		})
-		return out, err
+	if n.n == nil {
+		return "", errors.New("samtemplate: no such node")
 	}
-	return "", fmt.Errorf("samtemplate: line %d: cannot resolve %s", n.line(), n.Tag())
+	var e Env
+	if resource != nil {
+		e.Resource = func(expr string) (any, bool) { return resource(expr) }
+	}
+	v, err := n.t.Eval(n, e)
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("samtemplate: line %d: not a string", n.line())
+	}
+	return s, nil
 }
 
 func (n Node) line() int {
@@ -196,14 +190,325 @@ func (n Node) line() int {
 	return n.n.Line
 }
 
-func (t *Template) ref(name string, resource func(string) (string, bool)) (string, error) {
-	if p := t.Root().Get("Parameters", name); p.Exists() {
-		return p.Get("Default").Str(), nil
+// NoValue is what AWS::NoValue evaluates to: Eval leaves it out of the lists and
+// mappings that hold it.
+var NoValue = noValue{}
+
+type noValue struct{}
+
+// Env is what Eval evaluates a template with: parameter values over the
+// parameters' defaults, and what the template's resources give to Ref and
+// Fn::GetAtt.
+type Env struct {
+	// Params holds parameter values; a parameter it does not name has its default.
+	Params map[string]string
+	// Resource answers Ref of a resource (its logical id) and Fn::GetAtt
+	// ("LogicalId.Attribute"); nil, or false, makes Eval fail on it.
+	Resource func(expr string) (any, bool)
+}
+
+// The pseudo parameters Eval knows.
+const (
+	Partition = "aws"
+	Region    = "us-east-1"
+	AccountID = "123456789012"
+)
+
+// Param returns a parameter's value in e: its value in Params, or its default.
+func (t *Template) Param(name string, e Env) (any, bool) {
+	p := t.Root().Get("Parameters", name)
+	if !p.Exists() {
+		return nil, false
 	}
-	if resource != nil {
-		if v, ok := resource(name); ok {
+	v, ok := e.Params[name]
+	if !ok {
+		v = p.Get("Default").Str()
+	}
+	if p.Get("Type").Str() == "CommaDelimitedList" {
+		var out []any
+		for _, s := range strings.Split(v, ",") {
+			out = append(out, s)
+		}
+		return out, true
+	}
+	return v, true
+}
+
+// Condition evaluates the template's condition name in e.
+func (t *Template) Condition(name string, e Env) (bool, error) {
+	c := t.Root().Get("Conditions", name)
+	if !c.Exists() {
+		return false, fmt.Errorf("samtemplate: no condition %s", name)
+	}
+	v, err := t.Eval(c, e)
+	if err != nil {
+		return false, fmt.Errorf("samtemplate: condition %s: %w", name, err)
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("samtemplate: condition %s is not a boolean", name)
+	}
+	return b, nil
+}
+
+// Present reports whether a resource (or output) with a Condition exists in e.
+func (t *Template) Present(n Node, e Env) (bool, error) {
+	c := n.Get("Condition")
+	if !c.Exists() {
+		return true, nil
+	}
+	return t.Condition(c.Str(), e)
+}
+
+// Function returns the intrinsic function a node calls, in its long name ("Ref",
+// "Fn::If", "Condition"), and its argument; ok is false for a plain value.
+func (n Node) Function() (name string, arg Node, ok bool) {
+	if tag := n.Tag(); tag != "" {
+		name = strings.TrimPrefix(tag, "!")
+		if name != "Ref" && name != "Condition" {
+			name = "Fn::" + name
+		}
+		// The argument is the node itself, without its tag.
+		c := *n.n
+		c.Tag = ""
+		return name, Node{&c, n.t}, true
+	}
+	if keys := n.Keys(); len(keys) == 1 && (keys[0] == "Ref" || keys[0] == "Condition" || strings.HasPrefix(keys[0], "Fn::")) {
+		return keys[0], n.Get(keys[0]), true
+	}
+	return "", Node{}, false
+}
+
+// Eval evaluates a node in e: scalars as strings, sequences as []any, mappings as
+// map[string]any, conditions as bool, with the intrinsic functions Ref, Condition,
+// Fn::GetAtt, Fn::Sub, Fn::Join, Fn::Select, Fn::Split, Fn::If, Fn::Equals,
+// Fn::Not, Fn::And and Fn::Or, and the rule function Fn::Contains. AWS::NoValue is NoValue, left out of lists and
+// mappings.
+func (t *Template) Eval(n Node, e Env) (any, error) {
+	if !n.Exists() {
+		return nil, errors.New("samtemplate: no such node")
+	}
+	if name, arg, ok := n.Function(); ok {
+		v, err := t.call(name, arg, e)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n.line(), err)
+		}
+		return v, nil
+	}
+	switch n.n.Kind {
+	case yaml.ScalarNode:
+		return n.n.Value, nil
+	case yaml.SequenceNode:
+		out := []any{}
+		for _, item := range n.Items() {
+			v, err := t.Eval(item, e)
+			if err != nil {
+				return nil, err
+			}
+			if v != NoValue {
+				out = append(out, v)
+			}
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := map[string]any{}
+		for _, k := range n.Keys() {
+			v, err := t.Eval(n.Get(k), e)
+			if err != nil {
+				return nil, err
+			}
+			if v != NoValue {
+				out[k] = v
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("samtemplate: line %d: cannot evaluate", n.line())
+}
+
+func (t *Template) ref(name string, e Env) (any, error) {
+	switch name {
+	case "AWS::NoValue":
+		return NoValue, nil
+	case "AWS::Partition":
+		return Partition, nil
+	case "AWS::Region":
+		return Region, nil
+	case "AWS::AccountId":
+		return AccountID, nil
+	case "AWS::URLSuffix":
+		return "amazonaws.com", nil
+	}
+	if v, ok := t.Param(name, e); ok {
+		return v, nil
+	}
+	if e.Resource != nil {
+		if v, ok := e.Resource(name); ok {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("samtemplate: cannot resolve %s", name)
+	return nil, fmt.Errorf("samtemplate: cannot resolve %s", name)
+}
+
+func (t *Template) call(name string, arg Node, e Env) (any, error) {
+	args := func(n int) ([]any, error) {
+		v, err := t.Eval(arg, e)
+		if err != nil {
+			return nil, err
+		}
+		list, ok := v.([]any)
+		if !ok || (n >= 0 && len(list) != n) {
+			return nil, fmt.Errorf("samtemplate: %s takes %d arguments", name, n)
+		}
+		return list, nil
+	}
+	switch name {
+	case "Ref":
+		return t.ref(arg.Str(), e)
+	case "Condition":
+		return t.Condition(arg.Str(), e)
+	case "Fn::GetAtt":
+		expr := arg.Str()
+		if items := arg.Items(); len(items) == 2 {
+			expr = items[0].Str() + "." + items[1].Str()
+		}
+		if e.Resource != nil {
+			if v, ok := e.Resource(expr); ok {
+				return v, nil
+			}
+		}
+		return nil, fmt.Errorf("samtemplate: cannot resolve Fn::GetAtt %s", expr)
+	case "Fn::Sub":
+		text, vars := arg.Str(), map[string]any{}
+		if items := arg.Items(); len(items) == 2 {
+			text = items[0].Str()
+			for _, k := range items[1].Keys() {
+				v, err := t.Eval(items[1].Get(k), e)
+				if err != nil {
+					return nil, err
+				}
+				vars[k] = v
+			}
+		}
+		var err error
+		out := subVar.ReplaceAllStringFunc(text, func(m string) string {
+			name := m[2 : len(m)-1]
+			v, ok := vars[name]
+			if !ok {
+				var e2 error
+				if base, attr, dotted := strings.Cut(name, "."); dotted && !strings.HasPrefix(name, "AWS::") {
+					if e.Resource != nil {
+						if r, found := e.Resource(base + "." + attr); found {
+							v = r
+						}
+					}
+					if v == nil {
+						e2 = fmt.Errorf("samtemplate: cannot resolve %s", name)
+					}
+				} else {
+					v, e2 = t.ref(name, e)
+				}
+				if e2 != nil && err == nil {
+					err = e2
+				}
+			}
+			s, _ := v.(string)
+			return s
+		})
+		return out, err
+	case "Fn::Join":
+		list, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		sep, _ := list[0].(string)
+		parts, ok := list[1].([]any)
+		if !ok {
+			return nil, errors.New("samtemplate: Fn::Join of no list")
+		}
+		var ss []string
+		for _, p := range parts {
+			s, _ := p.(string)
+			ss = append(ss, s)
+		}
+		return strings.Join(ss, sep), nil
+	case "Fn::Select":
+		list, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		i, err := strconv.Atoi(fmt.Sprint(list[0]))
+		items, ok := list[1].([]any)
+		if err != nil || !ok || i < 0 || i >= len(items) {
+			return nil, fmt.Errorf("samtemplate: Fn::Select cannot select index %v of %v", list[0], list[1])
+		}
+		return items[i], nil
+	case "Fn::Split":
+		list, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		sep, _ := list[0].(string)
+		s, ok := list[1].(string)
+		if !ok {
+			return nil, errors.New("samtemplate: Fn::Split of no string")
+		}
+		var out []any
+		for _, p := range strings.Split(s, sep) {
+			out = append(out, p)
+		}
+		return out, nil
+	case "Fn::If":
+		items := arg.Items()
+		if len(items) != 3 {
+			return nil, errors.New("samtemplate: Fn::If takes 3 arguments")
+		}
+		ok, err := t.Condition(items[0].Str(), e)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return t.Eval(items[1], e)
+		}
+		return t.Eval(items[2], e)
+	case "Fn::Equals":
+		list, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		return fmt.Sprint(list[0]) == fmt.Sprint(list[1]), nil
+	case "Fn::Contains": // a rule function
+		list, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		items, ok := list[0].([]any)
+		if !ok {
+			return nil, errors.New("samtemplate: Fn::Contains of no list")
+		}
+		return slices.Contains(items, list[1]), nil
+	case "Fn::Not", "Fn::And", "Fn::Or":
+		list, err := args(-1)
+		if err != nil {
+			return nil, err
+		}
+		var bs []bool
+		for _, v := range list {
+			b, ok := v.(bool)
+			if !ok {
+				return nil, fmt.Errorf("samtemplate: %s of no condition", name)
+			}
+			bs = append(bs, b)
+		}
+		switch {
+		case name == "Fn::Not" && len(bs) == 1:
+			return !bs[0], nil
+		case name == "Fn::And" && len(bs) >= 2:
+			return !slices.Contains(bs, false), nil
+		case name == "Fn::Or" && len(bs) >= 2:
+			return slices.Contains(bs, true), nil
+		}
+		return nil, fmt.Errorf("samtemplate: %s with %d conditions", name, len(bs))
+	}
+	return nil, fmt.Errorf("samtemplate: cannot evaluate %s", name)
 }

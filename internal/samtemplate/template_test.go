@@ -49,24 +49,9 @@ func load(t *testing.T) *samtemplate.Template {
 	return tpl
 }
 
-// resources resolves references to the template's resources for the tests.
-func resources(expr string) (string, bool) {
-	switch expr {
-	case "EventsTable":
-		return "events-table", true
-	case "PendingPaymentsTable":
-		return "pending-table", true
-	case "DeadlineScheduleGroup":
-		return "deadline-group", true
-	case "SweepFunction.Arn":
-		return "arn:aws:lambda:us-east-1:123456789012:function:sweep", true
-	case "SweepSchedulerRole.Arn":
-		return "arn:aws:iam::123456789012:role/scheduler", true
-	case "DeadlineDeadLetterQueue.Arn":
-		return "arn:aws:sqs:us-east-1:123456789012:deadline-dlq", true
-	}
-	return "", false
-}
+// testNames names the tables and the schedule group as the template tests' functions
+// find them.
+var testNames = map[string]string{"EventsTable": "events-table", "PendingPaymentsTable": "pending-table", "DeadlineScheduleGroup": "deadline-group"}
 
 func keySchema(n samtemplate.Node) []string {
 	var out []string
@@ -209,6 +194,7 @@ func TestFunctionsReadExactlyTheirTemplateEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	globals := tpl.Root().Get("Globals", "Function")
+	templateEnv := env(tpl, nil, testNames)
 	if len(functions) != len(tpl.Resources("AWS::Serverless::Function")) {
 		t.Errorf("the code has %d functions, the template %d", len(functions), len(tpl.Resources("AWS::Serverless::Function")))
 	}
@@ -248,11 +234,11 @@ func TestFunctionsReadExactlyTheirTemplateEnvironment(t *testing.T) {
 			env := map[string]string{}
 			for _, vars := range []samtemplate.Node{globals.Get("Environment", "Variables"), fn.Get("Properties", "Environment", "Variables")} {
 				for _, k := range vars.Keys() {
-					v, err := vars.Get(k).Resolve(resources)
+					v, err := tpl.Eval(vars.Get(k), templateEnv)
 					if err != nil {
 						t.Fatalf("%s: %s: %v", id, k, err)
 					}
-					env[k] = v
+					env[k] = fmt.Sprint(v)
 				}
 			}
 			rec := &recorder{env: env, read: map[string]bool{}}
@@ -475,35 +461,33 @@ func TestPreciseDeadlines(t *testing.T) {
 		t.Error("precise deadlines are not opt-in")
 	}
 	projector := tpl.Resource("ProjectorFunction").Get("Properties")
-	granted := map[string]string{}
-	for _, st := range projector.Get("Policies").Items()[0].Get("Statement").Items() {
-		actions := st.Get("Action").Items()
-		if len(actions) == 0 {
-			actions = []samtemplate.Node{st.Get("Action")}
-		}
-		for _, a := range actions {
-			res, _ := st.Get("Resource").Resolve(resources)
-			granted[a.Str()] = res
+	precise := env(tpl, map[string]string{"DeadlineMode": "precise"}, testNames)
+	granted := map[string][]string{}
+	for _, st := range statements(t, tpl, "ProjectorFunction", precise) {
+		for _, a := range st.Actions {
+			granted[a] = append(granted[a], st.Resources...)
 		}
 	}
 	for _, a := range []string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule"} {
-		if !strings.Contains(granted[a], ":schedule/deadline-group/*") {
+		if len(granted[a]) != 1 || !strings.HasSuffix(granted[a][0], ":schedule/deadline-group/*") {
 			t.Errorf("the projector's %s is on %q, want the deadlines' group only", a, granted[a])
 		}
 	}
-	if granted["iam:PassRole"] == "" {
-		t.Error("the projector may not pass the scheduler's role")
+	if role, _ := precise.Resource("SweepSchedulerRole.Arn"); !slices.Equal(granted["iam:PassRole"], []string{fmt.Sprint(role)}) {
+		t.Errorf("the projector may pass %v, want the scheduler's role only", granted["iam:PassRole"])
 	}
 	env := map[string]string{}
 	vars := projector.Get("Environment", "Variables")
 	for _, k := range vars.Keys() {
-		v, err := vars.Get(k).Resolve(resources)
+		v, err := tpl.Eval(vars.Get(k), precise)
 		if err != nil {
 			t.Fatal(err)
 		}
-		env[k] = v
+		env[k] = fmt.Sprint(v)
 	}
-	env["DEADLINE_MODE"] = "precise"
+	if env["DEADLINE_MODE"] != "precise" || env["DEADLINE_ROLE_ARN"] == "" {
+		t.Errorf("with DeadlineMode=precise the projector has DEADLINE_MODE=%q and DEADLINE_ROLE_ARN=%q", env["DEADLINE_MODE"], env["DEADLINE_ROLE_ARN"])
+	}
 	if _, err := projectorfn.ProjectorFunction(context.Background(), emulatortest.Config(t), func(k string) string { return env[k] }, slog.New(slog.DiscardHandler), io.Discard); err != nil {
 		t.Errorf("the projector does not start in precise mode with the template's settings: %v", err)
 	}
