@@ -14,7 +14,7 @@ import (
 
 // TestOneRebuildAtATime takes the lock, refuses a second holder, lets the lock
 // expire with the sweep paused, and shows the next holder inheriting the pause,
-// the expired holder unable to release what it lost, and the table's sweep index
+// the expired holder unable to change or release what it lost, and the table's sweep index
 // untouched by the lock.
 func TestOneRebuildAtATime(t *testing.T) {
 	ctx := context.Background()
@@ -44,11 +44,14 @@ func TestOneRebuildAtATime(t *testing.T) {
 	if err != nil || !b.Inherited {
 		t.Fatalf("acquire after the lease: %+v, %v; want the pause inherited", b, err)
 	}
-	if err := a.Release(ctx); !errors.Is(err, rebuild.ErrLocked) {
+	if err := a.Paused(ctx, false); !errors.Is(err, rebuild.ErrLocked) || !errors.Is(err, rebuild.ErrLost) {
+		t.Errorf("the expired holder changed the lock: %v", err)
+	}
+	if err := a.Release(ctx); !errors.Is(err, rebuild.ErrLost) {
 		t.Errorf("the expired holder released the lock: %v", err)
 	}
-	if err := a.Paused(ctx, false); !errors.Is(err, rebuild.ErrLocked) {
-		t.Errorf("the expired holder changed the lock: %v", err)
+	if err := b.Renew(ctx); err != nil {
+		t.Errorf("the holder lost the lock to the expired one: %v", err)
 	}
 	projection, err := pendingtable.New(db, table, 4, pendingtable.DefaultMarkerTTL)
 	if err != nil {

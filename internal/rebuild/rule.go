@@ -59,3 +59,22 @@ func EnableRule(ctx context.Context, client Rules, name string) error {
 	}
 	return nil
 }
+
+// Rule is the Switch of the EventBridge rule name (on the default event bus).
+func Rule(client Rules, name string) Switch { return rule{client: client, name: name} }
+
+type rule struct {
+	client Rules
+	name   string
+}
+
+func (r rule) Disabled(ctx context.Context) (bool, error) { return RuleDisabled(ctx, r.client, r.name) }
+
+func (r rule) Disable(ctx context.Context) error {
+	if _, err := r.client.DisableRule(ctx, &eventbridge.DisableRuleInput{Name: aws.String(r.name)}); err != nil {
+		return fmt.Errorf("rebuild: disable rule %s: %w", r.name, err)
+	}
+	return nil
+}
+
+func (r rule) Enable(ctx context.Context) error { return EnableRule(ctx, r.client, r.name) }

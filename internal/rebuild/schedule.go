@@ -121,3 +121,39 @@ func Enable(ctx context.Context, client Scheduler, group, name string) error {
 	}
 	return put(ctx, client, group, name, s, types.ScheduleStateEnabled)
 }
+
+// Switch turns the sweep's trigger off and on: its schedule (Schedule) or its rule
+// (Rule). A Lock pauses and resumes the sweep through it.
+type Switch interface {
+	// Disabled reports whether the trigger is disabled.
+	Disabled(ctx context.Context) (bool, error)
+	// Disable disables it, changing nothing else; one already disabled is left so.
+	Disable(ctx context.Context) error
+	// Enable enables it, changing nothing else.
+	Enable(ctx context.Context) error
+}
+
+// Schedule is the Switch of the EventBridge schedule name in group (the default
+// group when group is empty), every other field of which it keeps as it is.
+func Schedule(client Scheduler, group, name string) Switch {
+	return schedule{client: client, group: group, name: name}
+}
+
+type schedule struct {
+	client      Scheduler
+	group, name string
+}
+
+func (s schedule) Disabled(ctx context.Context) (bool, error) {
+	return Disabled(ctx, s.client, s.group, s.name)
+}
+
+func (s schedule) Disable(ctx context.Context) error {
+	now, err := get(ctx, s.client, s.group, s.name)
+	if err != nil || now.State == types.ScheduleStateDisabled {
+		return err
+	}
+	return put(ctx, s.client, s.group, s.name, now, types.ScheduleStateDisabled)
+}
+
+func (s schedule) Enable(ctx context.Context) error { return Enable(ctx, s.client, s.group, s.name) }
