@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -487,5 +488,54 @@ func TestARebuildResumesWhatAnInterruptedOnePaused(t *testing.T) {
 	if out, err := w.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.PendingTable),
 		Key: map[string]dynamotypes.AttributeValue{schema.PendingReference: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}}); err != nil || out.Item != nil {
 		t.Errorf("the lock is still there after the rebuild: %v %v", out, err)
+	}
+}
+
+// TestARebuildThatLostItsLockLeavesTheSweepToTheHolder lets another rebuild take
+// the lock over while the rebuild lists the streams (as one whose clock runs far
+// ahead would, or an operator forcing it): the rebuild fails saying it lost the
+// lock, and leaves the schedule disabled and the lock, with its pause, to the
+// holder, whose job it now is to resume the sweep.
+func TestARebuildThatLostItsLockLeavesTheSweepToTheHolder(t *testing.T) {
+	w, _ := world(t)
+	sched := scheduler.NewFromConfig(emulatortest.Config(t))
+	name := createSchedule(t, sched)
+	key := map[string]dynamotypes.AttributeValue{schema.PendingReference: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}
+	obs := newObserver(t)
+	var once sync.Once
+	obs.whenScanning(func() {
+		once.Do(func() {
+			item := map[string]dynamotypes.AttributeValue{
+				schema.PendingReference: key[schema.PendingReference],
+				"owner":                 &dynamotypes.AttributeValueMemberS{Value: "the other rebuild"},
+				schema.PendingExpiresAt: &dynamotypes.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
+				"pausedSweep":           &dynamotypes.AttributeValueMemberBOOL{Value: true},
+			}
+			if _, err := w.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(w.PendingTable), Item: item}); err != nil {
+				t.Errorf("take the lock over: %v", err)
+			}
+		})
+	})
+
+	e := emulatorEnv(w, obs.URL)
+	e["SWEEP_SCHEDULE_NAME"] = name
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"rebuild"}, e.get, &stdout, &stderr)
+	var locked *rebuild.LockedError
+	if !errors.Is(err, rebuild.ErrLost) || !errors.As(err, &locked) || locked.Owner != "the other rebuild" || exitStatus(err) != 1 {
+		t.Fatalf("rebuild = %v (exit %d), want the lock lost to the other rebuild\nstderr:\n%s", err, exitStatus(err), stderr.String())
+	}
+	if !strings.Contains(err.Error(), "left paused") || strings.Contains(stderr.String(), "resumed") {
+		t.Errorf("the rebuild does not say it left the schedule paused: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateDisabled {
+		t.Errorf("schedule %s after the rebuild lost its lock, want DISABLED for the holder to resume", s)
+	}
+	out, err := w.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(w.PendingTable), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, ok := out.Item["owner"].(*dynamotypes.AttributeValueMemberS); !ok || owner.Value != "the other rebuild" {
+		t.Errorf("lock %v after the rebuild, want the other rebuild's", out.Item)
 	}
 }
