@@ -18,19 +18,27 @@ import (
 )
 
 // LockKey is the PendingPayments item a rebuild holds while it runs. It has no due
-// shard, so it is never in the sweep's index, and it carries the table's TTL
-// attribute, so that DynamoDB deletes the lock of an interrupted rebuild some time
-// after it expired (expiry itself is decided by the lock's condition, not by TTL).
+// shard, so it is never in the sweep's index. Its lease is an attribute of its own,
+// not the table's TTL attribute: the lock of a rebuild that was interrupted or lost
+// it stays until the next rebuild takes it over, because it may record the sweep as
+// paused, and that pause is the next rebuild's to undo (TTL would delete it, and with
+// it the only record that the sweep was paused by a rebuild and not by an operator).
+// A lock released is deleted.
 const LockKey = "#rebuild-lock"
 
 // DefaultLease is how long a lock holds without being renewed.
 const DefaultLease = 2 * time.Minute
 
-// Lock item attributes, besides the table's key and TTL attribute.
+// Lock item attributes, besides the table's key.
 const (
 	lockOwner  = "owner"
+	lockLease  = "leaseUntil"  // N: Unix seconds; the lock is taken over once they have passed
 	lockPaused = "pausedSweep" // BOOL: the holder paused the sweep and has not resumed it
 )
+
+// A lock written before its lease had an attribute of its own kept the lease in the
+// table's TTL attribute: Acquire takes such a lock over once that has passed.
+const legacyLease = schema.PendingExpiresAt
 
 // ErrLocked reports that another rebuild holds the lock.
 var ErrLocked = errors.New("rebuild: another rebuild is running")
@@ -150,7 +158,7 @@ func Acquire(ctx context.Context, db LockAPI, table, owner string, lease time.Du
 	item := map[string]types.AttributeValue{
 		schema.PendingReference: key[schema.PendingReference],
 		lockOwner:               &types.AttributeValueMemberS{Value: owner},
-		schema.PendingExpiresAt: &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Add(lease).Unix(), 10)},
+		lockLease:               &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Add(lease).Unix(), 10)},
 	}
 	if paused, ok := old.Item[lockPaused].(*types.AttributeValueMemberBOOL); ok && paused.Value {
 		item[lockPaused] = paused // an expired holder's pause is the new holder's to undo
@@ -158,8 +166,8 @@ func Acquire(ctx context.Context, db LockAPI, table, owner string, lease time.Du
 	}
 	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(table), Item: item,
-		ConditionExpression:                 aws.String("attribute_not_exists(#ref) OR #exp < :now"),
-		ExpressionAttributeNames:            map[string]string{"#ref": schema.PendingReference, "#exp": schema.PendingExpiresAt},
+		ConditionExpression:                 aws.String("attribute_not_exists(#ref) OR #lease < :now OR (attribute_not_exists(#lease) AND #legacy < :now)"),
+		ExpressionAttributeNames:            map[string]string{"#ref": schema.PendingReference, "#lease": lockLease, "#legacy": legacyLease},
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Unix(), 10)}},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -179,7 +187,11 @@ func lockedBy(item map[string]types.AttributeValue) *LockedError {
 	if o, ok := item[lockOwner].(*types.AttributeValueMemberS); ok {
 		e.Owner = o.Value
 	}
-	if x, ok := item[schema.PendingExpiresAt].(*types.AttributeValueMemberN); ok {
+	x, ok := item[lockLease].(*types.AttributeValueMemberN)
+	if !ok {
+		x, ok = item[legacyLease].(*types.AttributeValueMemberN)
+	}
+	if ok {
 		if s, err := strconv.ParseInt(x.Value, 10, 64); err == nil {
 			e.Expires = time.Unix(s, 0)
 		}
@@ -193,7 +205,7 @@ func (l *Lock) key() map[string]types.AttributeValue {
 
 // held is the condition of every write of the holder: it owns the lock and its
 // lease has not expired.
-const held = "#owner = :me AND #exp >= :now"
+const held = "#owner = :me AND #lease >= :now"
 
 func (l *Lock) heldValues(at time.Time) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
@@ -264,7 +276,7 @@ func (l *Lock) update(ctx context.Context, set, name, attribute string, value fu
 		TableName: aws.String(l.table), Key: l.key(),
 		UpdateExpression:                    aws.String(set),
 		ConditionExpression:                 aws.String(held),
-		ExpressionAttributeNames:            map[string]string{"#owner": lockOwner, "#exp": schema.PendingExpiresAt, name: attribute},
+		ExpressionAttributeNames:            map[string]string{"#owner": lockOwner, "#lease": lockLease, name: attribute},
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -279,7 +291,7 @@ func (l *Lock) update(ctx context.Context, set, name, attribute string, value fu
 // succeeds moves the local deadline (see Lock) on; one that finds the lock taken
 // over, expired or gone is a *LostError.
 func (l *Lock) Renew(ctx context.Context) error {
-	sent, err := l.update(ctx, "SET #exp = :v", "#exp", schema.PendingExpiresAt, func(sent time.Time) types.AttributeValue {
+	sent, err := l.update(ctx, "SET #lease = :v", "#lease", lockLease, func(sent time.Time) types.AttributeValue {
 		return &types.AttributeValueMemberN{Value: strconv.FormatInt(sent.Add(l.lease).Unix(), 10)}
 	})
 	if err != nil {
@@ -330,7 +342,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	_, err := l.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(l.table), Key: l.key(),
 		ConditionExpression:                 aws.String(held),
-		ExpressionAttributeNames:            map[string]string{"#owner": lockOwner, "#exp": schema.PendingExpiresAt},
+		ExpressionAttributeNames:            map[string]string{"#owner": lockOwner, "#lease": lockLease},
 		ExpressionAttributeValues:           l.heldValues(l.now()),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
