@@ -12,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -491,28 +490,26 @@ func TestARebuildResumesWhatAnInterruptedOnePaused(t *testing.T) {
 	}
 }
 
-// TestARebuildThatLostItsLockLeavesTheSweepToTheHolder lets another rebuild take
-// the lock over while the rebuild lists the streams (as one whose clock runs far
-// ahead would, or an operator forcing it): the rebuild fails saying it lost the
-// lock, and leaves the schedule disabled and the lock, with its pause, to the
-// holder, whose job it now is to resume the sweep.
+// TestARebuildThatLostItsLockLeavesTheSweepToTheHolder lets another rebuild, whose
+// clock runs ahead by more than the lease's margin, take the lock over while the
+// rebuild lists the streams: the rebuild fails saying it lost the lock, and leaves
+// the schedule disabled and the lock, with its pause, to the holder, whose job it
+// now is to resume the sweep.
 func TestARebuildThatLostItsLockLeavesTheSweepToTheHolder(t *testing.T) {
 	w, _ := world(t)
 	sched := scheduler.NewFromConfig(emulatortest.Config(t))
 	name := createSchedule(t, sched)
-	key := map[string]dynamotypes.AttributeValue{schema.PendingReference: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}
 	obs := newObserver(t)
 	var once sync.Once
+	var other *rebuild.Lock
 	obs.whenScanning(func() {
 		once.Do(func() {
-			item := map[string]dynamotypes.AttributeValue{
-				schema.PendingReference: key[schema.PendingReference],
-				"owner":                 &dynamotypes.AttributeValueMemberS{Value: "the other rebuild"},
-				schema.PendingExpiresAt: &dynamotypes.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
-				"pausedSweep":           &dynamotypes.AttributeValueMemberBOOL{Value: true},
-			}
-			if _, err := w.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(w.PendingTable), Item: item}); err != nil {
-				t.Errorf("take the lock over: %v", err)
+			// Its clock three minutes ahead, the other rebuild finds the lease over.
+			var err error
+			other, err = rebuild.Acquire(context.Background(), w.Client, w.PendingTable, "the other rebuild", time.Hour,
+				func() time.Time { return time.Now().Add(3 * time.Minute) })
+			if err != nil || !other.Inherited {
+				t.Errorf("take the lock over: %+v, %v; want the pause inherited", other, err)
 			}
 		})
 	})
@@ -531,11 +528,16 @@ func TestARebuildThatLostItsLockLeavesTheSweepToTheHolder(t *testing.T) {
 	if s := scheduleState(t, sched, name); s != types.ScheduleStateDisabled {
 		t.Errorf("schedule %s after the rebuild lost its lock, want DISABLED for the holder to resume", s)
 	}
-	out, err := w.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(w.PendingTable), Key: key, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
+	if other == nil {
+		t.FailNow()
 	}
-	if owner, ok := out.Item["owner"].(*dynamotypes.AttributeValueMemberS); !ok || owner.Value != "the other rebuild" {
-		t.Errorf("lock %v after the rebuild, want the other rebuild's", out.Item)
+	if err := other.ResumeSweep(context.Background(), rebuild.Schedule(sched, "default", name)); err != nil {
+		t.Fatalf("the holder's resume: %v", err)
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateEnabled {
+		t.Errorf("schedule %s after the holder's resume, want ENABLED", s)
+	}
+	if err := other.Release(context.Background()); err != nil {
+		t.Errorf("the holder's release: %v", err)
 	}
 }
