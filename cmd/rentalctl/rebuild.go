@@ -45,6 +45,11 @@ schedule (or its EventBridge rule, for stacks deployed with SweepTrigger=rule) i
 disabled while the rebuild runs and enabled again when it ends, fails or is
 interrupted (one that was already disabled stays disabled).
 
+One rebuild runs at a time: it holds a lock in the PendingPayments table, renewed
+while it runs. A rebuild that loses its lock (another took it over, or its lease ran
+out without a renewal) stops at once, fails, and leaves the sweep paused for the
+rebuild that holds the lock, or the next one, to resume.
+
 Progress goes to stderr: a line when it starts, one every 500 streams, and one at
 the end; the result goes to stdout. SETTLED_MARKER_TTL (72h) sets how long the
 markers of settled payments are kept.
