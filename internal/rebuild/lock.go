@@ -29,6 +29,10 @@ const LockKey = "#rebuild-lock"
 // DefaultLease is how long a lock holds without being renewed.
 const DefaultLease = 2 * time.Minute
 
+// MinLease is the shortest lease Acquire takes: the lock stores its lease in whole
+// seconds, and its holder renews it every quarter of it.
+const MinLease = 2 * time.Second
+
 // Lock item attributes, besides the table's key.
 const (
 	lockOwner  = "owner"
@@ -138,12 +142,15 @@ func margin(lease time.Duration) time.Duration     { return lease / 4 }
 func renewEvery(lease time.Duration) time.Duration { return lease / 4 }
 func retryEvery(lease time.Duration) time.Duration { return lease / 16 }
 
-// Acquire takes the lock of table for owner, for lease (DefaultLease if zero), or
-// returns a *LockedError while another owner holds an unexpired one. now is the
-// holder's clock (time.Now if nil).
+// Acquire takes the lock of table for owner, for lease (DefaultLease if zero, at
+// least MinLease), or returns a *LockedError while another owner holds an unexpired
+// one. now is the holder's clock (time.Now if nil).
 func Acquire(ctx context.Context, db LockAPI, table, owner string, lease time.Duration, now func() time.Time) (*Lock, error) {
-	if lease <= 0 {
+	switch {
+	case lease == 0:
 		lease = DefaultLease
+	case lease < MinLease:
+		return nil, fmt.Errorf("rebuild: a lease of %s: want at least %s", lease, MinLease)
 	}
 	if now == nil {
 		now = time.Now

@@ -133,3 +133,11 @@ func TestALockKeepsItsPauseForTheNextRebuild(t *testing.T) {
 		t.Errorf("the lock taken over %v still carries the TTL attribute", item())
 	}
 }
+
+func TestALeaseTooShortIsRefused(t *testing.T) {
+	for _, lease := range []time.Duration{-time.Minute, time.Nanosecond, rebuild.MinLease - time.Millisecond} {
+		if l, err := rebuild.Acquire(context.Background(), nil, "pending", "rebuild-a", lease, nil); err == nil || l != nil {
+			t.Errorf("a lease of %s: %+v, %v; want it refused", lease, l, err)
+		}
+	}
+}
