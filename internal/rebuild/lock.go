@@ -91,8 +91,10 @@ type LockAPI interface {
 
 // Lock is a rebuild's hold on a PendingPayments table: while one rebuild holds it,
 // another refuses to start, so that two rebuilds never pause and resume the sweep
-// over each other. It is a conditional item with an owner and an expiry: the holder
-// renews it, releases it when done, and an interrupted holder's lock expires.
+// over each other. It is a conditional item with an owner and a lease: the holder
+// renews it and releases it when done; the lock of a holder that was interrupted or
+// lost it expires, and stays, with the pause it may record, until the next rebuild
+// takes it over.
 //
 // # When a holder stops
 //
@@ -115,8 +117,8 @@ type LockAPI interface {
 //
 // What the local deadline cannot cover is a holder suspended after its check and
 // before its write reaches DynamoDB or the scheduler. The lock's own writes are
-// conditional on the holder's unexpired ownership, so they cannot land late; a late
-// projection write is as harmless as any repeated one (they are idempotent and
+// conditional on the holder's unexpired ownership, so a late one changes nothing; a
+// late projection write is as harmless as any repeated one (they are idempotent and
 // version-guarded); a late change of the schedule is the one effect left, in a
 // window no longer than one call.
 type Lock struct {
