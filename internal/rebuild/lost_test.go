@@ -273,7 +273,7 @@ func (b *blocked) Read(ctx context.Context, streamID string, from int64) ([]even
 	}
 }
 
-// TestRenewalsThatKeepFailingLoseTheLock holds a lock of a two-second lease through
+// TestRenewalsThatKeepFailingLoseTheLock holds a lock of a four-second lease through
 // renewals that fail for a reason other than the lock being taken: two failures
 // are retried and the lock is kept past the first lease; when every renewal fails,
 // the lock is lost at the holder's deadline and the rebuild stops with an error that
@@ -282,7 +282,7 @@ func TestRenewalsThatKeepFailingLoseTheLock(t *testing.T) {
 	db := emulatortest.DynamoDB(t)
 	table := emulatortest.CreateTable(t, db, schema.PendingPayments, "pending")
 	flaky := &flakyLock{LockAPI: db}
-	const lease = 2 * time.Second
+	const lease = 4 * time.Second
 	acquired := time.Now()
 	l, err := rebuild.Acquire(ctx, flaky, table, "rebuild-a", lease, nil)
 	if err != nil {
