@@ -470,7 +470,7 @@ func TestARebuildResumesWhatAnInterruptedOnePaused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rebuild.Pause(ctx, sched, "default", name); err != nil {
+	if err := rebuild.Schedule(sched, "default", name).Disable(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := dead.Paused(ctx, true); err != nil {
