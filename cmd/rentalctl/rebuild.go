@@ -45,6 +45,11 @@ schedule (or its EventBridge rule, for stacks deployed with SweepTrigger=rule) i
 disabled while the rebuild runs and enabled again when it ends, fails or is
 interrupted (one that was already disabled stays disabled).
 
+One rebuild runs at a time: it holds a lock in the PendingPayments table, renewed
+while it runs. A rebuild that loses its lock (another took it over, or its lease ran
+out without a renewal) stops at once, fails, and leaves the sweep paused for the
+rebuild that holds the lock, or the next one, to resume.
+
 Progress goes to stderr: a line when it starts, one every 500 streams, and one at
 the end; the result goes to stdout. SETTLED_MARKER_TTL (72h) sets how long the
 markers of settled payments are kept.
@@ -87,9 +92,24 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	projection, err := wiring.Projection(cfg, f.lookup)
-	if err != nil {
+	// Settings are checked before anything is touched; the projection the rebuild
+	// writes through is made once it holds the lock, which fences it.
+	if _, err := wiring.Projection(cfg, f.lookup); err != nil {
 		return configError("rebuild", err)
+	}
+	var what string
+	var sweepSwitch func(aws.Config) rebuild.Switch
+	switch {
+	case scheduleName != "" && ruleName != "":
+		return fmt.Errorf("%w: give the sweep's schedule or its rule, not both", errUsage)
+	case scheduleName != "":
+		what = "schedule " + scheduleGroup + "/" + scheduleName
+		sweepSwitch = func(cfg aws.Config) rebuild.Switch {
+			return rebuild.Schedule(scheduler.NewFromConfig(cfg), scheduleGroup, scheduleName)
+		}
+	case ruleName != "":
+		what = "rule " + ruleName
+		sweepSwitch = func(cfg aws.Config) rebuild.Switch { return rebuild.Rule(eventbridge.NewFromConfig(cfg), ruleName) }
 	}
 	// Fail before touching the schedule if either table is missing.
 	db := dynamodb.NewFromConfig(cfg)
@@ -100,21 +120,43 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 	}
 
 	// One rebuild at a time: a second one would find the sweep already paused, and
-	// the first would resume it while the second still runs.
+	// the first would resume it while the second still runs. A rebuild that loses
+	// its lock stops: its context is cancelled, its projection and sweep clients
+	// refuse every call, and it leaves the sweep paused for the holder to resume.
 	lock, err := rebuild.Acquire(ctx, db, pendingTable, lockOwner(), rebuild.DefaultLease, nil)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go lock.Hold(ctx, func(lost error) { cancel(fmt.Errorf("the rebuild lost its lock: %w", lost)) })
+	ctx, stop := lock.Hold(ctx)
+	fenced := lock.Fenced(cfg)
+	var sweep rebuild.Switch
 	defer func() {
+		// Runs after an interrupt too: ctx may be cancelled by then.
+		stop()
 		rctx, done := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
 		defer done()
-		if rerr := lock.Release(rctx); rerr != nil {
+		if sweep != nil {
+			switch rerr := lock.ResumeSweep(rctx, sweep); {
+			case errors.Is(rerr, rebuild.ErrLost):
+				err = errors.Join(err, fmt.Errorf("the %s is left paused for the rebuild that holds the lock now, or the next one, to resume: %w", what, rerr))
+			case rerr != nil:
+				err = errors.Join(err, fmt.Errorf("the %s may still be disabled: %w", what, rerr))
+			default:
+				fmt.Fprintf(c.stderr, "resumed %s\n", what)
+			}
+		}
+		switch rerr := lock.Release(rctx); {
+		case rerr == nil, errors.Is(rerr, rebuild.ErrLost) && errors.Is(err, rebuild.ErrLost):
+		case errors.Is(rerr, rebuild.ErrLost), errors.Is(rerr, rebuild.ErrStillPaused):
+			err = errors.Join(err, rerr)
+		default:
 			err = errors.Join(err, fmt.Errorf("release the rebuild lock (it expires by itself): %w", rerr))
 		}
 	}()
+	projection, err := wiring.Projection(fenced, f.lookup)
+	if err != nil {
+		return configError("rebuild", err)
+	}
 
 	// The table's shard count must be this rebuild's, or the rebuild must be the one
 	// that changes it.
@@ -132,70 +174,19 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 		return err
 	}
 
-	var what string
-	var pause func(context.Context) (func(context.Context) error, error)
-	var disabled func(context.Context) (bool, error)
-	var enable func(context.Context) error
-	switch {
-	case scheduleName != "" && ruleName != "":
-		return fmt.Errorf("%w: give the sweep's schedule or its rule, not both", errUsage)
-	case scheduleName != "":
-		what = "schedule " + scheduleGroup + "/" + scheduleName
-		client := scheduler.NewFromConfig(cfg)
-		pause = func(ctx context.Context) (func(context.Context) error, error) {
-			return rebuild.Pause(ctx, client, scheduleGroup, scheduleName)
-		}
-		disabled = func(ctx context.Context) (bool, error) {
-			return rebuild.Disabled(ctx, client, scheduleGroup, scheduleName)
-		}
-		enable = func(ctx context.Context) error { return rebuild.Enable(ctx, client, scheduleGroup, scheduleName) }
-	case ruleName != "":
-		what = "rule " + ruleName
-		client := eventbridge.NewFromConfig(cfg)
-		pause = func(ctx context.Context) (func(context.Context) error, error) {
-			return rebuild.PauseRule(ctx, client, ruleName)
-		}
-		disabled = func(ctx context.Context) (bool, error) { return rebuild.RuleDisabled(ctx, client, ruleName) }
-		enable = func(ctx context.Context) error { return rebuild.EnableRule(ctx, client, ruleName) }
-	default:
+	if sweepSwitch == nil {
 		fmt.Fprintf(c.stderr, "warning: no sweep schedule or rule given (-schedule-name or %s, -rule-name or %s): nothing is paused, and a sweep that runs during the rebuild may cancel payments that only look overdue\n", envScheduleName, envRuleName)
-	}
-	if pause != nil {
-		wasDisabled, err := disabled(ctx)
-		if err != nil {
-			return err
-		}
+	} else {
 		if lock.Inherited {
 			fmt.Fprintf(c.stderr, "an interrupted rebuild left the %s paused; this rebuild resumes it when it ends\n", what)
 		}
-		resume, err := pause(ctx)
-		if err != nil {
+		// The sweep is resumed only by the rebuild that holds the lock: the one that
+		// paused it, or that inherited its pause.
+		sweep = sweepSwitch(fenced)
+		if err := lock.PauseSweep(ctx, sweep); err != nil {
 			return err
 		}
-		if !wasDisabled {
-			if err := lock.Paused(ctx, true); err != nil {
-				return errors.Join(err, resume(context.WithoutCancel(ctx)))
-			}
-		}
 		fmt.Fprintf(c.stderr, "paused %s\n", what)
-		defer func() {
-			// Runs after an interrupt too: ctx may be cancelled by then. The sweep is
-			// resumed only by the rebuild that paused it, or that inherited its pause.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
-			defer cancel()
-			rerr := resume(rctx)
-			if rerr == nil && lock.Inherited {
-				rerr = enable(rctx)
-			}
-			if rerr != nil {
-				err = errors.Join(err, fmt.Errorf("the %s may still be disabled: %w", what, rerr))
-				return
-			}
-			if perr := lock.Paused(rctx, false); perr != nil {
-				err = errors.Join(err, perr)
-			}
-			fmt.Fprintf(c.stderr, "resumed %s\n", what)
-		}()
 	}
 
 	start := time.Now()

@@ -470,7 +470,7 @@ func TestARebuildResumesWhatAnInterruptedOnePaused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rebuild.Pause(ctx, sched, "default", name); err != nil {
+	if err := rebuild.Schedule(sched, "default", name).Disable(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := dead.Paused(ctx, true); err != nil {
@@ -487,5 +487,57 @@ func TestARebuildResumesWhatAnInterruptedOnePaused(t *testing.T) {
 	if out, err := w.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.PendingTable),
 		Key: map[string]dynamotypes.AttributeValue{schema.PendingReference: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}}); err != nil || out.Item != nil {
 		t.Errorf("the lock is still there after the rebuild: %v %v", out, err)
+	}
+}
+
+// TestARebuildThatLostItsLockLeavesTheSweepToTheHolder lets another rebuild, whose
+// clock runs ahead by more than the lease's margin, take the lock over while the
+// rebuild lists the streams: the rebuild fails saying it lost the lock, and leaves
+// the schedule disabled and the lock, with its pause, to the holder, whose job it
+// now is to resume the sweep.
+func TestARebuildThatLostItsLockLeavesTheSweepToTheHolder(t *testing.T) {
+	w, _ := world(t)
+	sched := scheduler.NewFromConfig(emulatortest.Config(t))
+	name := createSchedule(t, sched)
+	obs := newObserver(t)
+	var once sync.Once
+	var other *rebuild.Lock
+	obs.whenScanning(func() {
+		once.Do(func() {
+			// Its clock three minutes ahead, the other rebuild finds the lease over.
+			var err error
+			other, err = rebuild.Acquire(context.Background(), w.Client, w.PendingTable, "the other rebuild", time.Hour,
+				func() time.Time { return time.Now().Add(3 * time.Minute) })
+			if err != nil || !other.Inherited {
+				t.Errorf("take the lock over: %+v, %v; want the pause inherited", other, err)
+			}
+		})
+	})
+
+	e := emulatorEnv(w, obs.URL)
+	e["SWEEP_SCHEDULE_NAME"] = name
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"rebuild"}, e.get, &stdout, &stderr)
+	var locked *rebuild.LockedError
+	if !errors.Is(err, rebuild.ErrLost) || !errors.As(err, &locked) || locked.Owner != "the other rebuild" || exitStatus(err) != 1 {
+		t.Fatalf("rebuild = %v (exit %d), want the lock lost to the other rebuild\nstderr:\n%s", err, exitStatus(err), stderr.String())
+	}
+	if !strings.Contains(err.Error(), "left paused") || strings.Contains(stderr.String(), "resumed") {
+		t.Errorf("the rebuild does not say it left the schedule paused: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateDisabled {
+		t.Errorf("schedule %s after the rebuild lost its lock, want DISABLED for the holder to resume", s)
+	}
+	if other == nil {
+		t.FailNow()
+	}
+	if err := other.ResumeSweep(context.Background(), rebuild.Schedule(sched, "default", name)); err != nil {
+		t.Fatalf("the holder's resume: %v", err)
+	}
+	if s := scheduleState(t, sched, name); s != types.ScheduleStateEnabled {
+		t.Errorf("schedule %s after the holder's resume, want ENABLED", s)
+	}
+	if err := other.Release(context.Background()); err != nil {
+		t.Errorf("the holder's release: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 )
 
-// Rules is the part of the EventBridge client PauseRule uses. *eventbridge.Client is
+// Rules is the part of the EventBridge client a Rule uses. *eventbridge.Client is
 // one.
 type Rules interface {
 	DescribeRule(ctx context.Context, in *eventbridge.DescribeRuleInput, optFns ...func(*eventbridge.Options)) (*eventbridge.DescribeRuleOutput, error)
@@ -18,30 +18,6 @@ type Rules interface {
 }
 
 var _ Rules = (*eventbridge.Client)(nil)
-
-// PauseRule disables the EventBridge rule name (on the default event bus), for
-// deployments whose sweep runs on a rule (SweepTrigger=rule), and returns the function
-// that enables it again. As with Pause, a rule that was already disabled stays
-// disabled, resume is safe to call more than once, and on error nothing was changed
-// and resume is nil.
-func PauseRule(ctx context.Context, client Rules, name string) (resume func(context.Context) error, err error) {
-	before, err := client.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: aws.String(name)})
-	if err != nil {
-		return nil, fmt.Errorf("rebuild: read rule %s: %w", name, err)
-	}
-	if before.State == types.RuleStateDisabled {
-		return func(context.Context) error { return nil }, nil
-	}
-	if _, err := client.DisableRule(ctx, &eventbridge.DisableRuleInput{Name: aws.String(name)}); err != nil {
-		return nil, fmt.Errorf("rebuild: disable rule %s: %w", name, err)
-	}
-	return func(ctx context.Context) error {
-		if _, err := client.EnableRule(ctx, &eventbridge.EnableRuleInput{Name: aws.String(name)}); err != nil {
-			return fmt.Errorf("rebuild: enable rule %s again: %w", name, err)
-		}
-		return nil
-	}, nil
-}
 
 // RuleDisabled reports whether the rule is disabled.
 func RuleDisabled(ctx context.Context, client Rules, name string) (bool, error) {
@@ -52,10 +28,30 @@ func RuleDisabled(ctx context.Context, client Rules, name string) (bool, error) 
 	return r.State == types.RuleStateDisabled, nil
 }
 
-// EnableRule enables the rule, as Enable does a schedule.
+// EnableRule enables the rule.
 func EnableRule(ctx context.Context, client Rules, name string) error {
 	if _, err := client.EnableRule(ctx, &eventbridge.EnableRuleInput{Name: aws.String(name)}); err != nil {
 		return fmt.Errorf("rebuild: enable rule %s: %w", name, err)
 	}
 	return nil
 }
+
+// Rule is the Switch of the EventBridge rule name (on the default event bus), for
+// deployments whose sweep runs on a rule (SweepTrigger=rule).
+func Rule(client Rules, name string) Switch { return rule{client: client, name: name} }
+
+type rule struct {
+	client Rules
+	name   string
+}
+
+func (r rule) Disabled(ctx context.Context) (bool, error) { return RuleDisabled(ctx, r.client, r.name) }
+
+func (r rule) Disable(ctx context.Context) error {
+	if _, err := r.client.DisableRule(ctx, &eventbridge.DisableRuleInput{Name: aws.String(r.name)}); err != nil {
+		return fmt.Errorf("rebuild: disable rule %s: %w", r.name, err)
+	}
+	return nil
+}
+
+func (r rule) Enable(ctx context.Context) error { return EnableRule(ctx, r.client, r.name) }

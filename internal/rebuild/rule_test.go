@@ -12,7 +12,7 @@ import (
 	"github.com/bikerental/bikerental/internal/rebuild"
 )
 
-func TestPauseRuleDisablesTheRuleAndResumeEnablesIt(t *testing.T) {
+func TestRuleIsDisabledAndEnabled(t *testing.T) {
 	ctx := context.Background()
 	client := eventbridge.NewFromConfig(emulatortest.Config(t))
 	state := func(name string) types.RuleState {
@@ -28,23 +28,30 @@ func TestPauseRuleDisablesTheRuleAndResumeEnablesIt(t *testing.T) {
 		if _, err := client.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String(name), ScheduleExpression: aws.String("rate(1 minute)"), State: initial}); err != nil {
 			t.Fatal(err)
 		}
-		resume, err := rebuild.PauseRule(ctx, client, name)
-		if err != nil {
+		sweep := rebuild.Rule(client, name)
+		if disabled, err := sweep.Disabled(ctx); err != nil || disabled != (initial == types.RuleStateDisabled) {
+			t.Errorf("%s rule: Disabled = %v, %v", initial, disabled, err)
+		}
+		if err := sweep.Disable(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := state(name); got != types.RuleStateDisabled {
-			t.Errorf("%s rule while paused: %s", initial, got)
+			t.Errorf("%s rule after Disable: %s", initial, got)
 		}
 		for range 2 {
-			if err := resume(ctx); err != nil {
+			if err := sweep.Enable(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got := state(name); got != initial {
-			t.Errorf("%s rule after resume: %s", initial, got)
+		if got := state(name); got != types.RuleStateEnabled {
+			t.Errorf("%s rule after Enable: %s", initial, got)
 		}
 	}
-	if resume, err := rebuild.PauseRule(ctx, client, "no-such-rule"); err == nil || resume != nil {
-		t.Errorf("pausing a missing rule: %v", err)
+	missing := rebuild.Rule(client, "no-such-rule")
+	if err := missing.Disable(ctx); err == nil {
+		t.Error("disabling a missing rule succeeded")
+	}
+	if _, err := missing.Disabled(ctx); err == nil {
+		t.Error("reading a missing rule succeeded")
 	}
 }

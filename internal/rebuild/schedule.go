@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 )
 
-// Scheduler is the part of the EventBridge Scheduler client Pause uses.
+// Scheduler is the part of the EventBridge Scheduler client a Schedule uses.
 // *scheduler.Client is one.
 type Scheduler interface {
 	GetSchedule(ctx context.Context, in *scheduler.GetScheduleInput, optFns ...func(*scheduler.Options)) (*scheduler.GetScheduleOutput, error)
@@ -17,43 +17,6 @@ type Scheduler interface {
 }
 
 var _ Scheduler = (*scheduler.Client)(nil)
-
-// Pause disables the EventBridge schedule name in group (the default group when
-// group is empty) and returns the function that restores it.
-//
-// UpdateSchedule replaces a schedule as a whole, resetting every field it is not
-// given, so Pause reads the schedule and writes it back with every field it read and
-// only its state changed. resume does the same again, reading the schedule afresh so
-// that a change made to it meanwhile (a deployment, say) is kept, and sets the state
-// it had before Pause. If the schedule was already disabled when paused, resume
-// leaves it disabled and calls nothing: the operator who disabled it decides when it
-// runs again. resume is safe to call more than once; give it a context that is still
-// live when the work it guards has been cancelled.
-//
-// On error nothing was changed and resume is nil.
-func Pause(ctx context.Context, client Scheduler, group, name string) (resume func(context.Context) error, err error) {
-	before, err := get(ctx, client, group, name)
-	if err != nil {
-		return nil, err
-	}
-	if before.State == types.ScheduleStateDisabled {
-		return func(context.Context) error { return nil }, nil
-	}
-	if err := put(ctx, client, group, name, before, types.ScheduleStateDisabled); err != nil {
-		return nil, err
-	}
-	state := before.State
-	if state == "" {
-		state = types.ScheduleStateEnabled // a schedule's default state
-	}
-	return func(ctx context.Context) error {
-		now, err := get(ctx, client, group, name)
-		if err != nil {
-			return err
-		}
-		return put(ctx, client, group, name, now, state)
-	}, nil
-}
 
 func get(ctx context.Context, client Scheduler, group, name string) (*scheduler.GetScheduleOutput, error) {
 	out, err := client.GetSchedule(ctx, &scheduler.GetScheduleInput{Name: aws.String(name), GroupName: optional(group)})
@@ -112,8 +75,7 @@ func Disabled(ctx context.Context, client Scheduler, group, name string) (bool, 
 	return s.State == types.ScheduleStateDisabled, nil
 }
 
-// Enable enables the schedule, keeping every other field as it is: for a rebuild
-// that took over the lock of an interrupted one which had paused the sweep.
+// Enable enables the schedule, keeping every other field as it is.
 func Enable(ctx context.Context, client Scheduler, group, name string) error {
 	s, err := get(ctx, client, group, name)
 	if err != nil {
@@ -121,3 +83,44 @@ func Enable(ctx context.Context, client Scheduler, group, name string) error {
 	}
 	return put(ctx, client, group, name, s, types.ScheduleStateEnabled)
 }
+
+// Switch turns the sweep's trigger off and on: its schedule (Schedule) or its rule
+// (Rule). A Lock pauses and resumes the sweep through it.
+type Switch interface {
+	// Disabled reports whether the trigger is disabled.
+	Disabled(ctx context.Context) (bool, error)
+	// Disable disables it, changing nothing else; one already disabled is left so.
+	Disable(ctx context.Context) error
+	// Enable enables it, changing nothing else.
+	Enable(ctx context.Context) error
+}
+
+// Schedule is the Switch of the EventBridge schedule name in group (the default
+// group when group is empty).
+//
+// UpdateSchedule replaces a schedule as a whole, resetting every field it is not
+// given, so Disable and Enable read the schedule afresh and write it back with every
+// field they read and only its state changed: a change made to it meanwhile (a
+// deployment, say) is kept.
+func Schedule(client Scheduler, group, name string) Switch {
+	return schedule{client: client, group: group, name: name}
+}
+
+type schedule struct {
+	client      Scheduler
+	group, name string
+}
+
+func (s schedule) Disabled(ctx context.Context) (bool, error) {
+	return Disabled(ctx, s.client, s.group, s.name)
+}
+
+func (s schedule) Disable(ctx context.Context) error {
+	now, err := get(ctx, s.client, s.group, s.name)
+	if err != nil || now.State == types.ScheduleStateDisabled {
+		return err
+	}
+	return put(ctx, s.client, s.group, s.name, now, types.ScheduleStateDisabled)
+}
+
+func (s schedule) Enable(ctx context.Context) error { return Enable(ctx, s.client, s.group, s.name) }

@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/rebuild"
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
+	"github.com/bikerental/bikerental/internal/schema"
 )
 
 const (
@@ -96,7 +97,7 @@ func show(s scheduler.GetScheduleOutput) string {
 	return string(b)
 }
 
-func TestPauseDisablesTheScheduleAndResumeEnablesItWithNothingElseChanged(t *testing.T) {
+func TestScheduleIsDisabledAndEnabledWithNothingElseChanged(t *testing.T) {
 	client := scheduler.NewFromConfig(emulatortest.Config(t))
 	custom := rebuildtest.Name("rebuild")
 	if _, err := client.CreateScheduleGroup(ctx, &scheduler.CreateScheduleGroupInput{Name: aws.String(custom)}); err != nil {
@@ -110,9 +111,12 @@ func TestPauseDisablesTheScheduleAndResumeEnablesItWithNothingElseChanged(t *tes
 			name := createSchedule(t, client, group, types.ScheduleStateEnabled)
 			original := getSchedule(t, client, group, name)
 
-			resume, err := rebuild.Pause(ctx, client, group, name)
-			if err != nil {
+			sweep := rebuild.Schedule(client, group, name)
+			if err := sweep.Disable(ctx); err != nil {
 				t.Fatal(err)
+			}
+			if disabled, err := sweep.Disabled(ctx); err != nil || !disabled {
+				t.Errorf("Disabled = %v, %v after Disable", disabled, err)
 			}
 			paused := getSchedule(t, client, group, name)
 			if paused.State != types.ScheduleStateDisabled {
@@ -122,7 +126,7 @@ func TestPauseDisablesTheScheduleAndResumeEnablesItWithNothingElseChanged(t *tes
 				t.Errorf("pausing changed more than the state:\n got %s\nwant %s", show(got), show(want))
 			}
 
-			if err := resume(ctx); err != nil {
+			if err := sweep.Enable(ctx); err != nil {
 				t.Fatal(err)
 			}
 			resumed := getSchedule(t, client, group, name)
@@ -132,26 +136,32 @@ func TestPauseDisablesTheScheduleAndResumeEnablesItWithNothingElseChanged(t *tes
 			if got, want := settings(resumed), settings(original); !reflect.DeepEqual(got, want) {
 				t.Errorf("resuming changed more than the state:\n got %s\nwant %s", show(got), show(want))
 			}
-			if err := resume(ctx); err != nil {
-				t.Fatalf("second resume: %v", err)
+			if err := sweep.Enable(ctx); err != nil {
+				t.Fatalf("second enable: %v", err)
 			}
 			if s := getSchedule(t, client, group, name); s.State != types.ScheduleStateEnabled {
-				t.Errorf("after a second resume the schedule is %s, want ENABLED", s.State)
+				t.Errorf("after a second enable the schedule is %s, want ENABLED", s.State)
 			}
 		})
 	}
 }
 
-func TestPauseLeavesAScheduleThatWasAlreadyDisabledDisabled(t *testing.T) {
+// TestPauseSweepLeavesAScheduleThatWasAlreadyDisabledDisabled: whoever disabled
+// the schedule decides when it runs again.
+func TestPauseSweepLeavesAScheduleThatWasAlreadyDisabledDisabled(t *testing.T) {
 	client := scheduler.NewFromConfig(emulatortest.Config(t))
 	name := createSchedule(t, client, "", types.ScheduleStateDisabled)
 	counting := &countingScheduler{Scheduler: client}
-
-	resume, err := rebuild.Pause(ctx, counting, "", name)
+	db := emulatortest.DynamoDB(t)
+	l, err := rebuild.Acquire(ctx, db, emulatortest.CreateTable(t, db, schema.PendingPayments, "pending"), "rebuild-a", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := resume(ctx); err != nil {
+	sweep := rebuild.Schedule(counting, "", name)
+	if err := l.PauseSweep(ctx, sweep); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ResumeSweep(ctx, sweep); err != nil {
 		t.Fatal(err)
 	}
 	if s := getSchedule(t, client, "", name); s.State != types.ScheduleStateDisabled {
@@ -160,14 +170,20 @@ func TestPauseLeavesAScheduleThatWasAlreadyDisabledDisabled(t *testing.T) {
 	if n := counting.updates.Load(); n != 0 {
 		t.Errorf("%d updates of a schedule that was already disabled, want none", n)
 	}
+	if err := l.Release(ctx); err != nil {
+		t.Error(err)
+	}
 }
 
-func TestPauseOfAMissingScheduleFails(t *testing.T) {
+func TestAMissingScheduleFails(t *testing.T) {
 	client := scheduler.NewFromConfig(emulatortest.Config(t))
-	resume, err := rebuild.Pause(ctx, client, "", rebuildtest.Name("missing"))
+	sweep := rebuild.Schedule(client, "", rebuildtest.Name("missing"))
 	var notFound *types.ResourceNotFoundException
-	if !errors.As(err, &notFound) || resume != nil {
-		t.Fatalf("Pause = %v, %v; want a ResourceNotFoundException and no resume", resume != nil, err)
+	if err := sweep.Disable(ctx); !errors.As(err, &notFound) {
+		t.Errorf("Disable = %v, want a ResourceNotFoundException", err)
+	}
+	if err := sweep.Enable(ctx); !errors.As(err, &notFound) {
+		t.Errorf("Enable = %v, want a ResourceNotFoundException", err)
 	}
 }
 
@@ -194,9 +210,9 @@ func (f *fakeScheduler) UpdateSchedule(_ context.Context, in *scheduler.UpdateSc
 	return &scheduler.UpdateScheduleOutput{}, nil
 }
 
-// TestPauseCopiesEveryField covers the fields the emulator does not keep on update
+// TestScheduleCopiesEveryField covers the fields the emulator does not keep on update
 // (it ignores ActionAfterCompletion there), and a change made while paused.
-func TestPauseCopiesEveryField(t *testing.T) {
+func TestScheduleCopiesEveryField(t *testing.T) {
 	start, end := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
 	original := scheduler.GetScheduleOutput{
 		Arn: aws.String("arn:aws:scheduler:us-east-1:000000000000:schedule/ops/sweep"), Name: aws.String("sweep"),
@@ -208,8 +224,8 @@ func TestPauseCopiesEveryField(t *testing.T) {
 		Target: &types.Target{Arn: aws.String(sweepARN), RoleArn: aws.String(roleARN), Input: aws.String(input)},
 	}
 	f := &fakeScheduler{schedule: original}
-	resume, err := rebuild.Pause(ctx, f, "ops", "sweep")
-	if err != nil {
+	sweep := rebuild.Schedule(f, "ops", "sweep")
+	if err := sweep.Disable(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := original
@@ -221,7 +237,7 @@ func TestPauseCopiesEveryField(t *testing.T) {
 	f.schedule.Description = aws.String("changed by a deployment during the rebuild")
 	want = f.schedule
 	want.State = types.ScheduleStateEnabled
-	if err := resume(ctx); err != nil {
+	if err := sweep.Enable(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(f.schedule, want) {
