@@ -31,7 +31,10 @@ var decided = map[string]map[string]bool{
 	rentalpayment.TypeCompleted: {eventfilter.Process: false, eventfilter.Projector: true},
 	// renters and provider events
 	"RentalRequested":       {eventfilter.Process: false, eventfilter.Projector: false},
-	"ProviderEventReceived": {eventfilter.Process: false, eventfilter.Projector: false},
+	"ProviderEventReceived":   {eventfilter.Process: false, eventfilter.Projector: false},
+	"ProviderEventMismatched": {eventfilter.Process: true, eventfilter.Projector: false},
+	"MismatchRefundRequested": {eventfilter.Process: false, eventfilter.Projector: false},
+	"MismatchRefundOwed":      {eventfilter.Process: false, eventfilter.Projector: false},
 }
 
 func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {

@@ -274,6 +274,13 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 		}
 		p.refundOwed(ctx, r, e)
 		return nil
+	case command.ProviderEventMismatched{}.EventType():
+		var e command.ProviderEventMismatched
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		p.mismatched(ctx, r, e)
+		return nil
 	default:
 		return nil
 	}
@@ -300,6 +307,32 @@ func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment
 			"CloudWatchMetrics": []map[string]any{{
 				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
 				"Metrics": []map[string]string{{"Name": "RefundsOwed", "Unit": "Count"}},
+			}},
+		}))
+}
+
+// mismatched reports a provider event that did not match what was recorded for its
+// payment: a log line that is also the ProviderEventMismatches metric in Embedded
+// Metric Format, which the template's alarm watches. A refund reported on a provider
+// payment that is not the recorded one (as the service's own refund of money taken
+// there reports) gives back money rather than taking it: it is logged, and counts 0.
+// A redelivered record counts again; the alarm fires on any.
+func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command.ProviderEventMismatched) {
+	count := 1
+	if e.Kind == payment.ProviderRefunded {
+		count = 0
+	}
+	p.logger.LogAttrs(ctx, slog.LevelWarn, "provider event does not match its payment",
+		slog.String("provider", e.Provider), slog.String("providerEventId", e.EventID), slog.String("kind", string(e.Kind)),
+		slog.String("paymentReference", e.Reference), slog.Any("fields", e.Fields),
+		slog.String("providerPaymentId", e.PaymentID), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
+		slog.String("recordedPaymentId", e.RecordedPaymentID), slog.Int64("recordedAmount", e.RecordedAmount), slog.String("recordedCurrency", e.RecordedCurrency),
+		slog.Bool("refundDue", e.RefundDue), slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int("ProviderEventMismatches", count),
+		slog.Any("_aws", map[string]any{
+			"Timestamp": r.RecordedAt.UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
+				"Metrics": []map[string]string{{"Name": "ProviderEventMismatches", "Unit": "Count"}},
 			}},
 		}))
 }

@@ -124,21 +124,21 @@ func TestParseWebhookMapsStripeEvents(t *testing.T) {
 		want payment.ProviderEvent
 	}{
 		{"succeeded", fixture(t, "events/payment_intent.succeeded.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Fz8nQ2B", Kind: payment.ProviderSucceeded, Reference: reference, PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Fz8nQ2B", Kind: payment.ProviderSucceeded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"failed", fixture(t, "events/payment_intent.payment_failed.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID,
+			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
 			Reason: "Your card was declined."}},
 		{"failed, with a code only", codeOnly, payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID,
+			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
 			Reason: "card_declined"}},
 		{"canceled", fixture(t, "events/payment_intent.canceled.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Jk5sD1P", Kind: payment.ProviderCancelled, Reference: reference, PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Jk5sD1P", Kind: payment.ProviderCancelled, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"refunded, the reference on the charge", fixture(t, "events/charge.refunded.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Uy6hN4M", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Uy6hN4M", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"refunded, only the PaymentIntent on the charge", fixture(t, "events/charge.refunded.no_metadata.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: "", PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"refunded, the reference on a listed refund", withRefunds, payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := p.ParseWebhook(headerWith(sign(c.body, webhookSecret, signedAt)), c.body, verifyAt)
