@@ -76,13 +76,21 @@ type Config struct {
 	// Retry bounds how often a reaction is run again after a concurrency conflict
 	// on the process's stream.
 	Retry eventstore.RetryPolicy
-	// MetricsService is the Service dimension of the RefundsOwed metric, written
-	// to the log in Embedded Metric Format when a refund is owed.
+	// MetricsService is the Service dimension of the payment metrics (RefundsOwed,
+	// ProviderEventMismatches), written to the log in Embedded Metric Format when a
+	// refund is owed or a provider event did not match its payment.
 	MetricsService string
 }
 
 // MetricsNamespace is the CloudWatch namespace of the payment metrics.
 const MetricsNamespace = "BikeRental/Payments"
+
+// The payment metrics the process emits, with the dimension Service; the
+// template's alarms watch them.
+const (
+	MetricRefundsOwed             = "RefundsOwed"
+	MetricProviderEventMismatches = "ProviderEventMismatches"
+)
 
 // Process is the rental-payment process. It is safe for concurrent use; every
 // method is idempotent, because deliveries and commands arrive at least once.
@@ -301,12 +309,12 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment.RefundOwed) {
 	p.logger.LogAttrs(ctx, slog.LevelWarn, "refund owed",
 		slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
-		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int("RefundsOwed", 1),
+		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int(MetricRefundsOwed, 1),
 		slog.Any("_aws", map[string]any{
 			"Timestamp": r.RecordedAt.UnixMilli(),
 			"CloudWatchMetrics": []map[string]any{{
 				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
-				"Metrics": []map[string]string{{"Name": "RefundsOwed", "Unit": "Count"}},
+				"Metrics": []map[string]string{{"Name": MetricRefundsOwed, "Unit": "Count"}},
 			}},
 		}))
 }
@@ -327,12 +335,12 @@ func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command
 		slog.String("paymentReference", e.Reference), slog.Any("fields", e.Fields),
 		slog.String("providerPaymentId", e.PaymentID), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
 		slog.String("recordedPaymentId", e.RecordedPaymentID), slog.Int64("recordedAmount", e.RecordedAmount), slog.String("recordedCurrency", e.RecordedCurrency),
-		slog.Bool("refundDue", e.RefundDue), slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int("ProviderEventMismatches", count),
+		slog.Bool("refundDue", e.RefundDue), slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int(MetricProviderEventMismatches, count),
 		slog.Any("_aws", map[string]any{
 			"Timestamp": r.RecordedAt.UnixMilli(),
 			"CloudWatchMetrics": []map[string]any{{
 				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
-				"Metrics": []map[string]string{{"Name": "ProviderEventMismatches", "Unit": "Count"}},
+				"Metrics": []map[string]string{{"Name": MetricProviderEventMismatches, "Unit": "Count"}},
 			}},
 		}))
 }
