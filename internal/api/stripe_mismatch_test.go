@@ -36,6 +36,7 @@ type stripeTap struct {
 	mu        sync.Mutex
 	calls     []stripeCall
 	succeeded bool
+	down      bool // answers every cancellation with Stripe's 500 api_error
 }
 
 func (tap *stripeTap) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -47,15 +48,18 @@ func (tap *stripeTap) RoundTrip(r *http.Request) (*http.Response, error) {
 	form, _ := url.ParseQuery(string(body))
 	tap.mu.Lock()
 	tap.calls = append(tap.calls, stripeCall{r.Method, r.URL.Path, form})
-	succeeded := tap.succeeded
+	succeeded, down := tap.succeeded, tap.down
 	tap.mu.Unlock()
+	answer := func(status int, v any) *http.Response {
+		b, _ := json.Marshal(v)
+		return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_tap"}},
+			Body: io.NopCloser(bytes.NewReader(b)), Request: r}
+	}
+	if down && strings.HasSuffix(r.URL.Path, "/cancel") {
+		return answer(http.StatusInternalServerError, map[string]any{"error": map[string]any{"type": "api_error", "message": "An unknown error occurred"}}), nil
+	}
 	if succeeded && strings.HasPrefix(r.URL.Path, "/v1/payment_intents/pi_") {
 		id := strings.Split(r.URL.Path, "/")[3]
-		answer := func(status int, v any) *http.Response {
-			b, _ := json.Marshal(v)
-			return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_tap"}},
-				Body: io.NopCloser(bytes.NewReader(b)), Request: r}
-		}
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/cancel") {
 			return answer(http.StatusBadRequest, map[string]any{"error": map[string]any{"type": "invalid_request_error", "code": "payment_intent_unexpected_state",
 				"message": "You cannot cancel this PaymentIntent because it has a status of succeeded."}}), nil
@@ -212,6 +216,26 @@ func TestStripeEventsApplyOnlyToThePaymentIntentRecorded(t *testing.T) {
 		paid := stripeEvent(t, "payment_intent.succeeded", "evt_won", ref, ours)
 		if r := send(paid); r.str("status") != "confirmed" || r.str("refund") != "" {
 			t.Errorf("the success: %s", r.raw)
+		}
+	})
+
+	t.Run("payment_failed when Stripe does not answer: 5xx, nothing recorded, and the redelivery rejects", func(t *testing.T) {
+		ref, ours := prepare("down")
+		tap.mu.Lock()
+		tap.down = true
+		tap.mu.Unlock()
+		body := stripeEvent(t, "payment_intent.payment_failed", "evt_failed_3", ref, ours)
+		if r := h.do(http.MethodPost, "/webhooks/stripe", body, with(anonymous, stripeSigned(body, h.now))); r.status < 500 {
+			t.Errorf("Stripe down: %d %s", r.status, r.raw)
+		}
+		if got := streamTypes(t, store, payment.StreamID(ref)); !slices.Equal(got, []string{"PaymentPrepared"}) {
+			t.Errorf("the payment's events: %v", got)
+		}
+		tap.mu.Lock()
+		tap.down = false
+		tap.mu.Unlock()
+		if r := send(body); r.str("status") != "rejected" || r.body["duplicate"] != nil {
+			t.Errorf("the redelivery: %s", r.raw)
 		}
 	})
 
