@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -322,6 +323,12 @@ type WebhookAnswer struct {
 	Duplicate bool `json:"duplicate,omitempty"`
 	// Ignored is true for an event that is not about one of our payments.
 	Ignored bool `json:"ignored,omitempty"`
+	// Mismatch is true for an event that names one of our payments but not the
+	// provider payment, amount or currency recorded for it: it changed nothing
+	// (Status is the payment's, unchanged), operators see it (rentalctl
+	// mismatches), and money it reports taken on another provider payment is
+	// refunded there or owed.
+	Mismatch bool `json:"mismatch,omitempty"`
 }
 
 func (a *API) genericWebhook(r *request) response {
@@ -364,8 +371,13 @@ func (a *API) providerWebhook(r *request, parser WebhookParser, ignoreUnknown bo
 	if err != nil {
 		return errorResponse(err)
 	}
+	if m := res.Mismatch; m != nil && !res.Duplicate {
+		a.cfg.Logger.LogAttrs(r.ctx, slog.LevelWarn, "provider event does not match its payment",
+			slog.String("provider", m.Provider), slog.String("providerEventId", m.EventID), slog.String("paymentReference", m.Reference),
+			slog.Any("fields", m.Fields), slog.Bool("refundDue", m.RefundDue))
+	}
 	return jsonResponse(http.StatusOK, WebhookAnswer{EventID: ev.EventID, PaymentReference: ev.Reference,
-		Status: string(res.Payment.Status), Refund: string(res.Payment.Refund), Duplicate: res.Duplicate})
+		Status: string(res.Payment.Status), Refund: string(res.Payment.Refund), Duplicate: res.Duplicate, Mismatch: res.Mismatch != nil})
 }
 
 // Pending-payment listing limits.

@@ -95,7 +95,7 @@ func TestBadWebhookBodiesChangeNothing(t *testing.T) {
 		status     int
 	}{
 		{"not JSON", `{"id":`, 400},
-		{"an unknown field", `{"id":"e1","type":"payment.succeeded","paymentReference":"` + ref + `","amount":1}`, 400},
+		{"an unknown field", `{"id":"e1","type":"payment.succeeded","paymentReference":"` + ref + `","price":1}`, 400},
 		{"an unknown type", event("e1", "payment.refunded", ref, ""), 400},
 		{"no id", event("", generic.TypeSucceeded, ref, ""), 400},
 		{"an id with a space", event("e 1", generic.TypeSucceeded, ref, ""), 400},

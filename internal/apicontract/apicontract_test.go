@@ -350,7 +350,7 @@ func TestValidateRequest(t *testing.T) {
 		{"a signed failure with a reason", "POST", "/webhooks/payments", nil, signed, `{"id":"e2","type":"payment.failed","paymentReference":"` + ref + `","reason":"card declined"}`, true},
 		{"a reason on a success", "POST", "/webhooks/payments", nil, signed, `{"id":"e1","type":"payment.succeeded","paymentReference":"` + ref + `","reason":"why"}`, false},
 		{"a reason too long", "POST", "/webhooks/payments", nil, signed, `{"id":"e2","type":"payment.failed","paymentReference":"` + ref + `","reason":"` + strings.Repeat("x", 501) + `"}`, false},
-		{"an unknown event field", "POST", "/webhooks/payments", nil, signed, `{"id":"e1","type":"payment.succeeded","paymentReference":"` + ref + `","amount":1}`, false},
+		{"an unknown event field", "POST", "/webhooks/payments", nil, signed, `{"id":"e1","type":"payment.succeeded","paymentReference":"` + ref + `","price":1}`, false},
 		{"an unknown event type", "POST", "/webhooks/payments", nil, signed, `{"id":"e1","type":"payment.refunded","paymentReference":"` + ref + `"}`, false},
 		{"a Stripe event", "POST", "/webhooks/stripe", nil, http.Header{"Content-Type": {"application/json; charset=utf-8"}, "Stripe-Signature": {"t=1796040000,v1=" + strings.Repeat("ab", 32) + ",v0=00"}},
 			`{"id":"evt_1","object":"event","api_version":"2026-03-25.dahlia","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1","object":"payment_intent"}},"livemode":false}`, true},

@@ -10,11 +10,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -109,8 +111,11 @@ const (
 	BikeNotTold = "bike-not-told"
 	// MoneyKept: the provider took the money for a payment already cancelled or
 	// rejected (PaymentSucceededAfterCancellation) and there is neither a refund
-	// (RefundRequested, PaymentRefunded) nor a refund owed (RefundOwed); when not
-	// quiet, only once the late success is older than the grace period.
+	// (RefundRequested, PaymentRefunded) nor a refund owed (RefundOwed); or a
+	// provider event reported money taken on a provider payment that is not the one
+	// recorded (command.ProviderEventMismatched, RefundDue) and its stream records
+	// neither its refund nor its being owed; when not quiet, only once the late
+	// success or the mismatch is older than the grace period.
 	MoneyKept = "money-kept"
 	// OpenMissing: a rental requested on its bike whose process has not completed
 	// and for which PendingPayments holds no open-process row, so the sweep cannot
@@ -294,6 +299,10 @@ type rentalSummary struct {
 	settledAt     time.Time
 	lateSuccessAt time.Time // zero unless the money arrived after the payment was given up on
 	refunded      bool      // a refund was requested, confirmed or recorded as owed
+
+	// From the receipt streams of provider events that did not match the payment:
+	// those that reported money taken elsewhere with no refund recorded, by stream.
+	unrefundedMismatches map[string]time.Time
 }
 
 func (a *auditor) rental(id string) *rentalSummary {
@@ -371,6 +380,8 @@ func (a *auditor) readStream(ctx context.Context, events EventsSource, id string
 		apply, finish = c.payment(strings.TrimPrefix(id, "payment-"))
 	case strings.HasPrefix(id, "bike-"):
 		apply, finish = c.bike()
+	case strings.HasPrefix(id, "providerevent"):
+		apply, finish = c.receipt()
 	default: // a stream the audit knows nothing about: its versions are still checked
 		apply, finish = func(eventstore.Record) error { return nil }, func() {}
 	}
@@ -614,6 +625,48 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 	return apply, finish
 }
 
+// receipt follows a provider event's receipt stream: a ProviderEventMismatched that
+// reported money taken on another provider payment must be followed by its refund
+// or its being owed.
+func (c *streamCheck) receipt() (func(eventstore.Record) error, func()) {
+	var (
+		due      bool
+		dueAt    time.Time
+		rentalID string
+		settled  bool
+	)
+	apply := func(r eventstore.Record) error {
+		switch r.Type {
+		case command.ProviderEventMismatched{}.EventType():
+			var m command.ProviderEventMismatched
+			if err := json.Unmarshal(r.Data, &m); err != nil {
+				return err
+			}
+			id, err := payment.RentalIDFor(m.Reference)
+			if err != nil {
+				return err
+			}
+			due, dueAt, rentalID = m.RefundDue, r.RecordedAt, id
+		case command.MismatchRefundRequested{}.EventType(), command.MismatchRefundOwed{}.EventType():
+			settled = true
+		}
+		return nil
+	}
+	finish := func() {
+		if !due || settled {
+			return
+		}
+		c.merge = func(a *auditor) {
+			r := a.rental(rentalID)
+			if r.unrefundedMismatches == nil {
+				r.unrefundedMismatches = map[string]time.Time{}
+			}
+			r.unrefundedMismatches[c.id] = dueAt
+		}
+	}
+	return apply, finish
+}
+
 // completionFor is the process outcome each settling event must lead to.
 var completionFor = map[string]rentalpayment.Completion{
 	"PaymentConfirmed": rentalpayment.CompletedApproved,
@@ -663,6 +716,11 @@ func (a *auditor) crossCheck(recent time.Time) {
 
 		if !r.lateSuccessAt.IsZero() && !r.refunded && (quiet || r.lateSuccessAt.Before(recent)) {
 			a.violate(MoneyKept, fmt.Sprintf("the provider took the money of rental %s at %s, after its payment was %s, and no refund or refund owed is recorded", id, r.lateSuccessAt.Format(time.RFC3339), r.settlement), paymentStream)
+		}
+		for _, stream := range slices.Sorted(maps.Keys(r.unrefundedMismatches)) {
+			if at := r.unrefundedMismatches[stream]; quiet || at.Before(recent) {
+				a.violate(MoneyKept, fmt.Sprintf("a provider event of %s reported money taken for rental %s on a provider payment that is not the one recorded, and no refund or refund owed is recorded", at.Format(time.RFC3339), id), stream)
+			}
 		}
 		if _, ok := a.open[id]; !ok && r.bikeRequested && r.completed == 0 && (quiet || r.requestedAt.Before(recent)) {
 			a.violate(OpenMissing, fmt.Sprintf("rental %s was requested at %s and its process has not completed, but PendingPayments has no open-process row for it: the sweep would not notice if it stayed stuck", id, r.requestedAt.Format(time.RFC3339)), bikeStream)

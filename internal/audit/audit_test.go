@@ -314,6 +314,28 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			detail: "no refund or refund owed",
 		},
 		{
+			name:  "money taken on another provider payment and never refunded",
+			quiet: true,
+			damage: func(w *world) {
+				mismatched := func(ref, eventID string) command.ProviderEventMismatched {
+					return command.ProviderEventMismatched{Provider: "stripe", EventID: eventID, Kind: payment.ProviderSucceeded, Reference: ref,
+						PaymentID: "pi_other", Amount: 1, Currency: "USD", Fields: []string{"paymentId", "amount", "currency"}, RefundDue: true}
+				}
+				ref := payment.ReferenceFor(w.rentals["outstanding"])
+				w.putEvent(command.ReceiptStreamID("stripe", "evt_kept"), 1, mismatched(ref, "evt_kept"))
+				// The same with its refund recorded, and one with nothing to refund, are no violation.
+				w.putEvent(command.ReceiptStreamID("stripe", "evt_refunded"), 1, mismatched(ref, "evt_refunded"))
+				w.putEvent(command.ReceiptStreamID("stripe", "evt_refunded"), 2, command.MismatchRefundRequested{Reference: ref, PaymentID: "pi_other", RefundID: "re_1"})
+				nothing := mismatched(ref, "evt_amount")
+				nothing.RefundDue = false
+				w.putEvent(command.ReceiptStreamID("stripe", "evt_amount"), 1, nothing)
+			},
+			want: func(w *world) []string {
+				return []string{"money-kept " + command.ReceiptStreamID("stripe", "evt_kept")}
+			},
+			detail: "not the one recorded",
+		},
+		{
 			name:  "a bike requested by another rental while one is requested",
 			quiet: false, // quiet, the intruder's process would be missing too
 			damage: func(w *world) {

@@ -2,6 +2,8 @@ package command
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,16 +62,38 @@ type ProviderEventReceived struct {
 // EventType returns "ProviderEventReceived".
 func (ProviderEventReceived) EventType() string { return "ProviderEventReceived" }
 
-// ReceiptStreamID returns the stream of a provider event's receipt.
+// ReceiptStreamID returns the stream of a provider event's receipt:
+// "providerevent-<provider>-<event id>" where that fits a stream id
+// (eventstore.MaxStreamIDBytes), which is where every receipt stored so far lives,
+// and otherwise "providereventsha256-<provider>-<hex SHA-256 of the event id>",
+// which always fits and never equals a key of the first form.
 func ReceiptStreamID(provider, eventID string) string {
-	return "providerevent-" + provider + "-" + eventID
+	if id := "providerevent-" + provider + "-" + eventID; len(id) <= eventstore.MaxStreamIDBytes {
+		return id
+	}
+	sum := sha256.Sum256([]byte(eventID))
+	return "providereventsha256-" + provider + "-" + hex.EncodeToString(sum[:])
 }
 
-// ProviderResult is the outcome of a provider event: the payment after it, and
-// whether this delivery repeated one already applied.
+// providerCausationID is the causation id of what a provider event records:
+// "provider-event:<provider>:<event id>", or, for an event id too long for a
+// causation id, the hex SHA-256 of the event id in its place.
+func providerCausationID(provider, eventID string) string {
+	if id := "provider-event:" + provider + ":" + eventID; len(id) <= eventstore.MaxCausationIDBytes {
+		return id
+	}
+	sum := sha256.Sum256([]byte(eventID))
+	return "provider-event:" + provider + ":sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ProviderResult is the outcome of a provider event: the payment after it, whether
+// this delivery repeated one already applied, and, for an event that does not
+// match what was recorded for the payment (which it then left unchanged), the
+// mismatch recorded.
 type ProviderResult struct {
 	Payment   payment.Payment
 	Duplicate bool
+	Mismatch  *ProviderEventMismatched
 }
 
 // preparePayment creates the payment at the provider, then records PaymentPrepared
@@ -143,11 +167,28 @@ func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (paym
 // answer, and one with other content is refused with ErrProviderEventReused. A
 // success for a payment already given up on is recorded and refunded. An event
 // for a payment we never prepared is payment.ErrPaymentNotFound, and changes
-// nothing.
+// nothing; an event id that is empty or longer than payment.MaxEventIDLength is
+// payment.ErrWebhookMalformed.
+//
+// An event applies to its payment only when what it says of the provider's payment
+// id, amount and currency is what was recorded. One that does not match changes no
+// payment: its receipt is a ProviderEventMismatched instead (ProviderResult.Mismatch),
+// which operators see, and money it reports taken on another provider payment is
+// refunded on that payment (UnexpectedRefunder), or recorded as owed.
+//
+// A failure is not the end at a provider that can cancel: the payment stays
+// payable there (the renter may try another card), so it is cancelled at the
+// provider before the rejection is recorded. A provider that says the payment
+// already succeeded makes the failure change nothing (the success confirms it); one
+// that cannot answer makes ApplyProviderEvent return its error, with nothing
+// recorded, so that the provider delivers the event again.
 func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEvent, meta Meta) (ProviderResult, error) {
 	store, ok := h.store.(eventstore.MultiStreamStore)
 	if !ok {
 		return ProviderResult{}, ErrNeedsMultiStreamStore
+	}
+	if ev.EventID == "" || len(ev.EventID) > payment.MaxEventIDLength {
+		return ProviderResult{}, fmt.Errorf("%w: provider event id must be 1 to %d bytes", payment.ErrWebhookMalformed, payment.MaxEventIDLength)
 	}
 	if ev.Reference == "" && ev.PaymentID != "" {
 		finder, ok := h.provider.(ReferenceFinder)
@@ -164,27 +205,20 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		return ProviderResult{}, fmt.Errorf("%w: %w", payment.ErrPaymentNotFound, err)
 	}
 	receiptStream := ReceiptStreamID(ev.Provider, ev.EventID)
-	if err := eventstore.ValidateStreamID(receiptStream); err != nil || ev.EventID == "" {
+	if err := eventstore.ValidateStreamID(receiptStream); err != nil {
 		return ProviderResult{}, fmt.Errorf("%w: provider event id %q", payment.ErrWebhookMalformed, ev.EventID)
 	}
 	if meta.CausationID == "" {
-		meta.CausationID = "provider-event:" + ev.Provider + ":" + ev.EventID
+		meta.CausationID = providerCausationID(ev.Provider, ev.EventID)
 	}
+	askedProvider, succeededAtProvider := false, false
 	for attempt := 1; ; attempt++ {
 		receipts, err := store.Read(ctx, receiptStream, 0)
 		if err != nil {
 			return ProviderResult{}, err
 		}
 		if len(receipts) > 0 {
-			var seen ProviderEventReceived
-			if err := json.Unmarshal(receipts[0].Data, &seen); err != nil {
-				return ProviderResult{}, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, receiptStream, err)
-			}
-			if seen.Digest != ev.Digest || seen.Reference != ev.Reference || seen.Kind != ev.Kind {
-				return ProviderResult{}, ErrProviderEventReused
-			}
-			s, err := h.Refund(ctx, ev.Reference, meta) // finish what the first delivery may not have
-			return ProviderResult{Payment: s, Duplicate: true}, err
+			return h.redelivered(ctx, ev, receiptStream, receipts, meta)
 		}
 		s, records, err := h.LoadPayment(ctx, ev.Reference)
 		if err != nil {
@@ -193,6 +227,13 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		if s.Status == "" || s.Status == payment.StatusNone {
 			return ProviderResult{}, fmt.Errorf("%w: %s", payment.ErrPaymentNotFound, ev.Reference)
 		}
+		if m, ok := mismatchOf(s, ev); ok {
+			res, err := h.recordMismatch(ctx, m, receiptStream, meta)
+			if errors.Is(err, eventstore.ErrConcurrency) {
+				continue // another delivery recorded it first: answer as a redelivery
+			}
+			return res, err
+		}
 		decided, err := payment.Decide(s, commandFor(ev))
 		if errors.Is(err, payment.ErrPaymentAlreadyConfirmed) {
 			decided, err = nil, nil // a failure or cancellation reported after the success: acknowledged, changes nothing
@@ -200,19 +241,32 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		if err != nil {
 			return ProviderResult{}, err
 		}
+		if rejects(decided) {
+			if !askedProvider {
+				// Cancelled once per call: a conflict below decides again on what
+				// the provider already said.
+				outcome, err := h.provider.CancelPayment(ctx, s.PaymentID)
+				switch {
+				case outcome == payment.AlreadySucceeded:
+					succeededAtProvider = true
+				case err != nil:
+					return ProviderResult{}, fmt.Errorf("command: cancel payment %s at the provider before rejecting it: %w", ev.Reference, err)
+				}
+				askedProvider = true
+			}
+			if succeededAtProvider {
+				decided = nil // the success wins: its own event confirms the payment
+			}
+		}
 		after := s
 		for _, e := range decided {
 			after = payment.Evolve(after, e)
 		}
-		receipt, err := json.Marshal(ProviderEventReceived{Provider: ev.Provider, EventID: ev.EventID, Kind: ev.Kind, Reference: ev.Reference, Digest: ev.Digest})
+		receipt, err := h.receiptEvent(ProviderEventReceived{Provider: ev.Provider, EventID: ev.EventID, Kind: ev.Kind, Reference: ev.Reference, Digest: ev.Digest}, meta)
 		if err != nil {
 			return ProviderResult{}, err
 		}
-		rentalID, _ := payment.RentalIDFor(ev.Reference)
-		parts := []eventstore.StreamAppend{{StreamID: receiptStream, Events: []eventstore.Event{{
-			ID: h.newID(), Type: ProviderEventReceived{}.EventType(), Data: receipt,
-			Tags: []string{"payment:" + ev.Reference, "rental:" + rentalID}, CorrelationID: rentalID, CausationID: meta.CausationID,
-		}}}}
+		parts := []eventstore.StreamAppend{{StreamID: receiptStream, Events: []eventstore.Event{receipt}}}
 		if len(decided) > 0 {
 			events, err := encode(h, payments, decided, meta)
 			if err != nil {
@@ -239,6 +293,58 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		}
 	}
 }
+
+// redelivered answers a delivery of an event whose receipt is stored: the same
+// event finishes what its first delivery may not have (a refund), another one under
+// the same id is ErrProviderEventReused.
+func (h *Handler) redelivered(ctx context.Context, ev payment.ProviderEvent, receiptStream string, receipts []eventstore.Record, meta Meta) (ProviderResult, error) {
+	var seen ProviderEventReceived // a ProviderEventMismatched has the same fields, and more
+	if err := json.Unmarshal(receipts[0].Data, &seen); err != nil {
+		return ProviderResult{}, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, receiptStream, err)
+	}
+	if seen.Digest != ev.Digest || seen.Reference != ev.Reference || seen.Kind != ev.Kind {
+		return ProviderResult{}, ErrProviderEventReused
+	}
+	if receipts[0].Type == (ProviderEventMismatched{}).EventType() {
+		m, err := h.finishMismatch(ctx, receiptStream, receipts, meta)
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		s, _, err := h.LoadPayment(ctx, ev.Reference)
+		return ProviderResult{Payment: s, Duplicate: true, Mismatch: &m}, err
+	}
+	s, err := h.Refund(ctx, ev.Reference, meta)
+	return ProviderResult{Payment: s, Duplicate: true}, err
+}
+
+// rejects reports whether decided rejects the payment.
+func rejects(decided []payment.Event) bool {
+	for _, e := range decided {
+		if _, ok := e.(payment.PaymentRejected); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// receiptEvent is the stored event of a receipt (ProviderEventReceived or
+// ProviderEventMismatched), tagged with its payment and rental.
+func (h *Handler) receiptEvent(r interface {
+	EventType() string
+	reference() string
+}, meta Meta) (eventstore.Event, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return eventstore.Event{}, err
+	}
+	rentalID, _ := payment.RentalIDFor(r.reference())
+	return eventstore.Event{
+		ID: h.newID(), Type: r.EventType(), Data: data,
+		Tags: []string{"payment:" + r.reference(), "rental:" + rentalID}, CorrelationID: rentalID, CausationID: meta.CausationID,
+	}, nil
+}
+
+func (r ProviderEventReceived) reference() string { return r.Reference }
 
 // commandFor is the payment command a provider event asks for.
 func commandFor(ev payment.ProviderEvent) payment.Command {

@@ -28,8 +28,9 @@ const (
 // exists that no consumer has decided on.
 var wakes = map[string][]string{
 	// The rental-payment process starts on a request, ends on a settlement, and
-	// sends back the money of a late success (and reports a refund owed).
-	Process: {"BikeRequested", "PaymentCancelled", "PaymentConfirmed", "PaymentRejected", "PaymentSucceededAfterCancellation", "RefundOwed"},
+	// sends back the money of a late success (and reports a refund owed, and a
+	// provider event that did not match its payment).
+	Process: {"BikeRequested", "PaymentCancelled", "PaymentConfirmed", "PaymentRejected", "PaymentSucceededAfterCancellation", "ProviderEventMismatched", "RefundOwed"},
 	// The projector keeps the outstanding payments: a payment prepared adds one,
 	// every settlement removes it (and, in precise mode, its one-time schedule). It
 	// keeps the open processes too: a request opens one, the process's completion
@@ -61,7 +62,7 @@ func Pattern(consumer string) string {
 // define them, sorted: what each consumer must have decided on.
 func EventTypes() []string {
 	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(), rentalpayment.EventTypes(),
-		[]string{command.ProviderEventReceived{}.EventType()})
+		[]string{command.ProviderEventReceived{}.EventType()}, command.MismatchEventTypes())
 	sort.Strings(types)
 	return types
 }

@@ -30,8 +30,11 @@ var decided = map[string]map[string]bool{
 	rentalpayment.TypeRequested: {eventfilter.Process: false, eventfilter.Projector: false},
 	rentalpayment.TypeCompleted: {eventfilter.Process: false, eventfilter.Projector: true},
 	// renters and provider events
-	"RentalRequested":       {eventfilter.Process: false, eventfilter.Projector: false},
-	"ProviderEventReceived": {eventfilter.Process: false, eventfilter.Projector: false},
+	"RentalRequested":         {eventfilter.Process: false, eventfilter.Projector: false},
+	"ProviderEventReceived":   {eventfilter.Process: false, eventfilter.Projector: false},
+	"ProviderEventMismatched": {eventfilter.Process: true, eventfilter.Projector: false},
+	"MismatchRefundRequested": {eventfilter.Process: false, eventfilter.Projector: false},
+	"MismatchRefundOwed":      {eventfilter.Process: false, eventfilter.Projector: false},
 }
 
 func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {

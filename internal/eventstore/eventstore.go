@@ -121,7 +121,7 @@ const (
 	MaxAppendBytes         = 4 * 1024 * 1024
 	MaxReadBackwardLimit   = 1000
 	maxCorrelationIDBytes  = 256
-	maxCausationIDBytes    = 256
+	MaxCausationIDBytes    = 256
 	recordOverheadEstimate = 256 // attribute names and number encodings, rounded up
 )
 
@@ -314,7 +314,7 @@ func validateEvent(e Event) error {
 		max         int
 	}{
 		{"correlation id", e.CorrelationID, maxCorrelationIDBytes},
-		{"causation id", e.CausationID, maxCausationIDBytes},
+		{"causation id", e.CausationID, MaxCausationIDBytes},
 	}
 	for _, f := range optional {
 		if f.value == "" {

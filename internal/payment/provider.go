@@ -61,12 +61,22 @@ type ProviderEvent struct {
 	Reference string
 	// PaymentID is the provider's id of the payment ("" if the event lacks it).
 	PaymentID string
+	// Amount, in minor units of Currency, and Currency, three upper-case letters
+	// (ISO 4217, as payments record it), are what the provider's payment is for;
+	// 0 and "" if the event does not say. An event applies to a payment only when
+	// what it says of PaymentID, Amount and Currency is what was recorded.
+	Amount   int64
+	Currency string
 	// Reason says why a payment failed (ProviderFailed only).
 	Reason string
 	// Digest identifies the event's content (a hash of what the signature covered),
 	// so that an event id sent again with another body can be refused.
 	Digest string
 }
+
+// MaxEventIDLength bounds a provider's event id, in bytes, for every provider (a
+// provider may allow fewer): Stripe's ids are at most 255 characters.
+const MaxEventIDLength = 255
 
 // Errors of webhook verification, shared by the adapters.
 var (

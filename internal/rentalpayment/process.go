@@ -76,13 +76,21 @@ type Config struct {
 	// Retry bounds how often a reaction is run again after a concurrency conflict
 	// on the process's stream.
 	Retry eventstore.RetryPolicy
-	// MetricsService is the Service dimension of the RefundsOwed metric, written
-	// to the log in Embedded Metric Format when a refund is owed.
+	// MetricsService is the Service dimension of the payment metrics (RefundsOwed,
+	// ProviderEventMismatches), written to the log in Embedded Metric Format when a
+	// refund is owed or a provider event did not match its payment.
 	MetricsService string
 }
 
 // MetricsNamespace is the CloudWatch namespace of the payment metrics.
 const MetricsNamespace = "BikeRental/Payments"
+
+// The payment metrics the process emits, with the dimension Service; the
+// template's alarms watch them.
+const (
+	MetricRefundsOwed             = "RefundsOwed"
+	MetricProviderEventMismatches = "ProviderEventMismatches"
+)
 
 // Process is the rental-payment process. It is safe for concurrent use; every
 // method is idempotent, because deliveries and commands arrive at least once.
@@ -274,6 +282,13 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 		}
 		p.refundOwed(ctx, r, e)
 		return nil
+	case command.ProviderEventMismatched{}.EventType():
+		var e command.ProviderEventMismatched
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		p.mismatched(ctx, r, e)
+		return nil
 	default:
 		return nil
 	}
@@ -294,12 +309,38 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment.RefundOwed) {
 	p.logger.LogAttrs(ctx, slog.LevelWarn, "refund owed",
 		slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
-		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int("RefundsOwed", 1),
+		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int(MetricRefundsOwed, 1),
 		slog.Any("_aws", map[string]any{
 			"Timestamp": r.RecordedAt.UnixMilli(),
 			"CloudWatchMetrics": []map[string]any{{
 				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
-				"Metrics": []map[string]string{{"Name": "RefundsOwed", "Unit": "Count"}},
+				"Metrics": []map[string]string{{"Name": MetricRefundsOwed, "Unit": "Count"}},
+			}},
+		}))
+}
+
+// mismatched reports a provider event that did not match what was recorded for its
+// payment: a log line that is also the ProviderEventMismatches metric in Embedded
+// Metric Format, which the template's alarm watches. A refund reported on a provider
+// payment that is not the recorded one (as the service's own refund of money taken
+// there reports) gives back money rather than taking it: it is logged, and counts 0.
+// A redelivered record counts again; the alarm fires on any.
+func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command.ProviderEventMismatched) {
+	count := 1
+	if e.Kind == payment.ProviderRefunded {
+		count = 0
+	}
+	p.logger.LogAttrs(ctx, slog.LevelWarn, "provider event does not match its payment",
+		slog.String("provider", e.Provider), slog.String("providerEventId", e.EventID), slog.String("kind", string(e.Kind)),
+		slog.String("paymentReference", e.Reference), slog.Any("fields", e.Fields),
+		slog.String("providerPaymentId", e.PaymentID), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
+		slog.String("recordedPaymentId", e.RecordedPaymentID), slog.Int64("recordedAmount", e.RecordedAmount), slog.String("recordedCurrency", e.RecordedCurrency),
+		slog.Bool("refundDue", e.RefundDue), slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int(MetricProviderEventMismatches, count),
+		slog.Any("_aws", map[string]any{
+			"Timestamp": r.RecordedAt.UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
+				"Metrics": []map[string]string{{"Name": MetricProviderEventMismatches, "Unit": "Count"}},
 			}},
 		}))
 }

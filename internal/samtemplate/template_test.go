@@ -28,6 +28,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/samtemplate"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/sweeptrigger"
@@ -597,6 +598,31 @@ func TestTheOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
 		}
 		if op.Security == nil || !slices.Equal(schemes, wantSchemes) {
 			t.Errorf("%s (%s): the document's security is %v, want %v", key, a, schemes, wantSchemes)
+		}
+	}
+}
+
+// TestPaymentAlarmsWatchWhatTheProcessEmits: the alarms on the payment metrics watch
+// the namespace and names the process writes in Embedded Metric Format, and fire on
+// any one.
+func TestPaymentAlarmsWatchWhatTheProcessEmits(t *testing.T) {
+	tpl := load(t)
+	for id, metric := range map[string]string{
+		"RefundsOwedAlarm":           rentalpayment.MetricRefundsOwed,
+		"ProviderEventMismatchAlarm": rentalpayment.MetricProviderEventMismatches,
+	} {
+		p := tpl.Resource(id).Get("Properties")
+		if !p.Exists() {
+			t.Errorf("%s is missing", id)
+			continue
+		}
+		if p.Get("Namespace").Str() != rentalpayment.MetricsNamespace || p.Get("MetricName").Str() != metric ||
+			p.Get("Statistic").Str() != "Sum" || p.Get("Threshold").Str() != "0" || p.Get("ComparisonOperator").Str() != "GreaterThanThreshold" {
+			t.Errorf("%s watches %s %s (%s %s %s)", id, p.Get("Namespace").Str(), p.Get("MetricName").Str(),
+				p.Get("Statistic").Str(), p.Get("ComparisonOperator").Str(), p.Get("Threshold").Str())
+		}
+		if dims := p.Get("Dimensions").Items(); len(dims) != 1 || dims[0].Get("Name").Str() != "Service" {
+			t.Errorf("%s has the dimensions %v, want Service only", id, dims)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/ident"
@@ -34,11 +35,17 @@ const (
 )
 
 // Event is the body of the generic provider's webhook, POST /webhooks/payments.
+// PaymentID, Amount and Currency are optional: an event that names them applies
+// only to a payment recorded with the same provider payment id (what CreatePayment
+// answered), amount and currency, as a Stripe event does.
 type Event struct {
 	ID               string `json:"id"`
 	Type             string `json:"type"`
 	PaymentReference string `json:"paymentReference"`
 	Reason           string `json:"reason,omitempty"`
+	PaymentID        string `json:"paymentId,omitempty"`
+	Amount           int64  `json:"amount,omitempty"`
+	Currency         string `json:"currency,omitempty"`
 }
 
 // Provider is the generic provider. Its zero value creates, cancels and refunds
@@ -70,8 +77,9 @@ func (Provider) RefundPayment(context.Context, string, string) (string, error) {
 // the event it carries. The signature covers the whole body, which names the event,
 // the payment and the outcome, so it is valid for exactly those. A bad signature is
 // payment.ErrWebhookUnauthentic (and the body is not looked at); a body that is not
-// exactly one Event, with a known type, a valid reference and id, and a reason only
-// for failures, is payment.ErrWebhookMalformed.
+// exactly one Event, with a known type, a valid reference and id, a reason only
+// for failures, and, where named, a payment id of the id's characters, a positive
+// amount and an upper-case currency, is payment.ErrWebhookMalformed.
 func (p Provider) ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error) {
 	if err := p.Verifier.Verify(header(webhook.Header), body, now); err != nil {
 		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookUnauthentic, err)
@@ -85,7 +93,8 @@ func (p Provider) ParseWebhook(header func(string) string, body []byte, now time
 	if len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) > 0 {
 		return payment.ProviderEvent{}, fmt.Errorf("%w: data after the event", payment.ErrWebhookMalformed)
 	}
-	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, Reference: e.PaymentReference, Reason: e.Reason}
+	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, Reference: e.PaymentReference, Reason: e.Reason,
+		PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency}
 	switch e.Type {
 	case TypeSucceeded:
 		out.Kind = payment.ProviderSucceeded
@@ -102,6 +111,12 @@ func (p Provider) ParseWebhook(header func(string) string, body []byte, now time
 		return payment.ProviderEvent{}, fmt.Errorf("%w: id must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", payment.ErrWebhookMalformed, MaxEventIDLength)
 	case len(e.Reason) > MaxReasonLength:
 		return payment.ProviderEvent{}, fmt.Errorf("%w: reason is over %d bytes", payment.ErrWebhookMalformed, MaxReasonLength)
+	case e.PaymentID != "" && !validEventID(e.PaymentID):
+		return payment.ProviderEvent{}, fmt.Errorf("%w: paymentId must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", payment.ErrWebhookMalformed, MaxEventIDLength)
+	case e.Amount < 0:
+		return payment.ProviderEvent{}, fmt.Errorf("%w: amount must be positive", payment.ErrWebhookMalformed)
+	case e.Currency != "" && (len(e.Currency) != 3 || strings.Trim(e.Currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != ""):
+		return payment.ProviderEvent{}, fmt.Errorf("%w: currency must be 3 upper-case letters (ISO 4217)", payment.ErrWebhookMalformed)
 	}
 	if _, err := payment.RentalIDFor(e.PaymentReference); err != nil {
 		return payment.ProviderEvent{}, fmt.Errorf("%w: paymentReference: %v", payment.ErrWebhookMalformed, err)

@@ -128,6 +128,30 @@ func TestMockRefundPayment(t *testing.T) {
 	})
 }
 
+// TestMockRefundUnexpected: the refund of a PaymentIntent that took money under our
+// reference without being the one recorded is made on that PaymentIntent, under a
+// key of its own, never the one of the recorded PaymentIntent's refund.
+func TestMockRefundUnexpected(t *testing.T) {
+	p, rec := mockProvider(t)
+	const id = "pi_3TbC4nLkdIwHu7ixSomeoneElse"
+	got, err := p.RefundUnexpected(context.Background(), id, reference)
+	if err != nil || !strings.HasPrefix(got, "re_") {
+		t.Fatalf("RefundUnexpected = %q, %v; want a Refund id", got, err)
+	}
+	reqs := rec.requests()
+	if len(reqs) != 1 || reqs[0].Method != http.MethodPost || reqs[0].Path != "/v1/refunds" {
+		t.Fatalf("requests %+v, want one POST /v1/refunds", reqs)
+	}
+	wantHeaders(t, reqs[0])
+	if reqs[0].IdempotencyKey != "refund-unexpected-"+id {
+		t.Errorf("Idempotency-Key %q, want %q", reqs[0].IdempotencyKey, "refund-unexpected-"+id)
+	}
+	wantForm(t, "refund", reqs[0].Form, map[string]string{
+		"payment_intent":      id,
+		"metadata[reference]": reference,
+	})
+}
+
 // TestMockErrors: what stripe-mock refuses, the adapter returns as *APIError, never
 // with the secret key in it.
 func TestMockErrors(t *testing.T) {

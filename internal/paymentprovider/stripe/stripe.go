@@ -14,7 +14,9 @@
 //
 // Idempotency: creating and refunding send the Idempotency-Key "create-"+reference
 // and "refund-"+reference, so that calling again for one reference, with the same
-// arguments, gives the same PaymentIntent or Refund rather than a second one. Stripe
+// arguments, gives the same PaymentIntent or Refund rather than a second one (the
+// refund of a PaymentIntent that was not the one recorded, RefundUnexpected, sends
+// "refund-unexpected-"+its id). Stripe
 // keeps idempotency keys for at least 24 hours only: a create repeated days later
 // makes a new PaymentIntent. Stripe answers a key reused with other arguments (say
 // another amount) with an idempotency_error, and replays the first answer for a key,
@@ -232,6 +234,10 @@ func (p *Provider) ReferenceOf(ctx context.Context, paymentID string) (string, e
 // the payment was refunded in full otherwise (or after Stripe forgot the key), and
 // IsTemporary says whether trying again may succeed.
 func (p *Provider) RefundPayment(ctx context.Context, paymentID, reference string) (string, error) {
+	return p.refund(ctx, paymentID, reference, "refund-"+reference)
+}
+
+func (p *Provider) refund(ctx context.Context, paymentID, reference, idempotencyKey string) (string, error) {
 	if err := checkPaymentID(paymentID); err != nil {
 		return "", err
 	}
@@ -240,7 +246,7 @@ func (p *Provider) RefundPayment(ctx context.Context, paymentID, reference strin
 	}
 	params := &stripesdk.RefundCreateParams{PaymentIntent: stripesdk.String(paymentID)}
 	params.AddMetadata(MetadataKey, reference)
-	params.SetIdempotencyKey("refund-" + reference)
+	params.SetIdempotencyKey(idempotencyKey)
 	r, err := p.sc.V1Refunds.Create(ctx, params)
 	if err != nil {
 		return "", p.wrap("refund payment", err)
@@ -253,6 +259,17 @@ func (p *Provider) RefundPayment(ctx context.Context, paymentID, reference strin
 		return "", fmt.Errorf("stripe: refund payment: refund %s is %s", r.ID, r.Status)
 	}
 	return r.ID, nil
+}
+
+// RefundUnexpected refunds in full the PaymentIntent paymentID, which took money
+// under our reference without being the PaymentIntent recorded for it: a Refund
+// with the metadata {"reference": reference} and the idempotency key
+// "refund-unexpected-"+paymentID, so that it never shares a key with the refund of
+// the recorded PaymentIntent ("refund-"+reference) and refunding again, while
+// Stripe keeps the key, answers the same Refund. Answers and errors are those of
+// RefundPayment.
+func (p *Provider) RefundUnexpected(ctx context.Context, paymentID, reference string) (string, error) {
+	return p.refund(ctx, paymentID, reference, "refund-unexpected-"+paymentID)
 }
 
 // checkReference refuses what payment.ReferenceFor cannot have made: the reference

@@ -69,7 +69,13 @@ const maxUnix = 1 << 40
 // payment_intent, are payment.ErrWebhookIgnored: to be acknowledged and dropped.
 //
 // The event has Provider Name, EventID the event's id (evt_...), PaymentID the
-// PaymentIntent's id, and Digest the hex SHA-256 of the body.
+// PaymentIntent's id, Amount and Currency the PaymentIntent's (the charge's for
+// charge.refunded; Stripe writes currencies in lower case, the event in upper case
+// as payments record them), and Digest the hex SHA-256 of the body. A
+// PaymentIntent or charge without a positive amount and a currency is
+// payment.ErrWebhookMalformed. Whether the event is about the PaymentIntent, amount
+// and currency recorded for the reference is the caller's to check: metadata is
+// only what someone holding the API key wrote.
 func (p *Provider) ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error) {
 	sig := ""
 	if header != nil {
@@ -107,7 +113,11 @@ func (p *Provider) ParseWebhook(header func(string) string, body []byte, now tim
 		if !ok {
 			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no reference of this service", payment.ErrWebhookIgnored, e.ID, pi.ID)
 		}
+		if pi.Amount <= 0 || !isCurrency(string(pi.Currency)) {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, pi.ID)
+		}
 		out.Reference, out.PaymentID = reference, pi.ID
+		out.Amount, out.Currency = pi.Amount, strings.ToUpper(string(pi.Currency))
 		switch string(e.Type) {
 		case EventPaymentSucceeded:
 			out.Kind = payment.ProviderSucceeded
@@ -147,7 +157,11 @@ func (p *Provider) ParseWebhook(header func(string) string, body []byte, now tim
 		if !ok && out.PaymentID == "" {
 			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has neither a reference of this service nor a PaymentIntent", payment.ErrWebhookIgnored, e.ID, ch.ID)
 		}
+		if ch.Amount <= 0 || !isCurrency(string(ch.Currency)) {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, ch.ID)
+		}
 		out.Kind, out.Reference = payment.ProviderRefunded, reference
+		out.Amount, out.Currency = ch.Amount, strings.ToUpper(string(ch.Currency))
 		return out, nil
 
 	default:
@@ -254,10 +268,10 @@ func failureReason(e *stripesdk.Error) string {
 	return truncate(reason, MaxReasonLength)
 }
 
-// validEventID reports whether id looks like a Stripe id: 1 to 255 characters of
-// A-Z, a-z, 0-9 and _.
+// validEventID reports whether id looks like a Stripe id: 1 to
+// payment.MaxEventIDLength characters of A-Z, a-z, 0-9 and _.
 func validEventID(id string) bool {
-	if len(id) == 0 || len(id) > 255 {
+	if len(id) == 0 || len(id) > payment.MaxEventIDLength {
 		return false
 	}
 	for i := range len(id) {

@@ -124,21 +124,21 @@ func TestParseWebhookMapsStripeEvents(t *testing.T) {
 		want payment.ProviderEvent
 	}{
 		{"succeeded", fixture(t, "events/payment_intent.succeeded.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Fz8nQ2B", Kind: payment.ProviderSucceeded, Reference: reference, PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Fz8nQ2B", Kind: payment.ProviderSucceeded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"failed", fixture(t, "events/payment_intent.payment_failed.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID,
+			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
 			Reason: "Your card was declined."}},
 		{"failed, with a code only", codeOnly, payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID,
+			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
 			Reason: "card_declined"}},
 		{"canceled", fixture(t, "events/payment_intent.canceled.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Jk5sD1P", Kind: payment.ProviderCancelled, Reference: reference, PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Jk5sD1P", Kind: payment.ProviderCancelled, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"refunded, the reference on the charge", fixture(t, "events/charge.refunded.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Uy6hN4M", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Uy6hN4M", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"refunded, only the PaymentIntent on the charge", fixture(t, "events/charge.refunded.no_metadata.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: "", PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"refunded, the reference on a listed refund", withRefunds, payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := p.ParseWebhook(headerWith(sign(c.body, webhookSecret, signedAt)), c.body, verifyAt)
@@ -268,6 +268,12 @@ func TestParseWebhookRefusesMalformed(t *testing.T) {
 		{"a charge event about a PaymentIntent", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["type"] = "charge.refunded" })},
 		{"metadata that is no map", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { object(e)["metadata"] = []any{} })},
 		{"an amount that is no number", edit(t, "events/charge.refunded.json", func(e map[string]any) { object(e)["amount"] = "lots" })},
+		{"an id over the limit", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) {
+			e["id"] = "evt_" + strings.Repeat("a", payment.MaxEventIDLength-3)
+		})},
+		{"a PaymentIntent without an amount", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(object(e), "amount") })},
+		{"a PaymentIntent without a currency", edit(t, "events/payment_intent.payment_failed.json", func(e map[string]any) { delete(object(e), "currency") })},
+		{"a refunded charge without a currency", edit(t, "events/charge.refunded.json", func(e map[string]any) { object(e)["currency"] = "" })},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := p.ParseWebhook(headerWith(sign(c.body, webhookSecret, signedAt)), c.body, verifyAt)
@@ -276,6 +282,19 @@ func TestParseWebhookRefusesMalformed(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestParseWebhookTakesIDsUpToTheLimit: an event id of payment.MaxEventIDLength
+// characters is read (one more is refused, above), and the currency Stripe writes
+// in lower case is given in upper case, as payments record it.
+func TestParseWebhookTakesIDsUpToTheLimit(t *testing.T) {
+	p := webhookProvider(t, 0)
+	id := "evt_" + strings.Repeat("a", payment.MaxEventIDLength-4)
+	body := edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["id"] = id })
+	got, err := p.ParseWebhook(headerWith(sign(body, webhookSecret, signedAt)), body, verifyAt)
+	if err != nil || got.EventID != id || got.Currency != "EUR" || got.Amount != 1500 {
+		t.Fatalf("ParseWebhook = %+v, %v", got, err)
 	}
 }
 
