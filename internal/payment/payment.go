@@ -97,6 +97,10 @@ type Payment struct {
 // no refund has been recorded for it yet.
 func (s Payment) RefundDue() bool { return s.LateSuccess && s.Refund == RefundStatusNone }
 
+// Payable reports whether the payment can still be paid: it is prepared and has not
+// settled in any way. Only then is its client secret shown to its renter.
+func (s Payment) Payable() bool { return s.Status == StatusPrepared }
+
 // Event is a fact in a payment's stream. EventType returns the struct's type
 // name, which is the stored event type: renaming an event is a schema change.
 type Event interface{ EventType() string }
