@@ -57,7 +57,9 @@ func TestAnEndedPaymentOffersNothingToPayWith(t *testing.T) {
 
 		for name, end := range map[string]func(ref string) payment.Command{
 			"confirmed": func(ref string) payment.Command { return payment.ConfirmPayment{Reference: ref} },
-			"rejected":  func(ref string) payment.Command { return payment.RejectPayment{Reference: ref, Reason: "card declined"} },
+			"rejected": func(ref string) payment.Command {
+				return payment.RejectPayment{Reference: ref, Reason: "card declined"}
+			},
 			"cancelled": func(ref string) payment.Command { return payment.CancelPayment{Reference: ref} },
 		} {
 			renter := "renter-" + name
