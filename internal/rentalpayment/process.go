@@ -238,8 +238,9 @@ func (p *Process) encode(rentalID string, decided []Event, meta command.Meta) ([
 }
 
 // Handle reacts to one event record of the Events table: BikeRequested starts the
-// process, PaymentConfirmed, PaymentRejected and PaymentCancelled end it; every other
-// type is ignored. It is idempotent: a record handled twice, or handled again after
+// process, PaymentConfirmed, PaymentRejected and PaymentCancelled end it; a late
+// success is refunded, and a refund owed or a cancellation owed to the provider is
+// reported as a metric; every other type is ignored. It is idempotent: a record handled twice, or handled again after
 // a crash anywhere inside, ends in the same state as handled once. A settled payment
 // whose process has not started yet returns an error matching ErrProcessNotStarted,
 // so that the record is retried rather than dropped.
@@ -274,6 +275,13 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 		}
 		p.refundOwed(ctx, r, e)
 		return nil
+	case "CancellationOwedAtProvider":
+		var e payment.CancellationOwedAtProvider
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		p.cancellationOwed(ctx, r, e)
+		return nil
 	default:
 		return nil
 	}
@@ -292,16 +300,32 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 // in Embedded Metric Format, which the template's alarm watches. A redelivered
 // record counts again; the alarm fires on any.
 func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment.RefundOwed) {
-	p.logger.LogAttrs(ctx, slog.LevelWarn, "refund owed",
-		slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
-		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int("RefundsOwed", 1),
+	p.count(ctx, r, "refund owed", "RefundsOwed",
+		slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency))
+}
+
+// cancellationOwed reports a cancellation owed to the provider: a log line that is
+// also the CancellationsOwed metric in Embedded Metric Format, which the template's
+// alarm watches (the sweep makes the cancellation later, and reports those still
+// owed after each run). A redelivered record counts again; the alarm fires on any.
+func (p *Process) cancellationOwed(ctx context.Context, r eventstore.Record, e payment.CancellationOwedAtProvider) {
+	p.count(ctx, r, "cancellation owed to the provider", "CancellationsOwed",
+		slog.String("paymentReference", e.Reference), slog.String("paymentId", e.PaymentID), slog.Int("attempts", e.Attempts))
+}
+
+// count writes a warning that is also one count of metric, in Embedded Metric
+// Format, in MetricsNamespace with the dimension Service, stamped with the
+// record's time.
+func (p *Process) count(ctx context.Context, r eventstore.Record, msg, metric string, attrs ...slog.Attr) {
+	p.logger.LogAttrs(ctx, slog.LevelWarn, msg, append(attrs,
+		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int(metric, 1),
 		slog.Any("_aws", map[string]any{
 			"Timestamp": r.RecordedAt.UnixMilli(),
 			"CloudWatchMetrics": []map[string]any{{
 				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
-				"Metrics": []map[string]string{{"Name": "RefundsOwed", "Unit": "Count"}},
+				"Metrics": []map[string]string{{"Name": metric, "Unit": "Count"}},
 			}},
-		}))
+		}))...)
 }
 
 func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e rental.BikeRequested) error {
