@@ -27,11 +27,16 @@ type Index interface {
 	// OpenBefore returns every rental whose process has been open since before the
 	// cutoff, oldest first, and how many items it read.
 	OpenBefore(ctx context.Context, cutoff time.Time) ([]Open, int, error)
+	// OpenAndOwed is OpenBefore, and also returns every cancellation owed to the
+	// provider (OwedCancellations), from the same reads: the sweep's one look at
+	// both, which reads nothing more than OpenBefore when nothing is owed.
+	OpenAndOwed(ctx context.Context, cutoff time.Time) ([]Open, []OwedCancellation, int, error)
 	// Get returns the outstanding payment with the given reference; ok is false when
 	// it is not outstanding (never projected, or settled).
 	Get(ctx context.Context, reference string) (row Pending, ok bool, err error)
 	// OwedCancellations returns every payment whose cancellation is owed to the
-	// provider, oldest first, and how many items it read. It never scans.
+	// provider, oldest first, and how many items it read. It never scans, and
+	// reads no open process.
 	OwedCancellations(ctx context.Context) ([]OwedCancellation, int, error)
 }
 

@@ -166,6 +166,13 @@ func (m *Memory) Get(_ context.Context, reference string) (Pending, bool, error)
 	return p.row, true, nil
 }
 
+// OpenAndOwed implements Index.
+func (m *Memory) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]Open, []OwedCancellation, int, error) {
+	open, n, _ := m.OpenBefore(ctx, cutoff)
+	owed, k, _ := m.OwedCancellations(ctx)
+	return open, owed, n + k, nil
+}
+
 // OwedCancellations implements Index.
 func (m *Memory) OwedCancellations(context.Context) ([]OwedCancellation, int, error) {
 	m.mu.Lock()

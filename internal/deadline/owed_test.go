@@ -132,7 +132,7 @@ func TestTheSweepWithoutARetrierOnlyReportsOwedCancellations(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, err := (&deadline.Sweeper{Index: m, Canceller: &recording{}, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, time.Now())
-	if err != nil || sum.CancellationsOwed != 1 || sum.CancellationsLeft != 1 || sum.OwedItemsRead != 1 {
+	if err != nil || sum.CancellationsOwed != 1 || sum.CancellationsLeft != 1 || sum.StuckItemsRead != 1 {
 		t.Errorf("%+v, %v", sum, err)
 	}
 }

@@ -96,12 +96,11 @@ type Summary struct {
 	// CancellationsOwed is how many cancellations owed to the provider the sweep
 	// found, CancellationsMade how many of them the provider has now confirmed (or
 	// found succeeded, which is refunded), and CancellationsLeft how many are still
-	// owed after it (the next sweep tries again). OwedItemsRead is how many items
-	// DynamoDB read to find them.
+	// owed after it (the next sweep tries again). The reads that find the stuck
+	// rentals find them too (StuckItemsRead counts them).
 	CancellationsOwed int `json:"cancellationsOwed"`
 	CancellationsMade int `json:"cancellationsMade"`
 	CancellationsLeft int `json:"cancellationsLeft"`
-	OwedItemsRead     int `json:"owedItemsRead"`
 	// RentalID names the one rental a payment's own deadline swept (SweepOne).
 	RentalID string `json:"rentalId,omitempty"`
 }
@@ -203,13 +202,12 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 	}
 	workers.Wait()
 	if work.Err() == nil {
-		if err := s.stuck(work, logger, &sum, found); err != nil && work.Err() == nil {
+		owed, err := s.stuck(work, logger, &sum, found)
+		if err != nil && work.Err() == nil {
 			queryErrs = append(queryErrs, err)
 		}
-	}
-	if work.Err() == nil {
-		if err := s.owed(work, logger, &sum, meta, concurrency); err != nil && work.Err() == nil {
-			queryErrs = append(queryErrs, err)
+		if err == nil && work.Err() == nil {
+			s.owed(work, logger, &sum, owed, meta, concurrency)
 		}
 	}
 	sum.Incomplete = work.Err() != nil && ctx.Err() == nil
@@ -223,12 +221,7 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 // while the provider is down each is tried once per sweep, until the provider
 // confirms it. Out of time, the rest are left for the next sweep (and counted as
 // left).
-func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, meta command.Meta, concurrency int) error {
-	rows, read, err := s.Index.OwedCancellations(ctx)
-	sum.OwedItemsRead = read
-	if err != nil {
-		return err
-	}
+func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, rows []OwedCancellation, meta command.Meta, concurrency int) {
 	sum.CancellationsOwed = len(rows)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -263,7 +256,6 @@ func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, m
 		}()
 	}
 	wg.Wait()
-	return nil
 }
 
 // stuck finds the rentals whose process has stayed open past the timeout plus the
@@ -271,12 +263,13 @@ func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, m
 // there are none on a healthy day. Each is logged with its case. A rental whose
 // payment this very sweep found overdue (found) is not stuck: its cancellation is
 // under way (that happens when sweeps did not run for longer than the grace).
-func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) error {
+// It returns the cancellations owed to the provider, which the same reads find.
+func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) ([]OwedCancellation, error) {
 	sum.StuckCutoff = s.Policy.StuckCutoff(sum.Now)
-	all, read, err := s.Index.OpenBefore(ctx, sum.StuckCutoff)
+	all, owed, read, err := s.Index.OpenAndOwed(ctx, sum.StuckCutoff)
 	sum.StuckItemsRead = read
 	if err != nil {
-		return err
+		return nil, err
 	}
 	open := slices.DeleteFunc(all, func(o Open) bool { return found[o.RentalID] })
 	sum.Stuck = len(open)
@@ -305,7 +298,7 @@ func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, 
 			logger.LogAttrs(ctx, slog.LevelError, "sweep: stuck rental left for an operator", attrs...)
 		}
 	}
-	return nil
+	return owed, nil
 }
 
 type summaryJSON Summary

@@ -22,12 +22,11 @@ import (
 // (payment.CancellationOwedAtProvider): created with that event, stamped with its
 // time, and settled when the provider confirms the cancellation or a success
 // arrives meanwhile. Its key is the payment's stream id, and it is in the same
-// index, under due shards of its own ("owed-0", "owed-1", …), so that no other
-// query reads one. The sweep reads them all, a query per shard, and tries each
-// again (Sweeper.Sweep).
-
-// OwedShardPrefix starts the due shard of every owed cancellation's row.
-const OwedShardPrefix = "owed-"
+// index under the open processes' due shards ("open-0", "open-1", …), stamped
+// with the time it became owed negated (-Unix milliseconds; the index carries
+// keys only), so that the sweep's query for stuck rentals, whose cutoff is always
+// later, finds every one first, and reads nothing more when none is owed: the
+// sweep then tries each again (Sweeper.Sweep). No payment query reads one.
 
 // settledMarker is the settled value of an owed cancellation's row once settled.
 const settledMarker = "cancellation-settled"
@@ -62,12 +61,21 @@ func (p *Projection) owed(ctx context.Context, ref string, r eventstore.Record) 
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":rental": &types.AttributeValueMemberS{Value: rentalID},
-			":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(r.RecordedAt.UnixMilli(), 10)},
-			":shard":  &types.AttributeValueMemberS{Value: OwedShardPrefix + p.ShardOf(ref)},
+			":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(-r.RecordedAt.UnixMilli(), 10)},
+			":shard":  &types.AttributeValueMemberS{Value: p.owedShardOf(ref)},
 		},
 	})
 	return ignoreFailedCondition(err, key)
 }
+
+// owedShardOf returns the index partition of a payment's owed-cancellation row.
+func (p *Projection) owedShardOf(reference string) string {
+	return OpenShardPrefix + p.ShardOf(reference)
+}
+
+// owedCutoff is the cutoff of a query of the open processes' partitions that finds
+// the owed cancellations alone: they are stamped below 0 in the index.
+var owedCutoff = time.UnixMilli(0)
 
 // cancellationSettled turns a payment's owed-cancellation row into a marker that
 // leaves the index and that DynamoDB's TTL deletes later. Settling is final, so the
@@ -107,28 +115,33 @@ func decodeOwed(item map[string]types.AttributeValue) (deadline.OwedCancellation
 		return deadline.OwedCancellation{}, fmt.Errorf("deadline: owed-cancellation row %q: not a payment's key", key.Value)
 	}
 	ms, err := strconv.ParseInt(at.Value, 10, 64)
-	if err != nil {
+	if err != nil || ms > 0 {
 		return deadline.OwedCancellation{}, fmt.Errorf("deadline: owed-cancellation row %s: %s %q", key.Value, schema.PendingPreparedAt, at.Value)
 	}
 	rentalID, _ := payment.RentalIDFor(ref)
-	return deadline.OwedCancellation{Reference: ref, RentalID: rentalID, OwedAt: time.UnixMilli(ms).UTC()}, nil
+	return deadline.OwedCancellation{Reference: ref, RentalID: rentalID, OwedAt: time.UnixMilli(-ms).UTC()}, nil
 }
 
 // OwedCancellations implements deadline.Index: one Query per shard of the index,
-// never a scan. It also returns how many items DynamoDB read.
+// for the rows stamped below 0, never a scan. It also returns how many items DynamoDB
+// read.
 func (p *Projection) OwedCancellations(ctx context.Context) ([]deadline.OwedCancellation, int, error) {
-	var all []deadline.OwedCancellation
-	read := 0
-	for s := range p.shards {
-		n, err := queryIndex(ctx, p, OwedShardPrefix+strconv.Itoa(s), time.Time{}, 0, decodeOwed, func(page []deadline.OwedCancellation) bool {
-			all = append(all, page...)
-			return true
-		})
-		read += n
-		if err != nil {
-			return nil, read, err
-		}
+	_, owed, read, err := p.OpenAndOwed(ctx, owedCutoff)
+	return owed, read, err
+}
+
+// openOrOwed is one row of the open processes' partitions: an open process or an
+// owed cancellation, told apart by its key.
+type openOrOwed struct {
+	open *deadline.Open
+	owed *deadline.OwedCancellation
+}
+
+func decodeOpenOrOwed(item map[string]types.AttributeValue) (openOrOwed, error) {
+	if key, ok := item[schema.PendingReference].(*types.AttributeValueMemberS); ok && strings.HasPrefix(key.Value, payment.StreamID("")) {
+		o, err := decodeOwed(item)
+		return openOrOwed{owed: &o}, err
 	}
-	deadline.SortOwed(all)
-	return all, read, nil
+	o, err := decodeOpen(item)
+	return openOrOwed{open: &o}, err
 }

@@ -99,7 +99,7 @@ func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 		if err != nil || c.Settled {
 			return err
 		}
-		key, shard = OwedKey(c.Reference), OwedShardPrefix+p.ShardOf(c.Reference)
+		key, shard = OwedKey(c.Reference), p.owedShardOf(c.Reference)
 	} else if c, ok, err := deadline.PaymentChangeOf(r); err != nil || !ok || c.Settled != "" {
 		return err
 	} else {
