@@ -58,7 +58,8 @@ func (m *Memory) shardOf(key string) int {
 
 // Apply projects one record: a payment prepared is outstanding until it settles,
 // and a settlement is final, whatever order they come in; a request opens a rental's
-// process until its completion, which is final too. Records of other types, and
+// process until its completion, which is final too; a cancellation owed to the
+// provider stays owed until it is settled, which is final too. Records of other types, and
 // payments that belong to no rental, change nothing. A record of one of those types
 // that does not decode is an error wrapping eventstore.ErrCorruptRecord.
 func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {

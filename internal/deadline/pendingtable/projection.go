@@ -1,7 +1,8 @@
 // Package pendingtable is the PendingPayments table: the DynamoDB projection the
 // sweep reads through deadline.Index. One row per outstanding payment, stamped with
-// the time the payment was prepared, and one per rental whose process is open,
-// stamped with the time its bike was requested, both in the ByPreparedAt index,
+// the time the payment was prepared, one per rental whose process is open,
+// stamped with the time its bike was requested, and one per cancellation owed to
+// the payment provider (owed.go), all in the ByPreparedAt index,
 // spread over write shards; written only from events, by the projector, and
 // conditional on what the row already reflects, so that replays change nothing.
 package pendingtable
