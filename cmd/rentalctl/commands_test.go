@@ -385,10 +385,11 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 	// Now: the ghost has no process, the other is cancelled.
 	r = must(t, e, "sweep")
 	lines = strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "swept as of ") ||
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "swept as of ") ||
 		lines[1] != "found 2 overdue payments: 1 cancelled, 0 declined, 1 nothing to do, 0 failed" ||
 		!strings.HasPrefix(lines[2], "read 2 index items; the oldest payment was overdue by 1h45m") ||
-		!strings.HasPrefix(lines[3], "found 0 stuck rentals (open since before ") {
+		!strings.HasPrefix(lines[3], "found 0 stuck rentals (open since before ") ||
+		lines[4] != "found 0 cancellations owed to the provider: 0 made, 0 still owed" {
 		t.Errorf("sweep:\n%s", r.stdout)
 	}
 	// No process runs here to release the bike: the rental is ending, not ended.

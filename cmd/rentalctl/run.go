@@ -65,6 +65,7 @@ var commands = []subcommand{
 	{"sweep", "", "run the sweep now or --at a time; --dry-run only lists", runSweep},
 	{"refunds", "", "refunds owed for rentals that did not get their bike, oldest first", runRefunds},
 	{"mismatches", "", "provider events that did not match the payment recorded, oldest first", runMismatches},
+	{"cancellations", "", "cancellations owed to the payment provider, oldest first", runCancellations},
 	{"repair", "RENTAL_ID | --stuck", "deliver a rental's records again to the process and the projector", runRepair},
 	{"audit", "", "check the service's invariants across both tables", runAudit},
 	{"rebuild", "", "rebuild PendingPayments, with the sweep's schedule paused", runRebuild},

@@ -127,6 +127,7 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	if repairs != nil {
 		sweeper.Repairer = repairs
 	}
+	sweeper.Retrier = s.Commands
 	sum, sweepErr := sweeper.Sweep(ctx, now)
 	if asJSON {
 		if err := c.printJSON(sum); err != nil {
@@ -144,6 +145,8 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(c.stdout)
 		fmt.Fprintf(c.stdout, "found %s (open since before %s): %d repaired, %d left for an operator\n",
 			count(sum.Stuck, "stuck rental"), timestamp(sum.StuckCutoff), sum.StuckRepaired, sum.StuckLeft)
+		fmt.Fprintf(c.stdout, "found %s owed to the provider: %d made, %d still owed\n",
+			count(sum.CancellationsOwed, "cancellation"), sum.CancellationsMade, sum.CancellationsLeft)
 		if sum.Incomplete {
 			fmt.Fprintln(c.stdout, "stopped early for its deadline: the next sweep does the rest")
 		}
@@ -155,6 +158,8 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("sweep: %s failed (logged above); the next sweep tries again", count(sum.Failed, "cancellation"))
 	case sum.StuckLeft > 0:
 		return fmt.Errorf("sweep: %s not repaired (logged above, with their cases): see rentalctl repair -h", count(sum.StuckLeft, "stuck rental"))
+	case sum.CancellationsLeft > 0:
+		return fmt.Errorf("sweep: %s still owed to the provider (logged above); the next sweep tries again: see rentalctl cancellations", count(sum.CancellationsLeft, "cancellation"))
 	}
 	return nil
 }

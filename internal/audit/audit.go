@@ -124,6 +124,15 @@ const (
 	// OpenStale: an open-process row for a rental whose process completed; when not
 	// quiet, only once the completion is older than the grace.
 	OpenStale = "open-stale"
+	// OwedMissing: a payment whose cancellation is owed to the provider
+	// (CancellationOwedAtProvider, neither made since nor overtaken by a late
+	// success) without an owed-cancellation row in PendingPayments, so the sweep
+	// would never make it; when not quiet, only once it is older than the grace.
+	OwedMissing = "owed-missing"
+	// OwedStale: an owed-cancellation row for a payment that owes the provider
+	// nothing (the cancellation was made, a success overtook it, or it was never
+	// owed); when not quiet, only once that is older than the grace.
+	OwedStale = "owed-stale"
 )
 
 // Violation is one broken invariant.
@@ -150,7 +159,7 @@ func (v Violation) String() string {
 }
 
 // Repairable lists the invariants a repair of the rental mends.
-var Repairable = []string{ProcessNotStarted, ProcessNotCompleted, BikeNotTold, PendingMissing, OpenMissing, OpenStale}
+var Repairable = []string{ProcessNotStarted, ProcessNotCompleted, BikeNotTold, PendingMissing, OpenMissing, OpenStale, OwedMissing, OwedStale}
 
 // stuck records the rental of the last violation when the repair mends it.
 func (a *auditor) stuck(rentalID string) {
@@ -232,7 +241,7 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &auditor{opts: opts, rentals: make(map[string]*rentalSummary), rows: make(map[string]PendingRow), open: make(map[string]PendingRow)}
+	a := &auditor{opts: opts, rentals: make(map[string]*rentalSummary), rows: make(map[string]PendingRow), open: make(map[string]PendingRow), owed: make(map[string]PendingRow)}
 
 	pendingStart := opts.Now()
 	err := pending.PendingRows(ctx, func(row PendingRow) error {
@@ -245,6 +254,10 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 		}
 		if id, ok := strings.CutPrefix(row.Reference, rentalpayment.StreamID("")); ok {
 			a.open[id] = row // a rental's open process
+			return nil
+		}
+		if ref, ok := strings.CutPrefix(row.Reference, payment.StreamID("")); ok {
+			a.owed[ref] = row // a cancellation owed to the provider
 			return nil
 		}
 		a.rows[row.Reference] = row
@@ -272,6 +285,7 @@ type auditor struct {
 	rentals     map[string]*rentalSummary
 	rows        map[string]PendingRow // outstanding rows by reference
 	open        map[string]PendingRow // open-process rows by rental id
+	owed        map[string]PendingRow // owed-cancellation rows by payment reference
 	violations  []Violation
 }
 
@@ -299,10 +313,20 @@ type rentalSummary struct {
 	settledAt     time.Time
 	lateSuccessAt time.Time // zero unless the money arrived after the payment was given up on
 	refunded      bool      // a refund was requested, confirmed or recorded as owed
+	// cancellationOwedAt is when a cancellation became owed to the provider (zero
+	// if none did), cancellationMadeAt when the provider confirmed it.
+	cancellationOwedAt time.Time
+	cancellationMadeAt time.Time
 
 	// From the receipt streams of provider events that did not match the payment:
 	// those that reported money taken elsewhere with no refund recorded, by stream.
 	unrefundedMismatches map[string]time.Time
+}
+
+// owesCancellation reports whether the payment still owes the provider its
+// cancellation, as payment.Payment.CancellationDue has it.
+func (r *rentalSummary) owesCancellation() bool {
+	return !r.cancellationOwedAt.IsZero() && r.cancellationMadeAt.IsZero() && r.lateSuccessAt.IsZero()
 }
 
 func (a *auditor) rental(id string) *rentalSummary {
@@ -577,6 +601,8 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 		settledAt     time.Time
 		lateSuccessAt time.Time
 		refunded      bool
+		owedAt        time.Time
+		madeAt        time.Time
 	)
 	apply := func(r eventstore.Record) error {
 		e, err := payment.DecodeEvent(r.Type, r.Data)
@@ -599,6 +625,14 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 			}
 		case payment.RefundRequested, payment.RefundOwed, payment.PaymentRefunded:
 			refunded = true
+		case payment.CancellationOwedAtProvider:
+			if owedAt.IsZero() {
+				owedAt = r.RecordedAt
+			}
+		case payment.CancellationDoneAtProvider:
+			if madeAt.IsZero() {
+				madeAt = r.RecordedAt
+			}
 		}
 		return nil
 	}
@@ -617,6 +651,7 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 			r.prepared, r.preparedAt = prepared, preparedAt
 			r.settlements, r.settledAt = len(settlements), settledAt
 			r.lateSuccessAt, r.refunded = lateSuccessAt, refunded
+			r.cancellationOwedAt, r.cancellationMadeAt = owedAt, madeAt
 			if len(settlements) > 0 {
 				r.settlement, _, _ = strings.Cut(settlements[0], " ")
 			}
@@ -730,6 +765,10 @@ func (a *auditor) crossCheck(recent time.Time) {
 			a.violate(OpenStale, fmt.Sprintf("PendingPayments holds the process of rental %s as open, but it completed (%s) at %s", id, r.outcome, r.completedAt.Format(time.RFC3339)), processStream)
 			a.stuck(id)
 		}
+		if _, ok := a.owed[payment.ReferenceFor(id)]; !ok && r.owesCancellation() && (quiet || r.cancellationOwedAt.Before(recent)) {
+			a.violate(OwedMissing, fmt.Sprintf("the cancellation of payment %s is owed to the provider since %s, but PendingPayments has no owed-cancellation row for it: the sweep would never make it", payment.ReferenceFor(id), r.cancellationOwedAt.Format(time.RFC3339)), paymentStream)
+			a.stuck(id)
+		}
 		if r.prepared && r.settlements == 0 {
 			if _, ok := a.rows[payment.ReferenceFor(id)]; !ok && (quiet || r.preparedAt.Before(recent)) {
 				a.violate(PendingMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but PendingPayments has no outstanding row for it", payment.ReferenceFor(id), r.preparedAt.Format(time.RFC3339)), paymentStream)
@@ -738,6 +777,7 @@ func (a *auditor) crossCheck(recent time.Time) {
 		}
 	}
 
+	a.checkOwedRows(recent)
 	refs := make([]string, 0, len(a.rows))
 	for ref := range a.rows {
 		refs = append(refs, ref)
@@ -758,6 +798,42 @@ func (a *auditor) crossCheck(recent time.Time) {
 		case r.settlements > 0:
 			if quiet || r.settledAt.Before(recent) {
 				a.violate(PendingStale, fmt.Sprintf("PendingPayments has an outstanding row for %s, which settled with %s at %s", ref, r.settlement, r.settledAt.Format(time.RFC3339)), stream)
+			}
+		}
+	}
+}
+
+// checkOwedRows reports the owed-cancellation rows of payments that owe the
+// provider nothing.
+func (a *auditor) checkOwedRows(recent time.Time) {
+	refs := make([]string, 0, len(a.owed))
+	for ref := range a.owed {
+		refs = append(refs, ref)
+	}
+	slices.Sort(refs)
+	for _, ref := range refs {
+		row := a.owed[ref]
+		var r *rentalSummary
+		id, err := payment.RentalIDFor(ref)
+		if err == nil {
+			r = a.rentals[id]
+		}
+		switch {
+		case r == nil || r.cancellationOwedAt.IsZero():
+			if a.opts.Quiet || row.PreparedAt.Before(recent) {
+				a.violate(OwedStale, fmt.Sprintf("PendingPayments owes the provider the cancellation of %s, which was never owed", ref), payment.StreamID(ref))
+				if r != nil {
+					a.stuck(id)
+				}
+			}
+		case !r.owesCancellation():
+			settled := r.cancellationMadeAt
+			if settled.IsZero() || (!r.lateSuccessAt.IsZero() && r.lateSuccessAt.Before(settled)) {
+				settled = r.lateSuccessAt
+			}
+			if a.opts.Quiet || settled.Before(recent) {
+				a.violate(OwedStale, fmt.Sprintf("PendingPayments owes the provider the cancellation of %s, which owes nothing since %s", ref, settled.Format(time.RFC3339)), payment.StreamID(ref))
+				a.stuck(id)
 			}
 		}
 	}

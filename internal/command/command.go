@@ -42,6 +42,8 @@ type Handler struct {
 	newID      func() string
 	maxPending int
 	provider   PaymentProvider
+	// cancelRetry bounds the retries of a cancellation the provider did not answer.
+	cancelRetry eventstore.RetryPolicy
 }
 
 // Option configures a Handler.
@@ -62,7 +64,7 @@ func WithEventIDs(newID func() string) Option { return func(h *Handler) { h.newI
 
 // New returns a Handler on store.
 func New(store eventstore.Store, opts ...Option) *Handler {
-	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, provider: defaultProvider}
+	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, provider: defaultProvider, cancelRetry: DefaultCancelRetry}
 	for _, o := range opts {
 		o(h)
 	}
@@ -197,6 +199,8 @@ func referenceOf(c payment.Command) (string, error) {
 	case payment.OweRefund:
 		return c.Reference, nil
 	case payment.ConfirmRefund:
+		return c.Reference, nil
+	case payment.RecordCancelledAtProvider:
 		return c.Reference, nil
 	}
 	return "", fmt.Errorf("%w: unknown command %T", payment.ErrInvalidCommand, c)

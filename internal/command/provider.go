@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
@@ -22,7 +23,9 @@ type PaymentProvider interface {
 	// twice for one reference must be the same payment.
 	CreatePayment(ctx context.Context, reference string, amount int64, currency string) (payment.Created, error)
 	// CancelPayment calls a payment off at the provider, and says whether it did,
-	// whether the payment had already succeeded, or that it cannot say.
+	// whether the payment had already succeeded, that the provider cannot cancel
+	// at all (payment.CancelNotSupported), or that it did not answer
+	// (payment.ProviderCannotSay, with the error).
 	CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, error)
 	// RefundPayment refunds a payment; refunding twice for one reference must be one
 	// refund. payment.ErrRefundNotSupported: the provider cannot refund.
@@ -117,21 +120,28 @@ func (h *Handler) preparePayment(ctx context.Context, c payment.PreparePayment, 
 	return runFrom(ctx, h, payments, payment.StreamID(c.Reference), records, payment.Command(c), meta)
 }
 
-// cancelPayment asks the provider first: a payment that already succeeded there is
-// declined (payment.ErrPaymentAlreadyConfirmed) and nothing is recorded; otherwise,
-// whether the provider cancelled it or cannot say, PaymentCancelled is recorded,
-// and a success that arrives later is refunded.
+// cancelPayment asks the provider first (cancelAtProvider: temporary failures are
+// tried again within the command's budget): a payment that already succeeded there
+// is declined (payment.ErrPaymentAlreadyConfirmed) and nothing is recorded;
+// otherwise PaymentCancelled is recorded, so that the bike is released on time. If
+// the provider did not answer, CancellationOwedAtProvider is recorded with it: the
+// cancellation stays owed, and RetryCancellation makes it later. A provider that
+// cannot cancel at all (payment.CancelNotSupported) owes nothing. Either way a
+// success that arrives later is refunded.
 func (h *Handler) cancelPayment(ctx context.Context, c payment.CancelPayment, meta Meta) (Result[payment.Payment], error) {
 	s, records, err := h.LoadPayment(ctx, c.Reference)
 	if err != nil {
 		return Result[payment.Payment]{}, err
 	}
+	c.UnansweredAttempts = 0 // only the provider's answer, below, sets it
 	if s.Status == payment.StatusPrepared {
-		outcome, err := h.provider.CancelPayment(ctx, s.PaymentID)
+		outcome, attempts, err := h.cancelAtProvider(ctx, s.PaymentID)
 		switch {
 		case outcome == payment.AlreadySucceeded:
 			return Result[payment.Payment]{State: s}, payment.ErrPaymentAlreadyConfirmed
-		case err != nil && outcome != payment.ProviderCannotSay:
+		case outcome == payment.ProviderCannotSay:
+			c.UnansweredAttempts = attempts
+		case err != nil:
 			return Result[payment.Payment]{}, fmt.Errorf("command: cancel payment %s at the provider: %w", c.Reference, err)
 		}
 	}
@@ -139,6 +149,96 @@ func (h *Handler) cancelPayment(ctx context.Context, c payment.CancelPayment, me
 	// meanwhile, the append conflicts and the decision is made again.
 	return runFrom(ctx, h, payments, payment.StreamID(c.Reference), records, payment.Command(c), meta)
 }
+
+// DefaultCancelRetry bounds how often a cancellation the provider did not answer
+// is tried again within one command, and how long it waits in between: about two
+// seconds at most in all, well inside an API request's and a sweep's budget.
+var DefaultCancelRetry = eventstore.RetryPolicy{MaxAttempts: 3, BaseDelay: 400 * time.Millisecond, MaxDelay: 1600 * time.Millisecond}
+
+// cancelMargin is how much of the context's time a retry of a cancellation leaves
+// for recording what happened: a wait that would end within it is not started.
+const cancelMargin = 2 * time.Second
+
+// WithCancelRetry sets how a cancellation the provider did not answer is retried
+// within one command (DefaultCancelRetry by default; MaxAttempts below 1 keeps it).
+func WithCancelRetry(p eventstore.RetryPolicy) Option {
+	return func(h *Handler) {
+		if p.MaxAttempts >= 1 {
+			h.cancelRetry = p
+		}
+	}
+}
+
+// cancelAtProvider asks the provider to cancel paymentID, and asks again, with
+// backoff, while it does not answer (payment.ProviderCannotSay with an error that
+// payment.Temporary says may pass), up to the retry policy's attempts and never
+// past the context's deadline less cancelMargin. It returns the last answer, how
+// many times the provider was asked, and the last error. An unknown outcome with
+// an error is returned as it is: nothing may be recorded on it.
+func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (payment.CancelOutcome, int, error) {
+	for attempt := 1; ; attempt++ {
+		outcome, err := h.provider.CancelPayment(ctx, paymentID)
+		switch outcome {
+		case payment.CancelledAtProvider, payment.AlreadySucceeded, payment.CancelNotSupported:
+			return outcome, attempt, nil
+		case payment.ProviderCannotSay:
+		default:
+			if err == nil {
+				err = fmt.Errorf("command: the provider answered the cancellation with %q", outcome)
+			}
+			return outcome, attempt, err
+		}
+		if err == nil || !payment.Temporary(err) || attempt >= h.cancelRetry.MaxAttempts || ctx.Err() != nil {
+			return outcome, attempt, err
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < h.cancelRetry.MaxDelay+cancelMargin {
+			return outcome, attempt, err
+		}
+		if h.cancelRetry.Backoff(ctx, attempt) != nil {
+			return outcome, attempt, err
+		}
+	}
+}
+
+// RetryCancellation makes a cancellation that was owed to the provider
+// (payment.Payment.CancellationDue): it asks the provider again, as cancelPayment
+// does, and records what it answered. Cancelled there: CancellationDoneAtProvider,
+// and nothing is owed any more. Already succeeded there: the success is recorded
+// (PaymentSucceededAfterCancellation, as the provider's webhook would) and the
+// money is refunded. Otherwise the cancellation stays owed and the error says why
+// (for a provider that answered without cancelling, such as a payment being
+// processed, an error wrapping ErrCancellationStillOwed). It reports whether the
+// cancellation is still owed afterwards. For a payment with no cancellation owed
+// it does nothing, so it is safe to call twice, late and from anywhere.
+func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta Meta) (owed bool, err error) {
+	s, _, err := h.LoadPayment(ctx, reference)
+	if err != nil || !s.CancellationDue() {
+		return false, err
+	}
+	outcome, attempts, err := h.cancelAtProvider(ctx, s.PaymentID)
+	switch {
+	case outcome == payment.CancelledAtProvider:
+		res, err := run(ctx, h, payments, payment.StreamID(reference), payment.Command(payment.RecordCancelledAtProvider{Reference: reference}), meta)
+		return err != nil || res.State.CancellationDue(), err
+	case outcome == payment.AlreadySucceeded:
+		res, err := run(ctx, h, payments, payment.StreamID(reference), payment.Command(payment.ConfirmPayment{Reference: reference}), meta)
+		if err != nil {
+			return true, err
+		}
+		if _, err := h.Refund(ctx, reference, meta); err != nil {
+			return res.State.CancellationDue(), err
+		}
+		return res.State.CancellationDue(), nil
+	case err != nil:
+		return true, fmt.Errorf("command: cancel payment %s at the provider (%d attempts): %w", reference, attempts, err)
+	}
+	return true, fmt.Errorf("%w: payment %s: the provider answered %q", ErrCancellationStillOwed, reference, outcome)
+}
+
+// ErrCancellationStillOwed reports a cancellation owed to the provider that it
+// answered without making (a payment it is processing, a provider that cannot
+// cancel any more): the cancellation stays owed, to be tried again later.
+var ErrCancellationStillOwed = errors.New("command: the cancellation is still owed to the provider")
 
 // Refund sends back the money of a late success: through the provider where it can
 // refund (RefundRequested), else as a refund owed (RefundOwed). It does nothing for

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
@@ -55,7 +56,7 @@ func (p *holder) CancelPayment(_ context.Context, id string) (payment.CancelOutc
 	defer p.mu.Unlock()
 	p.cancels++
 	if p.cannotCancel {
-		return payment.ProviderCannotSay, nil
+		return payment.CancelNotSupported, nil
 	}
 	if p.cancelTimesOut {
 		return payment.ProviderCannotSay, context.DeadlineExceeded
@@ -96,6 +97,10 @@ func (p *holder) pay(id string) bool {
 	return true
 }
 
+// quickRetry retries cancellations the provider did not answer without waiting
+// long, for tests.
+var quickRetry = eventstore.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+
 func storesOf(t *testing.T, fn func(t *testing.T, store eventstore.Store)) {
 	t.Run("memory", func(t *testing.T) { fn(t, eventstore.NewMemory()) })
 	t.Run("dynamodb", func(t *testing.T) {
@@ -124,7 +129,7 @@ func TestCancelRacingASuccessNeverKeepsTheMoney(t *testing.T) {
 				const rounds = 24
 				p := newHolder(kind.cannotCancel)
 				p.cancelTimesOut = kind.timesOut
-				h := command.New(store, command.WithProvider(p))
+				h := command.New(store, command.WithProvider(p), command.WithCancelRetry(quickRetry))
 				ctx := context.Background()
 				outcomes := map[string]int{}
 				for round := range rounds {

@@ -27,9 +27,58 @@ type Index interface {
 	// OpenBefore returns every rental whose process has been open since before the
 	// cutoff, oldest first, and how many items it read.
 	OpenBefore(ctx context.Context, cutoff time.Time) ([]Open, int, error)
+	// OpenAndOwed is OpenBefore, and also returns every cancellation owed to the
+	// provider (OwedCancellations), from the same reads: the sweep's one look at
+	// both, which reads nothing more than OpenBefore when nothing is owed.
+	OpenAndOwed(ctx context.Context, cutoff time.Time) ([]Open, []OwedCancellation, int, error)
 	// Get returns the outstanding payment with the given reference; ok is false when
 	// it is not outstanding (never projected, or settled).
 	Get(ctx context.Context, reference string) (row Pending, ok bool, err error)
+	// OwedCancellations returns every payment whose cancellation is owed to the
+	// provider, oldest first, and how many items it read. It never scans, and
+	// reads no open process.
+	OwedCancellations(ctx context.Context) ([]OwedCancellation, int, error)
+}
+
+// OwedCancellation is one payment cancelled here whose cancellation the provider
+// has not confirmed yet (payment.CancellationOwedAtProvider), with the time it was
+// found owed. Every sweep tries it again until it is settled: by the provider's
+// confirmation (payment.CancellationDoneAtProvider) or by a success meanwhile
+// (payment.PaymentSucceededAfterCancellation), which is refunded.
+type OwedCancellation struct {
+	Reference string    `json:"paymentReference"`
+	RentalID  string    `json:"rentalId"`
+	OwedAt    time.Time `json:"owedAt"`
+}
+
+// CancellationChange is what a record means for a cancellation owed to the
+// provider: it became owed, or it was settled.
+type CancellationChange struct {
+	Reference string
+	Settled   bool
+}
+
+// CancellationChangeOf decodes a record that makes a cancellation owed to the
+// provider or settles one; ok is false for every other record, and for payments
+// that belong to no rental. A record of one of those types that does not decode is
+// an error wrapping eventstore.ErrCorruptRecord.
+func CancellationChangeOf(r eventstore.Record) (c CancellationChange, ok bool, err error) {
+	switch r.Type {
+	case payment.CancellationOwedAtProvider{}.EventType(), payment.CancellationDoneAtProvider{}.EventType(),
+		payment.PaymentSucceededAfterCancellation{}.EventType():
+	default:
+		return CancellationChange{}, false, nil
+	}
+	e, err := payment.DecodeEvent(r.Type, r.Data)
+	if err != nil {
+		return CancellationChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	}
+	ref := payment.ReferenceOf(e)
+	if _, err := payment.RentalIDFor(ref); err != nil {
+		return CancellationChange{}, false, nil
+	}
+	_, owed := e.(payment.CancellationOwedAtProvider)
+	return CancellationChange{Reference: ref, Settled: !owed}, true, nil
 }
 
 // Pending is one outstanding payment.

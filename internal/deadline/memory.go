@@ -21,6 +21,12 @@ type Memory struct {
 	mu       sync.Mutex
 	payments map[string]*memoryPayment // by reference
 	open     map[string]*memoryOpen    // by rental id
+	owed     map[string]*memoryOwed    // by reference
+}
+
+type memoryOwed struct {
+	row     OwedCancellation
+	settled bool
 }
 
 type memoryPayment struct {
@@ -36,7 +42,7 @@ type memoryOpen struct {
 
 // NewMemory returns an empty index of shards partitions (at least 1).
 func NewMemory(shards int) *Memory {
-	return &Memory{shards: max(shards, 1), payments: map[string]*memoryPayment{}, open: map[string]*memoryOpen{}}
+	return &Memory{shards: max(shards, 1), payments: map[string]*memoryPayment{}, open: map[string]*memoryOpen{}, owed: map[string]*memoryOwed{}}
 }
 
 var _ Index = (*Memory)(nil)
@@ -52,7 +58,8 @@ func (m *Memory) shardOf(key string) int {
 
 // Apply projects one record: a payment prepared is outstanding until it settles,
 // and a settlement is final, whatever order they come in; a request opens a rental's
-// process until its completion, which is final too. Records of other types, and
+// process until its completion, which is final too; a cancellation owed to the
+// provider stays owed until it is settled, which is final too. Records of other types, and
 // payments that belong to no rental, change nothing. A record of one of those types
 // that does not decode is an error wrapping eventstore.ErrCorruptRecord.
 func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
@@ -70,6 +77,24 @@ func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
 			m.open[pc.RentalID] = &memoryOpen{row: Open{RentalID: pc.RentalID}, completed: true}
 		case !exists:
 			m.open[pc.RentalID] = &memoryOpen{row: Open{RentalID: pc.RentalID, RequestedAt: r.RecordedAt.Truncate(time.Millisecond).UTC()}}
+		}
+		return nil
+	}
+	if cc, ok, err := CancellationChangeOf(r); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		rentalID, _ := payment.RentalIDFor(cc.Reference)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		o, exists := m.owed[cc.Reference]
+		switch {
+		case cc.Settled && exists:
+			o.settled = true
+		case cc.Settled:
+			m.owed[cc.Reference] = &memoryOwed{row: OwedCancellation{Reference: cc.Reference, RentalID: rentalID}, settled: true}
+		case !exists:
+			m.owed[cc.Reference] = &memoryOwed{row: OwedCancellation{Reference: cc.Reference, RentalID: rentalID, OwedAt: r.RecordedAt.Truncate(time.Millisecond).UTC()}}
 		}
 		return nil
 	}
@@ -140,4 +165,33 @@ func (m *Memory) Get(_ context.Context, reference string) (Pending, bool, error)
 		return Pending{}, false, nil
 	}
 	return p.row, true, nil
+}
+
+// OpenAndOwed implements Index.
+func (m *Memory) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]Open, []OwedCancellation, int, error) {
+	open, n, _ := m.OpenBefore(ctx, cutoff)
+	owed, k, _ := m.OwedCancellations(ctx)
+	return open, owed, n + k, nil
+}
+
+// OwedCancellations implements Index.
+func (m *Memory) OwedCancellations(context.Context) ([]OwedCancellation, int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []OwedCancellation
+	for _, o := range m.owed {
+		if !o.settled {
+			out = append(out, o.row)
+		}
+	}
+	SortOwed(out)
+	return out, len(out), nil
+}
+
+// SortOwed sorts owed cancellations oldest first, those found owed in the same
+// millisecond by reference.
+func SortOwed(rows []OwedCancellation) {
+	slices.SortFunc(rows, func(a, b OwedCancellation) int {
+		return cmp.Or(a.OwedAt.Compare(b.OwedAt), cmp.Compare(a.Reference, b.Reference))
+	})
 }

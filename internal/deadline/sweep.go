@@ -38,6 +38,12 @@ type StuckRepairer interface {
 	RepairStuck(ctx context.Context, rentalID string) (repaired bool, reason string, err error)
 }
 
+// CancellationRetrier makes a cancellation owed to the provider, and says whether
+// it is still owed; *command.Handler is one.
+type CancellationRetrier interface {
+	RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
+}
+
 // Sweeper finds overdue payments and asks the process to give up on them. It only
 // reads the projection and sends commands: it holds no state and writes nothing, so
 // two sweeps may run at once (each command is safe to send twice).
@@ -52,7 +58,9 @@ type Sweeper struct {
 	Margin      time.Duration // stop this long before ctx's deadline
 	// Repairer mends the stuck rentals that need no operator; nil only reports them.
 	Repairer StuckRepairer
-	Logger   *slog.Logger
+	// Retrier makes the cancellations owed to the provider; nil only reports them.
+	Retrier CancellationRetrier
+	Logger  *slog.Logger
 	// Report, when set, receives every sweep's summary: the sweep function writes it
 	// as CloudWatch metrics (sweepmetrics.Writer).
 	Report func(Summary)
@@ -85,6 +93,14 @@ type Summary struct {
 	// StuckItemsRead is how many items DynamoDB read to find the stuck rentals
 	// (ItemsRead counts the payments' queries only).
 	StuckItemsRead int `json:"stuckItemsRead"`
+	// CancellationsOwed is how many cancellations owed to the provider the sweep
+	// found, CancellationsMade how many of them the provider has now confirmed (or
+	// found succeeded, which is refunded), and CancellationsLeft how many are still
+	// owed after it (the next sweep tries again). The reads that find the stuck
+	// rentals find them too (StuckItemsRead counts them).
+	CancellationsOwed int `json:"cancellationsOwed"`
+	CancellationsMade int `json:"cancellationsMade"`
+	CancellationsLeft int `json:"cancellationsLeft"`
 	// RentalID names the one rental a payment's own deadline swept (SweepOne).
 	RentalID string `json:"rentalId,omitempty"`
 }
@@ -186,8 +202,12 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 	}
 	workers.Wait()
 	if work.Err() == nil {
-		if err := s.stuck(work, logger, &sum, found); err != nil && work.Err() == nil {
+		owed, err := s.stuck(work, logger, &sum, found)
+		if err != nil && work.Err() == nil {
 			queryErrs = append(queryErrs, err)
+		}
+		if err == nil && work.Err() == nil {
+			s.owed(work, logger, &sum, owed, meta, concurrency)
 		}
 	}
 	sum.Incomplete = work.Err() != nil && ctx.Err() == nil
@@ -196,17 +216,60 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 	return sum, err
 }
 
+// owed finds the cancellations owed to the provider, through the index, and gives
+// each to the Retrier, concurrency at a time: there are none on a healthy day, and
+// while the provider is down each is tried once per sweep, until the provider
+// confirms it. Out of time, the rest are left for the next sweep (and counted as
+// left).
+func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, rows []OwedCancellation, meta command.Meta, concurrency int) {
+	sum.CancellationsOwed = len(rows)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, concurrency)
+	for _, row := range rows {
+		attrs := []slog.Attr{slog.String("paymentReference", row.Reference), slog.String("rentalId", row.RentalID), slog.Time("owedAt", row.OwedAt)}
+		if s.Retrier == nil || ctx.Err() != nil {
+			mu.Lock()
+			sum.CancellationsLeft++
+			mu.Unlock()
+			logger.LogAttrs(ctx, slog.LevelWarn, "sweep: cancellation owed to the provider", attrs...)
+			continue
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			owed, err := s.Retrier.RetryCancellation(ctx, row.Reference, meta)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil || owed:
+				sum.CancellationsLeft++
+				if err != nil {
+					attrs = append(attrs, slog.String("error", err.Error()))
+				}
+				logger.LogAttrs(ctx, slog.LevelWarn, "sweep: cancellation still owed to the provider", attrs...)
+			default:
+				sum.CancellationsMade++
+				logger.LogAttrs(ctx, slog.LevelInfo, "sweep: owed cancellation made at the provider", attrs...)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // stuck finds the rentals whose process has stayed open past the timeout plus the
 // grace, through the index, and repairs those that need no operator, one at a time:
 // there are none on a healthy day. Each is logged with its case. A rental whose
 // payment this very sweep found overdue (found) is not stuck: its cancellation is
 // under way (that happens when sweeps did not run for longer than the grace).
-func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) error {
+// It returns the cancellations owed to the provider, which the same reads find.
+func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) ([]OwedCancellation, error) {
 	sum.StuckCutoff = s.Policy.StuckCutoff(sum.Now)
-	all, read, err := s.Index.OpenBefore(ctx, sum.StuckCutoff)
+	all, owed, read, err := s.Index.OpenAndOwed(ctx, sum.StuckCutoff)
 	sum.StuckItemsRead = read
 	if err != nil {
-		return err
+		return nil, err
 	}
 	open := slices.DeleteFunc(all, func(o Open) bool { return found[o.RentalID] })
 	sum.Stuck = len(open)
@@ -235,7 +298,7 @@ func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, 
 			logger.LogAttrs(ctx, slog.LevelError, "sweep: stuck rental left for an operator", attrs...)
 		}
 	}
-	return nil
+	return owed, nil
 }
 
 type summaryJSON Summary
@@ -276,12 +339,14 @@ func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, 
 		slog.Int("nothingToDo", sum.NothingToDo), slog.Int("failed", sum.Failed), slog.Int("itemsRead", sum.ItemsRead),
 		slog.Int64("oldestOverdueMs", sum.OldestOverdue.Milliseconds()), slog.Bool("incomplete", sum.Incomplete),
 		slog.Int("stuck", sum.Stuck), slog.Int("stuckRepaired", sum.StuckRepaired), slog.Int("stuckLeft", sum.StuckLeft),
+		slog.Int("cancellationsOwed", sum.CancellationsOwed), slog.Int("cancellationsMade", sum.CancellationsMade),
+		slog.Int("cancellationsLeft", sum.CancellationsLeft),
 	}
 	level := slog.LevelInfo
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
 		level = slog.LevelError
-	} else if sum.Failed > 0 || sum.Incomplete || sum.Stuck > 0 {
+	} else if sum.Failed > 0 || sum.Incomplete || sum.Stuck > 0 || sum.CancellationsLeft > 0 {
 		level = slog.LevelWarn
 	}
 	logger.LogAttrs(ctx, level, "sweep", attrs...)

@@ -184,7 +184,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 	}
 	aws := doc["_aws"].(map[string]any)
 	cw := aws["CloudWatchMetrics"].([]any)[0].(map[string]any)
-	if doc["Cancelled"] != float64(9) || doc["Failed"] != float64(1) || cw["Namespace"] != sweepmetrics.Namespace || len(cw["Metrics"].([]any)) != 10 || doc["StuckRentals"] != float64(0) {
+	if doc["Cancelled"] != float64(9) || doc["Failed"] != float64(1) || cw["Namespace"] != sweepmetrics.Namespace || len(cw["Metrics"].([]any)) != 13 || doc["StuckRentals"] != float64(0) || doc["CancellationsLeft"] != float64(0) {
 		t.Errorf("EMF document: %s", metrics.String())
 	}
 }

@@ -1,6 +1,7 @@
 package deadline_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"sync"
@@ -40,19 +41,42 @@ type world struct {
 	projection *pendingtable.Projection
 	pending    string
 	pollers    []*streampoll.Poller
+	// processLog is what the process logged (its metrics among it).
+	processLog *lockedBuffer
 }
 
-func newWorld(t testing.TB, shards int) *world {
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// newWorld returns a world whose commands are configured by opts (the generic
+// provider by default).
+func newWorld(t testing.TB, shards int, opts ...command.Option) *world {
 	t.Helper()
 	client, eventsTable := emulatortest.EventsTable(t)
 	pending := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
 	if _, err := client.UpdateTimeToLive(ctx, schema.PendingPaymentsTTL(pending)); err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, client: client, store: dynamo.New(client, eventsTable), pending: pending}
-	w.commands = command.New(w.store)
+	w := &world{t: t, client: client, store: dynamo.New(client, eventsTable), pending: pending, processLog: &lockedBuffer{}}
+	w.commands = command.New(w.store, opts...)
 	var err error
-	w.process, err = rentalpayment.New(rentalpayment.Config{Store: w.store, Commands: w.commands, Price: rentalpayment.Price{Amount: 1500, Currency: "EUR"}})
+	w.process, err = rentalpayment.New(rentalpayment.Config{Store: w.store, Commands: w.commands, Price: rentalpayment.Price{Amount: 1500, Currency: "EUR"},
+		Logger: slog.New(slog.NewJSONHandler(w.processLog, nil)), MetricsService: "bikerental-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

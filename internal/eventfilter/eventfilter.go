@@ -29,13 +29,16 @@ const (
 var wakes = map[string][]string{
 	// The rental-payment process starts on a request, ends on a settlement, and
 	// sends back the money of a late success (and reports a refund owed, and a
-	// provider event that did not match its payment).
-	Process: {"BikeRequested", "PaymentCancelled", "PaymentConfirmed", "PaymentRejected", "PaymentSucceededAfterCancellation", "ProviderEventMismatched", "RefundOwed"},
+	// provider event that did not match its payment, and a cancellation owed to the
+	// provider).
+	Process: {"BikeRequested", "CancellationOwedAtProvider", "PaymentCancelled", "PaymentConfirmed", "PaymentRejected", "PaymentSucceededAfterCancellation", "ProviderEventMismatched", "RefundOwed"},
 	// The projector keeps the outstanding payments: a payment prepared adds one,
 	// every settlement removes it (and, in precise mode, its one-time schedule). It
 	// keeps the open processes too: a request opens one, the process's completion
-	// closes it, so that the sweep notices a process that never ends.
-	Projector: {"BikeRequested", "PaymentCancelled", "PaymentConfirmed", "PaymentPrepared", "PaymentRejected", "RentalPaymentProcessCompleted"},
+	// closes it, so that the sweep notices a process that never ends. And it keeps
+	// the cancellations owed to the provider: owed until the provider confirms one
+	// or a success arrives meanwhile, so that the sweep makes them.
+	Projector: {"BikeRequested", "CancellationDoneAtProvider", "CancellationOwedAtProvider", "PaymentCancelled", "PaymentConfirmed", "PaymentPrepared", "PaymentRejected", "PaymentSucceededAfterCancellation", "RentalPaymentProcessCompleted"},
 }
 
 // Consumers returns the consumers' names, sorted.

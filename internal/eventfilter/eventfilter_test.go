@@ -22,10 +22,12 @@ var decided = map[string]map[string]bool{
 	"PaymentConfirmed":                  {eventfilter.Process: true, eventfilter.Projector: true},
 	"PaymentRejected":                   {eventfilter.Process: true, eventfilter.Projector: true},
 	"PaymentCancelled":                  {eventfilter.Process: true, eventfilter.Projector: true},
-	"PaymentSucceededAfterCancellation": {eventfilter.Process: true, eventfilter.Projector: false},
+	"PaymentSucceededAfterCancellation": {eventfilter.Process: true, eventfilter.Projector: true},
 	"RefundRequested":                   {eventfilter.Process: false, eventfilter.Projector: false},
 	"RefundOwed":                        {eventfilter.Process: true, eventfilter.Projector: false},
 	"PaymentRefunded":                   {eventfilter.Process: false, eventfilter.Projector: false},
+	"CancellationOwedAtProvider":        {eventfilter.Process: true, eventfilter.Projector: true},
+	"CancellationDoneAtProvider":        {eventfilter.Process: false, eventfilter.Projector: true},
 	// the process's own
 	rentalpayment.TypeRequested: {eventfilter.Process: false, eventfilter.Projector: false},
 	rentalpayment.TypeCompleted: {eventfilter.Process: false, eventfilter.Projector: true},
@@ -69,7 +71,7 @@ func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {
 
 func TestPattern(t *testing.T) {
 	got := eventfilter.Pattern(eventfilter.Projector)
-	want := `{"dynamodb":{"NewImage":{"type":{"S":["BikeRequested","PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRejected","RentalPaymentProcessCompleted"]}}}}`
+	want := `{"dynamodb":{"NewImage":{"type":{"S":["BikeRequested","CancellationDoneAtProvider","CancellationOwedAtProvider","PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRejected","PaymentSucceededAfterCancellation","RentalPaymentProcessCompleted"]}}}}`
 	if got != want {
 		t.Errorf("Pattern = %s, want %s", got, want)
 	}

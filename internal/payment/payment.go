@@ -2,7 +2,8 @@
 // reference, derived from a rental id, records a payment being prepared at the
 // provider, how it settled (confirmed, rejected or cancelled) and, when the money
 // arrived for a payment already given up on, how it went back (a refund, or a
-// refund owed). Decide and Evolve are pure; the provider is called around them.
+// refund owed), and whether a cancellation the provider did not answer is still
+// owed to it. Decide and Evolve are pure; the provider is called around them.
 package payment
 
 import (
@@ -81,6 +82,9 @@ const (
 // units of Currency (ISO 4217); Reason is set once the payment is rejected.
 // LateSuccess is set when the provider took the money after the payment was
 // cancelled or rejected: the rental stays ended, and the money must go back.
+// CancellationOwed is set while a cancellation the provider did not answer is
+// still to be made there (CancellationOwedAtProvider, until CancellationDoneAtProvider or
+// a late success).
 type Payment struct {
 	Reference    string
 	PaymentID    string
@@ -91,11 +95,23 @@ type Payment struct {
 	Reason       string
 	LateSuccess  bool
 	Refund       RefundStatus
+	// CancellationOwed: the payment was cancelled here, but the provider has not
+	// confirmed it, so the payment may still be payable there.
+	CancellationOwed bool
 }
 
 // RefundDue reports whether money was taken for a payment that was given up on and
 // no refund has been recorded for it yet.
 func (s Payment) RefundDue() bool { return s.LateSuccess && s.Refund == RefundStatusNone }
+
+// Payable reports whether the payment can still be paid: it is prepared and has not
+// settled in any way. Only then is its client secret shown to its renter.
+func (s Payment) Payable() bool { return s.Status == StatusPrepared }
+
+// CancellationDue reports whether the cancellation must still be made at the
+// provider: it was owed, and neither the provider confirmed it nor a success
+// arrived meanwhile (which ends in a refund instead).
+func (s Payment) CancellationDue() bool { return s.CancellationOwed && !s.LateSuccess }
 
 // Event is a fact in a payment's stream. EventType returns the struct's type
 // name, which is the stored event type: renaming an event is a schema change.
@@ -170,6 +186,25 @@ type PaymentCancelled struct {
 	PaymentID string `json:"paymentId"`
 }
 
+// CancellationOwedAtProvider records, with the PaymentCancelled it follows, that
+// the provider did not answer the cancellation (it failed, was busy or timed out
+// after Attempts tries): the bike is released all the same, and the cancellation
+// stays owed to the provider, retried by the sweep until the provider confirms it
+// (CancellationDoneAtProvider) or a success arrives meanwhile (which is refunded).
+// Operators see it (rentalctl cancellations) and an alarm reports it.
+type CancellationOwedAtProvider struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+	Attempts  int    `json:"attempts"`
+}
+
+// CancellationDoneAtProvider records that the provider confirmed a cancellation that was
+// owed to it: nothing is owed any more.
+type CancellationDoneAtProvider struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+}
+
 // EventType returns "PaymentPrepared".
 func (PaymentPrepared) EventType() string { return "PaymentPrepared" }
 
@@ -196,6 +231,12 @@ func (RefundOwed) EventType() string { return "RefundOwed" }
 // EventType returns "PaymentRefunded".
 func (PaymentRefunded) EventType() string { return "PaymentRefunded" }
 
+// EventType returns "CancellationOwedAtProvider".
+func (CancellationOwedAtProvider) EventType() string { return "CancellationOwedAtProvider" }
+
+// EventType returns "CancellationDoneAtProvider".
+func (CancellationDoneAtProvider) EventType() string { return "CancellationDoneAtProvider" }
+
 // ReferenceOf returns the payment reference an event is about, or "" for a type
 // this package does not define.
 func ReferenceOf(e Event) string {
@@ -216,6 +257,10 @@ func ReferenceOf(e Event) string {
 		return e.Reference
 	case PaymentRefunded:
 		return e.Reference
+	case CancellationOwedAtProvider:
+		return e.Reference
+	case CancellationDoneAtProvider:
+		return e.Reference
 	}
 	return ""
 }
@@ -229,6 +274,8 @@ var decoders = map[string]func([]byte) (Event, error){
 	RefundRequested{}.EventType():                   decode[RefundRequested],
 	RefundOwed{}.EventType():                        decode[RefundOwed],
 	PaymentRefunded{}.EventType():                   decode[PaymentRefunded],
+	CancellationOwedAtProvider{}.EventType():        decode[CancellationOwedAtProvider],
+	CancellationDoneAtProvider{}.EventType():        decode[CancellationDoneAtProvider],
 }
 
 // EventTypes returns the type name of every event of this package, in a new slice.
@@ -242,6 +289,8 @@ func EventTypes() []string {
 		RefundRequested{}.EventType(),
 		RefundOwed{}.EventType(),
 		PaymentRefunded{}.EventType(),
+		CancellationOwedAtProvider{}.EventType(),
+		CancellationDoneAtProvider{}.EventType(),
 	}
 }
 
@@ -317,8 +366,18 @@ type ConfirmRefund struct {
 }
 
 // CancelPayment asks to call off a payment that has not settled. It is declined
-// with ErrPaymentAlreadyConfirmed once the payment is confirmed.
+// with ErrPaymentAlreadyConfirmed once the payment is confirmed. UnansweredAttempts
+// is set by the command handler, after asking the provider, when the provider did
+// not answer after that many tries: the cancellation is then also recorded as owed
+// to the provider (CancellationOwedAtProvider).
 type CancelPayment struct {
+	Reference          string `json:"reference"`
+	UnansweredAttempts int    `json:"unansweredAttempts,omitempty"`
+}
+
+// RecordCancelledAtProvider records the provider's word that it cancelled a payment
+// whose cancellation was owed to it. It does nothing when none is due.
+type RecordCancelledAtProvider struct {
 	Reference string `json:"reference"`
 }
 
@@ -329,6 +388,8 @@ func (CancelPayment) isCommand()  {}
 func (RecordRefund) isCommand()   {}
 func (OweRefund) isCommand()      {}
 func (ConfirmRefund) isCommand()  {}
+
+func (RecordCancelledAtProvider) isCommand() {}
 
 // Fold applies events in order to the initial state, a Payment with StatusNone.
 func Fold(events []Event) Payment {
@@ -356,6 +417,10 @@ func Evolve(s Payment, e Event) Payment {
 		s.Status = StatusCancelled
 	case PaymentSucceededAfterCancellation:
 		s.LateSuccess = true
+	case CancellationOwedAtProvider:
+		s.CancellationOwed = true
+	case CancellationDoneAtProvider:
+		s.CancellationOwed = false
 	case RefundRequested:
 		if s.Refund != RefundStatusDone {
 			s.Refund = RefundStatusRequested
@@ -441,7 +506,17 @@ func Decide(s Payment, c Command) ([]Event, error) {
 		case StatusConfirmed:
 			return nil, ErrPaymentAlreadyConfirmed
 		}
-		return []Event{PaymentCancelled{Reference: s.Reference, PaymentID: s.PaymentID}}, nil
+		out := []Event{PaymentCancelled{Reference: s.Reference, PaymentID: s.PaymentID}}
+		if c.UnansweredAttempts > 0 {
+			out = append(out, CancellationOwedAtProvider{Reference: s.Reference, PaymentID: s.PaymentID, Attempts: c.UnansweredAttempts})
+		}
+		return out, nil
+
+	case RecordCancelledAtProvider:
+		if !s.CancellationDue() {
+			return nil, nil
+		}
+		return []Event{CancellationDoneAtProvider{Reference: s.Reference, PaymentID: s.PaymentID}}, nil
 	}
 	return nil, fmt.Errorf("payment: %w: unknown command %T", ErrInvalidCommand, c)
 }
@@ -465,6 +540,9 @@ func validate(s Payment, c Command) error {
 		ref = c.Reference
 	case CancelPayment:
 		ref = c.Reference
+		if c.UnansweredAttempts < 0 {
+			return fmt.Errorf("unansweredAttempts %d must not be negative", c.UnansweredAttempts)
+		}
 	case RecordRefund:
 		ref = c.Reference
 		if c.RefundID == "" {
@@ -473,6 +551,8 @@ func validate(s Payment, c Command) error {
 	case OweRefund:
 		ref = c.Reference
 	case ConfirmRefund:
+		ref = c.Reference
+	case RecordCancelledAtProvider:
 		ref = c.Reference
 	default:
 		return fmt.Errorf("unknown command %T", c)

@@ -12,16 +12,18 @@ import (
 )
 
 var (
-	ref       = ReferenceFor("r-1")
-	prepare   = PreparePayment{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}
-	prepared  = PaymentPrepared{PaymentID: "p1", Reference: ref, Amount: 1250, Currency: "EUR"}
-	confirmed = PaymentConfirmed{Reference: ref, PaymentID: "p1"}
-	rejected  = PaymentRejected{Reference: ref, PaymentID: "p1", Reason: "insufficient funds"}
-	cancelled = PaymentCancelled{Reference: ref, PaymentID: "p1"}
-	late      = PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", ProviderEventID: "evt_2"}
-	asked     = RefundRequested{Reference: ref, PaymentID: "p1", RefundID: "re_1", Amount: 1250, Currency: "EUR"}
-	owed      = RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}
-	refunded  = PaymentRefunded{Reference: ref, PaymentID: "p1", ProviderEventID: "evt_3"}
+	ref        = ReferenceFor("r-1")
+	prepare    = PreparePayment{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}
+	prepared   = PaymentPrepared{PaymentID: "p1", Reference: ref, Amount: 1250, Currency: "EUR"}
+	confirmed  = PaymentConfirmed{Reference: ref, PaymentID: "p1"}
+	rejected   = PaymentRejected{Reference: ref, PaymentID: "p1", Reason: "insufficient funds"}
+	cancelled  = PaymentCancelled{Reference: ref, PaymentID: "p1"}
+	late       = PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", ProviderEventID: "evt_2"}
+	asked      = RefundRequested{Reference: ref, PaymentID: "p1", RefundID: "re_1", Amount: 1250, Currency: "EUR"}
+	owed       = RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}
+	refunded   = PaymentRefunded{Reference: ref, PaymentID: "p1", ProviderEventID: "evt_3"}
+	unanswered = CancellationOwedAtProvider{Reference: ref, PaymentID: "p1", Attempts: 3}
+	atProvider = CancellationDoneAtProvider{Reference: ref, PaymentID: "p1"}
 )
 
 func TestDecide(t *testing.T) {
@@ -73,6 +75,15 @@ func TestDecide(t *testing.T) {
 		{"cancel again", []Event{prepared, cancelled}, CancelPayment{Reference: ref}, nil, nil},
 		{"cancel rejected", []Event{prepared, rejected}, CancelPayment{Reference: ref}, nil, nil},
 		{"cancel unknown", nil, CancelPayment{Reference: ref}, nil, ErrPaymentNotFound},
+		{"a cancellation the provider did not answer is owed to it", []Event{prepared}, CancelPayment{Reference: ref, UnansweredAttempts: 3}, []Event{cancelled, unanswered}, nil},
+		{"an unanswered cancellation of a cancelled payment changes nothing", []Event{prepared, cancelled}, CancelPayment{Reference: ref, UnansweredAttempts: 3}, nil, nil},
+		{"an unanswered cancellation of a confirmed payment is declined", []Event{prepared, confirmed}, CancelPayment{Reference: ref, UnansweredAttempts: 3}, nil, ErrPaymentAlreadyConfirmed},
+		{"negative attempts", []Event{prepared}, CancelPayment{Reference: ref, UnansweredAttempts: -1}, nil, ErrInvalidCommand},
+		{"the provider confirms an owed cancellation", []Event{prepared, cancelled, unanswered}, RecordCancelledAtProvider{Reference: ref}, []Event{atProvider}, nil},
+		{"confirmed once", []Event{prepared, cancelled, unanswered, atProvider}, RecordCancelledAtProvider{Reference: ref}, nil, nil},
+		{"nothing owed, nothing recorded", []Event{prepared, cancelled}, RecordCancelledAtProvider{Reference: ref}, nil, nil},
+		{"a success meanwhile ends what was owed", []Event{prepared, cancelled, unanswered, late}, RecordCancelledAtProvider{Reference: ref}, nil, nil},
+		{"a success after an owed cancellation is refunded", []Event{prepared, cancelled, unanswered}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
 
 		// A duplicated PaymentPrepared never reopens a settled payment.
 		{"confirm after duplicate prepared on cancelled", []Event{prepared, cancelled, prepared}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
@@ -156,7 +167,7 @@ type unknownEvent struct{}
 
 func (unknownEvent) EventType() string { return "Unknown" }
 
-var allEvents = []Event{prepared, confirmed, rejected, cancelled, late, asked, owed, refunded}
+var allEvents = []Event{prepared, confirmed, rejected, cancelled, late, asked, owed, refunded, unanswered, atProvider}
 
 func TestEventTypes(t *testing.T) {
 	var names []string

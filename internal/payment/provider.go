@@ -1,6 +1,9 @@
 package payment
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // What the payment provider says, as the payment context sees it whatever the
 // provider: the adapters (internal/paymentprovider/...) turn each provider's API and
@@ -27,11 +30,31 @@ const (
 	// AlreadySucceeded: the payment succeeded at the provider first; the
 	// cancellation must be declined.
 	AlreadySucceeded CancelOutcome = "already-succeeded"
-	// ProviderCannotSay: the provider cannot cancel (it only calls back) or did not
-	// answer; the cancellation goes ahead, and a success that arrives later is
-	// refunded.
+	// CancelNotSupported: the provider cannot cancel at all (it only calls back);
+	// the cancellation goes ahead, nothing is owed to the provider, and a success
+	// that arrives later is refunded.
+	CancelNotSupported CancelOutcome = "not-supported"
+	// ProviderCannotSay: the provider did not answer (it failed, was busy or timed
+	// out), or could not call the payment off just now (it is processing it); the
+	// cancellation goes ahead, and stays owed to the provider until it confirms it
+	// (CancellationOwedAtProvider). A success that arrives meanwhile is refunded.
 	ProviderCannotSay CancelOutcome = "cannot-say"
 )
+
+// Temporary reports whether a provider's error leaves the outcome of the call
+// unknown, so that trying again may succeed: true unless the error, or one it
+// wraps, says otherwise through a Temporary() bool method (as a Stripe refusal
+// does), or it is the end of the caller's own context (context.Canceled).
+func Temporary(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) {
+		return t.Temporary()
+	}
+	return true
+}
 
 // ErrRefundNotSupported is returned by a provider that cannot refund: what would be
 // a refund is recorded as a refund owed.

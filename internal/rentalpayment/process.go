@@ -90,6 +90,7 @@ const MetricsNamespace = "BikeRental/Payments"
 const (
 	MetricRefundsOwed             = "RefundsOwed"
 	MetricProviderEventMismatches = "ProviderEventMismatches"
+	MetricCancellationsOwed       = "CancellationsOwed"
 )
 
 // Process is the rental-payment process. It is safe for concurrent use; every
@@ -246,8 +247,9 @@ func (p *Process) encode(rentalID string, decided []Event, meta command.Meta) ([
 }
 
 // Handle reacts to one event record of the Events table: BikeRequested starts the
-// process, PaymentConfirmed, PaymentRejected and PaymentCancelled end it; every other
-// type is ignored. It is idempotent: a record handled twice, or handled again after
+// process, PaymentConfirmed, PaymentRejected and PaymentCancelled end it; a late
+// success is refunded, and a refund owed or a cancellation owed to the provider is
+// reported as a metric; every other type is ignored. It is idempotent: a record handled twice, or handled again after
 // a crash anywhere inside, ends in the same state as handled once. A settled payment
 // whose process has not started yet returns an error matching ErrProcessNotStarted,
 // so that the record is retried rather than dropped.
@@ -288,6 +290,12 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
 		}
 		p.mismatched(ctx, r, e)
+	case payment.CancellationOwedAtProvider{}.EventType():
+		var e payment.CancellationOwedAtProvider
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		p.cancellationOwed(ctx, r, e)
 		return nil
 	default:
 		return nil
@@ -307,16 +315,17 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 // in Embedded Metric Format, which the template's alarm watches. A redelivered
 // record counts again; the alarm fires on any.
 func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment.RefundOwed) {
-	p.logger.LogAttrs(ctx, slog.LevelWarn, "refund owed",
-		slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
-		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int(MetricRefundsOwed, 1),
-		slog.Any("_aws", map[string]any{
-			"Timestamp": r.RecordedAt.UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
-				"Metrics": []map[string]string{{"Name": MetricRefundsOwed, "Unit": "Count"}},
-			}},
-		}))
+	p.count(ctx, r, "refund owed", MetricRefundsOwed, 1,
+		slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency))
+}
+
+// cancellationOwed reports a cancellation owed to the provider: a log line that is
+// also the CancellationsOwed metric in Embedded Metric Format, which the template's
+// alarm watches (the sweep makes the cancellation later, and reports those still
+// owed after each run). A redelivered record counts again; the alarm fires on any.
+func (p *Process) cancellationOwed(ctx context.Context, r eventstore.Record, e payment.CancellationOwedAtProvider) {
+	p.count(ctx, r, "cancellation owed to the provider", MetricCancellationsOwed, 1,
+		slog.String("paymentReference", e.Reference), slog.String("paymentId", e.PaymentID), slog.Int("attempts", e.Attempts))
 }
 
 // mismatched reports a provider event that did not match what was recorded for its
@@ -326,23 +335,31 @@ func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment
 // there reports) gives back money rather than taking it: it is logged, and counts 0.
 // A redelivered record counts again; the alarm fires on any.
 func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command.ProviderEventMismatched) {
-	count := 1
+	n := 1
 	if e.Kind == payment.ProviderRefunded {
-		count = 0
+		n = 0
 	}
-	p.logger.LogAttrs(ctx, slog.LevelWarn, "provider event does not match its payment",
+	p.count(ctx, r, "provider event does not match its payment", MetricProviderEventMismatches, n,
 		slog.String("provider", e.Provider), slog.String("providerEventId", e.EventID), slog.String("kind", string(e.Kind)),
 		slog.String("paymentReference", e.Reference), slog.Any("fields", e.Fields),
 		slog.String("providerPaymentId", e.PaymentID), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
 		slog.String("recordedPaymentId", e.RecordedPaymentID), slog.Int64("recordedAmount", e.RecordedAmount), slog.String("recordedCurrency", e.RecordedCurrency),
-		slog.Bool("refundDue", e.RefundDue), slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int(MetricProviderEventMismatches, count),
+		slog.Bool("refundDue", e.RefundDue))
+}
+
+// count writes a warning that is also n counts of metric, in Embedded Metric
+// Format, in MetricsNamespace with the dimension Service, stamped with the
+// record's time.
+func (p *Process) count(ctx context.Context, r eventstore.Record, msg, metric string, n int, attrs ...slog.Attr) {
+	p.logger.LogAttrs(ctx, slog.LevelWarn, msg, append(attrs,
+		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int(metric, n),
 		slog.Any("_aws", map[string]any{
 			"Timestamp": r.RecordedAt.UnixMilli(),
 			"CloudWatchMetrics": []map[string]any{{
 				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
-				"Metrics": []map[string]string{{"Name": MetricProviderEventMismatches, "Unit": "Count"}},
+				"Metrics": []map[string]string{{"Name": metric, "Unit": "Count"}},
 			}},
-		}))
+		}))...)
 }
 
 func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e rental.BikeRequested) error {

@@ -53,8 +53,10 @@ type Payment struct {
 	// PaymentID is the provider's id of the payment: what a client of a provider
 	// that only calls back needs to pay.
 	PaymentID string `json:"paymentId"`
-	// ClientSecret is what a Stripe client needs to pay. Load fills it in; it is for
-	// the renter alone, and WithoutSecrets removes it for every other reader.
+	// ClientSecret is what a Stripe client needs to pay. Load fills it in only while
+	// the payment can be paid (payment.Payment.Payable, and the rental awaits the
+	// payment: no cancellation or rejection under way); it is for the renter alone,
+	// and WithoutSecrets removes it for every other reader.
 	ClientSecret string `json:"clientSecret,omitempty"`
 	Status       string `json:"status"`
 	// Refund is "requested", "owed" or "refunded" once money taken after the
@@ -171,6 +173,7 @@ func Of(rentalID string, recs Records) (View, error) {
 	}
 	v.Renter = rec.Renter
 	paymentStatus := payment.StatusNone
+	var pay payment.Payment
 	var paymentEvents []payment.Event
 	for _, r := range records[1] {
 		e, err := payment.DecodeEvent(r.Type, r.Data)
@@ -181,9 +184,9 @@ func Of(rentalID string, recs Records) (View, error) {
 		v.History = append(v.History, entry(r))
 	}
 	if len(paymentEvents) > 0 {
-		pay := payment.Fold(paymentEvents)
+		pay = payment.Fold(paymentEvents)
 		paymentStatus = pay.Status
-		v.Payment = &Payment{PaymentID: pay.PaymentID, ClientSecret: pay.ClientSecret, Status: string(pay.Status), Refund: string(pay.Refund)}
+		v.Payment = &Payment{PaymentID: pay.PaymentID, Status: string(pay.Status), Refund: string(pay.Refund)}
 	}
 	processStarted, processEnded := false, false
 	for _, r := range records[2] {
@@ -194,6 +197,9 @@ func Of(rentalID string, recs Records) (View, error) {
 	// Events of one stream are in version order; across streams, order by time.
 	sort.SliceStable(v.History, func(i, j int) bool { return v.History[i].At.Before(v.History[j].At) })
 	v.Status = status(rec.Outcome, paymentStatus, processStarted, processEnded)
+	if v.Payment != nil && pay.Payable() && v.Status == StatusAwaitingPayment {
+		v.Payment.ClientSecret = pay.ClientSecret // an ended payment offers nothing to pay with
+	}
 	return v, nil
 }
 

@@ -46,6 +46,9 @@ func EMF(sum deadline.Summary, service string) ([]byte, error) {
 		{"StuckRentals", float64(sum.Stuck), "Count"},
 		{"StuckRepaired", float64(sum.StuckRepaired), "Count"},
 		{"StuckLeft", float64(sum.StuckLeft), "Count"},
+		{"CancellationsOwed", float64(sum.CancellationsOwed), "Count"},
+		{"CancellationsMade", float64(sum.CancellationsMade), "Count"},
+		{"CancellationsLeft", float64(sum.CancellationsLeft), "Count"},
 	}
 	doc := map[string]any{"Service": service}
 	var metrics []map[string]string

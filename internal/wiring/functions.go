@@ -109,6 +109,7 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if repairs != nil {
 		sweeper.Repairer = repairs
 	}
+	sweeper.Retrier = s.Commands // the cancellations owed to the provider
 	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
 		trigger, err := sweeptrigger.Parse(input)
 		if err != nil {

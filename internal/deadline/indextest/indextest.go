@@ -38,6 +38,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"ASettlementIsFinalWhateverTheOrder", aSettlementIsFinal},
 		{"OverdueIsBeforeTheCutoffOldestFirstPerShard", overdueBeforeTheCutoff},
 		{"AProcessIsOpenUntilItCompletes", aProcessIsOpenUntilItCompletes},
+		{"ACancellationIsOwedUntilSettled", aCancellationIsOwedUntilSettled},
 		{"OtherRecordsChangeNothingCorruptOnesAreRefused", otherRecords},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newSubject(t)) })
@@ -217,6 +218,60 @@ func aProcessIsOpenUntilItCompletes(t *testing.T, s Subject) {
 	}
 	if got := overdue(t, s, time.Time{}); len(got) != 0 {
 		t.Errorf("open processes listed as payments: %v", got)
+	}
+}
+
+// owedRefs returns the rentals whose payment's cancellation is owed, oldest first.
+func owedRefs(t *testing.T, s Subject) []string {
+	t.Helper()
+	rows, _, err := s.OwedCancellations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for i, r := range rows {
+		if i > 0 && r.OwedAt.Before(rows[i-1].OwedAt) {
+			t.Errorf("%s owed at %v listed after one owed at %v", r.RentalID, r.OwedAt, rows[i-1].OwedAt)
+		}
+		if r.Reference != payment.ReferenceFor(r.RentalID) {
+			t.Errorf("owed row %+v names another rental than its payment's", r)
+		}
+		out = append(out, r.RentalID)
+	}
+	return out
+}
+
+func aCancellationIsOwedUntilSettled(t *testing.T, s Subject) {
+	a, b, c, d := id("a"), id("b"), id("c"), id("d")
+	owed := func(rentalID string, at time.Time) eventstore.Record {
+		return paymentRecord(t, rentalID, 3, payment.CancellationOwedAtProvider{Reference: payment.ReferenceFor(rentalID), PaymentID: "p", Attempts: 3}, at)
+	}
+	done := func(rentalID string, at time.Time) eventstore.Record {
+		return paymentRecord(t, rentalID, 4, payment.CancellationDoneAtProvider{Reference: payment.ReferenceFor(rentalID), PaymentID: "p"}, at)
+	}
+	late := func(rentalID string, at time.Time) eventstore.Record {
+		return paymentRecord(t, rentalID, 4, payment.PaymentSucceededAfterCancellation{Reference: payment.ReferenceFor(rentalID), PaymentID: "p"}, at)
+	}
+	for _, r := range []string{a, b, c, d} {
+		apply(t, s, prepared(t, r, t0), settled(t, r, 2, t0.Add(time.Minute)))
+	}
+	apply(t, s, owed(b, t0.Add(2*time.Minute)), owed(a, t0.Add(3*time.Minute)), owed(c, t0.Add(4*time.Minute)))
+	apply(t, s, done(d, t0.Add(6*time.Minute)), owed(d, t0.Add(5*time.Minute))) // settled before it arrived
+	if got := owedRefs(t, s); !slices.Equal(got, []string{b, a, c}) {
+		t.Errorf("owed %v, want [%s %s %s], oldest first", got, b, a, c)
+	}
+	apply(t, s, done(b, t0.Add(7*time.Minute)), late(c, t0.Add(7*time.Minute)), owed(b, t0.Add(2*time.Minute)))
+	if got := owedRefs(t, s); !slices.Equal(got, []string{a}) {
+		t.Errorf("owed after b's was made and c succeeded meanwhile (and b's replayed): %v, want [%s]", got, a)
+	}
+	if got := overdue(t, s, time.Time{}); len(got) != 0 {
+		t.Errorf("owed cancellations listed as payments: %v", got)
+	}
+	if got := openIDs(t, s, t0.Add(time.Hour)); len(got) != 0 {
+		t.Errorf("owed cancellations listed as open processes: %v", got)
+	}
+	if err := s.Apply(ctx, eventstore.Record{StreamID: "payment-x", Version: 3, Event: eventstore.Event{ID: "5", Type: "CancellationOwedAtProvider", Data: []byte(`[`), RecordedAt: t0}}); !errors.Is(err, eventstore.ErrCorruptRecord) {
+		t.Errorf("a corrupt CancellationOwedAtProvider: %v, want ErrCorruptRecord", err)
 	}
 }
 

@@ -115,31 +115,42 @@ func decodeOpen(item map[string]types.AttributeValue) (deadline.Open, error) {
 	return deadline.Open{RentalID: rentalID, RequestedAt: time.UnixMilli(ms).UTC()}, nil
 }
 
-// queryOpen reads the open-process rows of one shard through the index, oldest
-// first, requested before the cutoff, calling fn for each page. It returns how many
-// items DynamoDB read.
-func (p *Projection) queryOpen(ctx context.Context, shard int, before time.Time, fn func([]deadline.Open) bool) (int, error) {
-	return queryIndex(ctx, p, OpenShardPrefix+strconv.Itoa(shard), before, 0, decodeOpen, fn)
-}
-
 // OpenBefore returns every rental whose process has been open since before the
 // cutoff, oldest first: one Query per shard of the index, never a scan. It also
-// returns how many items DynamoDB read.
+// returns how many items DynamoDB read (the owed cancellations' rows, which share
+// the partitions, among them).
 func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]deadline.Open, int, error) {
-	var all []deadline.Open
+	open, _, read, err := p.OpenAndOwed(ctx, cutoff)
+	return open, read, err
+}
+
+// OpenAndOwed implements deadline.Index: one Query per shard of the open
+// processes' partitions, never a scan, which finds the cancellations owed to the
+// provider too (owed.go); each list oldest first. It also returns how many items
+// DynamoDB read.
+func (p *Projection) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]deadline.Open, []deadline.OwedCancellation, int, error) {
+	var open []deadline.Open
+	var owed []deadline.OwedCancellation
 	read := 0
 	for s := range p.shards {
-		n, err := p.queryOpen(ctx, s, cutoff, func(page []deadline.Open) bool {
-			all = append(all, page...)
+		n, err := queryIndex(ctx, p, OpenShardPrefix+strconv.Itoa(s), cutoff, 0, decodeOpenOrOwed, func(page []openOrOwed) bool {
+			for _, row := range page {
+				if row.owed != nil {
+					owed = append(owed, *row.owed)
+				} else {
+					open = append(open, *row.open)
+				}
+			}
 			return true
 		})
 		read += n
 		if err != nil {
-			return nil, read, err
+			return nil, nil, read, err
 		}
 	}
-	sortOpen(all)
-	return all, read, nil
+	sortOpen(open)
+	deadline.SortOwed(owed)
+	return open, owed, read, nil
 }
 
 func sortOpen(rows []deadline.Open) {

@@ -1,7 +1,8 @@
 // Package pendingtable is the PendingPayments table: the DynamoDB projection the
 // sweep reads through deadline.Index. One row per outstanding payment, stamped with
-// the time the payment was prepared, and one per rental whose process is open,
-// stamped with the time its bike was requested, both in the ByPreparedAt index,
+// the time the payment was prepared, one per rental whose process is open,
+// stamped with the time its bike was requested, and one per cancellation owed to
+// the payment provider (owed.go), all in the ByPreparedAt index,
 // spread over write shards; written only from events, by the projector, and
 // conditional on what the row already reflects, so that replays change nothing.
 package pendingtable
@@ -89,7 +90,9 @@ func (p *Projection) ShardOf(reference string) string {
 // Apply projects one record of the Events table. PaymentPrepared adds the payment's
 // row, stamped with the event's recorded time; PaymentConfirmed, PaymentRejected and
 // PaymentCancelled settle it: the row leaves the index and becomes a small marker that
-// DynamoDB's TTL deletes later. Writes are conditional on the event's version, so a
+// DynamoDB's TTL deletes later. CancellationOwedAtProvider adds a row of the
+// cancellation owed to the provider, which CancellationDoneAtProvider or
+// PaymentSucceededAfterCancellation settle (owed.go). Writes are conditional on the event's version, so a
 // late, duplicated or replayed event changes nothing, and a PaymentPrepared never
 // brings a settled payment back. Other records, and payments that belong to no
 // rental, are ignored. Safe to call any number of times for the same record.
@@ -112,6 +115,15 @@ func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstand
 			return false, p.completed(ctx, pc.RentalID, r)
 		}
 		return false, p.opened(ctx, pc.RentalID, r)
+	}
+	if cc, ok, err := deadline.CancellationChangeOf(r); err != nil || ok {
+		switch {
+		case err != nil:
+			return false, err
+		case cc.Settled:
+			return false, p.cancellationSettled(ctx, cc.Reference, r)
+		}
+		return false, p.owed(ctx, cc.Reference, r)
 	}
 	c, ok, err := deadline.PaymentChangeOf(r)
 	if err != nil || !ok {

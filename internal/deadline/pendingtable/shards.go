@@ -85,8 +85,9 @@ func (p *Projection) SetShards(ctx context.Context) error {
 
 // Reshard moves the row a record created to its shard under the projection's
 // count: a payment's outstanding row after its PaymentPrepared, a rental's open
-// process after its BikeRequested. A settled payment's or a completed process's
-// marker, a row already there, and every other record are left as they are.
+// process after its BikeRequested, a cancellation owed to the provider after its
+// CancellationOwedAtProvider. A settled payment's, a completed process's or a
+// settled cancellation's marker, a row already there, and every other record are left as they are.
 func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 	var key, shard string
 	if c, ok, err := deadline.ProcessChangeOf(r); err != nil || ok {
@@ -94,6 +95,11 @@ func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 			return err
 		}
 		key, shard = OpenKey(c.RentalID), p.openShardOf(c.RentalID)
+	} else if c, ok, err := deadline.CancellationChangeOf(r); err != nil || ok {
+		if err != nil || c.Settled {
+			return err
+		}
+		key, shard = OwedKey(c.Reference), p.owedShardOf(c.Reference)
 	} else if c, ok, err := deadline.PaymentChangeOf(r); err != nil || !ok || c.Settled != "" {
 		return err
 	} else {

@@ -62,9 +62,10 @@ func (Provider) CreatePayment(_ context.Context, reference string, _ int64, _ st
 }
 
 // CancelPayment cannot reach a provider that only calls back: it always answers
-// payment.ProviderCannotSay, and a success that arrives later is refunded.
+// payment.CancelNotSupported, so nothing is owed to the provider, and a success
+// that arrives later is refunded.
 func (Provider) CancelPayment(context.Context, string) (payment.CancelOutcome, error) {
-	return payment.ProviderCannotSay, nil
+	return payment.CancelNotSupported, nil
 }
 
 // RefundPayment cannot refund: it returns payment.ErrRefundNotSupported, and the

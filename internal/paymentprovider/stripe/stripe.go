@@ -60,7 +60,13 @@ const DefaultTolerance = webhook.DefaultTolerance
 // ErrInvalidArgument is returned, wrapped, for an argument the adapter refuses
 // without calling Stripe (an empty or foreign reference, a payment id that is not a
 // PaymentIntent's, a non-positive amount, a currency that is not three letters).
-var ErrInvalidArgument = errors.New("stripe: invalid argument")
+// It is not temporary (payment.Temporary): the same call fails the same way.
+var ErrInvalidArgument error = invalidArgument{}
+
+type invalidArgument struct{}
+
+func (invalidArgument) Error() string   { return "stripe: invalid argument" }
+func (invalidArgument) Temporary() bool { return false }
 
 // Config configures a Provider.
 type Config struct {

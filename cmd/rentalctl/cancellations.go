@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+const cancellationsUsage = `Usage: rentalctl cancellations [flags]
+
+Lists the cancellations owed to the payment provider, oldest first: payments the
+service gave up on (their bikes are released) while the provider did not answer
+the cancellation, so that the payment may still be payable there. Every sweep asks
+the provider again until it confirms the cancellation, or reports that the payment
+succeeded meanwhile (which is then refunded); the CancellationsOwed alarm reports
+them. Each row names the payment, its rental and since when the cancellation is
+owed. It reads the PendingPayments table's index, a query per shard, and never
+scans; it only reads, and is safe to run at any time.
+
+Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
+`
+
+// cancellationRow is one owed cancellation in the JSON of cancellations.
+type cancellationRow struct {
+	deadline.OwedCancellation
+	AgeSeconds int64 `json:"ageSeconds"`
+}
+
+// cancellationList is what cancellations --json prints.
+type cancellationList struct {
+	Now           time.Time         `json:"now"`
+	Cancellations []cancellationRow `json:"cancellations"`
+	Count         int               `json:"count"`
+}
+
+func runCancellations(ctx context.Context, c *cli, args []string) error {
+	var (
+		pendingTable string
+		shards       int
+		asJSON       bool
+	)
+	f := newFlags("cancellations", cancellationsUsage, c.getenv)
+	f.pendingTable(&pendingTable, "to read")
+	f.intEnv(&shards, "shards", envShards, pendingtable.DefaultShards, "the index write shards of the PendingPayments table")
+	f.jsonFlag(&asJSON)
+	if _, err := f.parse(args, c); err != nil {
+		return err
+	}
+	if err := f.require(c, "pending-table"); err != nil {
+		return err
+	}
+	cfg, err := awsConfig(ctx, c.getenv)
+	if err != nil {
+		return err
+	}
+	projection, err := wiring.PendingReader(cfg, f.lookup)
+	if err != nil {
+		return configError("cancellations", err)
+	}
+	rows, _, err := projection.OwedCancellations(ctx)
+	if err != nil {
+		return fmt.Errorf("cancellations: %s: %w", pendingTable, err)
+	}
+	now := time.Now()
+	list := cancellationList{Now: now.UTC(), Cancellations: make([]cancellationRow, len(rows)), Count: len(rows)}
+	for i, r := range rows {
+		list.Cancellations[i] = cancellationRow{OwedCancellation: r, AgeSeconds: int64(seconds(now.Sub(r.OwedAt)) / time.Second)}
+	}
+	if asJSON {
+		return c.printJSON(list)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "PAYMENT\tRENTAL\tOWED SINCE\tAGE")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Reference, r.RentalID, timestamp(r.OwedAt), seconds(now.Sub(r.OwedAt)))
+	}
+	w.Flush()
+	fmt.Fprintf(c.stdout, "%s owed to the provider\n", count(len(rows), "cancellation"))
+	return nil
+}

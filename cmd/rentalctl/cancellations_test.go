@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+)
+
+// downProvider is a provider that can cancel, while down is false.
+type downProvider struct {
+	generic.Provider
+	down bool
+}
+
+func (p *downProvider) CancelPayment(context.Context, string) (payment.CancelOutcome, error) {
+	if p.down {
+		return payment.ProviderCannotSay, errors.New("HTTP 503")
+	}
+	return payment.CancelledAtProvider, nil
+}
+
+// TestCancellationsListsWhatIsOwedToTheProvider gives up on a payment while the
+// provider does not answer, lists the cancellation owed (text and JSON), lets a
+// sweep with a provider that still cannot cancel report it still owed, and lists
+// nothing once the provider confirmed it.
+func TestCancellationsListsWhatIsOwedToTheProvider(t *testing.T) {
+	w, outstanding := world(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	if r := must(t, e, "cancellations"); r.stdout != "PAYMENT  RENTAL  OWED SINCE  AGE\n0 cancellations owed to the provider\n" {
+		t.Errorf("cancellations of a world that owes none:\n%q", r.stdout)
+	}
+	ctx := context.Background()
+	p := w.Projection(2)
+	provider := &downProvider{down: true}
+	h := command.New(w.Store, command.WithProvider(provider), command.WithCancelRetry(eventstore.RetryPolicy{MaxAttempts: 1}))
+	ref := payment.ReferenceFor(outstanding[0])
+	if _, err := h.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, w, p, outstanding[0])
+
+	r := must(t, e, "cancellations")
+	if !strings.Contains(r.stdout, ref) || !strings.Contains(r.stdout, outstanding[0]) || !strings.HasSuffix(r.stdout, "1 cancellation owed to the provider\n") {
+		t.Errorf("cancellations:\n%s", r.stdout)
+	}
+	list := decode[cancellationList](t, must(t, e, "cancellations", "--json"))
+	if list.Count != 1 || list.Cancellations[0].Reference != ref || list.Cancellations[0].RentalID != outstanding[0] || list.Cancellations[0].OwedAt.IsZero() {
+		t.Errorf("cancellations --json: %+v", list)
+	}
+
+	// The sweep here has the generic provider, which cannot cancel: still owed.
+	sweep := wantStatus(t, 1, e, "sweep")
+	if !strings.Contains(sweep.stdout, "found 1 cancellation owed to the provider: 0 made, 1 still owed") {
+		t.Errorf("sweep:\n%s", sweep.stdout)
+	}
+
+	provider.down = false
+	if owed, err := h.RetryCancellation(ctx, ref, command.Meta{}); owed || err != nil {
+		t.Fatalf("retry: owed %v, %v", owed, err)
+	}
+	settle(t, w, p, outstanding[0])
+	if list := decode[cancellationList](t, must(t, e, "cancellations", "--json")); list.Count != 0 {
+		t.Errorf("cancellations after the provider confirmed: %+v", list)
+	}
+}
