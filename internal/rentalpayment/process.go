@@ -290,6 +290,7 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
 		}
 		p.mismatched(ctx, r, e)
+		return nil
 	case payment.CancellationOwedAtProvider{}.EventType():
 		var e payment.CancellationOwedAtProvider
 		if err := json.Unmarshal(r.Data, &e); err != nil {
