@@ -354,7 +354,7 @@ func decodeError(err error) error {
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
 		if typ.Field != "" {
-			return &Error{Member: typ.Field, Reason: fmt.Sprintf("member %q must be a %s", typ.Field, typ.Type)}
+			return &Error{Member: typ.Field, Reason: fmt.Sprintf("member %q must be %s", typ.Field, jsonKind(typ.Type))}
 		}
 		return &Error{Reason: "the body must be a JSON object"}
 	}
@@ -364,4 +364,24 @@ func decodeError(err error) error {
 	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	return &Error{Reason: msg}
+}
+
+// jsonKind names what JSON value t takes: "a string", "a number", ...
+func jsonKind(t reflect.Type) string {
+	switch deref(t).Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "a " + t.String()
 }

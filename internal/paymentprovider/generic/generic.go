@@ -5,16 +5,15 @@
 package generic
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/strictjson"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -70,20 +69,17 @@ func (Provider) RefundPayment(context.Context, string, string) (string, error) {
 // the event it carries. The signature covers the whole body, which names the event,
 // the payment and the outcome, so it is valid for exactly those. A bad signature is
 // payment.ErrWebhookUnauthentic (and the body is not looked at); a body that is not
-// exactly one Event, with a known type, a valid reference and id, and a reason only
-// for failures, is payment.ErrWebhookMalformed.
+// exactly one Event as strictjson.Decode reads it (each member once, named exactly,
+// nothing unknown or after it), with a known type, a valid reference and id, and a
+// reason only for failures, is payment.ErrWebhookMalformed, wrapping the
+// *strictjson.Error that names the member when there is one.
 func (p Provider) ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error) {
 	if err := p.Verifier.Verify(header(webhook.Header), body, now); err != nil {
 		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookUnauthentic, err)
 	}
 	var e Event
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: %v", payment.ErrWebhookMalformed, err)
-	}
-	if len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) > 0 {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: data after the event", payment.ErrWebhookMalformed)
+	if err := strictjson.Decode(body, &e); err != nil {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookMalformed, err)
 	}
 	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, Reference: e.PaymentReference, Reason: e.Reason}
 	switch e.Type {
