@@ -11,7 +11,9 @@
 // PAYMENT_TIMEOUT (15m), SWEEP_INTERVAL (5s), RECORDING_MODE, RENTAL_PRICE_CENTS,
 // RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
 // per payment, which this runner fires when due), LOG_FORMAT (text, or json),
-// AWS_ENDPOINT_URL.
+// AWS_ENDPOINT_URL, and every other setting of the functions (PAYMENT_PROVIDER,
+// MAX_PENDING_PER_RENTER, OPERATOR_SCOPE, STUCK_GRACE, ...). Every setting is checked
+// before anything starts, and a bad one is refused with its name.
 package main
 
 import (

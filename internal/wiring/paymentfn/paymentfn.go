@@ -79,17 +79,19 @@ type providerSettings struct {
 	key, hookSecret, apiURL string
 }
 
+// settings reads STRIPE_SECRET_ID whatever the provider, as the template sets it for
+// either, so that a deployment switches providers by PAYMENT_PROVIDER alone.
 func settings(getenv wiring.Getenv) (providerSettings, error) {
+	secretID, err := wiring.SecretID(getenv, EnvStripeSecretID)
+	if err != nil {
+		return providerSettings{}, err
+	}
 	switch name := getenv(EnvProvider); name {
 	case "", Generic:
 		return providerSettings{}, nil
 	case Stripe:
 	default:
 		return providerSettings{}, fmt.Errorf("%w: %s=%q: want %s or %s", wiring.ErrBadSetting, EnvProvider, name, Generic, Stripe)
-	}
-	secretID, err := wiring.SecretID(getenv, EnvStripeSecretID)
-	if err != nil {
-		return providerSettings{}, err
 	}
 	set := providerSettings{stripe: true, secretID: secretID}
 	if secretID == "" { // a local run: the keys, and stripe-mock's address, from the environment
