@@ -64,7 +64,7 @@ func timers(getenv wiring.Getenv) (timerSettings, error) {
 				missing = fmt.Errorf("%w: %s (needed with %s=%s)", wiring.ErrMissingSetting, s.name, wiring.EnvDeadlineMode, deadline.ModePrecise)
 			}
 		case s.name == wiring.EnvDeadlineGroup && !groupPattern.MatchString(v):
-			return timerSettings{}, fmt.Errorf("%w: %s=%q: want a schedule group's name, 1 to 64 of A-Z, a-z, 0-9, _, - and .", wiring.ErrBadSetting, s.name, v)
+			return timerSettings{}, fmt.Errorf("%w: %s=%q: want a schedule group's name: 1 to 64 letters, digits, '_', '-' or '.' characters", wiring.ErrBadSetting, s.name, v)
 		case s.name != wiring.EnvDeadlineGroup && !validARN(v):
 			return timerSettings{}, fmt.Errorf("%w: %s=%q: want an ARN (arn:partition:service:region:account:resource)", wiring.ErrBadSetting, s.name, v)
 		}
