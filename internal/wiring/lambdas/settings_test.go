@@ -17,10 +17,13 @@ import (
 	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
 
-// noAWS is an AWS SDK HTTP client that records every request and answers none.
+// noAWS is an AWS SDK HTTP client that records every request and answers none,
+// and counts the clients made with config (each service client's constructor
+// calls the configuration's Retryer once).
 type noAWS struct {
-	mu   sync.Mutex
-	sent []string
+	mu      sync.Mutex
+	sent    []string
+	clients int
 }
 
 func (n *noAWS) Do(r *http.Request) (*http.Response, error) {
@@ -36,10 +39,21 @@ func (n *noAWS) requests() []string {
 	return append([]string(nil), n.sent...)
 }
 
+func (n *noAWS) made() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.clients
+}
+
 func config(client *noAWS) aws.Config {
 	return aws.Config{Region: "eu-west-1", HTTPClient: client,
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "test-secret", ""),
-		Retryer:     func() aws.Retryer { return aws.NopRetryer{} }}
+		Retryer: func() aws.Retryer {
+			client.mu.Lock()
+			defer client.mu.Unlock()
+			client.clients++
+			return aws.NopRetryer{}
+		}}
 }
 
 // goodSettings are settings every function starts with, whose secrets are in
@@ -74,7 +88,7 @@ var bit = map[string]int{lambdas.Command: command, lambdas.Process: process, lam
 
 // TestEveryBadSettingIsRefusedBeforeAWS builds every function with one bad setting
 // at a time: each builder that reads the setting returns an error naming it, and
-// has sent no request to AWS (nor read a secret).
+// has made no AWS client, so sent no request (nor read a secret).
 func TestEveryBadSettingIsRefusedBeforeAWS(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -143,6 +157,9 @@ func TestEveryBadSettingIsRefusedBeforeAWS(t *testing.T) {
 				if sent := client.requests(); len(sent) > 0 {
 					t.Errorf("Build sent %d requests to AWS before refusing the setting: %v", len(sent), sent)
 				}
+				if n := client.made(); n > 0 {
+					t.Errorf("Build made %d AWS clients before refusing the setting", n)
+				}
 				if checked := f.Check(getenv); checked == nil || !strings.Contains(checked.Error(), tc.variable) {
 					t.Errorf("Check = %v, want an error naming %s", checked, tc.variable)
 				}
@@ -151,8 +168,9 @@ func TestEveryBadSettingIsRefusedBeforeAWS(t *testing.T) {
 	}
 }
 
-// TestGoodSettingsReachAWS is the control: with goodSettings, the functions that
-// read a secret ask Secrets Manager for it, through the recording client.
+// TestGoodSettingsReachAWS is the control: with goodSettings, every function makes
+// its clients, and those that read a secret ask Secrets Manager for it, through
+// the recording client.
 func TestGoodSettingsReachAWS(t *testing.T) {
 	getenv := func(k string) string { return goodSettings[k] }
 	if err := lambdas.Check(getenv); err != nil {
@@ -162,6 +180,9 @@ func TestGoodSettingsReachAWS(t *testing.T) {
 		client := &noAWS{}
 		_, err := f.Build(context.Background(), config(client), getenv, slog.New(slog.DiscardHandler), io.Discard)
 		sent := client.requests()
+		if client.made() == 0 {
+			t.Errorf("%s: Build made no AWS client", f.Name)
+		}
 		switch f.Name {
 		case lambdas.Projector: // reads no secret, and looks at its table on its first batch
 			if err != nil || len(sent) != 0 {
