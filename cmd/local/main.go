@@ -13,16 +13,20 @@
 // PAYMENT_TIMEOUT (15m), SWEEP_INTERVAL (5s), RECORDING_MODE, RENTAL_PRICE_CENTS,
 // RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
 // per payment, which this runner fires when due), LOG_FORMAT (text, or json),
-// AWS_ENDPOINT_URL.
+// AWS_ENDPOINT_URL, and every other setting of the functions (PAYMENT_PROVIDER,
+// MAX_PENDING_PER_RENTER, OPERATOR_SCOPE, STUCK_GRACE, ...). Every setting is checked
+// before anything starts, and a bad one is refused with its name.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -43,7 +47,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx); err != nil {
+	if err := run(ctx, withDefaults(os.Getenv), startStack); err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
 	}
@@ -58,30 +62,73 @@ var defaults = map[string]string{
 	"LOG_FORMAT":            "text",
 }
 
-func getenv(name string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
+// withDefaults returns getenv with the runner's defaults for what it leaves empty.
+func withDefaults(getenv wiring.Getenv) wiring.Getenv {
+	return func(name string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return defaults[name]
 	}
-	return defaults[name]
 }
 
-func run(ctx context.Context) error {
+// settings are the runner's own settings.
+type settings struct {
+	port     string
+	interval time.Duration
+	json     bool
+}
+
+// parseSettings reads and checks every setting, the runner's own (PORT,
+// SWEEP_INTERVAL, LOG_FORMAT) and the functions' (local.CheckSettings), touching
+// nothing: a bad one is refused, by name, before anything starts.
+func parseSettings(getenv wiring.Getenv) (settings, error) {
+	var set settings
+	if n, err := strconv.Atoi(getenv("PORT")); err != nil || n < 0 || n > 65535 {
+		return set, fmt.Errorf("PORT=%q: want a port number from 0 to 65535", getenv("PORT"))
+	}
+	set.port = getenv("PORT")
+	interval, err := wiring.Duration(getenv, "SWEEP_INTERVAL", 5*time.Second)
+	if err != nil {
+		return set, err
+	}
+	set.interval = interval
+	switch f := getenv("LOG_FORMAT"); f {
+	case "text":
+	case "json":
+		set.json = true
+	default:
+		return set, fmt.Errorf("LOG_FORMAT=%q: want text or json", f)
+	}
+	return set, local.CheckSettings(getenv)
+}
+
+// startFunc brings the local stack up: local.Start, or a test's stand-in.
+type startFunc func(ctx context.Context, getenv wiring.Getenv, interval time.Duration, logger *slog.Logger, progress io.Writer) (*local.Up, error)
+
+// startStack is make run's stack: local.Start's, with the template's per-route
+// throttling played by the gateway.
+func startStack(ctx context.Context, getenv wiring.Getenv, interval time.Duration, logger *slog.Logger, progress io.Writer) (*local.Up, error) {
+	return local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: interval, Logger: logger, Progress: progress, Throttle: true})
+}
+
+func run(ctx context.Context, getenv wiring.Getenv, start startFunc) error {
+	set, err := parseSettings(getenv)
+	if err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stdout, nil))
-	if getenv("LOG_FORMAT") == "json" {
+	if set.json {
 		logger = slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	}
-	interval, err := time.ParseDuration(getenv("SWEEP_INTERVAL"))
-	if err != nil || interval <= 0 {
-		return fmt.Errorf("SWEEP_INTERVAL=%q: want a positive duration such as 5s", getenv("SWEEP_INTERVAL"))
-	}
 	// Claim the port first, so that a taken port is reported before anything starts.
-	listener, err := local.Listen("127.0.0.1:" + getenv("PORT"))
+	listener, err := local.Listen("127.0.0.1:" + set.port)
 	if err != nil {
 		return err
 	}
 	defer listener.Close()
 
-	up, err := local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: interval, Logger: logger, Progress: os.Stdout, Throttle: true})
+	up, err := start(ctx, getenv, set.interval, logger, os.Stdout)
 	if err != nil {
 		return err
 	}
@@ -96,7 +143,7 @@ func run(ctx context.Context) error {
 		}
 	}()
 	fmt.Printf("API: http://%s   sweep every %s, payment timeout %s   (Ctrl-C stops everything)\n",
-		listener.Addr(), interval, orDefault(getenv(wiring.EnvPaymentTimeout), "15m"))
+		listener.Addr(), set.interval, orDefault(getenv(wiring.EnvPaymentTimeout), "15m"))
 	err = up.Run(ctx, listener)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause

@@ -18,6 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalview"
 	"github.com/bikerental/bikerental/internal/renter"
+	"github.com/bikerental/bikerental/internal/strictjson"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -245,13 +246,14 @@ func detailOf(err, target error) string {
 }
 
 // MaxJSONDepth is the deepest nesting of arrays and objects a JSON body may have;
-// a deeper body is refused with 400, naming "body", before it is decoded. No body
-// this API accepts nests more than one level, and refusing early keeps the work a
-// hostile body causes to one pass over its bytes.
-const MaxJSONDepth = 16
+// a deeper body is refused with 400, naming "body", before it is decoded. It is the
+// service's one limit, strictjson.MaxDepth.
+const MaxJSONDepth = strictjson.MaxDepth
 
-// decodeJSON decodes a JSON object body into v, refusing other content types,
-// bodies nested deeper than MaxJSONDepth, unknown fields and trailing data. An
+// decodeJSON decodes a JSON object body into v with strictjson.Decode, refusing
+// other content types, and answering what strictjson refuses (a member twice or in
+// another case, an unknown member, nesting deeper than MaxJSONDepth, trailing data,
+// ...) with 400 invalid-request, naming "body" and, in the reason, the member. An
 // empty body decodes as {} when emptyOK.
 func decodeJSON(r *request, v any, emptyOK bool) *response {
 	if len(bytes.TrimSpace(r.body)) == 0 {
@@ -264,23 +266,20 @@ func decodeJSON(r *request, v any, emptyOK bool) *response {
 	if bad := refuseUnlessJSON(r); bad != nil {
 		return bad
 	}
-	if tooDeep(r.body, MaxJSONDepth) {
-		resp := invalid(InvalidParam{Name: "body", Reason: fmt.Sprintf("arrays and objects nest more than %d levels deep", MaxJSONDepth)})
-		return &resp
-	}
-	dec := json.NewDecoder(bytes.NewReader(r.body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		resp := invalid(InvalidParam{Name: "body", Reason: jsonReason(err)})
-		return &resp
-	}
-	// Only white space may follow the value: json.Decoder.More would let a stray
-	// closing bracket through.
-	if len(bytes.Trim(r.body[dec.InputOffset():], " \t\r\n")) > 0 {
-		resp := invalid(InvalidParam{Name: "body", Reason: "unexpected data after the JSON object"})
+	if err := strictjson.Decode(r.body, v); err != nil {
+		resp := invalidBody(err)
 		return &resp
 	}
 	return nil
+}
+
+// invalidBody is the answer to a body strictjson refused: 400 invalid-request,
+// naming "body", with the reason (which names the member) in the detail as well.
+func invalidBody(err error) response {
+	reason := err.Error()
+	resp := invalid(InvalidParam{Name: "body", Reason: reason})
+	resp.problem.Detail = "the body is not valid: " + reason
+	return resp
 }
 
 // jsonMediaType reports whether a Content-Type names JSON: application/json or a
@@ -303,58 +302,6 @@ func refuseUnlessJSON(r *request) *response {
 	}
 	resp := blank(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not accepted; send application/json", ct))
 	return &resp
-}
-
-// tooDeep reports whether the arrays and objects in body nest more than limit levels
-// deep. It is one pass over the bytes that allocates nothing: brackets inside
-// strings, escaped quotes included, do not count. It does not validate the JSON;
-// the decoder refuses whatever else is wrong.
-func tooDeep(body []byte, limit int) bool {
-	depth := 0
-	inString, escaped := false, false
-	for _, c := range body {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			depth++
-			if depth > limit {
-				return true
-			}
-		case (c == ']' || c == '}') && depth > 0:
-			depth--
-		}
-	}
-	return false
-}
-
-func jsonReason(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
-	case errors.As(err, &typ):
-		if typ.Field != "" {
-			return fmt.Sprintf("field %q must be a %s", typ.Field, typ.Type)
-		}
-		return "the body must be a JSON object"
-	}
-	// encoding/json reports unknown fields as `json: unknown field "x"`.
-	msg := err.Error()
-	if len(msg) > 6 && msg[:6] == "json: " {
-		msg = msg[6:]
-	}
-	return msg
 }
 
 func jsonResponse(status int, v any) response {

@@ -96,6 +96,8 @@ func TestBadWebhookBodiesChangeNothing(t *testing.T) {
 	}{
 		{"not JSON", `{"id":`, 400},
 		{"an unknown field", `{"id":"e1","type":"payment.succeeded","paymentReference":"` + ref + `","price":1}`, 400},
+		{"a member twice", `{"id":"e1","type":"payment.failed","type":"payment.succeeded","paymentReference":"` + ref + `"}`, 400},
+		{"a member in another case", `{"id":"e1","TYPE":"payment.succeeded","paymentReference":"` + ref + `"}`, 400},
 		{"an unknown type", event("e1", "payment.refunded", ref, ""), 400},
 		{"no id", event("", generic.TypeSucceeded, ref, ""), 400},
 		{"an id with a space", event("e 1", generic.TypeSucceeded, ref, ""), 400},

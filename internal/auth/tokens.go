@@ -1,13 +1,14 @@
 package auth
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+
+	"github.com/bikerental/bikerental/internal/strictjson"
 )
 
 // TokenPath is where the local stack serves its token handler.
@@ -100,55 +101,20 @@ func (i *Issuer) TokenHandler(operatorScope string) http.Handler {
 	})
 }
 
-// parseTokenRequest reads body strictly: one JSON object, member names matched
-// exactly (not case-insensitively, as encoding/json would), no member twice, no
-// unknown member, no null, and only whitespace after the object. Its errors are the
-// problem details to answer with.
+// parseTokenRequest reads body as strictjson.Decode does: one JSON object, member
+// names matched exactly (not case-insensitively, as encoding/json would), no member
+// twice, no unknown member, no null, and only whitespace after the object. Its
+// errors are the problem details to answer with.
 func parseTokenRequest(body []byte) (TokenRequest, error) {
 	var req TokenRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return req, errors.New("the body must be a JSON object")
+	if err := strictjson.Decode(body, &req); err != nil {
+		return TokenRequest{}, err
 	}
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return req, errors.New("the body is not valid JSON")
-		}
-		name, _ := t.(string)
-		if seen[name] {
-			return req, fmt.Errorf("member %q appears twice", name)
-		}
-		seen[name] = true
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return req, errors.New("the body is not valid JSON")
-		}
-		switch name {
-		case "sub":
-			if json.Unmarshal(raw, &req.Sub) != nil || string(raw) == "null" {
-				return req, errors.New("sub must be a string")
-			}
-		case "operator":
-			if json.Unmarshal(raw, &req.Operator) != nil || string(raw) == "null" {
-				return req, errors.New("operator must be a boolean")
-			}
-		default:
-			return req, fmt.Errorf("unknown member %q", name)
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return req, errors.New("the body is not valid JSON")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return req, errors.New("only whitespace may follow the JSON object")
-	}
-	if !seen["sub"] {
-		return req, errors.New("sub is required")
-	}
-	if !subPattern.MatchString(req.Sub) {
-		return req, errors.New("sub must be 1 to 64 letters, digits, '_' or '-'")
+	switch {
+	case req.Sub == "":
+		return TokenRequest{}, errors.New("sub is required")
+	case !subPattern.MatchString(req.Sub):
+		return TokenRequest{}, errors.New("sub must be 1 to 64 letters, digits, '_' or '-'")
 	}
 	return req, nil
 }

@@ -93,19 +93,20 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
+	// Every setting is checked before anything starts: a bad one is reported
+	// without an emulator, stripe-mock or table coming up first.
+	getenv := withSettingDefaults(o.Getenv)
+	if err := checkSettings(getenv); err != nil {
+		return nil, err
+	}
+	mode, _ := deadline.ParseMode(getenv(wiring.EnvDeadlineMode)) // checked
 	up := &Up{}
 	progress := o.Progress
-	getenv := withDeadlineDefaults(o.Getenv)
 	getenv, stripe, err := withStripe(ctx, getenv, progress)
 	if err != nil {
 		return nil, err
 	}
 	up.stripe = stripe
-	mode, err := deadline.ParseMode(getenv(wiring.EnvDeadlineMode))
-	if err != nil {
-		up.Stop()
-		return nil, fmt.Errorf("%s: %w", wiring.EnvDeadlineMode, err)
-	}
 	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: o.SweepInterval,
 		Logger: o.Logger, OperatorScope: getenv(wiring.EnvOperatorScope), MaxRetryAttempts: o.MaxRetryAttempts, MaxRecordAge: o.MaxRecordAge,
 		DeadlinePoll: o.DeadlinePoll}
@@ -137,7 +138,7 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 		}
 	default:
 		fmt.Fprintln(progress, "starting the local AWS emulator (moto_server)...")
-		if up.emulator, err = emulator.Start(ctx); err != nil {
+		if up.emulator, err = startEmulator(ctx); err != nil {
 			up.Stop()
 			return nil, err
 		}
@@ -167,6 +168,30 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 	}
 	up.Stack = stack
 	return up, nil
+}
+
+// startEmulator starts moto's server; a test replaces it to see that it is not
+// reached.
+var startEmulator = emulator.Start
+
+// CheckSettings validates, touching nothing, every setting the local stack reads
+// from getenv, with the local defaults StartWith fills in: every function's
+// (lambdas.Check). StartWith runs it before it starts anything; make run runs it
+// before it claims its port.
+func CheckSettings(getenv wiring.Getenv) error { return checkSettings(withSettingDefaults(getenv)) }
+
+func checkSettings(getenv wiring.Getenv) error {
+	if err := lambdas.Check(getenv); err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	return nil
+}
+
+// withSettingDefaults fills in the local defaults of the settings getenv leaves
+// empty: the precise deadlines' and Stripe's keys (stripe-mock's address comes
+// when it is started).
+func withSettingDefaults(getenv wiring.Getenv) wiring.Getenv {
+	return withStripeKeys(withDeadlineDefaults(getenv))
 }
 
 // buildFunctions builds the four functions in this process, each on its part's AWS

@@ -529,10 +529,12 @@ func validate(s Payment, c Command) error {
 		switch {
 		case c.PaymentID == "":
 			return errors.New("paymentId is required")
-		case c.Amount <= 0:
-			return fmt.Errorf("amount %d must be positive", c.Amount)
-		case !validCurrency(c.Currency):
-			return fmt.Errorf("currency %q must be 3 upper-case letters (ISO 4217)", c.Currency)
+		}
+		if err := CheckAmount(c.Amount); err != nil {
+			return err
+		}
+		if err := CheckCurrency(c.Currency); err != nil {
+			return err
 		}
 	case ConfirmPayment:
 		ref = c.Reference
@@ -566,6 +568,25 @@ func validate(s Payment, c Command) error {
 	return nil
 }
 
-func validCurrency(c string) bool {
-	return len(c) == 3 && strings.Trim(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == ""
+// MaxAmount is the largest amount a payment may have, in minor units: eight digits,
+// the most Stripe takes in one payment (999,999.99 in a two-decimal currency), and
+// far below where a JSON number stops being exact.
+const MaxAmount = 99_999_999
+
+// CheckAmount returns why amount, in minor units, cannot be a payment's amount, or
+// nil: it must be from 1 to MaxAmount. PreparePayment is refused for the same.
+func CheckAmount(amount int64) error {
+	if amount <= 0 || amount > MaxAmount {
+		return fmt.Errorf("amount %d must be from 1 to %d (minor units)", amount, MaxAmount)
+	}
+	return nil
+}
+
+// CheckCurrency returns why c cannot be a payment's currency, or nil: it must be
+// 3 upper-case letters (ISO 4217). PreparePayment is refused for the same.
+func CheckCurrency(c string) error {
+	if len(c) != 3 || strings.Trim(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		return fmt.Errorf("currency %q must be 3 upper-case letters (ISO 4217)", c)
+	}
+	return nil
 }

@@ -93,6 +93,8 @@ func TestDecide(t *testing.T) {
 		{"prepare without payment id", nil, with(func(c *PreparePayment) { c.PaymentID = "" }), nil, ErrInvalidCommand},
 		{"prepare zero amount", nil, with(func(c *PreparePayment) { c.Amount = 0 }), nil, ErrInvalidCommand},
 		{"prepare negative amount", nil, with(func(c *PreparePayment) { c.Amount = -5 }), nil, ErrInvalidCommand},
+		{"prepare the largest amount", nil, with(func(c *PreparePayment) { c.Amount = MaxAmount }), []Event{PaymentPrepared{PaymentID: "p1", Reference: ref, Amount: MaxAmount, Currency: "EUR"}}, nil},
+		{"prepare over the largest amount", nil, with(func(c *PreparePayment) { c.Amount = MaxAmount + 1 }), nil, ErrInvalidCommand},
 		{"prepare lower-case currency", nil, with(func(c *PreparePayment) { c.Currency = "eur" }), nil, ErrInvalidCommand},
 		{"prepare short currency", nil, with(func(c *PreparePayment) { c.Currency = "EU" }), nil, ErrInvalidCommand},
 		{"prepare long currency", nil, with(func(c *PreparePayment) { c.Currency = "EURO" }), nil, ErrInvalidCommand},

@@ -3,7 +3,7 @@ package wiring
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -49,14 +49,15 @@ func Run(build Builder) {
 }
 
 // ErrNoPendingTable reports a function that needs the PendingPayments table started
-// without PENDING_TABLE.
-var ErrNoPendingTable = errors.New("wiring: PENDING_TABLE is not set")
+// without PENDING_TABLE; it wraps ErrMissingSetting.
+var ErrNoPendingTable = fmt.Errorf("%w: %s", ErrMissingSetting, EnvPendingTable)
 
 // StreamHandler is the handler of a function on the Events table's stream.
 type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
 // ProcessFunction builds the rental-payment process's stream handler, its commands
 // configured by opts (the payment provider, in wiring/paymentfn, which the mains use).
+// It checks its settings (CheckProcess) before it creates any client.
 func ProcessFunction(opts ...command.Option) Builder {
 	return func(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
 		return processFunction(ctx, cfg, getenv, logger, stdout, opts)
@@ -64,11 +65,17 @@ func ProcessFunction(opts ...command.Option) Builder {
 }
 
 func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer, opts []command.Option) (any, error) {
+	if err := CheckProcess(getenv); err != nil {
+		return nil, err
+	}
 	store, err := EventStore(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	service := getenv(EnvMetricsService)
+	service, err := MetricsService(getenv)
+	if err != nil {
+		return nil, err
+	}
 	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *rentalpayment.Config) { c.MetricsService = service })
 	if err != nil {
 		return nil, err
@@ -83,7 +90,8 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 type SweepHandler = func(context.Context, json.RawMessage) (deadline.Summary, error)
 
 // SweepFunction builds the sweep's handler, its commands configured by opts; its
-// metrics go to stdout in Embedded Metric Format.
+// metrics go to stdout in Embedded Metric Format. It checks its settings
+// (CheckSweep) before it creates any client.
 func SweepFunction(opts ...command.Option) Builder {
 	return func(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
 		return sweepFunction(ctx, cfg, getenv, logger, stdout, opts)
@@ -91,6 +99,9 @@ func SweepFunction(opts ...command.Option) Builder {
 }
 
 func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer, opts []command.Option) (any, error) {
+	if err := CheckSweep(getenv); err != nil {
+		return nil, err
+	}
 	s, err := Core(cfg, getenv, logger, opts...)
 	if err == nil && s.Projection == nil {
 		err = ErrNoPendingTable

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -90,28 +89,23 @@ func required(getenv Getenv, name string) (string, error) {
 
 // EventStore returns the DynamoDB event store on the table EVENTS_TABLE names.
 func EventStore(cfg aws.Config, getenv Getenv) (*dynamo.Store, error) {
-	table, err := required(getenv, EnvEventsTable)
+	name, err := table(getenv, EnvEventsTable, true)
 	if err != nil {
 		return nil, err
 	}
-	return dynamo.New(dynamodb.NewFromConfig(cfg), table), nil
+	return dynamo.New(dynamodb.NewFromConfig(cfg), name), nil
 }
 
 // Process builds the rental-payment process on store, sending its commands through
-// commands, configured by RECORDING_MODE, RENTAL_PRICE_CENTS and RENTAL_CURRENCY.
+// commands, configured by RECORDING_MODE and RentalPrice.
 func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, logger *slog.Logger, opts ...func(*rentalpayment.Config)) (*rentalpayment.Process, error) {
-	mode, err := rentalpayment.ParseRecordingMode(getenv(EnvRecordingMode))
+	mode, err := RecordingMode(getenv)
 	if err != nil {
-		return nil, fmt.Errorf("wiring: %s: %w", EnvRecordingMode, err)
+		return nil, err
 	}
-	price := DefaultPrice
-	if v := getenv(EnvRentalPrice); v != "" {
-		if price.Amount, err = strconv.ParseInt(v, 10, 64); err != nil || price.Amount <= 0 {
-			return nil, fmt.Errorf("wiring: %s=%q: want a positive whole number of cents", EnvRentalPrice, v)
-		}
-	}
-	if v := getenv(EnvRentalCurrency); v != "" {
-		price.Currency = v
+	price, err := RentalPrice(getenv)
+	if err != nil {
+		return nil, err
 	}
 	cfg := rentalpayment.Config{Store: store, Commands: commands, Mode: mode, Price: price, Logger: logger}
 	for _, o := range opts {
@@ -134,21 +128,11 @@ func PendingReader(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, err
 }
 
 func projection(cfg aws.Config, getenv Getenv, writes bool) (*pendingtable.Projection, error) {
-	table := getenv(EnvPendingTable)
-	if table == "" {
-		return nil, nil
-	}
-	shards, err := intSetting(getenv, EnvPendingShards, pendingtable.DefaultShards)
-	if err != nil {
+	set, err := pending(getenv, false, writes)
+	if err != nil || set.table == "" {
 		return nil, err
 	}
-	ttl := pendingtable.DefaultMarkerTTL
-	if writes {
-		if ttl, err = durationSetting(getenv, EnvMarkerTTL, pendingtable.DefaultMarkerTTL); err != nil {
-			return nil, err
-		}
-	}
-	p, err := pendingtable.New(dynamodb.NewFromConfig(cfg), table, shards, ttl)
+	p, err := pendingtable.New(dynamodb.NewFromConfig(cfg), set.table, set.shards, set.ttl)
 	if err != nil {
 		return nil, fmt.Errorf("wiring: %w", err)
 	}
@@ -167,7 +151,11 @@ func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 	if err != nil {
 		return deadline.Policy{}, err
 	}
-	return deadline.NewPolicy(timeout, grace)
+	policy, err := deadline.NewPolicy(timeout, grace)
+	if err != nil {
+		return deadline.Policy{}, fmt.Errorf("%w: %s and %s: %w", ErrBadSetting, EnvPaymentTimeout, EnvStuckGrace, err)
+	}
+	return policy, nil
 }
 
 // Sweeper returns the sweep over projection, sending its commands to process,
@@ -182,9 +170,13 @@ func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, ge
 	if err != nil {
 		return nil, err
 	}
+	service, err := MetricsService(getenv)
+	if err != nil {
+		return nil, err
+	}
 	s := &deadline.Sweeper{Index: projection, Canceller: process, Policy: policy, Concurrency: concurrency, Logger: logger}
 	if metrics != nil {
-		s.Report = sweepmetrics.Writer(metrics, getenv(EnvMetricsService))
+		s.Report = sweepmetrics.Writer(metrics, service)
 	}
 	return s, nil
 }
@@ -194,12 +186,8 @@ func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, ge
 // PendingPayments projection as the projector writes it), or nil when STUCK_REPAIR
 // is "off".
 func StuckRepairs(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, error) {
-	switch v := getenv(EnvStuckRepair); v {
-	case "off":
-		return nil, nil
-	case "", "auto":
-	default:
-		return nil, fmt.Errorf("wiring: %s=%q: want auto or off", EnvStuckRepair, v)
+	if auto, err := stuckRepair(getenv); err != nil || !auto {
+		return nil, err
 	}
 	projection, err := Projection(cfg, getenv)
 	if err == nil && projection == nil {
@@ -211,30 +199,6 @@ func StuckRepairs(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, 
 	return &repair.Repairer{Store: s.Store, Consumers: map[string]repair.Handler{
 		eventfilter.Process: s.Process.Handle, eventfilter.Projector: projection.Apply,
 	}}, nil
-}
-
-func intSetting(getenv Getenv, name string, def int) (int, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("wiring: %s=%q: want a positive whole number", name, v)
-	}
-	return n, nil
-}
-
-func durationSetting(getenv Getenv, name string, def time.Duration) (time.Duration, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("wiring: %s=%q: want a positive duration such as 15m or 90s", name, v)
-	}
-	return d, nil
 }
 
 // Service is the service's parts, wired together. Projection is nil when
@@ -267,14 +231,16 @@ func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger, opts ...command.Op
 	return &Service{Store: store, Commands: commands, Process: process, Projection: projection}, nil
 }
 
-// Int reads a whole-number setting, def when unset; it must be at least 1.
+// Int reads a whole-number setting, def when unset; it must be at least 1. The
+// error wraps ErrBadSetting and names the variable.
 func Int(getenv Getenv, name string, def int) (int, error) { return intSetting(getenv, name, def) }
 
 // Required reads a setting that must be set; an empty one is an error wrapping
 // ErrMissingSetting.
 func Required(getenv Getenv, name string) (string, error) { return required(getenv, name) }
 
-// Duration reads a duration setting such as 15m, def when unset; it must be positive.
+// Duration reads a duration setting such as 15m, def when unset; it must be
+// positive. The error wraps ErrBadSetting and names the variable.
 func Duration(getenv Getenv, name string, def time.Duration) (time.Duration, error) {
 	return durationSetting(getenv, name, def)
 }

@@ -1,7 +1,9 @@
 package wiring_test
 
 import (
+	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -9,6 +11,9 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -36,10 +41,68 @@ func TestProcessSettings(t *testing.T) {
 		{"price not a number", map[string]string{wiring.EnvRentalPrice: "9.90"}, false},
 		{"negative price", map[string]string{wiring.EnvRentalPrice: "-1"}, false},
 		{"bad currency", map[string]string{wiring.EnvRentalCurrency: "euro"}, false},
+		{"lower-case currency", map[string]string{wiring.EnvRentalCurrency: "chf"}, true},
+		{"currency of digits", map[string]string{wiring.EnvRentalCurrency: "978"}, false},
+		{"price over the payment's limit", map[string]string{wiring.EnvRentalPrice: "100000000"}, false},
 	} {
 		_, err := wiring.Process(store, command.New(store), env(tc.vars), nil)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: err = %v, want ok=%v", tc.name, err, tc.ok)
 		}
+	}
+}
+
+// TestRentalPriceTakesTheCurrencyInAnyCase: RENTAL_CURRENCY=eur is EUR, the form
+// the payment takes, and the price is held to the payment's own limits.
+func TestRentalPriceTakesTheCurrencyInAnyCase(t *testing.T) {
+	for _, tc := range []struct {
+		vars map[string]string
+		want rentalpayment.Price
+	}{
+		{nil, wiring.DefaultPrice},
+		{map[string]string{wiring.EnvRentalCurrency: "eur"}, rentalpayment.Price{Amount: 1500, Currency: "EUR"}},
+		{map[string]string{wiring.EnvRentalCurrency: "Chf", wiring.EnvRentalPrice: "990"}, rentalpayment.Price{Amount: 990, Currency: "CHF"}},
+		{map[string]string{wiring.EnvRentalPrice: strconv.Itoa(payment.MaxAmount)}, rentalpayment.Price{Amount: payment.MaxAmount, Currency: "EUR"}},
+	} {
+		got, err := wiring.RentalPrice(env(tc.vars))
+		if err != nil || got != tc.want {
+			t.Errorf("RentalPrice(%v) = %v, %v; want %v", tc.vars, got, err, tc.want)
+		}
+		if err := payment.CheckAmount(got.Amount); err != nil {
+			t.Errorf("RentalPrice(%v): %v", tc.vars, err)
+		}
+		if err := payment.CheckCurrency(got.Currency); err != nil {
+			t.Errorf("RentalPrice(%v): %v", tc.vars, err)
+		}
+	}
+}
+
+// TestALowerCaseCurrencyPreparesPayments: a process built with RENTAL_CURRENCY=eur
+// prepares the payment of a requested bike in EUR (the currency as given would be
+// refused by the payment, on every request).
+func TestALowerCaseCurrencyPreparesPayments(t *testing.T) {
+	store := eventstore.NewMemory()
+	commands := command.New(store)
+	process, err := wiring.Process(store, commands, env(map[string]string{wiring.EnvRentalCurrency: "eur"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := commands.Bike(ctx, rental.RegisterBike{BikeID: "b1"}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	id := rental.NewRentalID("b1", "AAAAAAAAAAAAAAAAAAAAAA")
+	res, err := commands.Bike(ctx, rental.RequestBike{BikeID: "b1", Renter: "alice", RentalID: id}, command.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Appended {
+		if err := process.Handle(ctx, r); err != nil {
+			t.Fatalf("the process refused %s: %v", r.Type, err)
+		}
+	}
+	p, _, err := commands.LoadPayment(ctx, payment.ReferenceFor(id))
+	if err != nil || p.Currency != "EUR" || p.Amount != wiring.DefaultPrice.Amount {
+		t.Errorf("payment %+v, %v; want %d EUR", p, err, wiring.DefaultPrice.Amount)
 	}
 }

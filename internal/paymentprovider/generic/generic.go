@@ -5,17 +5,15 @@
 package generic
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/strictjson"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -78,21 +76,19 @@ func (Provider) RefundPayment(context.Context, string, string) (string, error) {
 // the event it carries. The signature covers the whole body, which names the event,
 // the payment and the outcome, so it is valid for exactly those. A bad signature is
 // payment.ErrWebhookUnauthentic (and the body is not looked at); a body that is not
-// exactly one Event, with a known type, a valid reference and id, a reason only
-// for failures, and, where named, a payment id of the id's characters, a positive
-// amount and an upper-case currency, is payment.ErrWebhookMalformed.
+// exactly one Event as strictjson.Decode reads it (each member once, named exactly,
+// nothing unknown or after it), with a known type, a valid reference and id, a
+// reason only for failures, and, where named, a payment id of the id's characters,
+// a positive amount and a currency as payment.CheckCurrency has it, is
+// payment.ErrWebhookMalformed, wrapping the *strictjson.Error that names the member
+// when there is one.
 func (p Provider) ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error) {
 	if err := p.Verifier.Verify(header(webhook.Header), body, now); err != nil {
 		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookUnauthentic, err)
 	}
 	var e Event
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: %v", payment.ErrWebhookMalformed, err)
-	}
-	if len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) > 0 {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: data after the event", payment.ErrWebhookMalformed)
+	if err := strictjson.Decode(body, &e); err != nil {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookMalformed, err)
 	}
 	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, Reference: e.PaymentReference, Reason: e.Reason,
 		PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency}
@@ -116,7 +112,7 @@ func (p Provider) ParseWebhook(header func(string) string, body []byte, now time
 		return payment.ProviderEvent{}, fmt.Errorf("%w: paymentId must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", payment.ErrWebhookMalformed, MaxEventIDLength)
 	case e.Amount < 0:
 		return payment.ProviderEvent{}, fmt.Errorf("%w: amount must be positive", payment.ErrWebhookMalformed)
-	case e.Currency != "" && (len(e.Currency) != 3 || strings.Trim(e.Currency, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != ""):
+	case e.Currency != "" && payment.CheckCurrency(e.Currency) != nil:
 		return payment.ProviderEvent{}, fmt.Errorf("%w: currency must be 3 upper-case letters (ISO 4217)", payment.ErrWebhookMalformed)
 	}
 	if _, err := payment.RentalIDFor(e.PaymentReference); err != nil {

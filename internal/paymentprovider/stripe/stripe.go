@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -94,8 +95,9 @@ type Provider struct {
 }
 
 // New returns a Provider for cfg. It refuses an empty secret key or webhook secret,
-// or one with white space in it (a pasted newline), and a negative tolerance; its
-// errors never contain either secret.
+// or one with white space in it (a pasted newline), a negative tolerance, and an
+// API URL that is not an absolute http or https URL; its errors never contain
+// either secret.
 func New(cfg Config) (*Provider, error) {
 	switch {
 	case cfg.SecretKey == "":
@@ -108,6 +110,8 @@ func New(cfg Config) (*Provider, error) {
 		return nil, errors.New("stripe: the webhook secret contains white space")
 	case cfg.Tolerance < 0:
 		return nil, fmt.Errorf("stripe: the webhook tolerance must not be negative, got %v", cfg.Tolerance)
+	case cfg.APIURL != "" && !validAPIURL(cfg.APIURL):
+		return nil, fmt.Errorf("stripe: the API URL %q is not an absolute http or https URL", cfg.APIURL)
 	}
 	tolerance := cfg.Tolerance
 	if tolerance == 0 {
@@ -324,3 +328,9 @@ func truncate(s string, n int) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// validAPIURL reports whether u is an absolute http or https URL with a host.
+func validAPIURL(u string) bool {
+	parsed, err := url.Parse(u)
+	return err == nil && (parsed.Scheme == "http" || parsed.Scheme == "https") && parsed.Host != ""
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v85/webhook"
 
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/strictjson"
 )
 
 // The event types ParseWebhook maps; every other type is payment.ErrWebhookIgnored.
@@ -23,6 +24,11 @@ const (
 	EventPaymentCanceled  = string(stripesdk.EventTypePaymentIntentCanceled)      // payment.ProviderCancelled
 	EventChargeRefunded   = string(stripesdk.EventTypeChargeRefunded)             // payment.ProviderRefunded
 )
+
+// MaxEventDepth is the deepest nesting of arrays and objects a Stripe event may
+// have. Stripe's events nest a handful of levels; the bound keeps the work an
+// authentic but absurd body causes to one pass over its bytes.
+const MaxEventDepth = 64
 
 // MaxReasonLength bounds a failure's Reason, in bytes (cut at a rune boundary).
 const MaxReasonLength = 500
@@ -41,9 +47,12 @@ const maxUnix = 1 << 40
 // direction. A missing, malformed, stale, future or wrong signature is
 // payment.ErrWebhookUnauthentic, and neither the header nor the body is quoted.
 //
-// A body with a valid signature that is not a Stripe event, or one rendered for
-// another API release train than APIVersion's (stripe-go refuses those), or whose
-// object is not what its type says, is payment.ErrWebhookMalformed.
+// A body with a valid signature that names a member twice in one object, or a
+// member stripe-go reads in another case than stripe-go declares it (both as
+// strictjson.CheckNames finds them, at any depth), or that nests deeper than
+// MaxEventDepth, is payment.ErrWebhookMalformed; so is a body that is not a Stripe
+// event, or one rendered for another API release train than APIVersion's
+// (stripe-go refuses those), or whose object is not what its type says.
 //
 // The event types mapped, with the reference read from the object's metadata
 // (MetadataKey):
@@ -84,7 +93,14 @@ func (p *Provider) ParseWebhook(header func(string) string, body []byte, now tim
 	if err := p.verify(sig, body, now); err != nil {
 		return payment.ProviderEvent{}, err
 	}
-	// The signature is valid: what fails from here on is the body. The SDK checks
+	// The signature is valid: what fails from here on is the body. Its member
+	// names are read exactly: encoding/json, which stripe-go decodes with, would
+	// take a member twice (the last one) or in another case, and the service must
+	// read what the signed bytes say, the same way any other reader would.
+	if err := strictjson.CheckNames(body, &stripesdk.Event{}, MaxEventDepth); err != nil {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookMalformed, err)
+	}
+	// The SDK checks
 	// the signature once more (ignoring the timestamp, checked above), that the
 	// body is an event (object "event") and its API version.
 	e, err := webhook.ConstructEventWithOptions(body, sig, p.webhookSecret, webhook.ConstructEventOptions{IgnoreTolerance: true})
@@ -103,6 +119,9 @@ func (p *Provider) ParseWebhook(header func(string) string, body []byte, now tim
 	switch string(e.Type) {
 	case EventPaymentSucceeded, EventPaymentFailed, EventPaymentCanceled:
 		var pi stripesdk.PaymentIntent
+		if err := strictjson.CheckNames(e.Data.Raw, &pi, MaxEventDepth); err != nil {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %w", payment.ErrWebhookMalformed, e.ID, err)
+		}
 		if err := json.Unmarshal(e.Data.Raw, &pi); err != nil {
 			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %s", payment.ErrWebhookMalformed, e.ID, truncate(err.Error(), 200))
 		}
@@ -131,6 +150,9 @@ func (p *Provider) ParseWebhook(header func(string) string, body []byte, now tim
 
 	case EventChargeRefunded:
 		var ch stripesdk.Charge
+		if err := strictjson.CheckNames(e.Data.Raw, &ch, MaxEventDepth); err != nil {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %w", payment.ErrWebhookMalformed, e.ID, err)
+		}
 		if err := json.Unmarshal(e.Data.Raw, &ch); err != nil {
 			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %s", payment.ErrWebhookMalformed, e.ID, truncate(err.Error(), 200))
 		}

@@ -1,6 +1,7 @@
 package stripe_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -250,35 +251,58 @@ func TestParseWebhookRefusesUnauthentic(t *testing.T) {
 
 func TestParseWebhookRefusesMalformed(t *testing.T) {
 	p := webhookProvider(t, 0)
+	// succeeded is the recorded success with old, which must occur in it, replaced
+	// by new once.
+	succeeded := func(old, new string) []byte {
+		body := fixture(t, "events/payment_intent.succeeded.json")
+		if !bytes.Contains(body, []byte(old)) {
+			t.Fatalf("the fixture holds no %s", old)
+		}
+		return bytes.Replace(body, []byte(old), []byte(new), 1)
+	}
 	for _, c := range []struct {
-		name string
-		body []byte
+		name  string
+		body  []byte
+		names string // what the error must name; "" for anything
 	}{
-		{"not JSON", []byte(`{"id": "evt_1", "object": "event",`)},
-		{"empty", []byte{}},
-		{"JSON, not an event", []byte(`{"object": "list", "data": [], "has_more": false, "url": "/v1/events"}`)},
-		{"another API release train", fixture(t, "events/payment_intent.succeeded.basil.json")},
-		{"no api_version", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(e, "api_version") })},
-		{"no data", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(e, "data") })},
-		{"data.object null", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["data"] = map[string]any{"object": nil} })},
-		{"data not an object", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["data"] = "pi_1" })},
-		{"no id", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(e, "id") })},
-		{"an id with a space", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["id"] = "evt 1" })},
-		{"a PaymentIntent event about a charge", edit(t, "events/charge.refunded.json", func(e map[string]any) { e["type"] = "payment_intent.succeeded" })},
-		{"a charge event about a PaymentIntent", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["type"] = "charge.refunded" })},
-		{"metadata that is no map", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { object(e)["metadata"] = []any{} })},
-		{"an amount that is no number", edit(t, "events/charge.refunded.json", func(e map[string]any) { object(e)["amount"] = "lots" })},
+		{"not JSON", []byte(`{"id": "evt_1", "object": "event",`), ""},
+		{"empty", []byte{}, ""},
+		{"JSON, not an event", []byte(`{"object": "list", "data": [], "has_more": false, "url": "/v1/events"}`), ""},
+		{"another API release train", fixture(t, "events/payment_intent.succeeded.basil.json"), ""},
+		{"no api_version", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(e, "api_version") }), ""},
+		{"no data", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(e, "data") }), ""},
+		{"data.object null", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["data"] = map[string]any{"object": nil} }), ""},
+		{"data not an object", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["data"] = "pi_1" }), ""},
+		{"no id", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(e, "id") }), ""},
+		{"an id with a space", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["id"] = "evt 1" }), ""},
+		{"a PaymentIntent event about a charge", edit(t, "events/charge.refunded.json", func(e map[string]any) { e["type"] = "payment_intent.succeeded" }), ""},
+		{"a charge event about a PaymentIntent", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { e["type"] = "charge.refunded" }), ""},
+		{"metadata that is no map", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { object(e)["metadata"] = []any{} }), ""},
+		{"an amount that is no number", edit(t, "events/charge.refunded.json", func(e map[string]any) { object(e)["amount"] = "lots" }), ""},
 		{"an id over the limit", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) {
 			e["id"] = "evt_" + strings.Repeat("a", payment.MaxEventIDLength-3)
-		})},
-		{"a PaymentIntent without an amount", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(object(e), "amount") })},
-		{"a PaymentIntent without a currency", edit(t, "events/payment_intent.payment_failed.json", func(e map[string]any) { delete(object(e), "currency") })},
-		{"a refunded charge without a currency", edit(t, "events/charge.refunded.json", func(e map[string]any) { object(e)["currency"] = "" })},
+		}), ""},
+		{"a PaymentIntent without an amount", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(object(e), "amount") }), ""},
+		{"a PaymentIntent without a currency", edit(t, "events/payment_intent.payment_failed.json", func(e map[string]any) { delete(object(e), "currency") }), ""},
+		{"a refunded charge without a currency", edit(t, "events/charge.refunded.json", func(e map[string]any) { object(e)["currency"] = "" }), ""},
+		// encoding/json, which stripe-go decodes with, takes the last of two members
+		// and a member named in another case; the service refuses both, at any depth.
+		{"type twice", succeeded(`"type": "payment_intent.succeeded"`, `"type": "payment_intent.canceled", "type": "payment_intent.succeeded"`), `"type"`},
+		{"type in another case", succeeded(`"type": "payment_intent.succeeded"`, `"TYPE": "payment_intent.succeeded"`), `"TYPE"`},
+		{"the event id in another case", succeeded(`"id": "evt_`, `"Id": "evt_`), `"Id"`},
+		{"the PaymentIntent id twice", succeeded(`"id": "pi_`, `"id": "pi_other", "id": "pi_`), `"data.object.id"`},
+		{"the reference twice", succeeded(`"reference": "`, `"reference": "rp_01JZ8K3M6Q2W4E5R7T9YZZ", "reference": "`), `"data.object.metadata.reference"`},
+		{"metadata in another case", succeeded(`"metadata": {`, `"Metadata": {`), `data.object: member "Metadata"`},
+		{"a member twice deep inside", succeeded(`"tip": {}`, `"tip": {"a": 1, "a": 2}`), `"data.object.amount_details.tip.a"`},
+		{"nested too deep", succeeded(`"tip": {}`, `"tip": `+strings.Repeat("[", stripe.MaxEventDepth)+strings.Repeat("]", stripe.MaxEventDepth)), "nest"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := p.ParseWebhook(headerWith(sign(c.body, webhookSecret, signedAt)), c.body, verifyAt)
 			if !errors.Is(err, payment.ErrWebhookMalformed) {
 				t.Fatalf("ParseWebhook = %v, want ErrWebhookMalformed", err)
+			}
+			if !strings.Contains(err.Error(), c.names) {
+				t.Errorf("ParseWebhook = %v, which does not name %s", err, c.names)
 			}
 			t.Log(err)
 		})

@@ -29,28 +29,65 @@ type SecretReader interface {
 // once (at cold start), or else from PAYMENT_WEBHOOK_SECRET. Errors never include
 // the secret.
 func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv wiring.Getenv) (*webhook.Verifier, error) {
+	id, err := wiring.SecretID(getenv, wiring.EnvWebhookSecretID)
+	if err != nil {
+		return nil, err
+	}
 	var secret string
-	if id := getenv(wiring.EnvWebhookSecretID); id != "" {
+	if id != "" {
 		out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
 		if err != nil {
 			return nil, fmt.Errorf("wiring: read webhook secret %s: %w", id, err)
 		}
 		secret = aws.ToString(out.SecretString)
 	} else {
-		var err error
 		if secret, err = wiring.Required(getenv, wiring.EnvWebhookSecret); err != nil {
 			return nil, fmt.Errorf("%w (or %s)", err, wiring.EnvWebhookSecretID)
 		}
 	}
 	v, err := webhook.NewVerifier([]byte(secret), webhook.DefaultTolerance)
 	if err != nil {
-		return nil, fmt.Errorf("wiring: webhook secret: %w", err)
+		where := wiring.EnvWebhookSecret
+		if id != "" {
+			where = "the secret " + id
+		}
+		return nil, fmt.Errorf("%w: %s: %w", wiring.ErrBadSetting, where, err)
 	}
 	return v, nil
 }
 
-// Build wires every part, the HTTP API included, which needs the webhook secret.
+// Check validates, touching nothing, every setting Build reads: MAX_PENDING_PER_RENTER,
+// the payment provider's (paymentfn.Check), Core's (wiring.CheckCore),
+// OPERATOR_SCOPE, and PAYMENT_WEBHOOK_SECRET_ID or else PAYMENT_WEBHOOK_SECRET (at
+// least webhook.MinSecretLen bytes). A secret read from Secrets Manager can only be
+// checked once read, by WebhookVerifier.
+func Check(getenv wiring.Getenv) error {
+	if _, err := wiring.Int(getenv, wiring.EnvMaxPendingPerRenter, renter.DefaultMaxPending); err != nil {
+		return err
+	}
+	if err := paymentfn.Check(getenv); err != nil {
+		return err
+	}
+	if err := wiring.CheckCore(getenv); err != nil {
+		return err
+	}
+	if _, err := wiring.Token(getenv, wiring.EnvOperatorScope); err != nil {
+		return err
+	}
+	id, err := wiring.SecretID(getenv, wiring.EnvWebhookSecretID)
+	if err != nil || id != "" {
+		return err
+	}
+	_, err = WebhookVerifier(context.Background(), nil, getenv)
+	return err
+}
+
+// Build wires every part, the HTTP API included, which needs the webhook secret,
+// once Check passed: a bad setting is refused before any AWS client is made.
 func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger) (*wiring.Service, error) {
+	if err := Check(getenv); err != nil {
+		return nil, err
+	}
 	maxPending, err := wiring.Int(getenv, wiring.EnvMaxPendingPerRenter, renter.DefaultMaxPending)
 	if err != nil {
 		return nil, err
@@ -68,8 +105,11 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger,
-		OperatorScope: getenv(wiring.EnvOperatorScope)}
+	scope, err := wiring.Token(getenv, wiring.EnvOperatorScope)
+	if err != nil {
+		return nil, err
+	}
+	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger, OperatorScope: scope}
 	if pay.Stripe != nil {
 		apiCfg.Stripe = pay.Stripe
 	}

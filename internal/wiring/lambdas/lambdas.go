@@ -7,6 +7,8 @@
 package lambdas
 
 import (
+	"fmt"
+
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/commandfn"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
@@ -29,16 +31,30 @@ type Function struct {
 	Package string
 	// Stream reports a consumer of the Events table's stream.
 	Stream bool
-	// Build is the builder its main runs (wiring.Run).
+	// Build is the builder its main runs (wiring.Run). It runs Check first.
 	Build wiring.Builder
+	// Check validates every setting Build reads, touching nothing: what the local
+	// runner checks for every function before it starts anything.
+	Check func(wiring.Getenv) error
 }
 
 // All returns every function, in a new slice.
 func All() []Function {
 	return []Function{
-		{Command, "./functions/command", false, commandfn.CommandFunction},
-		{Process, "./functions/process", true, paymentfn.ProcessFunction},
-		{Projector, "./functions/projector", true, projectorfn.ProjectorFunction},
-		{Sweep, "./functions/sweep", false, paymentfn.SweepFunction},
+		{Command, "./functions/command", false, commandfn.CommandFunction, commandfn.Check},
+		{Process, "./functions/process", true, paymentfn.ProcessFunction, paymentfn.CheckProcess},
+		{Projector, "./functions/projector", true, projectorfn.ProjectorFunction, projectorfn.Check},
+		{Sweep, "./functions/sweep", false, paymentfn.SweepFunction, paymentfn.CheckSweep},
 	}
+}
+
+// Check runs every function's Check on getenv, and returns the first error, naming
+// the function and the setting.
+func Check(getenv wiring.Getenv) error {
+	for _, f := range All() {
+		if err := f.Check(getenv); err != nil {
+			return fmt.Errorf("%s function: %w", f.Name, err)
+		}
+	}
+	return nil
 }

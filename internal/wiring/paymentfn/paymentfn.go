@@ -62,38 +62,77 @@ type Payments struct {
 	Stripe WebhookParser
 }
 
-// Provider returns the provider PAYMENT_PROVIDER names. Stripe's keys come from the
-// Secrets Manager secret STRIPE_SECRET_ID names (secrets is called only then), or
-// else from STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET. Errors never carry a key.
-func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Getenv) (Payments, error) {
-	name, secretID := getenv(EnvProvider), getenv(EnvStripeSecretID)
-	switch name {
+// Check validates, touching nothing, the settings Provider reads: PAYMENT_PROVIDER
+// (generic or stripe) and, for stripe, STRIPE_SECRET_ID (a secret's name or ARN)
+// or else STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_API_URL, as
+// stripe.New takes them. Its errors name the variable and never carry a key.
+func Check(getenv wiring.Getenv) error {
+	_, err := settings(getenv)
+	return err
+}
+
+// providerSettings are Provider's settings; with secretID, the keys are in that
+// secret.
+type providerSettings struct {
+	stripe                  bool
+	secretID                string
+	key, hookSecret, apiURL string
+}
+
+// settings reads STRIPE_SECRET_ID whatever the provider, as the template sets it for
+// either, so that a deployment switches providers by PAYMENT_PROVIDER alone.
+func settings(getenv wiring.Getenv) (providerSettings, error) {
+	secretID, err := wiring.SecretID(getenv, EnvStripeSecretID)
+	if err != nil {
+		return providerSettings{}, err
+	}
+	switch name := getenv(EnvProvider); name {
 	case "", Generic:
-		return Payments{Provider: generic.Provider{}}, nil
+		return providerSettings{}, nil
 	case Stripe:
 	default:
-		return Payments{}, fmt.Errorf("wiring: %s=%q: want %s or %s", EnvProvider, name, Generic, Stripe)
+		return providerSettings{}, fmt.Errorf("%w: %s=%q: want %s or %s", wiring.ErrBadSetting, EnvProvider, name, Generic, Stripe)
 	}
-	var key, hookSecret, apiURL string
+	set := providerSettings{stripe: true, secretID: secretID}
 	if secretID == "" { // a local run: the keys, and stripe-mock's address, from the environment
-		key, hookSecret, apiURL = getenv(EnvStripeSecretKey), getenv(EnvStripeWebhookSecret), getenv(EnvStripeAPIURL)
-	} else {
-		out, err := secrets().GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretID)})
+		set.key, set.hookSecret, set.apiURL = getenv(EnvStripeSecretKey), getenv(EnvStripeWebhookSecret), getenv(EnvStripeAPIURL)
+		if _, err := stripe.New(stripe.Config{SecretKey: set.key, WebhookSecret: set.hookSecret, APIURL: set.apiURL}); err != nil {
+			return providerSettings{}, fmt.Errorf("%w: %w (set %s, or %s and %s; %s is optional)", wiring.ErrBadSetting, err,
+				EnvStripeSecretID, EnvStripeSecretKey, EnvStripeWebhookSecret, EnvStripeAPIURL)
+		}
+	}
+	return set, nil
+}
+
+// Provider returns the provider PAYMENT_PROVIDER names. Stripe's keys come from the
+// Secrets Manager secret STRIPE_SECRET_ID names (secrets is called only then, and
+// only once every setting passed Check), or else from STRIPE_SECRET_KEY and
+// STRIPE_WEBHOOK_SECRET. Errors never carry a key.
+func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Getenv) (Payments, error) {
+	set, err := settings(getenv)
+	if err != nil {
+		return Payments{}, err
+	}
+	if !set.stripe {
+		return Payments{Provider: generic.Provider{}}, nil
+	}
+	if set.secretID != "" {
+		out, err := secrets().GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(set.secretID)})
 		if err != nil {
-			return Payments{}, fmt.Errorf("wiring: read the Stripe secret %s: %w", secretID, err)
+			return Payments{}, fmt.Errorf("wiring: read the Stripe secret %s: %w", set.secretID, err)
 		}
 		var keys struct {
 			SecretKey     string `json:"secretKey"`
 			WebhookSecret string `json:"webhookSecret"`
 		}
 		if err := json.Unmarshal([]byte(aws.ToString(out.SecretString)), &keys); err != nil {
-			return Payments{}, fmt.Errorf("wiring: the Stripe secret %s is not JSON with secretKey and webhookSecret", secretID)
+			return Payments{}, fmt.Errorf("wiring: the Stripe secret %s is not JSON with secretKey and webhookSecret", set.secretID)
 		}
-		key, hookSecret = keys.SecretKey, keys.WebhookSecret
+		set.key, set.hookSecret = keys.SecretKey, keys.WebhookSecret
 	}
-	p, err := stripe.New(stripe.Config{SecretKey: key, WebhookSecret: hookSecret, APIURL: apiURL})
+	p, err := stripe.New(stripe.Config{SecretKey: set.key, WebhookSecret: set.hookSecret, APIURL: set.apiURL})
 	if err != nil {
-		return Payments{}, fmt.Errorf("wiring: %w (set %s, or %s and %s)", err, EnvStripeSecretID, EnvStripeSecretKey, EnvStripeWebhookSecret)
+		return Payments{}, fmt.Errorf("wiring: the Stripe secret %s: %w", set.secretID, err)
 	}
 	return Payments{Provider: p, Stripe: p}, nil
 }
@@ -103,8 +142,28 @@ func secretsOf(cfg aws.Config) func() SecretReader {
 	return func() SecretReader { return secretsmanager.NewFromConfig(cfg) }
 }
 
-// ProcessFunction builds the process's handler with the configured provider.
+// CheckProcess validates every setting ProcessFunction reads, touching nothing.
+func CheckProcess(getenv wiring.Getenv) error {
+	if err := wiring.CheckProcess(getenv); err != nil {
+		return err
+	}
+	return Check(getenv)
+}
+
+// CheckSweep validates every setting SweepFunction reads, touching nothing.
+func CheckSweep(getenv wiring.Getenv) error {
+	if err := wiring.CheckSweep(getenv); err != nil {
+		return err
+	}
+	return Check(getenv)
+}
+
+// ProcessFunction builds the process's handler with the configured provider,
+// once CheckProcess passed.
 func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
+	if err := CheckProcess(getenv); err != nil {
+		return nil, err
+	}
 	pay, err := Provider(ctx, secretsOf(cfg), getenv)
 	if err != nil {
 		return nil, err
@@ -113,8 +172,11 @@ func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, 
 }
 
 // SweepFunction builds the sweep's handler with the configured provider, which its
-// cancellations reach.
+// cancellations reach, once CheckSweep passed.
 func SweepFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
+	if err := CheckSweep(getenv); err != nil {
+		return nil, err
+	}
 	pay, err := Provider(ctx, secretsOf(cfg), getenv)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,47 +24,100 @@ import (
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
-// Timers returns the payments' one-time schedules when DEADLINE_MODE is "precise",
-// configured by DEADLINE_SCHEDULE_GROUP, DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN,
-// DEADLINE_DLQ_ARN and PAYMENT_TIMEOUT, or nil in sweep mode. It reads every one of
-// those variables in either mode, so that a deployment can switch modes by changing
-// DEADLINE_MODE alone.
-func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
+// timerSettings are the settings of the payments' one-time schedules; precise is
+// false in sweep mode.
+type timerSettings struct {
+	precise                      bool
+	group, target, role, deadDLQ string
+	policy                       deadline.Policy
+}
+
+// groupPattern is what EventBridge Scheduler takes as a schedule group's name.
+var groupPattern = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,64}$`)
+
+// timers reads DEADLINE_MODE and, in either mode, DEADLINE_SCHEDULE_GROUP (a
+// group's name), DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN, DEADLINE_DLQ_ARN (ARNs),
+// PAYMENT_TIMEOUT and STUCK_GRACE; the four DEADLINE_* ones are required in
+// precise mode.
+func timers(getenv wiring.Getenv) (timerSettings, error) {
 	mode, err := deadline.ParseMode(getenv(wiring.EnvDeadlineMode))
 	if err != nil {
-		return nil, fmt.Errorf("wiring: %s: %w", wiring.EnvDeadlineMode, err)
+		return timerSettings{}, fmt.Errorf("%w: %s: %w", wiring.ErrBadSetting, wiring.EnvDeadlineMode, err)
 	}
 	policy, err := wiring.DeadlinePolicy(getenv)
 	if err != nil {
-		return nil, err
+		return timerSettings{}, err
 	}
-	settings := map[string]string{}
+	set := timerSettings{precise: mode == deadline.ModePrecise, policy: policy}
 	var missing error
-	for _, name := range []string{wiring.EnvDeadlineGroup, wiring.EnvDeadlineTarget, wiring.EnvDeadlineRole, wiring.EnvDeadlineDLQ} {
-		v, err := wiring.Required(getenv, name)
-		if err != nil && missing == nil {
-			missing = fmt.Errorf("%w (needed with %s=%s)", err, wiring.EnvDeadlineMode, deadline.ModePrecise)
+	for _, s := range []struct {
+		name string
+		into *string
+	}{
+		{wiring.EnvDeadlineGroup, &set.group}, {wiring.EnvDeadlineTarget, &set.target},
+		{wiring.EnvDeadlineRole, &set.role}, {wiring.EnvDeadlineDLQ, &set.deadDLQ},
+	} {
+		v := getenv(s.name)
+		switch {
+		case v == "":
+			if missing == nil {
+				missing = fmt.Errorf("%w: %s (needed with %s=%s)", wiring.ErrMissingSetting, s.name, wiring.EnvDeadlineMode, deadline.ModePrecise)
+			}
+		case s.name == wiring.EnvDeadlineGroup && !groupPattern.MatchString(v):
+			return timerSettings{}, fmt.Errorf("%w: %s=%q: want a schedule group's name: 1 to 64 letters, digits, '_', '-' or '.' characters", wiring.ErrBadSetting, s.name, v)
+		case s.name != wiring.EnvDeadlineGroup && !validARN(v):
+			return timerSettings{}, fmt.Errorf("%w: %s=%q: want an ARN (arn:partition:service:region:account:resource)", wiring.ErrBadSetting, s.name, v)
 		}
-		settings[name] = v
+		*s.into = v
 	}
-	if mode != deadline.ModePrecise {
-		return nil, nil
+	if set.precise && missing != nil {
+		return timerSettings{}, missing
 	}
-	if missing != nil {
-		return nil, missing
+	return set, nil
+}
+
+// validARN reports whether s has an ARN's six parts, the first "arn".
+func validARN(s string) bool {
+	parts := strings.SplitN(s, ":", 6)
+	return len(parts) == 6 && parts[0] == "arn" && parts[1] != "" && parts[2] != "" && parts[5] != "" && len(s) <= 2048
+}
+
+// Check validates, touching nothing, every setting ProjectorFunction reads: the
+// projection's (wiring.CheckProjection) and those of the one-time schedules (see
+// Timers).
+func Check(getenv wiring.Getenv) error {
+	if err := wiring.CheckProjection(getenv); err != nil {
+		return err
+	}
+	_, err := timers(getenv)
+	return err
+}
+
+// Timers returns the payments' one-time schedules when DEADLINE_MODE is "precise",
+// configured by DEADLINE_SCHEDULE_GROUP, DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN,
+// DEADLINE_DLQ_ARN and PAYMENT_TIMEOUT, or nil in sweep mode. It checks every one of
+// those variables in either mode, so that a deployment can switch modes by changing
+// DEADLINE_MODE alone; they are required in precise mode.
+func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
+	set, err := timers(getenv)
+	if err != nil || !set.precise {
+		return nil, err
 	}
 	return &onetime.Timers{
 		Client:        scheduler.NewFromConfig(cfg),
-		Group:         settings[wiring.EnvDeadlineGroup],
-		TargetARN:     settings[wiring.EnvDeadlineTarget],
-		RoleARN:       settings[wiring.EnvDeadlineRole],
-		DeadLetterARN: settings[wiring.EnvDeadlineDLQ],
-		Policy:        policy,
+		Group:         set.group,
+		TargetARN:     set.target,
+		RoleARN:       set.role,
+		DeadLetterARN: set.deadDLQ,
+		Policy:        set.policy,
 	}, nil
 }
 
-// ProjectorFunction builds the projector's stream handler.
+// ProjectorFunction builds the projector's stream handler, once Check passed.
 func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
+	if err := Check(getenv); err != nil {
+		return nil, err
+	}
 	projection, err := wiring.Projection(cfg, getenv)
 	if err == nil && projection == nil {
 		err = wiring.ErrNoPendingTable

@@ -62,7 +62,7 @@ func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
 	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.PendingPayments, "pending")
 	env := map[string]string{
 		wiring.EnvPendingTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise,
-		wiring.EnvDeadlineGroup:  emulatortest.TableName(t, "no-such-group"),
+		wiring.EnvDeadlineGroup:  "no-such-group", // never created: every schedule is refused
 		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
 		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
 		wiring.EnvDeadlineDLQ:    "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",

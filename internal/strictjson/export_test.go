@@ -1,4 +1,4 @@
-package api
+package strictjson
 
 // TooDeep exposes the depth scan to the external tests.
 var TooDeep = tooDeep

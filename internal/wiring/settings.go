@@ -1,0 +1,250 @@
+package wiring
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
+	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
+)
+
+// The rules of the settings, one per kind, each refusing a bad value with an error
+// that names the variable. Every function checks all it reads before it creates an
+// AWS client (CheckCore, CheckProcess, CheckProjection, CheckSweep and the *fn
+// packages' Check), so that a setting which would make every request fail stops
+// the function at start instead.
+
+// ErrBadSetting reports an environment variable whose value the service refuses.
+var ErrBadSetting = errors.New("wiring: bad setting")
+
+// bad returns the error of a refused setting; the value is quoted unless secret.
+func bad(name, value, want string) error {
+	return fmt.Errorf("%w: %s=%q: want %s", ErrBadSetting, name, value, want)
+}
+
+// tablePattern is what DynamoDB takes as a table's name.
+var tablePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+
+// table reads the table setting name: a DynamoDB table's name, or its ARN. With
+// need, an unset one is an error wrapping ErrMissingSetting; else it is "".
+func table(getenv Getenv, name string, need bool) (string, error) {
+	v := getenv(name)
+	switch {
+	case v == "" && need:
+		return "", fmt.Errorf("%w: %s", ErrMissingSetting, name)
+	case v == "":
+		return "", nil
+	case tablePattern.MatchString(v), strings.HasPrefix(v, "arn:") && strings.Contains(v, ":table/") && len(v) <= 1024:
+		return v, nil
+	}
+	return "", bad(name, v, "a DynamoDB table's name (3 to 255 of A-Z, a-z, 0-9, _, - and .) or ARN")
+}
+
+func intSetting(getenv Getenv, name string, def int) (int, error) {
+	return boundedInt(getenv, name, def, 1<<31-1)
+}
+
+// boundedInt reads a whole number from 1 to max, def when unset.
+func boundedInt(getenv Getenv, name string, def, max int) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, bad(name, v, fmt.Sprintf("a whole number from 1 to %d", max))
+	}
+	return n, nil
+}
+
+func durationSetting(getenv Getenv, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, bad(name, v, "a positive duration such as 15m or 90s")
+	}
+	return d, nil
+}
+
+// RentalPrice reads RENTAL_PRICE_CENTS and RENTAL_CURRENCY (DefaultPrice when
+// unset) by the payment's own rules (payment.CheckAmount, payment.CheckCurrency): a
+// whole number of minor units from 1 to payment.MaxAmount, and an ISO 4217 code,
+// taken in any case and returned in upper case ("eur" is EUR).
+func RentalPrice(getenv Getenv) (rentalpayment.Price, error) {
+	price := DefaultPrice
+	if v := getenv(EnvRentalPrice); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || payment.CheckAmount(n) != nil {
+			return rentalpayment.Price{}, bad(EnvRentalPrice, v, fmt.Sprintf("a whole number of cents from 1 to %d", payment.MaxAmount))
+		}
+		price.Amount = n
+	}
+	if v := getenv(EnvRentalCurrency); v != "" {
+		price.Currency = strings.ToUpper(v)
+		if err := payment.CheckCurrency(price.Currency); err != nil {
+			return rentalpayment.Price{}, bad(EnvRentalCurrency, v, "an ISO 4217 currency code, 3 letters, such as EUR")
+		}
+	}
+	return price, nil
+}
+
+// RecordingMode reads RECORDING_MODE: append (the default) or command.
+func RecordingMode(getenv Getenv) (rentalpayment.RecordingMode, error) {
+	mode, err := rentalpayment.ParseRecordingMode(getenv(EnvRecordingMode))
+	if err != nil {
+		return mode, fmt.Errorf("%w: %s: %w", ErrBadSetting, EnvRecordingMode, err)
+	}
+	return mode, nil
+}
+
+// pendingSettings are the PendingPayments table's settings.
+type pendingSettings struct {
+	table  string
+	shards int
+	ttl    time.Duration
+}
+
+// pending reads PENDING_TABLE (with need, ErrNoPendingTable when unset), PENDING_SHARDS (1 to
+// pendingtable.MaxShards) and, when writes, SETTLED_MARKER_TTL.
+func pending(getenv Getenv, need, writes bool) (pendingSettings, error) {
+	if need && getenv(EnvPendingTable) == "" {
+		return pendingSettings{}, ErrNoPendingTable
+	}
+	t, err := table(getenv, EnvPendingTable, false)
+	if err != nil {
+		return pendingSettings{}, err
+	}
+	shards, err := boundedInt(getenv, EnvPendingShards, pendingtable.DefaultShards, pendingtable.MaxShards)
+	if err != nil {
+		return pendingSettings{}, err
+	}
+	ttl := pendingtable.DefaultMarkerTTL
+	if writes {
+		if ttl, err = durationSetting(getenv, EnvMarkerTTL, pendingtable.DefaultMarkerTTL); err != nil {
+			return pendingSettings{}, err
+		}
+	}
+	return pendingSettings{table: t, shards: shards, ttl: ttl}, nil
+}
+
+// stuckRepair reads STUCK_REPAIR: true for auto (the default), false for off.
+func stuckRepair(getenv Getenv) (bool, error) {
+	switch v := getenv(EnvStuckRepair); v {
+	case "off":
+		return false, nil
+	case "", "auto":
+		return true, nil
+	default:
+		return false, bad(EnvStuckRepair, v, "auto or off")
+	}
+}
+
+// MetricsService reads METRICS_SERVICE, the Service dimension of the metrics
+// (bikerental when unset): what CloudWatch takes as a dimension's value, at most
+// 255 printable ASCII characters, not all spaces.
+func MetricsService(getenv Getenv) (string, error) {
+	v := getenv(EnvMetricsService)
+	if v == "" {
+		return "", nil
+	}
+	if len(v) > 255 || strings.TrimSpace(v) == "" || strings.IndexFunc(v, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+		return "", bad(EnvMetricsService, v, "1 to 255 printable ASCII characters")
+	}
+	return v, nil
+}
+
+// Token reads a setting that is one token of printable ASCII without spaces (an
+// OAuth scope, say), "" when unset.
+func Token(getenv Getenv, name string) (string, error) {
+	v := getenv(name)
+	if strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r > '~' || r == '"' || r == '\\' }) >= 0 || len(v) > 255 {
+		return "", bad(name, v, "at most 255 printable ASCII characters, without spaces, quotes or backslashes")
+	}
+	return v, nil
+}
+
+// CheckCore validates, touching nothing, the settings Core reads: EVENTS_TABLE,
+// RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_TABLE and
+// PENDING_SHARDS. The error names the first bad one.
+func CheckCore(getenv Getenv) error {
+	if _, err := table(getenv, EnvEventsTable, true); err != nil {
+		return err
+	}
+	if _, err := RecordingMode(getenv); err != nil {
+		return err
+	}
+	if _, err := RentalPrice(getenv); err != nil {
+		return err
+	}
+	_, err := pending(getenv, false, false)
+	return err
+}
+
+// CheckProcess validates the settings the process function reads: EVENTS_TABLE,
+// RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY and METRICS_SERVICE.
+func CheckProcess(getenv Getenv) error {
+	if _, err := table(getenv, EnvEventsTable, true); err != nil {
+		return err
+	}
+	if _, err := RecordingMode(getenv); err != nil {
+		return err
+	}
+	if _, err := RentalPrice(getenv); err != nil {
+		return err
+	}
+	_, err := MetricsService(getenv)
+	return err
+}
+
+// CheckProjection validates the settings of the projection the projector writes:
+// PENDING_TABLE (required), PENDING_SHARDS and SETTLED_MARKER_TTL.
+func CheckProjection(getenv Getenv) error {
+	_, err := pending(getenv, true, true)
+	return err
+}
+
+// CheckSweep validates the settings the sweep function reads: Core's, with
+// PENDING_TABLE required, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT, STUCK_GRACE,
+// SWEEP_CONCURRENCY, METRICS_SERVICE and STUCK_REPAIR.
+func CheckSweep(getenv Getenv) error {
+	if err := CheckCore(getenv); err != nil {
+		return err
+	}
+	if _, err := pending(getenv, true, true); err != nil {
+		return err
+	}
+	if _, err := DeadlinePolicy(getenv); err != nil {
+		return err
+	}
+	if _, err := intSetting(getenv, EnvSweepConcurrency, deadline.DefaultConcurrency); err != nil {
+		return err
+	}
+	if _, err := MetricsService(getenv); err != nil {
+		return err
+	}
+	_, err := stuckRepair(getenv)
+	return err
+}
+
+// secretIDPattern is what Secrets Manager takes as a secret's name or ARN (at most
+// 2048 characters).
+var secretIDPattern = regexp.MustCompile(`^[A-Za-z0-9/_+=.@:-]+$`)
+
+// SecretID reads a setting naming a Secrets Manager secret (its name or ARN), ""
+// when unset.
+func SecretID(getenv Getenv, name string) (string, error) {
+	v := getenv(name)
+	if v != "" && (len(v) > 2048 || !secretIDPattern.MatchString(v)) {
+		return "", bad(name, v, "a Secrets Manager secret's name or ARN")
+	}
+	return v, nil
+}
