@@ -110,13 +110,21 @@ configuration.
 func usage() string {
 	var b strings.Builder
 	b.WriteString("Usage: rentalctl <command> [flags] [arguments]\n\nCommands:\n")
+	// One column for the summaries, as wide as the longest synopsis needs.
+	width := len(aliasRebuild)
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-18s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+		width = max(width, len(c.synopsis()))
 	}
-	fmt.Fprintf(&b, "  %-18s the same as rebuild\n", aliasRebuild)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.synopsis(), c.summary)
+	}
+	fmt.Fprintf(&b, "  %-*s  the same as rebuild\n", width, aliasRebuild)
 	b.WriteString(usageTail)
 	return b.String()
 }
+
+// synopsis is the command's name and what follows it, as its line in usage shows it.
+func (c subcommand) synopsis() string { return strings.TrimSpace(c.name + " " + c.args) }
 
 // cli is where a command's input comes from and its output goes.
 type cli struct {

@@ -316,6 +316,40 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestUsageListsTheCommandsInTwoColumns: every command's summary, and the alias's,
+// starts in the same column of rentalctl -h, past the longest synopsis.
+func TestUsageListsTheCommandsInTwoColumns(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, env{}.get, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	_, list, _ := strings.Cut(stdout.String(), "\nCommands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	lines := strings.Split(list, "\n")
+	if len(lines) != len(commands)+1 {
+		t.Fatalf("%d lines of commands, want %d:\n%s", len(lines), len(commands)+1, list)
+	}
+	column := -1
+	for i, line := range lines {
+		name := aliasRebuild
+		if i < len(commands) {
+			name = commands[i].synopsis()
+		}
+		rest, ok := strings.CutPrefix(line, "  "+name+"  ")
+		if !ok {
+			t.Errorf("line %q does not start with %q and two spaces", line, name)
+			continue
+		}
+		at := len(line) - len(strings.TrimLeft(rest, " "))
+		if column < 0 {
+			column = at
+		}
+		if at != column {
+			t.Errorf("the summary of %q starts in column %d, the first one's in %d:\n%s", name, at, column, list)
+		}
+	}
+}
+
 func TestAuditOfAQuietCleanWorldSucceeds(t *testing.T) {
 	w, _ := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
