@@ -11,6 +11,7 @@
 // PAYMENT_TIMEOUT (15m), SWEEP_INTERVAL (5s), RECORDING_MODE, RENTAL_PRICE_CENTS,
 // RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
 // per payment, which this runner fires when due), LOG_FORMAT (text, or json),
+// LOG_LEVEL (info, or debug: also the sweeps that found nothing; warn, error),
 // AWS_ENDPOINT_URL.
 package main
 
@@ -18,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,7 +31,7 @@ import (
 // usage is what -h prints.
 const usage = `Usage: %s
 
-Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, LOG_FORMAT, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
+Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, LOG_FORMAT, LOG_LEVEL, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
 `
 
 func main() {
@@ -64,9 +64,9 @@ func getenv(name string) string {
 }
 
 func run(ctx context.Context) error {
-	logger := slog.New(slog.NewTextHandler(os.Stdout, nil))
-	if getenv("LOG_FORMAT") == "json" {
-		logger = slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	logger, err := local.NewLogger(getenv, os.Stdout)
+	if err != nil {
+		return err
 	}
 	interval, err := time.ParseDuration(getenv("SWEEP_INTERVAL"))
 	if err != nil || interval <= 0 {

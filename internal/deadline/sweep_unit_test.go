@@ -118,3 +118,42 @@ func TestSweepOneWaitsForTheDeadlineAndFindsNothingSettled(t *testing.T) {
 		t.Errorf("SweepOne of a payment not outstanding: %+v, %v; want nothing found", sum, err)
 	}
 }
+
+// TestASweepThatFindsNothingLogsAtDebugLevel: the summary of an idle sweep, the one
+// logged every interval on a quiet day, is a debug line; one that found a payment
+// is an info line.
+func TestASweepThatFindsNothingLogsAtDebugLevel(t *testing.T) {
+	now := time.Now()
+	late := rental.NewRentalID("late", "AAAAAAAAAAAAAAAAAAAAAA")
+	var logged bytes.Buffer
+	s := &deadline.Sweeper{Index: memoryWith(t, map[string]time.Time{late: now.Add(-20 * time.Minute)}, nil), Canceller: &recording{},
+		Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 1,
+		Logger: slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	levels := func() []string {
+		var got []string
+		dec := json.NewDecoder(&logged)
+		for dec.More() {
+			var line struct{ Level, Msg string }
+			if err := dec.Decode(&line); err != nil {
+				t.Fatal(err)
+			}
+			if line.Msg == "sweep" {
+				got = append(got, line.Level)
+			}
+		}
+		return got
+	}
+	// Before the payment is due, the sweep finds nothing.
+	if _, err := s.Sweep(ctx, now.Add(-10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := levels(); len(got) != 1 || got[0] != "DEBUG" {
+		t.Errorf("an idle sweep logged its summary at %v, want DEBUG", got)
+	}
+	if sum, err := s.Sweep(ctx, now); err != nil || sum.Found != 1 {
+		t.Fatalf("sweep = %+v, %v; want one found", sum, err)
+	}
+	if got := levels(); len(got) != 1 || got[0] != "INFO" {
+		t.Errorf("a sweep that cancelled a payment logged its summary at %v, want INFO", got)
+	}
+}
