@@ -97,7 +97,8 @@ func run(ctx context.Context) error {
 	}
 	defer listener.Close()
 	fmt.Printf("Bringing up a local stack for the demo (its logs: %s)...\n", logPath)
-	up, err := local.Start(ctx, getenv, time.Second, slog.New(slog.NewTextHandler(logFile, nil)), logFile)
+	up, err := local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: time.Second,
+		Logger: slog.New(slog.NewTextHandler(logFile, nil)), Progress: logFile, Metrics: logFile})
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,8 @@ func run(ctx context.Context) error {
 	}
 	defer listener.Close()
 
-	up, err := local.Start(ctx, getenv, interval, logger, os.Stdout)
+	// The functions' metrics (EMF) go to stdout, one JSON line each, as on Lambda.
+	up, err := local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: interval, Logger: logger, Progress: os.Stdout, Metrics: os.Stdout})
 	if err != nil {
 		return err
 	}

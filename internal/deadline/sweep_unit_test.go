@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -63,7 +64,7 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 	}}
 	var metrics bytes.Buffer
 	s := &deadline.Sweeper{Index: memoryWith(t, prepared, nil), Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute},
-		Concurrency: 3, Report: sweepmetrics.Writer(&metrics, ""), Logger: slog.New(slog.DiscardHandler)}
+		Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)

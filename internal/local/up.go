@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -52,6 +53,10 @@ type Options struct {
 	// step (discarded if nil).
 	Logger   *slog.Logger
 	Progress io.Writer
+	// Metrics receives what the functions write to their standard output on
+	// Lambda: their metrics, one Embedded Metric Format document a line (discarded
+	// if nil). Writes to it never overlap.
+	Metrics io.Writer
 	// AWS, when set, is where the stack's clients go: an emulator already running
 	// (its tables and schedules are created there). Otherwise Emulator, when set, is
 	// that emulator's endpoint; otherwise AWS_ENDPOINT_URL decides, as for Start.
@@ -89,9 +94,13 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
+	if o.Metrics == nil {
+		o.Metrics = io.Discard
+	}
+	o.Metrics = &lockedWriter{w: o.Metrics}
 	up := &Up{}
 	progress := o.Progress
-	getenv := withDeadlineDefaults(o.Getenv)
+	getenv := withDefaults(withDeadlineDefaults(o.Getenv))
 	getenv, stripe, err := withStripe(ctx, getenv, progress)
 	if err != nil {
 		return nil, err
@@ -125,7 +134,7 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 		}
 	default:
 		fmt.Fprintln(progress, "starting the local AWS emulator (moto_server)...")
-		if up.emulator, err = emulator.Start(ctx); err != nil {
+		if up.emulator, err = emulator.Start(ctx, emulator.WithLogger(o.Logger.With("part", "emulator"))); err != nil {
 			up.Stop()
 			return nil, err
 		}
@@ -170,7 +179,7 @@ func buildFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, o
 				return Functions{}, err
 			}
 		}
-		h, err := f.Build(ctx, fcfg, getenv, o.Logger.With("function", f.Name), discard{})
+		h, err := f.Build(ctx, fcfg, getenv, o.Logger.With("function", f.Name), o.Metrics)
 		if err != nil {
 			return Functions{}, fmt.Errorf("%s function: %w", f.Name, err)
 		}
@@ -204,4 +213,30 @@ func (u *Up) Stop() {
 	if u.stripe != nil {
 		u.stripe.Stop()
 	}
+}
+
+// MetricsService is the Service dimension of the local stack's metrics: the
+// template's bikerental-<stage>, for the stage "local".
+const MetricsService = "bikerental-local"
+
+// withDefaults fills in the local stack's settings that getenv leaves empty.
+func withDefaults(getenv wiring.Getenv) wiring.Getenv {
+	return func(name string) string {
+		if v := getenv(name); v != "" || name != wiring.EnvMetricsService {
+			return v
+		}
+		return MetricsService
+	}
+}
+
+// lockedWriter serializes the writes of the functions, which share it.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
@@ -76,8 +77,10 @@ type Config struct {
 	// Retry bounds how often a reaction is run again after a concurrency conflict
 	// on the process's stream.
 	Retry eventstore.RetryPolicy
-	// MetricsService is the Service dimension of the RefundsOwed metric, written
-	// to the log in Embedded Metric Format when a refund is owed.
+	// Metrics, if not nil, receives the RefundsOwed metric, one Embedded Metric
+	// Format document when a refund is owed, with the dimension
+	// Service=MetricsService.
+	Metrics        *emf.Writer
 	MetricsService string
 }
 
@@ -94,6 +97,7 @@ type Process struct {
 	logger   *slog.Logger
 	retry    eventstore.RetryPolicy
 	newID    func() string
+	metrics  *emf.Writer
 	service  string
 }
 
@@ -112,7 +116,7 @@ func New(cfg Config) (*Process, error) {
 	if cfg.Retry.MaxAttempts == 0 {
 		cfg.Retry = eventstore.DefaultRetryPolicy
 	}
-	p := &Process{store: cfg.Store, commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, newID: ident.UUID, service: cfg.MetricsService}
+	p := &Process{store: cfg.Store, commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, newID: ident.UUID, metrics: cfg.Metrics, service: cfg.MetricsService}
 	if mode == RecordByCommand {
 		p.recorder = commandRecorder{p}
 	} else {
@@ -288,20 +292,43 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 	return err
 }
 
-// refundOwed reports a refund owed: a log line that is also the RefundsOwed metric
+// refundOwed reports a refund owed: a warning in the log and the RefundsOwed metric
 // in Embedded Metric Format, which the template's alarm watches. A redelivered
-// record counts again; the alarm fires on any.
+// record counts again; the alarm fires on any. A repair's delivery of a refund owed
+// recorded before it (Repairing) is not a new one: it is logged as standing, at info
+// level, and not counted.
 func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment.RefundOwed) {
-	p.logger.LogAttrs(ctx, slog.LevelWarn, "refund owed",
-		slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
-		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int("RefundsOwed", 1),
-		slog.Any("_aws", map[string]any{
-			"Timestamp": r.RecordedAt.UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
-				"Metrics": []map[string]string{{"Name": "RefundsOwed", "Unit": "Count"}},
-			}},
-		}))
+	attrs := []slog.Attr{slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
+		slog.String("eventId", r.ID), slog.Time("owedSince", r.RecordedAt)}
+	if repairing(ctx) {
+		p.logger.LogAttrs(ctx, slog.LevelInfo, "refund owed stands", attrs...)
+		return
+	}
+	p.logger.LogAttrs(ctx, slog.LevelWarn, "refund owed", attrs...)
+	if p.metrics == nil {
+		return
+	}
+	err := p.metrics.Write(emf.Document{Namespace: MetricsNamespace, Timestamp: r.RecordedAt,
+		Dimensions: []emf.Dimension{{Name: "Service", Value: p.service}},
+		Metrics:    []emf.Metric{{Name: "RefundsOwed", Unit: "Count", Value: 1}}})
+	if err != nil {
+		p.logger.LogAttrs(ctx, slog.LevelError, "refund owed: metric not written", append(attrs, slog.String("error", err.Error()))...)
+	}
+}
+
+type repairingKey struct{}
+
+// Repairing returns ctx marked for a repair's deliveries of records that were
+// recorded before the repair began: the process's reactions decide exactly as
+// always, but what only reports (a refund owed) says that its report stands instead
+// of making it again.
+func Repairing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, repairingKey{}, true)
+}
+
+func repairing(ctx context.Context) bool {
+	v, _ := ctx.Value(repairingKey{}).(bool)
+	return v
 }
 
 func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e rental.BikeRequested) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/bikerental/bikerental/internal/awsenv"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/sweeptrigger"
@@ -65,13 +66,15 @@ func ProcessFunction(opts ...command.Option) Builder {
 	}
 }
 
-func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer, opts []command.Option) (any, error) {
+func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer, opts []command.Option) (any, error) {
 	store, err := EventStore(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	service := getenv(EnvMetricsService)
-	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *rentalpayment.Config) { c.MetricsService = service })
+	// Its RefundsOwed metric goes to stdout in Embedded Metric Format.
+	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *rentalpayment.Config) {
+		c.Metrics, c.MetricsService = emf.NewWriter(stdout), MetricsService(getenv)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +103,7 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err != nil {
 		return nil, err
 	}
-	sweeper, err := Sweeper(s.Projection, s.Process, getenv, logger, stdout)
+	sweeper, err := Sweeper(s.Projection, s.Process, getenv, logger, emf.NewWriter(stdout))
 	if err != nil {
 		return nil, err
 	}
