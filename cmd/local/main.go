@@ -4,7 +4,10 @@
 // Events table's stream to the rental-payment process and to the projector as
 // Lambda's event source mappings would (one poller each, with its own position), and
 // runs the sweep every SWEEP_INTERVAL with the scheduled time as its input, as
-// EventBridge Scheduler would. Ctrl-C stops everything it started.
+// EventBridge Scheduler would. When it is up it prints the shell block that points
+// rentalctl at its stack (every variable rentalctl reads, with the stack's value),
+// and the functions' metrics go to stdout as they go to Lambda's, one Embedded
+// Metric Format document a line. Ctrl-C stops everything it started.
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
 // (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
@@ -94,6 +97,9 @@ func run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
+	fmt.Println("\nrentalctl against this stack: paste this into a shell, then run go run ./cmd/rentalctl -h")
+	up.OperatorEnv(os.Stdout)
+	fmt.Println()
 	fmt.Printf("API: http://%s   sweep every %s, payment timeout %s   (Ctrl-C stops everything)\n",
 		listener.Addr(), interval, orDefault(getenv(wiring.EnvPaymentTimeout), "15m"))
 	err = up.Run(ctx, listener)

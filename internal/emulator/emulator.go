@@ -34,6 +34,13 @@ const MotoVersion = "5.2.1"
 // Region is the region the emulator's clients use; moto accepts any.
 const Region = "us-east-1"
 
+// AccessKey and SecretKey are the dummy credentials the emulator's clients use; moto
+// accepts any.
+const (
+	AccessKey = "test"
+	SecretKey = "test"
+)
+
 // ErrNotInstalled reports that no moto_server executable could be found.
 var ErrNotInstalled = errors.New("emulator: moto_server not found (install it with `make moto`, or put it on PATH, or set MOTO_SERVER)")
 
@@ -254,7 +261,7 @@ func (s *Server) Stop() error {
 func Config(ctx context.Context, endpoint string) (aws.Config, error) {
 	return config.LoadDefaultConfig(ctx,
 		config.WithRegion(Region),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, "")),
 		config.WithBaseEndpoint(endpoint),
 	)
 }

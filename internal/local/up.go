@@ -29,6 +29,9 @@ type Up struct {
 	Direct   aws.Config
 	emulator *emulator.Server
 	stripe   *stripemock.Server
+	// env is the functions' environment; access how rentalctl reaches the stack.
+	env    wiring.Getenv
+	access operatorAccess
 }
 
 // Start brings a local stack up from the environment getenv describes: it starts
@@ -115,15 +118,21 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 		Logger: o.Logger, OperatorScope: getenv(wiring.EnvOperatorScope), MaxRetryAttempts: o.MaxRetryAttempts, MaxRecordAge: o.MaxRecordAge,
 		DeadlinePoll: o.DeadlinePoll}
 	endpoint, set := os.LookupEnv("AWS_ENDPOINT_URL")
+	// Every case but AWS_ENDPOINT_URL's is an emulator, with its dummy credentials
+	// and the sweep's schedule.
+	up.access = operatorAccess{emulatorCreds: true, schedule: true}
 	switch {
 	case o.AWS != nil:
 		stack.AWS = *o.AWS
+		up.access.endpoint = aws.ToString(o.AWS.BaseEndpoint)
 		err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
 	case o.Emulator != "":
+		up.access.endpoint = o.Emulator
 		if stack.AWS, err = emulator.Config(ctx, o.Emulator); err == nil {
 			err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
 		}
 	case set:
+		up.access = operatorAccess{endpoint: endpoint}
 		where := endpoint
 		if where == "" {
 			where = "AWS itself (AWS_ENDPOINT_URL is set and empty)"
@@ -139,6 +148,7 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 			return nil, err
 		}
 		fmt.Fprintf(progress, "AWS emulator: %s\n", up.emulator.Endpoint)
+		up.access.endpoint = up.emulator.Endpoint
 		if stack.AWS, err = up.emulator.Config(ctx); err == nil {
 			err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
 		}
@@ -162,7 +172,7 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 		up.Stop()
 		return nil, err
 	}
-	up.Stack = stack
+	up.Stack, up.env = stack, getenv
 	return up, nil
 }
 
