@@ -22,6 +22,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -82,8 +84,13 @@ func run(ctx context.Context) error {
 	}
 	defer listener.Close()
 
-	// The functions' metrics (EMF) go to stdout, one JSON line each, as on Lambda.
-	up, err := local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: interval, Logger: logger, Progress: os.Stdout, Metrics: os.Stdout})
+	// The functions' metrics (EMF) go to stdout, one JSON line each, as on Lambda;
+	// those of the sweeps that found nothing only at LOG_LEVEL=debug, as their logs.
+	metrics := io.Writer(os.Stdout)
+	if !logger.Enabled(ctx, slog.LevelDebug) {
+		metrics = local.QuietMetrics(os.Stdout)
+	}
+	up, err := local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: interval, Logger: logger, Progress: os.Stdout, Metrics: metrics})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/emf/emftest"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/local"
@@ -74,5 +76,28 @@ func TestTheLocalStackWritesTheSweepsMetrics(t *testing.T) {
 			t.Fatalf("no sweep metrics within 30s; the stack wrote:\n%s", metrics.Bytes())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestQuietMetricsDropsOnlyTheDocumentsThatCountNothing: an idle sweep's document
+// is dropped; one that counts something, a refund owed, and anything that is not
+// an EMF document pass on as they were written.
+func TestQuietMetricsDropsOnlyTheDocumentsThatCountNothing(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	w := emf.NewWriter(local.QuietMetrics(&out))
+	idle := sweepmetrics.Document(deadline.Summary{Now: at}, local.MetricsService)
+	busy := sweepmetrics.Document(deadline.Summary{Now: at, Found: 1, Cancelled: 1}, local.MetricsService)
+	owed := emf.Document{Namespace: "BikeRental/Payments", Timestamp: at, Dimensions: []emf.Dimension{{Name: "Service", Value: local.MetricsService}},
+		Metrics: []emf.Metric{{Name: "RefundsOwed", Unit: "Count", Value: 1}}}
+	for _, d := range []emf.Document{idle, busy, idle, owed} {
+		if err := w.Write(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local.QuietMetrics(&out).Write([]byte("not a document\n"))
+	docs := emftest.Parse(t, out.Bytes())
+	if len(docs) != 2 || docs[0].Values["Found"] != 1 || docs[1].Values["RefundsOwed"] != 1 || !bytes.HasSuffix(out.Bytes(), []byte("\nnot a document\n")) {
+		t.Errorf("passed on:\n%s\nwant the busy sweep's document, the refund owed and the other line", out.String())
 	}
 }
