@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,6 +55,8 @@ type Server struct {
 	logger  *slog.Logger
 	logPath string
 	stop    sync.Once
+	// stopping is set once Stop begins: a request then cut off is expected.
+	stopping atomic.Bool
 }
 
 // Option configures Start.
@@ -61,7 +64,7 @@ type Option func(*Server)
 
 // WithLogger sends what the proxy has to say to logger (discarded by default): a
 // request it could not pass on to moto, at warn level. A request whose client gave
-// up is nobody's concern and is not logged.
+// up, or that Stop cut off, is nobody's concern and is not logged.
 func WithLogger(logger *slog.Logger) Option {
 	return func(s *Server) { s.logger = logger }
 }
@@ -214,7 +217,7 @@ func (s *Server) serveProxy(backend *url.URL) error {
 	// through the stack's logger, and a request its client cancelled (a poller
 	// stopping, a test ending) is not an error of the emulator's.
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
-		if r.Context().Err() == nil && !errors.Is(err, context.Canceled) {
+		if r.Context().Err() == nil && !errors.Is(err, context.Canceled) && !s.stopping.Load() {
 			s.logger.LogAttrs(r.Context(), slog.LevelWarn, "emulator proxy: request not passed on to moto",
 				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 		}
@@ -247,6 +250,7 @@ func (s *Server) ExitReason() string { return s.proc.ExitReason() }
 // more than once.
 func (s *Server) Stop() error {
 	s.stop.Do(func() {
+		s.stopping.Store(true)
 		if s.proxy != nil {
 			s.proxy.Close()
 		}

@@ -56,6 +56,12 @@ func TestTheProxyLogsThroughTheStacksLogger(t *testing.T) {
 		t.Errorf("a request moto cannot answer: %s, want 502", resp.Status)
 	}
 
+	// Once Stop has begun, moto is expected to be gone.
+	s.stopping.Store(true)
+	if resp, err := http.Post(s.Endpoint+"/", "application/x-amz-json-1.0", strings.NewReader("{}")); err == nil {
+		resp.Body.Close()
+	}
+
 	// Shutdown waits for the proxy's handlers, the cancelled request's included, to
 	// finish: everything it will log is logged.
 	shutdown, cancelShutdown := context.WithTimeout(context.Background(), 10*time.Second)
