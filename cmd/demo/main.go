@@ -97,8 +97,10 @@ func run(ctx context.Context) error {
 	}
 	defer listener.Close()
 	fmt.Printf("Bringing up a local stack for the demo (its logs: %s)...\n", logPath)
+	// Its metrics go to the log too, but for the sweeps that found nothing, whose
+	// lines are debug lines.
 	up, err := local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: time.Second,
-		Logger: slog.New(slog.NewTextHandler(logFile, nil)), Progress: logFile, Metrics: logFile})
+		Logger: slog.New(slog.NewTextHandler(logFile, nil)), Progress: logFile, Metrics: local.QuietMetrics(logFile)})
 	if err != nil {
 		return err
 	}
