@@ -107,6 +107,9 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err != nil {
 		return nil, err
 	}
+	// The process its repairs run through counts no refund owed: one a repair
+	// records is logged here, and counted by the process function when the stream
+	// brings it there, once.
 	repairs, err := StuckRepairs(s, cfg, getenv)
 	if err != nil {
 		return nil, err
