@@ -28,7 +28,8 @@ LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1)} \
+		END {for (i = 1; i <= NR; i++) printf "  make %s  %s\n", sprintf("%-" w "s", n[i]), d[i]}'
 
 demo: moto stripe-mock ## a narrated walk-through of the service on its own local stack (about a minute)
 	$(GO) run ./cmd/demo
