@@ -28,15 +28,15 @@ type operatorAccess struct {
 // webhook secrets, stripe-mock's key); otherwise the block refers to the variable as
 // the shell has it ("$NAME").
 func (u *Up) OperatorEnv(w io.Writer) {
-	values := u.operatorValues()
+	values, shells := u.operatorValues()
 	var unset []string
 	for _, s := range operatorenv.Settings() {
-		v, ok := values[s.Name]
+		v := values[s.Name]
 		switch {
-		case !ok || v == "":
-			unset = append(unset, s.Name)
-		case s.Secret && !publicLocal(v):
+		case shells[s.Name] || (s.Secret && v != "" && !publicLocal(v)):
 			fmt.Fprintf(w, "export %s=\"$%s\"\n", s.Name, s.Name)
+		case v == "":
+			unset = append(unset, s.Name)
 		default:
 			fmt.Fprintf(w, "export %s=%s\n", s.Name, shellQuote(v))
 		}
@@ -46,9 +46,11 @@ func (u *Up) OperatorEnv(w io.Writer) {
 	}
 }
 
-// operatorValues are the stack's values of the variables rentalctl reads.
-func (u *Up) operatorValues() map[string]string {
-	values := map[string]string{}
+// operatorValues are the stack's values of the variables rentalctl reads, and the
+// variables whose value is the shell's own (the AWS SDK's credentials, off the
+// emulator).
+func (u *Up) operatorValues() (values map[string]string, shells map[string]bool) {
+	values, shells = map[string]string{}, map[string]bool{}
 	for _, name := range operatorenv.Names() {
 		values[name] = u.env(name)
 	}
@@ -59,13 +61,13 @@ func (u *Up) operatorValues() map[string]string {
 	} else {
 		// The SDK's own credentials, as the stack found them: the shell's.
 		for _, name := range []string{operatorenv.AWSKeyID, operatorenv.AWSSecretKey, operatorenv.AWSSession} {
-			values[name] = "$" + name
+			shells[name] = true
 		}
 	}
 	if u.access.schedule {
 		values[operatorenv.ScheduleName] = SweepSchedule
 	}
-	return values
+	return values, shells
 }
 
 // publicLocal reports a value that is published as a local default, never a secret
@@ -80,14 +82,11 @@ func publicLocal(v string) bool {
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
 
-// shellQuote quotes v for a POSIX shell, unless it needs none; a reference to a
-// variable ("$NAME") is double-quoted.
+// shellQuote quotes v for a POSIX shell, unless it needs none: single quotes, in
+// which nothing is expanded.
 func shellQuote(v string) string {
-	switch {
-	case shellSafe.MatchString(v):
+	if shellSafe.MatchString(v) {
 		return v
-	case strings.HasPrefix(v, "$") && shellSafe.MatchString(v[1:]):
-		return `"` + v + `"`
 	}
 	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }
