@@ -15,6 +15,9 @@ STRIPE_MOCK_VERSION := v0.203.0
 STRIPE_MOCK := bin/stripe-mock
 # Redocly's CLI, the OpenAPI document's linter (make lint-openapi, through npx).
 REDOCLY_VERSION := 2.77.0
+# staticcheck, run by make lint over both modules of go.work (the service and tools/).
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := bin/staticcheck
 VENV := .venv
 PKGS := ./... ./tools/...
 
@@ -23,11 +26,12 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help demo soak run test lint lint-openapi vet fmt stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup build moto rie clean \
+.PHONY: help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1)} \
+		END {for (i = 1; i <= NR; i++) printf "  make %s  %s\n", sprintf("%-" w "s", n[i]), d[i]}'
 
 demo: moto stripe-mock ## a narrated walk-through of the service on its own local stack (about 20 seconds on 2 cores, 24 GiB)
 	$(GO) run ./cmd/demo
@@ -35,10 +39,11 @@ demo: moto stripe-mock ## a narrated walk-through of the service on its own loca
 run: moto stripe-mock ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
 	$(GO) run ./cmd/local
 
-test: moto rie stripe-mock lint build ## go vet, gofmt check and every test, the DynamoDB ones against a local moto (about 3 minutes on 2 cores, 24 GiB)
+test: moto rie stripe-mock lint build ## make lint and every test, the DynamoDB ones against a local moto (about 3 minutes on 2 cores, 24 GiB)
 	RIE=$(CURDIR)/$(RIE) STRIPE_MOCK=$(CURDIR)/$(STRIPE_MOCK) $(GO) test -count=1 -timeout 15m $(PKGS)
 
-lint: vet ## go vet, a gofmt check and cfn-lint on template.yaml
+lint: vet $(STATICCHECK) ## go vet, a gofmt check, staticcheck and cfn-lint on template.yaml
+	$(STATICCHECK) $(PKGS)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './$(VENV)/*')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	@if command -v cfn-lint >/dev/null 2>&1; then cfn-lint --include-checks I -- template.yaml && echo "cfn-lint: template.yaml ok (informational checks included)"; \
@@ -125,6 +130,14 @@ bench-deadline: moto ## deadline lateness in both modes, and one sweep over 1,00
 STARTUP_RUNS ?= 20
 bench-startup: moto rie ## function sizes and cold starts under the RIE vs a hello-world, as markdown
 	$(GO) run ./tools/cmd/startupbench -n $(STARTUP_RUNS) -rie $(CURDIR)/$(RIE)
+
+# bin/staticcheck is rebuilt when the pinned version changes: the stamp names it.
+staticcheck: $(STATICCHECK) ## install the pinned staticcheck into bin/ (make lint runs it)
+$(STATICCHECK): bin/.staticcheck-$(STATICCHECK_VERSION)
+bin/.staticcheck-$(STATICCHECK_VERSION):
+	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	rm -f bin/.staticcheck-*
+	touch $@
 
 stripe-mock: $(STRIPE_MOCK) ## install the pinned stripe-mock into bin/ (the Stripe provider's tests, PAYMENT_PROVIDER=stripe)
 $(STRIPE_MOCK):

@@ -27,7 +27,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -86,19 +85,22 @@ func run(ctx context.Context) error {
 		return demo.Run(ctx, cfg)
 	}
 
-	logPath := filepath.Join(os.TempDir(), "bikerental-demo.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := createLog("")
 	if err != nil {
 		return err
 	}
 	defer logFile.Close()
+	logPath := logFile.Name()
 	listener, err := local.Listen("127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	defer listener.Close()
 	fmt.Printf("Bringing up a local stack for the demo (its logs: %s)...\n", logPath)
-	up, err := local.Start(ctx, getenv, time.Second, slog.New(slog.NewTextHandler(logFile, nil)), logFile)
+	// Its metrics go to the log too, but for the sweeps that found nothing, whose
+	// lines are debug lines.
+	up, err := local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: time.Second,
+		Logger: slog.New(slog.NewTextHandler(logFile, nil)), Progress: logFile, Metrics: local.QuietMetrics(logFile)})
 	if err != nil {
 		return err
 	}
@@ -113,4 +115,14 @@ func run(ctx context.Context) error {
 	cancel()
 	<-stackDone
 	return err
+}
+
+// createLog creates the stack's log file in dir (the temporary directory if empty),
+// under a name of its own, so that demos run at the same time keep their own logs.
+func createLog(dir string) (*os.File, error) {
+	f, err := os.CreateTemp(dir, "bikerental-demo-*.log")
+	if err != nil {
+		return nil, fmt.Errorf("create the demo's log: %w", err)
+	}
+	return f, nil
 }

@@ -6,13 +6,17 @@
 // runs the sweep every SWEEP_INTERVAL with the scheduled time as its input, as
 // EventBridge Scheduler would. In front of the API it plays API Gateway's JWT
 // authorizer and the per-route throttling template.yaml declares (429 over a
-// route's rate or burst). Ctrl-C stops everything it started.
+// route's rate or burst). When it is up it prints the shell block that points
+// rentalctl at its stack (every variable rentalctl reads, with the stack's value),
+// and the functions' metrics go to stdout as they go to Lambda's, one Embedded
+// Metric Format document a line. Ctrl-C stops everything it started.
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
 // (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
 // PAYMENT_TIMEOUT (15m), SWEEP_INTERVAL (5s), RECORDING_MODE, RENTAL_PRICE_CENTS,
 // RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
 // per payment, which this runner fires when due), LOG_FORMAT (text, or json),
+// LOG_LEVEL (info, or debug: also the sweeps that found nothing; warn, error),
 // AWS_ENDPOINT_URL, and every other setting of the functions (PAYMENT_PROVIDER,
 // MAX_PENDING_PER_RENTER, OPERATOR_SCOPE, STUCK_GRACE, ...). Every setting is checked
 // before anything starts, and a bad one is refused with its name.
@@ -37,7 +41,7 @@ import (
 // usage is what -h prints.
 const usage = `Usage: %s
 
-Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, LOG_FORMAT, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
+Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, LOG_FORMAT, LOG_LEVEL, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
 `
 
 func main() {
@@ -47,7 +51,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, withDefaults(os.Getenv), startStack); err != nil {
+	if err := run(ctx, withDefaults(os.Getenv), local.StartWith); err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
 	}
@@ -76,12 +80,12 @@ func withDefaults(getenv wiring.Getenv) wiring.Getenv {
 type settings struct {
 	port     string
 	interval time.Duration
-	json     bool
+	logger   *slog.Logger
 }
 
 // parseSettings reads and checks every setting, the runner's own (PORT,
-// SWEEP_INTERVAL, LOG_FORMAT) and the functions' (local.CheckSettings), touching
-// nothing: a bad one is refused, by name, before anything starts.
+// SWEEP_INTERVAL, LOG_FORMAT, LOG_LEVEL) and the functions' (local.CheckSettings),
+// touching nothing: a bad one is refused, by name, before anything starts.
 func parseSettings(getenv wiring.Getenv) (settings, error) {
 	var set settings
 	if n, err := strconv.Atoi(getenv("PORT")); err != nil || n < 0 || n > 65535 {
@@ -93,34 +97,21 @@ func parseSettings(getenv wiring.Getenv) (settings, error) {
 		return set, err
 	}
 	set.interval = interval
-	switch f := getenv("LOG_FORMAT"); f {
-	case "text":
-	case "json":
-		set.json = true
-	default:
-		return set, fmt.Errorf("LOG_FORMAT=%q: want text or json", f)
+	if set.logger, err = local.NewLogger(getenv, os.Stdout); err != nil {
+		return set, err
 	}
 	return set, local.CheckSettings(getenv)
 }
 
-// startFunc brings the local stack up: local.Start, or a test's stand-in.
-type startFunc func(ctx context.Context, getenv wiring.Getenv, interval time.Duration, logger *slog.Logger, progress io.Writer) (*local.Up, error)
-
-// startStack is make run's stack: local.Start's, with the template's per-route
-// throttling played by the gateway.
-func startStack(ctx context.Context, getenv wiring.Getenv, interval time.Duration, logger *slog.Logger, progress io.Writer) (*local.Up, error) {
-	return local.StartWith(ctx, local.Options{Getenv: getenv, SweepInterval: interval, Logger: logger, Progress: progress, Throttle: true})
-}
+// startFunc brings the local stack up: local.StartWith, or a test's stand-in.
+type startFunc func(ctx context.Context, o local.Options) (*local.Up, error)
 
 func run(ctx context.Context, getenv wiring.Getenv, start startFunc) error {
 	set, err := parseSettings(getenv)
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stdout, nil))
-	if set.json {
-		logger = slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	}
+	logger := set.logger
 	// Claim the port first, so that a taken port is reported before anything starts.
 	listener, err := local.Listen("127.0.0.1:" + set.port)
 	if err != nil {
@@ -128,7 +119,13 @@ func run(ctx context.Context, getenv wiring.Getenv, start startFunc) error {
 	}
 	defer listener.Close()
 
-	up, err := start(ctx, getenv, set.interval, logger, os.Stdout)
+	// The functions' metrics (EMF) go to stdout, one JSON line each, as on Lambda;
+	// those of the sweeps that found nothing only at LOG_LEVEL=debug, as their logs.
+	metrics := io.Writer(os.Stdout)
+	if !logger.Enabled(ctx, slog.LevelDebug) {
+		metrics = local.QuietMetrics(os.Stdout)
+	}
+	up, err := start(ctx, local.Options{Getenv: getenv, SweepInterval: set.interval, Logger: logger, Progress: os.Stdout, Metrics: metrics, Throttle: true})
 	if err != nil {
 		return err
 	}
@@ -142,6 +139,9 @@ func run(ctx context.Context, getenv wiring.Getenv, start startFunc) error {
 		case <-ctx.Done():
 		}
 	}()
+	fmt.Println("\nrentalctl against this stack: paste this into a shell, then run go run ./cmd/rentalctl -h")
+	up.OperatorEnv(os.Stdout)
+	fmt.Println()
 	fmt.Printf("API: http://%s   sweep every %s, payment timeout %s   (Ctrl-C stops everything)\n",
 		listener.Addr(), set.interval, orDefault(getenv(wiring.EnvPaymentTimeout), "15m"))
 	err = up.Run(ctx, listener)

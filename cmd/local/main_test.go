@@ -3,14 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bikerental/bikerental/internal/local"
-	"github.com/bikerental/bikerental/internal/wiring"
 )
 
 // TestABadSettingIsRefusedBeforeAnythingStarts: make run checks every setting, its
@@ -44,7 +40,7 @@ func TestABadSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
 				return ""
 			})
 			reached := false
-			start := func(context.Context, wiring.Getenv, time.Duration, *slog.Logger, io.Writer) (*local.Up, error) {
+			start := func(context.Context, local.Options) (*local.Up, error) {
 				reached = true
 				return nil, errors.New("this test starts nothing")
 			}
@@ -65,7 +61,7 @@ func TestABadSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
 			return ""
 		})
 		reached := false
-		start := func(context.Context, wiring.Getenv, time.Duration, *slog.Logger, io.Writer) (*local.Up, error) {
+		start := func(context.Context, local.Options) (*local.Up, error) {
 			reached = true
 			return nil, errors.New("this test starts nothing")
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -516,8 +517,13 @@ func TestExitStatus(t *testing.T) {
 func TestRefundsListsWhatIsOwed(t *testing.T) {
 	w, outstanding := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
-	if r := must(t, e, "refunds"); r.stdout != "PAYMENT  RENTAL  PROVIDER PAYMENT  AMOUNT  OWED SINCE\n0 refunds owed\n" {
+	r := must(t, e, "refunds")
+	if r.stdout != "PAYMENT  RENTAL  PROVIDER PAYMENT  AMOUNT  OWED SINCE\n0 refunds owed\n" {
 		t.Errorf("refunds of a world that owes none:\n%q", r.stdout)
+	}
+	// The scan says how far it has got, on stderr, after each page.
+	if !regexp.MustCompile(`(?m)^[1-9][0-9]* events scanned \([0-9]+s\)$`).MatchString(r.stderr) {
+		t.Errorf("refunds printed no progress on stderr:\n%s", r.stderr)
 	}
 	ref := payment.ReferenceFor(outstanding[0])
 	ctx := context.Background()
@@ -527,8 +533,8 @@ func TestRefundsListsWhatIsOwed(t *testing.T) {
 	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "late-1", Kind: payment.ProviderSucceeded, Reference: ref, Digest: "d"}, command.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	r := must(t, e, "refunds")
-	if !strings.Contains(r.stdout, ref) || !strings.Contains(r.stdout, "15.00 EUR") || !strings.HasSuffix(r.stdout, "1 refunds owed\n") {
+	r = must(t, e, "refunds")
+	if !strings.Contains(r.stdout, ref) || !strings.Contains(r.stdout, "15.00 EUR") || !strings.HasSuffix(r.stdout, "\n1 refund owed\n") {
 		t.Errorf("refunds:\n%s", r.stdout)
 	}
 	list := decode[refundList](t, must(t, e, "refunds", "--json"))
@@ -640,7 +646,7 @@ func TestRepairMendsAStuckRental(t *testing.T) {
 		t.Fatalf("repair --stuck --dry-run: %+v", dry)
 	}
 	out := must(t, e, "repair", "--stuck")
-	if !strings.Contains(out.stdout, rentalID+" (start-missing): awaiting-payment -> approved, repaired 6 records") || !strings.HasSuffix(out.stdout, "1 stuck rentals\n") {
+	if !strings.Contains(out.stdout, rentalID+" (start-missing): awaiting-payment -> approved, repaired 6 records") || !strings.HasSuffix(out.stdout, "\n1 stuck rental\n") {
 		t.Errorf("repair --stuck:\n%s", out.stdout)
 	}
 	must(t, e, "audit", "--quiet")

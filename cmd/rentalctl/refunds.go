@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -18,8 +19,9 @@ Each needs paying back by hand; the RefundsOwed alarm reports them as they happe
 Refunds through Stripe are made by the service itself and are not listed.
 
 It scans the Events table, filtered on RefundOwed and PaymentRefunded, so it reads
-the whole table; it only reads, and is safe to run at any time. Needs dynamodb:Scan
-on the Events table.
+the whole table, printing on stderr how many events it has scanned after each page;
+it only reads, and is safe to run at any time. Needs dynamodb:Scan on the Events
+table.
 `
 
 // refundList is what refunds --json prints.
@@ -46,7 +48,10 @@ func runRefunds(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	owed, err := refund.List(ctx, dynamodb.NewFromConfig(cfg), eventsTable)
+	start := time.Now()
+	owed, err := refund.List(ctx, dynamodb.NewFromConfig(cfg), eventsTable, func(scanned int) {
+		fmt.Fprintf(c.stderr, "%s scanned (%s)\n", count(scanned, "event"), seconds(time.Since(start)))
+	})
 	if err != nil {
 		return err
 	}
@@ -62,6 +67,6 @@ func runRefunds(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d.%02d %s\t%s\n", o.PaymentReference, o.RentalID, o.PaymentID, o.Amount/100, o.Amount%100, o.Currency, timestamp(o.OwedSince))
 	}
 	w.Flush()
-	fmt.Fprintf(c.stdout, "%d refunds owed\n", len(owed))
+	fmt.Fprintf(c.stdout, "%s owed\n", count(len(owed), "refund"))
 	return nil
 }

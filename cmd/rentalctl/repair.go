@@ -143,7 +143,7 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	} else if stuck {
-		fmt.Fprintf(c.stdout, "%d stuck rentals\n", len(ids))
+		fmt.Fprintf(c.stdout, "%s\n", count(len(ids), "stuck rental"))
 	}
 	return errors.Join(errs...)
 }

@@ -23,21 +23,24 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/operatorenv"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
-// Environment variables rentalctl reads, besides the AWS SDK's own and those
-// internal/wiring reads for the process (RECORDING_MODE, RENTAL_PRICE_CENTS,
-// RENTAL_CURRENCY) and the projection (SETTLED_MARKER_TTL).
+// Environment variables rentalctl reads itself, besides those internal/wiring reads
+// for the process (RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY), the
+// projection (SETTLED_MARKER_TTL) and the payment provider. Every one of them is in
+// operatorenv's list, which the local runner prints for its stack; a test holds
+// rentalctl to it.
 const (
 	envEventsTable   = wiring.EnvEventsTable // as the service's functions read them
 	envPendingTable  = wiring.EnvPendingTable
 	envShards        = wiring.EnvPendingShards
 	envTimeout       = wiring.EnvPaymentTimeout
 	envConcurrency   = wiring.EnvSweepConcurrency
-	envScheduleName  = "SWEEP_SCHEDULE_NAME"
-	envScheduleGroup = "SWEEP_SCHEDULE_GROUP"
-	envRuleName      = "SWEEP_RULE_NAME"
+	envScheduleName  = operatorenv.ScheduleName
+	envScheduleGroup = operatorenv.ScheduleGroup
+	envRuleName      = operatorenv.RuleName
 )
 
 // errUsage marks errors in the command line or the configuration: main exits with
@@ -94,15 +97,21 @@ Configuration comes from the environment, as the service's functions read it; ea
 command's flags override it:
   EVENTS_TABLE, PENDING_TABLE   the Events and PendingPayments tables
   PENDING_SHARDS                the pending index's write shards (4)
+  SETTLED_MARKER_TTL            how long a settled payment's marker is kept (72h)
   PAYMENT_TIMEOUT               how long a payment may stay outstanding (15m)
+  STUCK_GRACE, STUCK_REPAIR     when a rental is stuck (10m past the timeout), and
+                                whether a sweep repairs it (auto)
   SWEEP_CONCURRENCY             how many cancellations a sweep sends at once (8)
   RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY
                                 the rental-payment process's settings
-  SWEEP_SCHEDULE_NAME, SWEEP_SCHEDULE_GROUP
-                                the schedule rebuild pauses
+  PAYMENT_PROVIDER, STRIPE_SECRET_ID or STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET,
+  STRIPE_API_URL                the payment provider, as the functions reach it
+  SWEEP_SCHEDULE_NAME, SWEEP_SCHEDULE_GROUP, SWEEP_RULE_NAME
+                                the schedule (or rule) rebuild pauses
+make run prints them for its stack, ready to paste.
 AWS access is configured as for the AWS CLI: AWS_REGION, AWS_PROFILE or
-AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and AWS_ENDPOINT_URL to use the
-local stack's emulator instead of AWS.
+AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), and
+AWS_ENDPOINT_URL to use the local stack's emulator instead of AWS.
 
 Output is for people by default; --json prints JSON instead. Exit status: 0 on
 success, 1 on failure (audit violations included), 2 for a bad command line or
@@ -112,13 +121,21 @@ configuration.
 func usage() string {
 	var b strings.Builder
 	b.WriteString("Usage: rentalctl <command> [flags] [arguments]\n\nCommands:\n")
+	// One column for the summaries, as wide as the longest synopsis needs.
+	width := len(aliasRebuild)
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-18s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+		width = max(width, len(c.synopsis()))
 	}
-	fmt.Fprintf(&b, "  %-18s the same as rebuild\n", aliasRebuild)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.synopsis(), c.summary)
+	}
+	fmt.Fprintf(&b, "  %-*s  the same as rebuild\n", width, aliasRebuild)
 	b.WriteString(usageTail)
 	return b.String()
 }
+
+// synopsis is the command's name and what follows it, as its line in usage shows it.
+func (c subcommand) synopsis() string { return strings.TrimSpace(c.name + " " + c.args) }
 
 // cli is where a command's input comes from and its output goes.
 type cli struct {
@@ -408,14 +425,14 @@ func seconds(d time.Duration) time.Duration { return d.Round(time.Second) }
 // touching the process's environment.
 func awsConfig(ctx context.Context, getenv func(string) string) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
-	if region := getenv("AWS_REGION"); region != "" {
+	if region := getenv(operatorenv.AWSRegion); region != "" {
 		opts = append(opts, config.WithRegion(region))
 	}
-	if endpoint := getenv("AWS_ENDPOINT_URL"); endpoint != "" {
+	if endpoint := getenv(operatorenv.AWSEndpoint); endpoint != "" {
 		opts = append(opts, config.WithBaseEndpoint(endpoint))
 	}
-	if id, secret := getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"); id != "" && secret != "" {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, secret, getenv("AWS_SESSION_TOKEN"))))
+	if id, secret := getenv(operatorenv.AWSKeyID), getenv(operatorenv.AWSSecretKey); id != "" && secret != "" {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, secret, getenv(operatorenv.AWSSession))))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

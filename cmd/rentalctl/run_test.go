@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -35,6 +36,7 @@ import (
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/wiring/operatorenv"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -316,6 +318,40 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestUsageListsTheCommandsInTwoColumns: every command's summary, and the alias's,
+// starts in the same column of rentalctl -h, past the longest synopsis.
+func TestUsageListsTheCommandsInTwoColumns(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, env{}.get, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	_, list, _ := strings.Cut(stdout.String(), "\nCommands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	lines := strings.Split(list, "\n")
+	if len(lines) != len(commands)+1 {
+		t.Fatalf("%d lines of commands, want %d:\n%s", len(lines), len(commands)+1, list)
+	}
+	column := -1
+	for i, line := range lines {
+		name := aliasRebuild
+		if i < len(commands) {
+			name = commands[i].synopsis()
+		}
+		rest, ok := strings.CutPrefix(line, "  "+name+"  ")
+		if !ok {
+			t.Errorf("line %q does not start with %q and two spaces", line, name)
+			continue
+		}
+		at := len(line) - len(strings.TrimLeft(rest, " "))
+		if column < 0 {
+			column = at
+		}
+		if at != column {
+			t.Errorf("the summary of %q starts in column %d, the first one's in %d:\n%s", name, at, column, list)
+		}
+	}
+}
+
 func TestAuditOfAQuietCleanWorldSucceeds(t *testing.T) {
 	w, _ := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
@@ -539,5 +575,67 @@ func TestARebuildThatLostItsLockLeavesTheSweepToTheHolder(t *testing.T) {
 	}
 	if err := other.Release(context.Background()); err != nil {
 		t.Errorf("the holder's release: %v", err)
+	}
+}
+
+// TestEveryVariableRentalctlReadsIsListed runs every command, with the generic
+// provider and with Stripe's, and records each environment variable it reads: every
+// one must be in operatorenv's list, which the local runner prints for its stack.
+func TestEveryVariableRentalctlReadsIsListed(t *testing.T) {
+	w := rebuildtest.NewWorld(t)
+	outstanding, confirmed := w.Rent("listed1", rebuildtest.Outstanding), w.Rent("listed2", rebuildtest.Confirmed)
+	base := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	base["SWEEP_SCHEDULE_NAME"] = createSchedule(t, scheduler.NewFromConfig(emulatortest.Config(t)))
+	runs := map[string][][]string{
+		"history":       {{"history", outstanding}},
+		"pending":       {{"pending"}, {"pending", "--overdue"}},
+		"cancel":        {{"cancel", confirmed}},
+		"sweep":         {{"sweep", "--dry-run"}, {"sweep"}},
+		"refunds":       {{"refunds"}},
+		"repair":        {{"repair", confirmed}, {"repair", "--stuck"}},
+		"audit":         {{"audit", "--quiet"}},
+		"rebuild":       {{"rebuild"}},
+		"cancellations": {{"cancellations"}},
+		"mismatches":    {{"mismatches"}},
+	}
+	var mu sync.Mutex
+	read := map[string]bool{}
+	for _, provider := range []env{{}, {"PAYMENT_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_test_123", "STRIPE_API_URL": "http://127.0.0.1:9"}} {
+		e := env{}
+		maps.Copy(e, base)
+		maps.Copy(e, provider)
+		getenv := func(name string) string {
+			mu.Lock()
+			defer mu.Unlock()
+			read[name] = true
+			return e[name]
+		}
+		for _, cmd := range commands {
+			cases, ok := runs[cmd.name]
+			if !ok {
+				t.Fatalf("rentalctl %s is not run here: add it, so that what it reads is checked", cmd.name)
+			}
+			for _, args := range cases {
+				if err := run(context.Background(), args, getenv, io.Discard, io.Discard); err != nil && provider["PAYMENT_PROVIDER"] == "" {
+					t.Fatalf("rentalctl %q: %v", args, err)
+				}
+			}
+		}
+	}
+	listed := operatorenv.Names()
+	for _, name := range slices.Sorted(maps.Keys(read)) {
+		if !slices.Contains(listed, name) {
+			t.Errorf("rentalctl reads %s, which operatorenv does not list: the local runner's block would leave it out", name)
+		}
+	}
+	for _, name := range listed {
+		if !strings.Contains(usage(), name) {
+			t.Errorf("rentalctl -h does not mention %s, which it reads", name)
+		}
+	}
+	for _, must := range []string{"PAYMENT_TIMEOUT", "STRIPE_API_URL", "SWEEP_SCHEDULE_NAME", "AWS_ENDPOINT_URL"} {
+		if !read[must] {
+			t.Errorf("rentalctl never read %s: the runs here do not cover what it reads", must)
+		}
 	}
 }

@@ -342,12 +342,17 @@ func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, 
 		slog.Int("cancellationsOwed", sum.CancellationsOwed), slog.Int("cancellationsMade", sum.CancellationsMade),
 		slog.Int("cancellationsLeft", sum.CancellationsLeft),
 	}
+	// A sweep that found nothing is the usual case, once an interval: its line is
+	// for debugging (its metrics say it ran).
 	level := slog.LevelInfo
-	if err != nil {
+	switch {
+	case err != nil:
 		attrs = append(attrs, slog.String("error", err.Error()))
 		level = slog.LevelError
-	} else if sum.Failed > 0 || sum.Incomplete || sum.Stuck > 0 || sum.CancellationsLeft > 0 {
+	case sum.Failed > 0 || sum.Incomplete || sum.Stuck > 0 || sum.CancellationsLeft > 0:
 		level = slog.LevelWarn
+	case sum.Found == 0 && sum.CancellationsOwed == 0:
+		level = slog.LevelDebug
 	}
 	logger.LogAttrs(ctx, level, "sweep", attrs...)
 	if s.Report != nil {

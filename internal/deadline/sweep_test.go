@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
+	"github.com/bikerental/bikerental/internal/emf"
+	"github.com/bikerental/bikerental/internal/emf/emftest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -159,7 +162,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		return rentalpayment.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := &deadline.Sweeper{Index: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 3, Report: sweepmetrics.Writer(&metrics, "")}
+	s := &deadline.Sweeper{Index: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
@@ -178,13 +181,13 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 	if len(fake.calls) != 12 {
 		t.Errorf("%d commands sent, want 12", len(fake.calls))
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(bytes.TrimSpace(metrics.Bytes()), &doc); err != nil {
-		t.Fatalf("metrics are not one EMF document: %q", metrics.String())
+	docs := emftest.Parse(t, metrics.Bytes())
+	if len(docs) != 1 || strings.Count(metrics.String(), "\n") != 1 {
+		t.Fatalf("metrics are not one EMF document on one line: %q", metrics.String())
 	}
-	aws := doc["_aws"].(map[string]any)
-	cw := aws["CloudWatchMetrics"].([]any)[0].(map[string]any)
-	if doc["Cancelled"] != float64(9) || doc["Failed"] != float64(1) || cw["Namespace"] != sweepmetrics.Namespace || len(cw["Metrics"].([]any)) != 13 || doc["StuckRentals"] != float64(0) || doc["CancellationsLeft"] != float64(0) {
+	doc := docs[0]
+	if doc.Values["Cancelled"] != 9 || doc.Values["Failed"] != 1 || doc.Namespace != sweepmetrics.Namespace || len(doc.Values) != 13 ||
+		doc.Values["StuckRentals"] != 0 || doc.Values["CancellationsLeft"] != 0 || doc.Dimensions["Service"] != "bikerental-test" || !doc.Timestamp.Equal(now.Truncate(time.Millisecond)) {
 		t.Errorf("EMF document: %s", metrics.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -63,7 +64,7 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 	}}
 	var metrics bytes.Buffer
 	s := &deadline.Sweeper{Index: memoryWith(t, prepared, nil), Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute},
-		Concurrency: 3, Report: sweepmetrics.Writer(&metrics, ""), Logger: slog.New(slog.DiscardHandler)}
+		Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
@@ -116,5 +117,44 @@ func TestSweepOneWaitsForTheDeadlineAndFindsNothingSettled(t *testing.T) {
 	none := &deadline.Sweeper{Index: deadline.NewMemory(1), Canceller: fake}
 	if sum, err := none.SweepOne(ctx, id, ref, time.Now()); err != nil || sum.Found != 0 {
 		t.Errorf("SweepOne of a payment not outstanding: %+v, %v; want nothing found", sum, err)
+	}
+}
+
+// TestASweepThatFindsNothingLogsAtDebugLevel: the summary of an idle sweep, the one
+// logged every interval on a quiet day, is a debug line; one that found a payment
+// is an info line.
+func TestASweepThatFindsNothingLogsAtDebugLevel(t *testing.T) {
+	now := time.Now()
+	late := rental.NewRentalID("late", "AAAAAAAAAAAAAAAAAAAAAA")
+	var logged bytes.Buffer
+	s := &deadline.Sweeper{Index: memoryWith(t, map[string]time.Time{late: now.Add(-20 * time.Minute)}, nil), Canceller: &recording{},
+		Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 1,
+		Logger: slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	levels := func() []string {
+		var got []string
+		dec := json.NewDecoder(&logged)
+		for dec.More() {
+			var line struct{ Level, Msg string }
+			if err := dec.Decode(&line); err != nil {
+				t.Fatal(err)
+			}
+			if line.Msg == "sweep" {
+				got = append(got, line.Level)
+			}
+		}
+		return got
+	}
+	// Before the payment is due, the sweep finds nothing.
+	if _, err := s.Sweep(ctx, now.Add(-10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := levels(); len(got) != 1 || got[0] != "DEBUG" {
+		t.Errorf("an idle sweep logged its summary at %v, want DEBUG", got)
+	}
+	if sum, err := s.Sweep(ctx, now); err != nil || sum.Found != 1 {
+		t.Fatalf("sweep = %+v, %v; want one found", sum, err)
+	}
+	if got := levels(); len(got) != 1 || got[0] != "INFO" {
+		t.Errorf("a sweep that cancelled a payment logged its summary at %v, want INFO", got)
 	}
 }

@@ -529,7 +529,7 @@ func (d *demo) showPending(ctx context.Context) error {
 		return false, fmt.Sprintf("200 OK, %d outstanding, not Bob's", list.Count), nil
 	})
 	if err != nil {
-		return fmt.Errorf("Bob's payment never appeared in the pending list: %w", err)
+		return fmt.Errorf("the pending list never showed Bob's payment: %w", err)
 	}
 	report()
 	return nil
@@ -631,7 +631,7 @@ func (d *demo) checkLate(v rentalView, refund string) error {
 		return err
 	}
 	if v.Payment == nil {
-		return errors.New("Carol's rental shows no payment")
+		return errors.New("no payment shown on Carol's rental")
 	}
 	if err := same("Carol's payment status", v.Payment.Status, "cancelled"); err != nil {
 		return err
@@ -641,7 +641,7 @@ func (d *demo) checkLate(v rentalView, refund string) error {
 	}
 	for _, t := range []string{"RequestApproved", "PaymentConfirmed"} {
 		if v.has(t) {
-			return fmt.Errorf("Carol's late payment led to %s: the bike was handed over for it", t)
+			return fmt.Errorf("the late payment of Carol's rental led to %s: the bike was handed over for it", t)
 		}
 	}
 	return nil

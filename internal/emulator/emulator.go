@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,6 +35,13 @@ const MotoVersion = "5.2.1"
 // Region is the region the emulator's clients use; moto accepts any.
 const Region = "us-east-1"
 
+// AccessKey and SecretKey are the dummy credentials the emulator's clients use; moto
+// accepts any.
+const (
+	AccessKey = "test"
+	SecretKey = "test"
+)
+
 // ErrNotInstalled reports that no moto_server executable could be found.
 var ErrNotInstalled = errors.New("emulator: moto_server not found (install it with `make moto`, or put it on PATH, or set MOTO_SERVER)")
 
@@ -43,8 +52,21 @@ type Server struct {
 
 	proc    *childproc.Process
 	proxy   *http.Server
+	logger  *slog.Logger
 	logPath string
 	stop    sync.Once
+	// stopping is set once Stop begins: a request then cut off is expected.
+	stopping atomic.Bool
+}
+
+// Option configures Start.
+type Option func(*Server)
+
+// WithLogger sends what the proxy has to say to logger (discarded by default): a
+// request it could not pass on to moto, at warn level. A request whose client gave
+// up, or that Stop cut off, is nobody's concern and is not logged.
+func WithLogger(logger *slog.Logger) Option {
+	return func(s *Server) { s.logger = logger }
 }
 
 // Find returns the path of the moto_server executable: $MOTO_SERVER if set, else
@@ -89,14 +111,14 @@ func ModuleRoot() (string, error) {
 // Start starts moto_server on a free loopback port and waits, until ctx is done, for
 // it to answer. The server's log goes to a temporary file whose tail is quoted in
 // any start-up error. Stop it with Stop.
-func Start(ctx context.Context) (*Server, error) {
+func Start(ctx context.Context, opts ...Option) (*Server, error) {
 	bin, err := Find()
 	if err != nil {
 		return nil, err
 	}
 	var lastErr error
 	for range 3 { // the free port can be taken between choosing it and moto binding it
-		s, err := start(ctx, bin)
+		s, err := start(ctx, bin, opts)
 		if err == nil {
 			return s, nil
 		}
@@ -108,7 +130,7 @@ func Start(ctx context.Context) (*Server, error) {
 	return nil, lastErr
 }
 
-func start(ctx context.Context, bin string) (*Server, error) {
+func start(ctx context.Context, bin string, opts []Option) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -123,7 +145,8 @@ func start(ctx context.Context, bin string) (*Server, error) {
 		os.Remove(logFile.Name())
 		return nil, fmt.Errorf("emulator: %w", err)
 	}
-	s := &Server{proc: proc, logPath: logFile.Name()}
+	s := newServer(opts)
+	s.proc, s.logPath = proc, logFile.Name()
 
 	backend := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	if err := s.waitReady(ctx, backend.String()); err != nil {
@@ -135,6 +158,14 @@ func start(ctx context.Context, bin string) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+func newServer(opts []Option) *Server {
+	s := &Server{logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func freePort() (int, error) {
@@ -181,7 +212,18 @@ func (s *Server) serveProxy(backend *url.URL) error {
 		return fmt.Errorf("emulator: listen for proxy: %w", err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(backend)
-	rp.ErrorLog = nil
+	// Both the proxy's and the server's error logs default to the standard logger,
+	// which would print beside the stack's own logs, in another format: they go
+	// through the stack's logger, and a request its client cancelled (a poller
+	// stopping, a test ending) is not an error of the emulator's.
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if r.Context().Err() == nil && !errors.Is(err, context.Canceled) && !s.stopping.Load() {
+			s.logger.LogAttrs(r.Context(), slog.LevelWarn, "emulator proxy: request not passed on to moto",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+		}
+		w.WriteHeader(http.StatusBadGateway)
+	}
+	rp.ErrorLog = slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)
 	var one sync.Mutex
 	s.proxy = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -190,6 +232,7 @@ func (s *Server) serveProxy(backend *url.URL) error {
 			rp.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}
 	go s.proxy.Serve(l)
 	s.Endpoint = "http://" + l.Addr().String()
@@ -207,6 +250,7 @@ func (s *Server) ExitReason() string { return s.proc.ExitReason() }
 // more than once.
 func (s *Server) Stop() error {
 	s.stop.Do(func() {
+		s.stopping.Store(true)
 		if s.proxy != nil {
 			s.proxy.Close()
 		}
@@ -221,7 +265,7 @@ func (s *Server) Stop() error {
 func Config(ctx context.Context, endpoint string) (aws.Config, error) {
 	return config.LoadDefaultConfig(ctx,
 		config.WithRegion(Region),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, "")),
 		config.WithBaseEndpoint(endpoint),
 	)
 }

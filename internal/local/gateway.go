@@ -249,9 +249,10 @@ func Event(r *http.Request, body []byte, now time.Time) events.APIGatewayV2HTTPR
 	return e
 }
 
-// serve serves h on l until ctx ends, then shuts down within five seconds.
-func serve(ctx context.Context, l net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// serve serves h on l until ctx ends, then shuts down within five seconds. What the
+// server itself has to say goes to logger, as warnings, not to the standard logger.
+func serve(ctx context.Context, l net.Listener, h http.Handler, logger *slog.Logger) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	errs := make(chan error, 1)
 	go func() { errs <- srv.Serve(l) }()
 	select {

@@ -17,7 +17,7 @@ import (
 func noChildren(t *testing.T) *[]string {
 	started := &[]string{}
 	oldMoto, oldStripe := startEmulator, startStripeMock
-	startEmulator = func(context.Context) (*emulator.Server, error) {
+	startEmulator = func(context.Context, ...emulator.Option) (*emulator.Server, error) {
 		*started = append(*started, "moto_server")
 		return nil, errors.New("this test starts no emulator")
 	}

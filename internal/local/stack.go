@@ -37,10 +37,6 @@ func InProcessFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Geten
 	return buildFunctions(ctx, cfg, getenv, Options{Logger: logger})
 }
 
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
 // Stack is the local stand-in for AWS around the functions.
 type Stack struct {
 	// AWS reaches DynamoDB and DynamoDB Streams (the emulator, usually).
@@ -165,7 +161,7 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 		func() error { return consumer("process", s.Functions.Process).Run(ctx, 0) },
 		func() error { return consumer("projector", s.Functions.Projector).Run(ctx, 0) },
 		func() error { return Schedule(ctx, s.SweepInterval, s.paused, s.sweep) },
-		func() error { return serve(ctx, l, front) },
+		func() error { return serve(ctx, l, front, s.Logger.With("function", "gateway")) },
 	}
 	if s.DeadlineGroup != "" {
 		firer := &DeadlineFirer{

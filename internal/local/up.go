@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,6 +29,9 @@ type Up struct {
 	Direct   aws.Config
 	emulator *emulator.Server
 	stripe   *stripemock.Server
+	// env is the functions' environment; access how rentalctl reaches the stack.
+	env    wiring.Getenv
+	access operatorAccess
 }
 
 // Start brings a local stack up from the environment getenv describes: it starts
@@ -52,6 +56,10 @@ type Options struct {
 	// step (discarded if nil).
 	Logger   *slog.Logger
 	Progress io.Writer
+	// Metrics receives what the functions write to their standard output on
+	// Lambda: their metrics, one Embedded Metric Format document a line (discarded
+	// if nil). Writes to it never overlap.
+	Metrics io.Writer
 	// AWS, when set, is where the stack's clients go: an emulator already running
 	// (its tables and schedules are created there). Otherwise Emulator, when set, is
 	// that emulator's endpoint; otherwise AWS_ENDPOINT_URL decides, as for Start.
@@ -100,6 +108,10 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 		return nil, err
 	}
 	mode, _ := deadline.ParseMode(getenv(wiring.EnvDeadlineMode)) // checked
+	if o.Metrics == nil {
+		o.Metrics = io.Discard
+	}
+	o.Metrics = &lockedWriter{w: o.Metrics}
 	up := &Up{}
 	progress := o.Progress
 	getenv, stripe, err := withStripe(ctx, getenv, progress)
@@ -119,15 +131,21 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 		stack.Throttling = &throttling
 	}
 	endpoint, set := os.LookupEnv("AWS_ENDPOINT_URL")
+	// Every case but AWS_ENDPOINT_URL's is an emulator, with its dummy credentials
+	// and the sweep's schedule.
+	up.access = operatorAccess{emulatorCreds: true, schedule: true}
 	switch {
 	case o.AWS != nil:
 		stack.AWS = *o.AWS
+		up.access.endpoint = aws.ToString(o.AWS.BaseEndpoint)
 		err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
 	case o.Emulator != "":
+		up.access.endpoint = o.Emulator
 		if stack.AWS, err = emulator.Config(ctx, o.Emulator); err == nil {
 			err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
 		}
 	case set:
+		up.access = operatorAccess{endpoint: endpoint}
 		where := endpoint
 		if where == "" {
 			where = "AWS itself (AWS_ENDPOINT_URL is set and empty)"
@@ -138,11 +156,12 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 		}
 	default:
 		fmt.Fprintln(progress, "starting the local AWS emulator (moto_server)...")
-		if up.emulator, err = startEmulator(ctx); err != nil {
+		if up.emulator, err = startEmulator(ctx, emulator.WithLogger(o.Logger.With("part", "emulator"))); err != nil {
 			up.Stop()
 			return nil, err
 		}
 		fmt.Fprintf(progress, "AWS emulator: %s\n", up.emulator.Endpoint)
+		up.access.endpoint = up.emulator.Endpoint
 		if stack.AWS, err = up.emulator.Config(ctx); err == nil {
 			err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
 		}
@@ -166,7 +185,7 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 		up.Stop()
 		return nil, err
 	}
-	up.Stack = stack
+	up.Stack, up.env = stack, getenv
 	return up, nil
 }
 
@@ -191,7 +210,7 @@ func checkSettings(getenv wiring.Getenv) error {
 // empty: the precise deadlines' and Stripe's keys (stripe-mock's address comes
 // when it is started).
 func withSettingDefaults(getenv wiring.Getenv) wiring.Getenv {
-	return withStripeKeys(withDeadlineDefaults(getenv))
+	return withDefaults(withStripeKeys(withDeadlineDefaults(getenv)))
 }
 
 // buildFunctions builds the four functions in this process, each on its part's AWS
@@ -207,7 +226,7 @@ func buildFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, o
 				return Functions{}, err
 			}
 		}
-		h, err := f.Build(ctx, fcfg, getenv, o.Logger.With("function", f.Name), discard{})
+		h, err := f.Build(ctx, fcfg, getenv, o.Logger.With("function", f.Name), o.Metrics)
 		if err != nil {
 			return Functions{}, fmt.Errorf("%s function: %w", f.Name, err)
 		}
@@ -241,4 +260,30 @@ func (u *Up) Stop() {
 	if u.stripe != nil {
 		u.stripe.Stop()
 	}
+}
+
+// MetricsService is the Service dimension of the local stack's metrics: the
+// template's bikerental-<stage>, for the stage "local".
+const MetricsService = "bikerental-local"
+
+// withDefaults fills in the local stack's settings that getenv leaves empty.
+func withDefaults(getenv wiring.Getenv) wiring.Getenv {
+	return func(name string) string {
+		if v := getenv(name); v != "" || name != wiring.EnvMetricsService {
+			return v
+		}
+		return MetricsService
+	}
+}
+
+// lockedWriter serializes the writes of the functions, which share it.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

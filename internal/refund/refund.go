@@ -36,8 +36,9 @@ type Scanner interface {
 // List returns the refunds owed in the Events table, oldest first: every RefundOwed
 // whose payment has no PaymentRefunded. Refunds are rare and this is an operator's
 // tool, so it scans the table, filtered on the two event types; it needs
-// dynamodb:Scan on the table.
-func List(ctx context.Context, db Scanner, table string) ([]Owed, error) {
+// dynamodb:Scan on the table. progress, if not nil, is called after each page of the
+// scan with the number of items scanned so far (the filter's rejects included).
+func List(ctx context.Context, db Scanner, table string, progress func(scanned int)) ([]Owed, error) {
 	owed := map[string]Owed{}
 	refunded := map[string]bool{}
 	in := &dynamodb.ScanInput{
@@ -49,11 +50,13 @@ func List(ctx context.Context, db Scanner, table string) ([]Owed, error) {
 			":refunded": &types.AttributeValueMemberS{Value: payment.PaymentRefunded{}.EventType()},
 		},
 	}
+	scanned := 0
 	for {
 		out, err := db.Scan(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("refund: scan %s: %w", table, err)
 		}
+		scanned += int(out.ScannedCount)
 		for _, item := range out.Items {
 			r, err := dynamo.DecodeRecord(item)
 			if err != nil {
@@ -71,6 +74,9 @@ func List(ctx context.Context, db Scanner, table string) ([]Owed, error) {
 			case payment.PaymentRefunded:
 				refunded[e.Reference] = true
 			}
+		}
+		if progress != nil {
+			progress(scanned)
 		}
 		if len(out.LastEvaluatedKey) == 0 {
 			break

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
@@ -47,9 +50,15 @@ func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	put(paid, base, append(owed(paid), payment.PaymentRefunded{Reference: paid, PaymentID: "pay-" + paid})...)
 	put(payment.ReferenceFor("b4_AAAAAAAAAAAAAAAAAAAAA4"), base, payment.PaymentPrepared{Reference: "rp_b4_AAAAAAAAAAAAAAAAAAAAA4", PaymentID: "p", Amount: 1, Currency: "EUR"})
 
-	got, err := refund.List(ctx, client, table)
+	// Pages of five items, so that the scan takes several and reports each.
+	var progress []int
+	got, err := refund.List(ctx, pages{client, 5}, table, func(scanned int) { progress = append(progress, scanned) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	// 4 + 4 + 5 + 1 events: pages of 5, 5, 4, and an empty last one at most.
+	if len(progress) < 3 || progress[0] != 5 || progress[1] != 10 || progress[len(progress)-1] != 14 {
+		t.Errorf("progress after each page: %v, want 5, 10, ... 14", progress)
 	}
 	if len(got) != 2 || got[0].PaymentReference != early || got[1].PaymentReference != late {
 		t.Fatalf("owed = %+v, want %s then %s", got, early, late)
@@ -57,4 +66,15 @@ func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	if o := got[0]; o.Amount != 1500 || o.Currency != "EUR" || o.RentalID != "b2_AAAAAAAAAAAAAAAAAAAAA2" || !o.OwedSince.Equal(base.Add(3*time.Second)) || o.PaymentID != "pay-"+early {
 		t.Errorf("first = %+v", o)
 	}
+}
+
+// pages is a Scanner whose every scan reads at most limit items.
+type pages struct {
+	refund.Scanner
+	limit int32
+}
+
+func (p pages) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	in.Limit = aws.Int32(p.limit)
+	return p.Scanner.Scan(ctx, in, optFns...)
 }

@@ -377,7 +377,7 @@ func Decide(s Bike, c Command) ([]Event, error) {
 		if s.Registered {
 			return nil, nil
 		}
-		return []Event{BikeRegistered{BikeID: c.BikeID}}, nil
+		return []Event{BikeRegistered(c)}, nil
 
 	case RequestBike:
 		if r, ok := s.Rentals[c.RentalID]; ok {
@@ -389,11 +389,11 @@ func Decide(s Bike, c Command) ([]Event, error) {
 		if s.Status != StatusAvailable {
 			return nil, ErrBikeUnavailable
 		}
-		return []Event{BikeRequested{BikeID: c.BikeID, Renter: c.Renter, RentalID: c.RentalID}}, nil
+		return []Event{BikeRequested(c)}, nil
 
 	case ApproveRequest:
 		if s.pending(c.Renter, c.RentalID) {
-			return []Event{RequestApproved{BikeID: c.BikeID, Renter: c.Renter, RentalID: c.RentalID}}, nil
+			return []Event{RequestApproved(c)}, nil
 		}
 		if o := s.outcome(c.Renter, c.RentalID); o == OutcomeApproved || o == OutcomeReturned {
 			return nil, nil
@@ -402,7 +402,7 @@ func Decide(s Bike, c Command) ([]Event, error) {
 
 	case RejectRequest:
 		if s.pending(c.Renter, c.RentalID) {
-			return []Event{RequestRejected{BikeID: c.BikeID, Renter: c.Renter, RentalID: c.RentalID}}, nil
+			return []Event{RequestRejected(c)}, nil
 		}
 		switch s.outcome(c.Renter, c.RentalID) {
 		case OutcomeRejected:

@@ -28,7 +28,6 @@ var (
 	returned1  = BikeReturned{BikeID: bike, Renter: alice, RentalID: r1}
 	requested2 = BikeRequested{BikeID: bike, Renter: bob, RentalID: r2}
 	approved2  = RequestApproved{BikeID: bike, Renter: bob, RentalID: r2}
-	rejected2  = RequestRejected{BikeID: bike, Renter: bob, RentalID: r2}
 	returned2  = BikeReturned{BikeID: bike, Renter: bob, RentalID: r2}
 )
 

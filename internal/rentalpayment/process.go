@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
@@ -77,9 +78,11 @@ type Config struct {
 	// on the process's stream.
 	Retry eventstore.RetryPolicy
 	// MetricsService is the Service dimension of the payment metrics (RefundsOwed,
-	// ProviderEventMismatches), written to the log in Embedded Metric Format when a
-	// refund is owed or a provider event did not match its payment.
+	// ProviderEventMismatches, CancellationsOwed).
 	MetricsService string
+	// Metrics, if not nil, receives the payment metrics, one Embedded Metric
+	// Format document each, with the dimension Service=MetricsService.
+	Metrics *emf.Writer
 }
 
 // MetricsNamespace is the CloudWatch namespace of the payment metrics.
@@ -103,6 +106,7 @@ type Process struct {
 	logger   *slog.Logger
 	retry    eventstore.RetryPolicy
 	newID    func() string
+	metrics  *emf.Writer
 	service  string
 }
 
@@ -121,7 +125,7 @@ func New(cfg Config) (*Process, error) {
 	if cfg.Retry.MaxAttempts == 0 {
 		cfg.Retry = eventstore.DefaultRetryPolicy
 	}
-	p := &Process{store: cfg.Store, commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, newID: ident.UUID, service: cfg.MetricsService}
+	p := &Process{store: cfg.Store, commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, newID: ident.UUID, metrics: cfg.Metrics, service: cfg.MetricsService}
 	if mode == RecordByCommand {
 		p.recorder = commandRecorder{p}
 	} else {
@@ -312,29 +316,51 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 	return err
 }
 
-// refundOwed reports a refund owed: a log line that is also the RefundsOwed metric
+// refundOwed reports a refund owed: a warning in the log and the RefundsOwed metric
 // in Embedded Metric Format, which the template's alarm watches. A redelivered
-// record counts again; the alarm fires on any.
+// record counts again; the alarm fires on any. A repair's delivery of a refund owed
+// recorded before it (Repairing) is not a new one: it is logged as standing, at info
+// level, and not counted.
 func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment.RefundOwed) {
-	p.count(ctx, r, "refund owed", MetricRefundsOwed, 1,
-		slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency))
+	attrs := []slog.Attr{slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
+		slog.Time("owedSince", r.RecordedAt)}
+	if repairing(ctx) {
+		p.logger.LogAttrs(ctx, slog.LevelInfo, "refund owed stands", append(attrs, slog.String("eventId", r.ID))...)
+		return
+	}
+	p.count(ctx, r, "refund owed", MetricRefundsOwed, 1, attrs...)
 }
 
-// cancellationOwed reports a cancellation owed to the provider: a log line that is
-// also the CancellationsOwed metric in Embedded Metric Format, which the template's
-// alarm watches (the sweep makes the cancellation later, and reports those still
-// owed after each run). A redelivered record counts again; the alarm fires on any.
+type repairingKey struct{}
+
+// Repairing returns ctx marked for a repair's deliveries of records that were
+// recorded before the repair began: the process's reactions decide exactly as
+// always, but what only reports (a refund owed) says that its report stands instead
+// of making it again.
+func Repairing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, repairingKey{}, true)
+}
+
+func repairing(ctx context.Context) bool {
+	v, _ := ctx.Value(repairingKey{}).(bool)
+	return v
+}
+
+// cancellationOwed reports a cancellation owed to the provider: a warning and the
+// CancellationsOwed metric, which the template's alarm watches (the sweep makes the
+// cancellation later, and reports those still owed after each run). A redelivered
+// record counts again; the alarm fires on any.
 func (p *Process) cancellationOwed(ctx context.Context, r eventstore.Record, e payment.CancellationOwedAtProvider) {
 	p.count(ctx, r, "cancellation owed to the provider", MetricCancellationsOwed, 1,
 		slog.String("paymentReference", e.Reference), slog.String("paymentId", e.PaymentID), slog.Int("attempts", e.Attempts))
 }
 
 // mismatched reports a provider event that did not match what was recorded for its
-// payment: a log line that is also the ProviderEventMismatches metric in Embedded
-// Metric Format, which the template's alarm watches. A refund reported on a provider
-// payment that is not the recorded one (as the service's own refund of money taken
-// there reports) gives back money rather than taking it: it is logged, and counts 0.
-// A redelivered record counts again; the alarm fires on any.
+// payment: a warning and the ProviderEventMismatches metric, which the template's
+// alarm watches. A refund reported on a provider payment that is not the recorded
+// one (as the service's own refund of money taken there reports) gives back money
+// rather than taking it: it is logged, and counts 0. A redelivered record counts
+// again; the alarm fires on any.
 func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command.ProviderEventMismatched) {
 	n := 1
 	if e.Kind == payment.ProviderRefunded {
@@ -348,19 +374,22 @@ func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command
 		slog.Bool("refundDue", e.RefundDue))
 }
 
-// count writes a warning that is also n counts of metric, in Embedded Metric
-// Format, in MetricsNamespace with the dimension Service, stamped with the
-// record's time.
+// count logs a warning, then writes n counts of metric as one Embedded Metric
+// Format document of its own (MetricsNamespace, the dimension Service), stamped
+// with the record's time. A document that cannot be written is logged, not
+// returned: the record's reaction is done either way.
 func (p *Process) count(ctx context.Context, r eventstore.Record, msg, metric string, n int, attrs ...slog.Attr) {
-	p.logger.LogAttrs(ctx, slog.LevelWarn, msg, append(attrs,
-		slog.String("eventId", r.ID), slog.String("Service", p.service), slog.Int(metric, n),
-		slog.Any("_aws", map[string]any{
-			"Timestamp": r.RecordedAt.UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace": MetricsNamespace, "Dimensions": [][]string{{"Service"}},
-				"Metrics": []map[string]string{{"Name": metric, "Unit": "Count"}},
-			}},
-		}))...)
+	attrs = append(attrs, slog.String("eventId", r.ID))
+	p.logger.LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
+	if p.metrics == nil {
+		return
+	}
+	err := p.metrics.Write(emf.Document{Namespace: MetricsNamespace, Timestamp: r.RecordedAt,
+		Dimensions: []emf.Dimension{{Name: "Service", Value: p.service}},
+		Metrics:    []emf.Metric{{Name: metric, Unit: "Count", Value: float64(n)}}})
+	if err != nil {
+		p.logger.LogAttrs(ctx, slog.LevelError, msg+": metric not written", append(attrs, slog.String("error", err.Error()))...)
+	}
 }
 
 func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e rental.BikeRequested) error {

@@ -120,6 +120,13 @@ func (r *Repairer) repair(ctx context.Context, rentalID string, act func(Case) b
 	delivered := map[string]bool{}
 	for round := 0; round < maxRounds; round++ {
 		fresh := 0
+		// The first round delivers what was recorded before the repair: the process
+		// reports nothing of it again (a refund owed stands). Later rounds deliver
+		// what the repair's own deliveries recorded, as new.
+		rctx := ctx
+		if round == 0 {
+			rctx = rentalpayment.Repairing(ctx)
+		}
 		for _, rec := range records {
 			key := fmt.Sprintf("%s/%d", rec.StreamID, rec.Version)
 			if delivered[key] {
@@ -127,7 +134,7 @@ func (r *Repairer) repair(ctx context.Context, rentalID string, act func(Case) b
 			}
 			delivered[key] = true
 			fresh++
-			if err := r.deliver(ctx, &res, rec, dryRun); err != nil {
+			if err := r.deliver(rctx, &res, rec, dryRun); err != nil {
 				return res, err
 			}
 		}

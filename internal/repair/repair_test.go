@@ -1,13 +1,21 @@
 package repair_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/emf"
+	"github.com/bikerental/bikerental/internal/emf/emftest"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -147,4 +155,114 @@ func TestEveryCaseSaysWhetherTheSweepRepairsIt(t *testing.T) {
 			t.Errorf("%s: automatic %v (%q), want %v with a reason", c, got, why, want)
 		}
 	}
+}
+
+// logged is what a process logged (JSON lines) and wrote as metrics.
+type logged struct{ log, metrics bytes.Buffer }
+
+// messages returns the messages logged at level.
+func (l *logged) messages(t *testing.T, level string) []string {
+	t.Helper()
+	var got []string
+	for _, line := range bytes.Split(bytes.TrimSpace(l.log.Bytes()), []byte("\n")) {
+		var e struct{ Level, Msg string }
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if e.Level == level {
+			got = append(got, e.Msg)
+		}
+	}
+	return got
+}
+
+// TestARepairReportsOnlyTheRefundsItRecords: repairing a completed rental whose
+// late payment is owed back says the refund owed stands, at info level, and counts
+// no new one; a repair that records the refund owed itself reports it as a warning
+// and counts it once.
+func TestARepairReportsOnlyTheRefundsItRecords(t *testing.T) {
+	ctx := context.Background()
+	w := rebuildtest.NewWorld(t)
+	var out logged
+	process, err := rentalpayment.New(rentalpayment.Config{Store: w.Store, Commands: w.Commands, Mode: rentalpayment.RecordByAppend,
+		Price:  rentalpayment.Price{Amount: 1500, Currency: "EUR"},
+		Logger: slog.New(slog.NewJSONHandler(&out.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Metrics: emf.NewWriter(&out.metrics), MetricsService: "bikerental-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &repair.Repairer{Store: w.Store, Consumers: map[string]repair.Handler{eventfilter.Process: process.Handle, eventfilter.Projector: w.Projection(2).Apply}}
+
+	// Cancelled, then paid: the webhook records the late success and the refund owed.
+	owed := w.Rent("owed", rebuildtest.Cancelled)
+	ref := payment.ReferenceFor(owed)
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "late-owed", Kind: payment.ProviderSucceeded, Reference: ref, Digest: "d"}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if types := types(w, payment.StreamID(ref)); types[len(types)-1] != "RefundOwed" {
+		t.Fatalf("the payment's events: %v, want a refund owed last", types)
+	}
+	for range 2 {
+		if res, err := r.Repair(ctx, owed, false); err != nil || res.Case != repair.CaseCompleted {
+			t.Fatalf("repair: %+v, %v", res, err)
+		}
+	}
+	if warned := out.messages(t, "WARN"); slices.Contains(warned, "refund owed") {
+		t.Errorf("repairing a rental whose refund was owed before warned %q: it reads as a new refund", warned)
+	}
+	if infos := out.messages(t, "INFO"); slices.Index(infos, "refund owed stands") < 0 {
+		t.Errorf("the repair did not say the refund owed stands: %v", infos)
+	}
+	if n := len(emftest.Parse(t, out.metrics.Bytes())); n != 0 {
+		t.Errorf("the repair counted %d refunds owed, want none: %s", n, out.metrics.String())
+	}
+
+	// Cancelled, then paid, with the refund never recorded (the webhook's refund
+	// failed): the repair's delivery of the late success records it, and reports it.
+	out.log.Reset()
+	out.metrics.Reset()
+	late := w.Rent("late", rebuildtest.Cancelled)
+	lateRef := payment.ReferenceFor(late)
+	data, err := json.Marshal(payment.PaymentSucceededAfterCancellation{Reference: lateRef, PaymentID: preparedID(t, w, lateRef), Amount: 1500, Currency: "EUR"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := payment.StreamID(lateRef)
+	if _, err := w.Store.Append(ctx, stream, int64(len(w.Read(stream))), eventstore.Event{ID: "late-success", Type: "PaymentSucceededAfterCancellation", Data: data, RecordedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Repair(ctx, late, false); err != nil {
+		t.Fatal(err)
+	}
+	if types := types(w, stream); types[len(types)-1] != "RefundOwed" {
+		t.Fatalf("after the repair the payment's events are %v, want a refund owed last", types)
+	}
+	if warned := out.messages(t, "WARN"); !slices.Equal(warned, []string{"refund owed"}) {
+		t.Errorf("a repair that recorded a refund owed warned %q, want one \"refund owed\"", warned)
+	}
+	if bytes.Contains(out.log.Bytes(), []byte("_aws")) {
+		t.Errorf("the log holds the metric's document; it belongs on a line of its own:\n%s", out.log.String())
+	}
+	docs := emftest.Parse(t, out.metrics.Bytes())
+	if len(docs) != 1 || docs[0].Values["RefundsOwed"] != 1 || docs[0].Dimensions["Service"] != "bikerental-test" || docs[0].Namespace != rentalpayment.MetricsNamespace {
+		t.Errorf("metrics after a repair that recorded a refund owed: %+v, want one RefundsOwed", docs)
+	}
+}
+
+// types are the event types of a stream of the world, in order.
+func types(w *rebuildtest.World, stream string) []string {
+	var out []string
+	for _, r := range w.Read(stream) {
+		out = append(out, r.Type)
+	}
+	return out
+}
+
+// preparedID is the provider's payment id of a prepared payment.
+func preparedID(t *testing.T, w *rebuildtest.World, ref string) string {
+	t.Helper()
+	var e payment.PaymentPrepared
+	if err := json.Unmarshal(w.Read(payment.StreamID(ref))[0].Data, &e); err != nil {
+		t.Fatal(err)
+	}
+	return e.PaymentID
 }

@@ -3,6 +3,7 @@ package wiring
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/awsenv"
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/sweeptrigger"
@@ -25,18 +27,20 @@ import (
 type Builder func(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer) (any, error)
 
 // Run is the whole of a function's main: it loads the AWS configuration, builds the
-// handler with build from the process's environment and starts the Lambda runtime. A
-// configuration error is logged as JSON and ends the process with status 1, at cold
-// start, before any event is taken.
+// handler with build from the process's environment and starts the Lambda runtime. It
+// logs JSON, at LOG_LEVEL (info). A configuration error is logged and ends the
+// process with status 1, at cold start, before any event is taken.
 //
 // The AWS configuration comes from the environment alone (awsenv.Load: region,
 // credentials, endpoints and retry settings), not from config.LoadDefaultConfig,
 // whose shared-config, SSO, STS and IMDS clients Lambda never needs but every cold
 // start would initialise (see cmd/startupbench).
 func Run(build Builder) {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	level, levelErr := LogLevel(os.Getenv)
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
 	ctx := context.Background()
 	cfg, err := awsenv.Load(os.Getenv)
+	err = errors.Join(levelErr, err)
 	var handler any
 	if err == nil {
 		handler, err = build(ctx, cfg, os.Getenv, logger, os.Stdout)
@@ -64,7 +68,7 @@ func ProcessFunction(opts ...command.Option) Builder {
 	}
 }
 
-func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, _ io.Writer, opts []command.Option) (any, error) {
+func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer, opts []command.Option) (any, error) {
 	if err := CheckProcess(getenv); err != nil {
 		return nil, err
 	}
@@ -76,7 +80,10 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 	if err != nil {
 		return nil, err
 	}
-	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *rentalpayment.Config) { c.MetricsService = service })
+	// Its metrics go to stdout in Embedded Metric Format.
+	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *rentalpayment.Config) {
+		c.Metrics, c.MetricsService = emf.NewWriter(stdout), service
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +116,13 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err != nil {
 		return nil, err
 	}
-	sweeper, err := Sweeper(s.Projection, s.Process, getenv, logger, stdout)
+	sweeper, err := Sweeper(s.Projection, s.Process, getenv, logger, emf.NewWriter(stdout))
 	if err != nil {
 		return nil, err
 	}
+	// The process its repairs run through counts no refund owed: one a repair
+	// records is logged here, and counted by the process function when the stream
+	// brings it there, once.
 	repairs, err := StuckRepairs(s, cfg, getenv)
 	if err != nil {
 		return nil, err

@@ -154,7 +154,7 @@ func stuckRepair(getenv Getenv) (bool, error) {
 func MetricsService(getenv Getenv) (string, error) {
 	v := getenv(EnvMetricsService)
 	if v == "" {
-		return "", nil
+		return DefaultMetricsService, nil
 	}
 	if len(v) > 255 || strings.TrimSpace(v) == "" || strings.IndexFunc(v, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
 		return "", bad(EnvMetricsService, v, "1 to 255 printable ASCII characters")

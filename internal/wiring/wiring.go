@@ -7,7 +7,6 @@ package wiring
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
+	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
@@ -59,8 +59,9 @@ const (
 	// EnvStuckRepair is "auto" (the default: the sweep repairs the stuck rentals
 	// that need no operator) or "off" (it only reports them).
 	EnvStuckRepair = "STUCK_REPAIR"
-	// EnvMetricsService is the Service dimension of the sweep's metrics, which tells
-	// deployments apart ("bikerental").
+	// EnvMetricsService is the Service dimension of the service's metrics (the
+	// sweep's and RefundsOwed), which tells deployments apart ("bikerental"; the
+	// template sets bikerental-<stage>, the local stack bikerental-local).
 	EnvMetricsService = "METRICS_SERVICE"
 	// EnvMaxPendingPerRenter is how many outstanding requests one renter may have at
 	// once (1); the command function reads it.
@@ -158,10 +159,15 @@ func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 	return policy, nil
 }
 
+// DefaultMetricsService is the Service dimension of the metrics when
+// METRICS_SERVICE is not set.
+const DefaultMetricsService = "bikerental"
+
 // Sweeper returns the sweep over projection, sending its commands to process,
-// configured by DeadlinePolicy and SWEEP_CONCURRENCY. It reports stuck rentals and
-// repairs none; set its Repairer (StuckRepairs) for that.
-func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics io.Writer) (*deadline.Sweeper, error) {
+// configured by DeadlinePolicy and SWEEP_CONCURRENCY, writing each sweep's metrics
+// to metrics (if not nil) with the dimension MetricsService. It reports stuck
+// rentals and repairs none; set its Repairer (StuckRepairs) for that.
+func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics *emf.Writer) (*deadline.Sweeper, error) {
 	policy, err := DeadlinePolicy(getenv)
 	if err != nil {
 		return nil, err
@@ -176,7 +182,9 @@ func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, ge
 	}
 	s := &deadline.Sweeper{Index: projection, Canceller: process, Policy: policy, Concurrency: concurrency, Logger: logger}
 	if metrics != nil {
-		s.Report = sweepmetrics.Writer(metrics, service)
+		s.Report = sweepmetrics.Writer(metrics, service, func(err error) {
+			logger.Error("sweep: metrics not written", "error", err)
+		})
 	}
 	return s, nil
 }
