@@ -12,10 +12,12 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/emf/emftest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
 
 // outage is a provider that can cancel, and does not answer while it is down.
@@ -88,7 +90,9 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 	w.pumpUntil("the bike released and the cancellation owed", func() bool {
 		return w.bikeStatus("owed1") == rental.StatusAvailable && slices.Equal(owed(), []string{rentalID})
 	})
-	if got := w.processLog.String(); !strings.Contains(got, `"CancellationsOwed":1`) || !strings.Contains(got, `"Name":"CancellationsOwed"`) || strings.Contains(got, "_secret_") {
+	docs := emftest.Parse(t, []byte(w.processLog.String()))
+	if got := w.processLog.String(); len(docs) != 1 || docs[0].Values[rentalpayment.MetricCancellationsOwed] != 1 || docs[0].Namespace != rentalpayment.MetricsNamespace ||
+		docs[0].Dimensions["Service"] != "bikerental-test" || strings.Contains(got, "_secret_") {
 		t.Errorf("the process did not report the owed cancellation as a metric (or logged a secret):\n%s", got)
 	}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
+	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -76,7 +77,7 @@ func newWorld(t testing.TB, shards int, opts ...command.Option) *world {
 	w.commands = command.New(w.store, opts...)
 	var err error
 	w.process, err = rentalpayment.New(rentalpayment.Config{Store: w.store, Commands: w.commands, Price: rentalpayment.Price{Amount: 1500, Currency: "EUR"},
-		Logger: slog.New(slog.NewJSONHandler(w.processLog, nil)), MetricsService: "bikerental-test"})
+		Logger: slog.New(slog.NewJSONHandler(w.processLog, nil)), MetricsService: "bikerental-test", Metrics: emf.NewWriter(w.processLog)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,18 +4,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/emf"
+	"github.com/bikerental/bikerental/internal/emf/emftest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
 
 // TestAMismatchedProviderEventIsAMetric: the process reports a mismatched provider
-// event as one log line with its event id that is also the ProviderEventMismatches
-// metric in Embedded Metric Format, 1 for money or an outcome reported on the wrong
+// event as one log line with its event id, and the ProviderEventMismatches metric as
+// an Embedded Metric Format document on a line of its own, 1 for money or an outcome reported on the wrong
 // payment, 0 for a refund reported on one (money given back, as the service's own
 // refund of money taken there reports).
 func TestAMismatchedProviderEventIsAMetric(t *testing.T) {
@@ -23,10 +26,10 @@ func TestAMismatchedProviderEventIsAMetric(t *testing.T) {
 		kind payment.ProviderEventKind
 		want float64
 	}{{payment.ProviderSucceeded, 1}, {payment.ProviderFailed, 1}, {payment.ProviderRefunded, 0}} {
-		var logs bytes.Buffer
+		var logs, metrics bytes.Buffer
 		store := eventstore.NewMemory()
 		p, err := rentalpayment.New(rentalpayment.Config{Store: store, Commands: command.New(store), Price: price,
-			Logger: slog.New(slog.NewJSONHandler(&logs, nil)), MetricsService: "bikerental-test"})
+			Logger: slog.New(slog.NewJSONHandler(&logs, nil)), MetricsService: "bikerental-test", Metrics: emf.NewWriter(&metrics)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,27 +44,24 @@ func TestAMismatchedProviderEventIsAMetric(t *testing.T) {
 			t.Fatal(err)
 		}
 		var line struct {
-			ProviderEventID string   `json:"providerEventId"`
-			Reference       string   `json:"paymentReference"`
-			Service         string   `json:"Service"`
-			Count           *float64 `json:"ProviderEventMismatches"`
-			AWS             struct {
-				Timestamp         int64
-				CloudWatchMetrics []struct {
-					Namespace  string
-					Dimensions [][]string
-					Metrics    []struct{ Name, Unit string }
-				}
-			} `json:"_aws"`
+			ProviderEventID string `json:"providerEventId"`
+			Reference       string `json:"paymentReference"`
+			EventID         string `json:"eventId"`
 		}
 		if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
-			t.Fatalf("%s: one JSON line, got %q: %v", c.kind, logs.String(), err)
+			t.Fatalf("%s: one JSON log line, got %q: %v", c.kind, logs.String(), err)
 		}
-		m := line.AWS.CloudWatchMetrics
-		if line.ProviderEventID != "evt_odd" || line.Reference != ref || line.Service != "bikerental-test" || line.Count == nil || *line.Count != c.want ||
-			line.AWS.Timestamp != at.UnixMilli() || len(m) != 1 || m[0].Namespace != rentalpayment.MetricsNamespace ||
-			len(m[0].Metrics) != 1 || m[0].Metrics[0].Name != rentalpayment.MetricProviderEventMismatches || len(m[0].Dimensions) != 1 || m[0].Dimensions[0][0] != "Service" {
+		if line.ProviderEventID != "evt_odd" || line.Reference != ref || line.EventID != "e1" {
 			t.Errorf("%s: the log line %s", c.kind, logs.String())
+		}
+		docs := emftest.Parse(t, metrics.Bytes())
+		if len(docs) != 1 || strings.Count(metrics.String(), "\n") != 1 {
+			t.Fatalf("%s: want one EMF document on a line of its own, got %q", c.kind, metrics.String())
+		}
+		d := docs[0]
+		if d.Values[rentalpayment.MetricProviderEventMismatches] != c.want || len(d.Values) != 1 || d.Namespace != rentalpayment.MetricsNamespace ||
+			d.Dimensions["Service"] != "bikerental-test" || !d.Timestamp.Equal(at) {
+			t.Errorf("%s: the metric %s", c.kind, metrics.String())
 		}
 	}
 }

@@ -176,12 +176,12 @@ func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, ge
 	if err != nil {
 		return nil, err
 	}
-	service, err := MetricsService(getenv)
-	if err != nil {
-		return nil, err
-	}
 	s := &deadline.Sweeper{Index: projection, Canceller: process, Policy: policy, Concurrency: concurrency, Logger: logger}
 	if metrics != nil {
+		service, err := MetricsService(getenv)
+		if err != nil {
+			return nil, err
+		}
 		s.Report = sweepmetrics.Writer(metrics, service, func(err error) {
 			logger.Error("sweep: metrics not written", "error", err)
 		})
