@@ -37,7 +37,7 @@ func BenchmarkHandleBatch(b *testing.B) {
 	logger := slog.New(slog.DiscardHandler)
 	ctx := context.Background()
 	handle := func(b *testing.B, h streambatch.Handler) {
-		resp := streambatch.HandleBatch(ctx, batch, h, logger)
+		resp := streambatch.HandleBatch(ctx, batch, h, streambatch.Options{Logger: logger})
 		if len(resp.BatchItemFailures) != 0 {
 			b.Fatalf("batch failed at %v", resp.BatchItemFailures)
 		}
@@ -106,7 +106,7 @@ func bikeRequestedBatch(b *testing.B, n int) events.DynamoDBEvent {
 }
 
 // lambdaValue converts the attribute values an Events item holds into Lambda's form.
-func lambdaValue(b *testing.B, v types.AttributeValue) events.DynamoDBAttributeValue {
+func lambdaValue(b testing.TB, v types.AttributeValue) events.DynamoDBAttributeValue {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
 		return events.NewStringAttribute(v.Value)

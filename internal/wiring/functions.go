@@ -68,13 +68,17 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 	if err != nil {
 		return nil, err
 	}
+	batch, err := StreamBatch(getenv, logger)
+	if err != nil {
+		return nil, err
+	}
 	service := getenv(EnvMetricsService)
 	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *rentalpayment.Config) { c.MetricsService = service })
 	if err != nil {
 		return nil, err
 	}
 	return StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		return streambatch.HandleBatch(ctx, ev, process.Handle, logger), nil
+		return streambatch.HandleBatch(ctx, ev, process.Handle, batch), nil
 	}), nil
 }
 

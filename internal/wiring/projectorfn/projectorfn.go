@@ -74,6 +74,10 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err != nil {
 		return nil, err
 	}
+	batch, err := wiring.StreamBatch(getenv, logger)
+	if err != nil {
+		return nil, err
+	}
 	apply := projection.Apply
 	if timers != nil {
 		// The row first, and it alone decides whether the record is handled: the
@@ -113,6 +117,6 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 			checked = true
 		}
 		mu.Unlock()
-		return streambatch.HandleBatch(ctx, ev, apply, logger), nil
+		return streambatch.HandleBatch(ctx, ev, apply, batch), nil
 	}), nil
 }
