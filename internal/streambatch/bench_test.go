@@ -76,7 +76,7 @@ func BenchmarkHandleBatch(b *testing.B) {
 
 // bikeRequestedBatch returns n BikeRequested records of n bikes, each the bike's
 // second event, as the Events table's stream delivers them to Lambda.
-func bikeRequestedBatch(b *testing.B, n int) events.DynamoDBEvent {
+func bikeRequestedBatch(b testing.TB, n int) events.DynamoDBEvent {
 	b.Helper()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, n)}

@@ -36,6 +36,9 @@ const (
 	// EnvStripeAPIURL points the Stripe client elsewhere than Stripe's API: at
 	// stripe-mock, locally.
 	EnvStripeAPIURL = "STRIPE_API_URL"
+	// EnvProviderTimeout bounds each call to the provider (command.DefaultProviderTimeout):
+	// a provider that does not answer fails that request or stream record alone.
+	EnvProviderTimeout = "PAYMENT_PROVIDER_TIMEOUT"
 )
 
 // Provider names.
@@ -62,10 +65,24 @@ type Payments struct {
 	Stripe WebhookParser
 }
 
-// Provider returns the provider PAYMENT_PROVIDER names. Stripe's keys come from the
-// Secrets Manager secret STRIPE_SECRET_ID names (secrets is called only then), or
-// else from STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET. Errors never carry a key.
+// Provider returns the provider PAYMENT_PROVIDER names, each of its calls bounded by
+// PAYMENT_PROVIDER_TIMEOUT. Stripe's keys come from the Secrets Manager secret
+// STRIPE_SECRET_ID names (secrets is called only then), or else from
+// STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET. Errors never carry a key.
 func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Getenv) (Payments, error) {
+	timeout, err := wiring.Duration(getenv, EnvProviderTimeout, command.DefaultProviderTimeout)
+	if err != nil {
+		return Payments{}, err
+	}
+	pay, err := provider(ctx, secrets, getenv)
+	if err != nil {
+		return Payments{}, err
+	}
+	pay.Provider = command.WithTimeout(pay.Provider, timeout)
+	return pay, nil
+}
+
+func provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Getenv) (Payments, error) {
 	name, secretID := getenv(EnvProvider), getenv(EnvStripeSecretID)
 	switch name {
 	case "", Generic:
