@@ -128,7 +128,8 @@ func TestHandleBatchHandlesStreamsConcurrently(t *testing.T) {
 	var mu sync.Mutex
 	arrived := 0
 	together := make(chan struct{})
-	timeout := time.After(10 * time.Second) // once, for every handler: a sequential run fails in one timeout, not twelve
+	wait, stop := context.WithTimeout(context.Background(), 10*time.Second) // one deadline for all: a sequential run fails in one timeout, not twelve
+	defer stop()
 	h := func(ctx context.Context, r eventstore.Record) error {
 		if r.Version != 1 {
 			return nil
@@ -141,7 +142,7 @@ func TestHandleBatchHandlesStreamsConcurrently(t *testing.T) {
 		select {
 		case <-together:
 			return nil
-		case <-timeout:
+		case <-wait.Done():
 			mu.Lock()
 			defer mu.Unlock()
 			return fmt.Errorf("only %d of %d streams in flight at once", arrived, streams)
