@@ -40,14 +40,16 @@ const DeadlineMargin = 2 * time.Second
 // Concurrency bounds: how many event streams' records HandleBatch handles at once by
 // default, and at most.
 //
-// The default, 16, keeps a batch's records in flight well ahead of what one
-// shard's rentals need (a 300 ms provider call plus four 8 ms DynamoDB calls is
-// about 16 rentals a second per slot at concurrency one: BENCHMARKS.md,
-// "Throughput of one shard") while staying under the SDK's pool of idle connections
-// per host and a payment provider's request-rate limits; more throughput per shard
-// comes from the mapping's ParallelizationFactor.
+// The default, 32, is what a batch of the template's 100 records needs for a slow
+// provider: a rental request waits about 330 ms (a 300 ms provider call and four
+// DynamoDB calls), so 32 at once get through a batch in four rounds, about 75
+// requests a second per batch, and the template's ParallelizationFactor of 2 takes
+// one shard past 100 (BENCHMARKS.md, "Throughput of one shard"). Concurrency within
+// an invocation is cheaper than more parallel batches, which are billed invocations
+// of their own; it stays well under MaxConcurrency, so that one execution
+// environment of 256 MB does not open hundreds of connections at once.
 const (
-	DefaultConcurrency = 16
+	DefaultConcurrency = 32
 	MaxConcurrency     = 256
 )
 
