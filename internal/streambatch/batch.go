@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -77,12 +79,16 @@ const (
 	failed                    // undecodable, or the handler returned an error or panicked
 )
 
-// lane is the records of one event stream in a batch, in batch order: indexes into
-// the batch's records, and their decoded records.
-type lane struct {
-	index   []int
-	records []eventstore.Record
+// lanes are the records of a batch grouped by event stream, each stream's in batch
+// order, the streams in the order of their first record: lane i is
+// order[start[i]:start[i+1]], indexes into the batch's records and into decoded.
+type lanes struct {
+	decoded []eventstore.Record // by index in the batch
+	order   []int
+	start   []int
 }
+
+func (l *lanes) count() int { return len(l.start) - 1 }
 
 // HandleBatch runs the records of a Lambda DynamoDB stream event through h and
 // returns the response Lambda expects when the event source mapping reports batch
@@ -114,16 +120,16 @@ func HandleBatch(ctx context.Context, ev events.DynamoDBEvent, h Handler, opts O
 		logger = slog.Default()
 	}
 	outcomes := make([]outcome, len(ev.Records))
-	lanes := plan(ctx, ev, outcomes, logger)
+	ls := plan(ctx, ev, outcomes, logger)
 
 	var late lateRecords
-	run := func(l *lane) {
-		for i, r := range l.records {
-			idx := l.index[i]
+	run := func(lane int) {
+		for _, idx := range ls.order[ls.start[lane]:ls.start[lane+1]] {
 			if err := startable(ctx); err != nil {
 				late.add(idx, err) // this one and the rest of the lane stay notStarted
 				return
 			}
+			r := ls.decoded[idx]
 			if err := call(ctx, h, r); err != nil {
 				logger.LogAttrs(ctx, slog.LevelError, "stream record handler failed",
 					slog.String("sequenceNumber", ev.Records[idx].Change.SequenceNumber),
@@ -144,27 +150,24 @@ func HandleBatch(ctx context.Context, ev events.DynamoDBEvent, h Handler, opts O
 	case concurrency > MaxConcurrency:
 		concurrency = MaxConcurrency
 	}
-	if concurrency == 1 || len(lanes) == 1 {
-		for _, l := range lanes {
-			run(l)
+	n := ls.count()
+	if concurrency == 1 || n == 1 {
+		for lane := range n {
+			run(lane)
 		}
 	} else {
 		// Lanes are taken in the order of their first record, so that the earliest
 		// records of the batch, which decide how much Lambda must deliver again, are
 		// the first to be started.
-		next := make(chan *lane)
+		var next atomic.Int64
 		var wg sync.WaitGroup
-		for range min(concurrency, len(lanes)) {
+		for range min(concurrency, n) {
 			wg.Go(func() {
-				for l := range next {
-					run(l)
+				for lane := int(next.Add(1) - 1); lane < n; lane = int(next.Add(1) - 1) {
+					run(lane)
 				}
 			})
 		}
-		for _, l := range lanes {
-			next <- l
-		}
-		close(next)
 		wg.Wait()
 	}
 	return answer(ctx, ev, outcomes, &late, logger)
@@ -172,10 +175,15 @@ func HandleBatch(ctx context.Context, ev events.DynamoDBEvent, h Handler, opts O
 
 // plan decodes the batch's INSERTs into lanes, one per event stream in the order of
 // their first record, marking skipped and undecodable records in outcomes.
-func plan(ctx context.Context, ev events.DynamoDBEvent, outcomes []outcome, logger *slog.Logger) []*lane {
-	var lanes []*lane
-	byStream := make(map[string]*lane)
+func plan(ctx context.Context, ev events.DynamoDBEvent, outcomes []outcome, logger *slog.Logger) *lanes {
+	ls := &lanes{decoded: make([]eventstore.Record, len(ev.Records))}
+	laneOf := make([]int, len(ev.Records)) // -1: in no lane
+	byStream := make(map[string]int)
+	var sizes []int
 	blocked := make(map[string]bool) // streams with an undecodable record: nothing after it starts
+	for i := range laneOf {
+		laneOf[i] = -1
+	}
 	for i, rec := range ev.Records {
 		if rec.EventName != string(events.DynamoDBOperationTypeInsert) {
 			outcomes[i] = skipped
@@ -196,27 +204,41 @@ func plan(ctx context.Context, ev events.DynamoDBEvent, outcomes []outcome, logg
 		if blocked[r.StreamID] {
 			continue
 		}
-		l := byStream[r.StreamID]
-		if l == nil {
-			l = &lane{}
-			byStream[r.StreamID] = l
-			lanes = append(lanes, l)
+		lane, ok := byStream[r.StreamID]
+		if !ok {
+			lane = len(sizes)
+			byStream[r.StreamID] = lane
+			sizes = append(sizes, 0)
 		}
-		l.index = append(l.index, i)
-		l.records = append(l.records, r)
+		sizes[lane]++
+		laneOf[i] = lane
+		ls.decoded[i] = r
 	}
 	for i := range outcomes {
 		if ev.Records[i].EventName != string(events.DynamoDBOperationTypeInsert) {
 			outcomes[i] = skipped // also past an undecodable record that held back the rest
 		}
 	}
-	return lanes
+	// A counting sort of the records by lane keeps each lane's in batch order.
+	ls.start = make([]int, len(sizes)+1)
+	for lane, n := range sizes {
+		ls.start[lane+1] = ls.start[lane] + n
+	}
+	ls.order = make([]int, ls.start[len(sizes)])
+	fill := slices.Clone(ls.start[:len(sizes)])
+	for i, lane := range laneOf {
+		if lane >= 0 {
+			ls.order[fill[lane]] = i
+			fill[lane]++
+		}
+	}
+	return ls
 }
 
 // answer logs the batch's summary and returns the response naming its earliest
 // record that Lambda must deliver again.
 func answer(ctx context.Context, ev events.DynamoDBEvent, outcomes []outcome, late *lateRecords, logger *slog.Logger) events.DynamoDBEventResponse {
-	counts := map[outcome]int{}
+	var counts [failed + 1]int
 	first := -1
 	for i, o := range outcomes {
 		counts[o]++
