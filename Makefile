@@ -26,7 +26,7 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup build moto rie clean \
+.PHONY: help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup bench-throughput build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
@@ -123,6 +123,16 @@ bench-deadline: moto ## deadline lateness in both modes, and one sweep over 1,00
 	@mkdir -p bin
 	$(GO) run ./tools/cmd/deadlinebench sweep --cpuprofile bin/deadline-sweep.pprof $(DEADLINE_SWEEP_FLAGS)
 	$(GO) tool pprof -top -nodecount 25 bin/deadline-sweep.pprof
+
+# Throughput of one stream shard: rental requests a second through the process and
+# the projector, built as the functions build them, on the in-memory store with a
+# simulated latency per DynamoDB call and a provider of 0, 50 and 300 ms, one record
+# at a time (STREAM_CONCURRENCY 1, as before) and concurrently, and the
+# ParallelizationFactor 100 rentals a second need, as markdown (about two minutes; no
+# emulator). THROUGHPUT_FLAGS: e.g. -rentals 400 -concurrency 1,16,32 -parallelization 1,2,4.
+THROUGHPUT_FLAGS ?= -concurrency 1,16,32 -parallelization 1,2,4
+bench-throughput: ## rental requests a second one stream shard sustains, before and after concurrency, as markdown (minutes)
+	$(GO) run ./tools/cmd/throughputbench $(THROUGHPUT_FLAGS)
 
 # Start-up: each function's stripped arm64 and amd64 size and its cold start under the
 # Runtime Interface Emulator, next to a minimal aws-lambda-go function built the same

@@ -1,9 +1,10 @@
 // Process is the rental-payment process Lambda function. It consumes the Events
-// table's stream and reports failed records by sequence number, so that Lambda
-// retries from the first one that failed.
+// table's stream, handling the records of different rentals concurrently, and
+// reports the earliest record to deliver again by sequence number.
 //
 // Environment: EVENTS_TABLE, RECORDING_MODE (append or command), RENTAL_PRICE_CENTS,
-// RENTAL_CURRENCY; see internal/wiring.
+// RENTAL_CURRENCY, STREAM_CONCURRENCY, PAYMENT_PROVIDER and PAYMENT_PROVIDER_TIMEOUT;
+// see internal/wiring.
 package main
 
 import (

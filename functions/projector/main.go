@@ -2,8 +2,8 @@
 // Events table's stream, reporting failed records by sequence number, and with
 // DEADLINE_MODE=precise the payments' one-time schedules.
 //
-// Environment: PENDING_TABLE, PENDING_SHARDS, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT and
-// the DEADLINE_* settings; see internal/wiring.
+// Environment: PENDING_TABLE, PENDING_SHARDS, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT,
+// STREAM_CONCURRENCY and the DEADLINE_* settings; see internal/wiring.
 package main
 
 import (

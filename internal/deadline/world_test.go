@@ -94,7 +94,7 @@ func newWorld(t testing.TB, shards int, opts ...command.Option) *world {
 		w.pollers = append(w.pollers, &streampoll.Poller{
 			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: logger,
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-				return streambatch.HandleBatch(ctx, ev, h, logger), nil
+				return streambatch.HandleBatch(ctx, ev, h, streambatch.Options{Logger: logger}), nil
 			},
 		})
 	}

@@ -58,6 +58,10 @@ type Stack struct {
 	// MaximumRecordAgeInSeconds: a record still failing when older than this goes to
 	// the dead-letter destination (DefaultMaxRecordAge if zero).
 	MaxRecordAge time.Duration
+	// Parallelization is each stream mapping's ParallelizationFactor: how many
+	// batches of a shard are delivered at once, split by partition key
+	// (DefaultParallelization if zero).
+	Parallelization int
 
 	// DeadlineGroup, when set, is the schedule group of the payments' one-time
 	// schedules (precise deadlines), which the stack fires as Scheduler would.
@@ -81,6 +85,10 @@ type Stack struct {
 // DefaultMaxRecordAge is the local stream mappings' maximum record age: the
 // template's MaximumRecordAgeInSeconds.
 const DefaultMaxRecordAge = time.Hour
+
+// DefaultParallelization is the local stream mappings' ParallelizationFactor: the
+// template's StreamParallelization default.
+const DefaultParallelization = 2
 
 // DeadLetter is a stream record a consumer gave up on, as the on-failure destination
 // (an SQS queue on AWS) would receive it.
@@ -135,10 +143,14 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 	if maxAge <= 0 {
 		maxAge = DefaultMaxRecordAge
 	}
+	parallelization := s.Parallelization
+	if parallelization <= 0 {
+		parallelization = DefaultParallelization
+	}
 	consumer := func(name string, fn Invoker) *streampoll.Poller {
 		return &streampoll.Poller{
 			Client: streams, StreamARN: aws.ToString(desc.Table.LatestStreamArn), Logger: s.Logger.With("function", name),
-			MaxRetryAttempts: s.MaxRetryAttempts, MaxRecordAge: maxAge,
+			MaxRetryAttempts: s.MaxRetryAttempts, MaxRecordAge: maxAge, Parallelization: parallelization,
 			Types: eventfilter.Types(name), // the template's FilterCriteria
 			OnFailure: func(_ context.Context, f streampoll.FailedRecord) {
 				s.mu.Lock()

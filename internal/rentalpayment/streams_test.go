@@ -45,7 +45,7 @@ func TestDrivenByRealStreamRecords(t *testing.T) {
 			Client:    dynamodbstreams.NewFromConfig(emulatortest.Config(t)),
 			StreamARN: aws.ToString(desc.Table.LatestStreamArn),
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-				return streambatch.HandleBatch(ctx, ev, process.Handle, logger), nil
+				return streambatch.HandleBatch(ctx, ev, process.Handle, streambatch.Options{Logger: logger}), nil
 			},
 		}
 		pollUntil := func(what string, cond func() bool) {

@@ -24,24 +24,20 @@ import (
 // Lambda delivers them, against the in-memory store (the projector, the stream's
 // other consumer, needs DynamoDB and is measured by nothing here):
 //
-//	go test -run '^$' -bench HandleBatch -benchmem ./internal/stream/
+//	go test -run '^$' -bench HandleBatch -benchmem ./internal/streambatch/
 //
 // decode-only runs a handler that does nothing, which leaves the cost of turning
 // images into records. process/first-delivery starts 100 rental-payment processes
 // on an empty store each time (each one reads its stream, prepares a payment and
 // records that it did); process/redelivery delivers the same batch again to a
-// store where every process has started, which is what Lambda's retries cost.
+// store where every process has started, which is what Lambda's retries cost. Each
+// runs one record at a time (concurrency=1) and at the default concurrency: on the
+// in-memory store nothing waits, so the difference is what the lanes cost.
 func BenchmarkHandleBatch(b *testing.B) {
 	const size = 100
 	batch := bikeRequestedBatch(b, size)
 	logger := slog.New(slog.DiscardHandler)
 	ctx := context.Background()
-	handle := func(b *testing.B, h streambatch.Handler) {
-		resp := streambatch.HandleBatch(ctx, batch, h, logger)
-		if len(resp.BatchItemFailures) != 0 {
-			b.Fatalf("batch failed at %v", resp.BatchItemFailures)
-		}
-	}
 	newProcess := func(b *testing.B) *rentalpayment.Process {
 		store := eventstore.NewMemory()
 		p, err := rentalpayment.New(rentalpayment.Config{Store: store, Commands: command.New(store),
@@ -52,31 +48,40 @@ func BenchmarkHandleBatch(b *testing.B) {
 		return p
 	}
 
-	b.Run(fmt.Sprintf("decode-only/records=%d", size), func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			handle(b, func(context.Context, eventstore.Record) error { return nil })
+	for _, concurrency := range []int{1, streambatch.DefaultConcurrency} {
+		opts := streambatch.Options{Concurrency: concurrency, Logger: logger}
+		handle := func(b *testing.B, h streambatch.Handler) {
+			resp := streambatch.HandleBatch(ctx, batch, h, opts)
+			if len(resp.BatchItemFailures) != 0 {
+				b.Fatalf("batch failed at %v", resp.BatchItemFailures)
+			}
 		}
-	})
-	b.Run(fmt.Sprintf("process/first-delivery/records=%d", size), func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			handle(b, newProcess(b).Handle)
-		}
-	})
-	b.Run(fmt.Sprintf("process/redelivery/records=%d", size), func(b *testing.B) {
-		p := newProcess(b)
-		handle(b, p.Handle)
-		b.ReportAllocs()
-		for b.Loop() {
+		b.Run(fmt.Sprintf("decode-only/records=%d/concurrency=%d", size, concurrency), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				handle(b, func(context.Context, eventstore.Record) error { return nil })
+			}
+		})
+		b.Run(fmt.Sprintf("process/first-delivery/records=%d/concurrency=%d", size, concurrency), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				handle(b, newProcess(b).Handle)
+			}
+		})
+		b.Run(fmt.Sprintf("process/redelivery/records=%d/concurrency=%d", size, concurrency), func(b *testing.B) {
+			p := newProcess(b)
 			handle(b, p.Handle)
-		}
-	})
+			b.ReportAllocs()
+			for b.Loop() {
+				handle(b, p.Handle)
+			}
+		})
+	}
 }
 
 // bikeRequestedBatch returns n BikeRequested records of n bikes, each the bike's
 // second event, as the Events table's stream delivers them to Lambda.
-func bikeRequestedBatch(b *testing.B, n int) events.DynamoDBEvent {
+func bikeRequestedBatch(b testing.TB, n int) events.DynamoDBEvent {
 	b.Helper()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, n)}
@@ -106,7 +111,7 @@ func bikeRequestedBatch(b *testing.B, n int) events.DynamoDBEvent {
 }
 
 // lambdaValue converts the attribute values an Events item holds into Lambda's form.
-func lambdaValue(b *testing.B, v types.AttributeValue) events.DynamoDBAttributeValue {
+func lambdaValue(b testing.TB, v types.AttributeValue) events.DynamoDBAttributeValue {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
 		return events.NewStringAttribute(v.Value)

@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -42,6 +44,10 @@ const (
 	MaxBatchSize     = 1000
 )
 
+// MaxParallelization is the most concurrent batches per shard a Poller delivers, as
+// an event source mapping's ParallelizationFactor allows.
+const MaxParallelization = 10
+
 const defaultInterval = 250 * time.Millisecond // Lambda polls a shard four times a second
 
 // Poller plays one Lambda event source mapping over a table's stream, for local runs
@@ -55,9 +61,17 @@ const defaultInterval = 250 * time.Millisecond // Lambda polls a shard four time
 // that is handed to OnFailure and skipped, so that one poison record neither blocks
 // its shard for good nor disappears without a trace. (Bisection is not played: batch item failures make it moot.)
 //
-// The positions are kept in memory, per shard. A Poller is not safe for concurrent
-// use: call Poll and Run from one goroutine at a time. Set the exported fields
-// before the first Poll and leave them alone afterwards.
+// With Parallelization N above one it plays the mapping's ParallelizationFactor as
+// Lambda does: each shard's records are split into N partitions by their partition
+// key (the event's stream id: its FNV-1a hash modulo N), and each partition is a
+// sequence of its own, delivered in batches concurrently with the others, with its
+// own position and its own retries: records of one key stay in order, and a
+// partition whose batch keeps failing holds up no other.
+//
+// The positions are kept in memory, per shard and partition. A Poller is not safe
+// for concurrent use: call Poll and Run from one goroutine at a time (with
+// Parallelization above one, it calls Handler from several goroutines at once).
+// Set the exported fields before the first Poll and leave them alone afterwards.
 //
 // Poller is built for moto's stream, which has one shard that never closes. It does
 // not hold back a child shard until its parent is exhausted, and as it asks for a
@@ -72,6 +86,10 @@ type Poller struct {
 	// BatchSize is the most records delivered in one batch: DefaultBatchSize if zero
 	// or negative, at most MaxBatchSize.
 	BatchSize int
+	// Parallelization is how many batches of one shard are delivered at once, as
+	// the mapping's ParallelizationFactor: one if zero or negative, at most
+	// MaxParallelization. Above one, Handler must be safe for concurrent use.
+	Parallelization int
 	// Handler receives the batches. Required.
 	Handler BatchHandler
 	// Logger receives the errors Run keeps going after. Nil means slog.Default().
@@ -93,8 +111,30 @@ type Poller struct {
 	// are passed over, and the position moves past them. Nil delivers every record.
 	Types []string
 
-	positions map[string]string  // shard id → sequence number of the last record handled
-	failures  map[string]failure // shard id → the record that keeps failing
+	mu        sync.Mutex
+	positions map[partition]string  // sequence number of the last record handled
+	failures  map[partition]failure // the record that keeps failing
+}
+
+// partition is one sequence of records the Poller delivers: a shard's records whose
+// partition key hashes to index, of n partitions.
+type partition struct {
+	shard    string
+	index, n int
+}
+
+// position returns the sequence number after which part's next batch starts.
+func (p *Poller) position(part partition) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pos, ok := p.positions[part]
+	return pos, ok
+}
+
+func (p *Poller) setPosition(part partition, pos string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.positions[part] = pos
 }
 
 type failure struct {
@@ -122,23 +162,25 @@ type FailedRecord struct {
 }
 
 // HandlerError reports that the handler returned an error or panicked instead of
-// answering for a batch. The shard's position did not move: the whole batch is
-// delivered again by the next Poll, as Lambda retries a failed invocation.
+// answering for a batch. The shard's position (its partition's, with
+// Parallelization) did not move: the whole batch is delivered again by the next
+// Poll, as Lambda retries a failed invocation.
 type HandlerError struct {
-	ShardID string // the shard whose batch failed
-	Err     error  // what the handler returned, or the panic it raised
+	ShardID   string // the shard whose batch failed
+	Partition int    // the partition of the shard, 0 without Parallelization
+	Err       error  // what the handler returned, or the panic it raised
 }
 
-// Error names the shard and the handler's error.
+// Error names the shard, its partition and the handler's error.
 func (e *HandlerError) Error() string {
-	return fmt.Sprintf("streampoll: handler failed on a batch of shard %s: %v", e.ShardID, e.Err)
+	return fmt.Sprintf("streampoll: handler failed on a batch of shard %s (partition %d): %v", e.ShardID, e.Partition, e.Err)
 }
 
 // Unwrap returns the handler's error.
 func (e *HandlerError) Unwrap() error { return e.Err }
 
 // Poll makes one pass over every shard of the stream (all pages of DescribeStream)
-// and delivers at most one batch per shard, returning how many records it delivered
+// and delivers at most one batch per shard and partition, returning how many records it delivered
 // to the handler, whatever the handler made of them. Handler failures do not stop
 // the pass: each is returned, joined with the others, as a *HandlerError. An error of
 // the DynamoDB Streams API ends the pass and is returned too; the shards polled
@@ -202,18 +244,16 @@ func (p *Poller) poll(ctx context.Context) (delivered int, handlerErrs []error, 
 		return 0, nil, errors.New("streampoll: a Poller needs a Client, a StreamARN and a Handler")
 	}
 	if p.positions == nil {
-		p.positions = make(map[string]string)
+		p.positions = make(map[partition]string)
 	}
 	shards, err := p.shards(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
 	for _, shard := range shards {
-		n, handlerErr, err := p.pollShard(ctx, shard)
+		n, shardErrs, err := p.pollShard(ctx, shard)
 		delivered += n
-		if handlerErr != nil {
-			handlerErrs = append(handlerErrs, handlerErr)
-		}
+		handlerErrs = append(handlerErrs, shardErrs...)
 		if err != nil {
 			return delivered, handlerErrs, err
 		}
@@ -250,15 +290,53 @@ func (p *Poller) shards(ctx context.Context) ([]string, error) {
 	}
 }
 
-// pollShard delivers the next batch of one shard and moves its position as far as
-// the handler's answer allows. It returns how many records it delivered, the
-// handler's failure if it failed, and any error of the Streams API.
-func (p *Poller) pollShard(ctx context.Context, shard string) (int, *HandlerError, error) {
-	first, err := p.read(ctx, shard)
+// pollShard delivers the next batch of each partition of one shard, concurrently,
+// and moves each partition's position as far as the handler's answer allows. It
+// returns how many records it delivered, the handler's failures (one per partition
+// whose batch failed), and any error of the Streams API.
+func (p *Poller) pollShard(ctx context.Context, shard string) (int, []error, error) {
+	n := p.parallelization()
+	type result struct {
+		delivered  int
+		handlerErr *HandlerError
+		err        error
+	}
+	results := make([]result, n)
+	poll := func(i int) {
+		r := &results[i]
+		r.delivered, r.handlerErr, r.err = p.pollPartition(ctx, partition{shard: shard, index: i, n: n})
+	}
+	if n == 1 {
+		poll(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { poll(i) })
+		}
+		wg.Wait()
+	}
+	delivered := 0
+	var handlerErrs, errs []error
+	for _, r := range results {
+		delivered += r.delivered
+		if r.handlerErr != nil {
+			handlerErrs = append(handlerErrs, r.handlerErr)
+		}
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	return delivered, handlerErrs, errors.Join(errs...)
+}
+
+// pollPartition delivers the next batch of one partition of a shard and moves its
+// position as far as the handler's answer allows.
+func (p *Poller) pollPartition(ctx context.Context, part partition) (int, *HandlerError, error) {
+	first, err := p.read(ctx, part)
 	if err != nil || len(first) == 0 {
 		return 0, nil, err
 	}
-	second, err := p.read(ctx, shard)
+	second, err := p.read(ctx, part)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -268,15 +346,13 @@ func (p *Poller) pollShard(ctx context.Context, shard string) (int, *HandlerErro
 	}
 	// Like Lambda's filtering, records of other types never reach the handler, and
 	// the position moves past them: to just before the first record delivered that
-	// failed, or to the end of what was read.
+	// failed, or to the end of what was read. So does a partition's position past
+	// the records of the other partitions.
 	var ev events.DynamoDBEvent
 	var before []string // the sequence number before each record delivered
-	last := ""
-	if pos, ok := p.positions[shard]; ok {
-		last = pos
-	}
+	last, _ := p.position(part)
 	for _, r := range records {
-		if p.passes(r) {
+		if p.passes(r) && partitionOf(r, part.n) == part.index {
 			rec := EventRecord(r)
 			rec.EventSourceArn = p.StreamARN
 			ev.Records = append(ev.Records, rec)
@@ -287,7 +363,7 @@ func (p *Poller) pollShard(ctx context.Context, shard string) (int, *HandlerErro
 		}
 	}
 	if len(ev.Records) == 0 {
-		p.positions[shard] = last
+		p.setPosition(part, last)
 		return 0, nil, nil
 	}
 	resp, err := p.invoke(ctx, ev)
@@ -297,18 +373,39 @@ func (p *Poller) pollShard(ctx context.Context, shard string) (int, *HandlerErro
 	}
 	switch {
 	case done == len(ev.Records):
-		p.positions[shard] = last
-		delete(p.failures, shard)
+		p.setPosition(part, last)
+		p.mu.Lock()
+		delete(p.failures, part)
+		p.mu.Unlock()
 	default:
 		if pos := before[done]; pos != "" {
-			p.positions[shard] = pos
+			p.setPosition(part, pos)
 		}
-		p.failed(ctx, shard, ev.Records[done])
+		p.failed(ctx, part, ev.Records[done])
 	}
 	if err != nil {
-		return len(ev.Records), &HandlerError{ShardID: shard, Err: err}, nil
+		return len(ev.Records), &HandlerError{ShardID: part.shard, Partition: part.index, Err: err}, nil
 	}
 	return len(ev.Records), nil, nil
+}
+
+// partitionOf returns the partition, of n, of a record's partition key: the event's
+// stream id, from the record's keys.
+func partitionOf(r streamtypes.Record, n int) int {
+	if n <= 1 || r.Dynamodb == nil {
+		return 0
+	}
+	key, ok := r.Dynamodb.Keys[schema.EventsStreamID].(*streamtypes.AttributeValueMemberS)
+	if !ok {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key.Value))
+	return int(h.Sum32() % uint32(n))
+}
+
+func (p *Poller) parallelization() int {
+	return min(max(p.Parallelization, 1), MaxParallelization)
 }
 
 // passes reports whether a record is of one of the Poller's Types.
@@ -324,15 +421,16 @@ func (p *Poller) passes(r streamtypes.Record) bool {
 }
 
 // failed counts another failed delivery of rec and, past MaxRetryAttempts or
-// MaxRecordAge, hands it to OnFailure and moves the shard's position past it.
-func (p *Poller) failed(ctx context.Context, shard string, rec events.DynamoDBEventRecord) {
+// MaxRecordAge, hands it to OnFailure and moves the partition's position past it.
+func (p *Poller) failed(ctx context.Context, part partition, rec events.DynamoDBEventRecord) {
 	if p.MaxRetryAttempts <= 0 && p.MaxRecordAge <= 0 {
 		return
 	}
+	p.mu.Lock()
 	if p.failures == nil {
-		p.failures = make(map[string]failure)
+		p.failures = make(map[partition]failure)
 	}
-	f := p.failures[shard]
+	f := p.failures[part]
 	if f.sequenceNumber != rec.Change.SequenceNumber {
 		f = failure{sequenceNumber: rec.Change.SequenceNumber}
 	}
@@ -341,32 +439,36 @@ func (p *Poller) failed(ctx context.Context, shard string, rec events.DynamoDBEv
 	tooMany := p.MaxRetryAttempts > 0 && f.attempts > p.MaxRetryAttempts
 	tooOld := p.MaxRecordAge > 0 && time.Since(arrived) > p.MaxRecordAge
 	if !tooMany && !tooOld {
-		p.failures[shard] = f
+		p.failures[part] = f
+		p.mu.Unlock()
 		return
 	}
-	delete(p.failures, shard)
-	p.positions[shard] = rec.Change.SequenceNumber
-	out := FailedRecord{StreamARN: p.StreamARN, ShardID: shard, StartSequenceNumber: rec.Change.SequenceNumber, EndSequenceNumber: rec.Change.SequenceNumber,
+	delete(p.failures, part)
+	p.positions[part] = rec.Change.SequenceNumber
+	p.mu.Unlock()
+	out := FailedRecord{StreamARN: p.StreamARN, ShardID: part.shard, StartSequenceNumber: rec.Change.SequenceNumber, EndSequenceNumber: rec.Change.SequenceNumber,
 		BatchSize: 1, ApproximateArrivalOfFirstRecord: arrived, ApproximateArrivalOfLastRecord: arrived, Attempts: f.attempts}
 	logger := p.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
 	logger.LogAttrs(ctx, slog.LevelError, "stream record given up on, sent to the on-failure destination",
-		slog.String("shard", shard), slog.String("sequenceNumber", out.StartSequenceNumber), slog.Int("attempts", out.Attempts))
+		slog.String("shard", part.shard), slog.Int("partition", part.index), slog.String("sequenceNumber", out.StartSequenceNumber), slog.Int("attempts", out.Attempts))
 	if p.OnFailure != nil {
 		p.OnFailure(ctx, out)
 	}
 }
 
-// read returns the records after the shard's position, from a fresh iterator.
-func (p *Poller) read(ctx context.Context, shard string) ([]streamtypes.Record, error) {
+// read returns the records of a shard after the partition's position, from a fresh
+// iterator.
+func (p *Poller) read(ctx context.Context, part partition) ([]streamtypes.Record, error) {
+	shard := part.shard
 	in := &dynamodbstreams.GetShardIteratorInput{
 		StreamArn:         aws.String(p.StreamARN),
 		ShardId:           aws.String(shard),
 		ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
 	}
-	if pos, ok := p.positions[shard]; ok {
+	if pos, ok := p.position(part); ok {
 		in.ShardIteratorType = streamtypes.ShardIteratorTypeAfterSequenceNumber
 		in.SequenceNumber = aws.String(pos)
 	}

@@ -106,7 +106,7 @@ func TestPollerRedeliversFromTheFirstFailure(t *testing.T) {
 						return errors.New("not yet")
 					}
 					return nil
-				}, slog.New(slog.DiscardHandler)), nil
+				}, streambatch.Options{Logger: slog.New(slog.DiscardHandler)}), nil
 			},
 			wantAgain: []int64{4, 5},
 		},

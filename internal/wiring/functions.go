@@ -76,6 +76,10 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 	if err != nil {
 		return nil, err
 	}
+	batch, err := StreamBatch(getenv, logger)
+	if err != nil {
+		return nil, err
+	}
 	service, err := MetricsService(getenv)
 	if err != nil {
 		return nil, err
@@ -88,7 +92,7 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 		return nil, err
 	}
 	return StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		return streambatch.HandleBatch(ctx, ev, process.Handle, logger), nil
+		return streambatch.HandleBatch(ctx, ev, process.Handle, batch), nil
 	}), nil
 }
 

@@ -190,9 +190,13 @@ func CheckCore(getenv Getenv) error {
 }
 
 // CheckProcess validates the settings the process function reads: EVENTS_TABLE,
-// RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY and METRICS_SERVICE.
+// STREAM_CONCURRENCY, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY and
+// METRICS_SERVICE.
 func CheckProcess(getenv Getenv) error {
 	if _, err := table(getenv, EnvEventsTable, true); err != nil {
+		return err
+	}
+	if _, err := StreamBatch(getenv, nil); err != nil {
 		return err
 	}
 	if _, err := RecordingMode(getenv); err != nil {
@@ -206,7 +210,8 @@ func CheckProcess(getenv Getenv) error {
 }
 
 // CheckProjection validates the settings of the projection the projector writes:
-// PENDING_TABLE (required), PENDING_SHARDS and SETTLED_MARKER_TTL.
+// PENDING_TABLE (required), PENDING_SHARDS and SETTLED_MARKER_TTL; the projector's
+// own STREAM_CONCURRENCY is checked by its function (StreamBatch).
 func CheckProjection(getenv Getenv) error {
 	_, err := pending(getenv, true, true)
 	return err

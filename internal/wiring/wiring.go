@@ -23,6 +23,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/repair"
+	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/sweepmetrics"
 )
 
@@ -69,6 +70,10 @@ const (
 	// EnvOperatorScope is the token scope that opens operator routes
 	// (bikerental/operator); the command function reads it.
 	EnvOperatorScope = "OPERATOR_SCOPE"
+	// EnvStreamConcurrency is how many event streams' records the process and the
+	// projector handle at once within one stream batch (streambatch.DefaultConcurrency,
+	// at most streambatch.MaxConcurrency); 1 handles a batch one record at a time.
+	EnvStreamConcurrency = "STREAM_CONCURRENCY"
 )
 
 // DefaultPrice is the price of a rental when none is configured.
@@ -237,6 +242,20 @@ func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger, opts ...command.Op
 		return nil, err
 	}
 	return &Service{Store: store, Commands: commands, Process: process, Projection: projection}, nil
+}
+
+// StreamBatch returns how the stream functions run their batches through
+// streambatch.HandleBatch: STREAM_CONCURRENCY streams at once, logging to logger. A
+// value that is not a whole number from 1 to streambatch.MaxConcurrency is refused.
+func StreamBatch(getenv Getenv, logger *slog.Logger) (streambatch.Options, error) {
+	n, err := intSetting(getenv, EnvStreamConcurrency, streambatch.DefaultConcurrency)
+	if err == nil && n > streambatch.MaxConcurrency {
+		err = fmt.Errorf("%w: %s=%d: at most %d", ErrBadSetting, EnvStreamConcurrency, n, streambatch.MaxConcurrency)
+	}
+	if err != nil {
+		return streambatch.Options{}, err
+	}
+	return streambatch.Options{Concurrency: n, Logger: logger}, nil
 }
 
 // Int reads a whole-number setting, def when unset; it must be at least 1. The

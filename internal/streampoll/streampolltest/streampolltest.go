@@ -90,8 +90,8 @@ func Event(typ string) eventstore.Event {
 }
 
 // Recorder is a streampoll.BatchHandler, as its Handle method, that keeps every
-// batch it receives. It is not safe for concurrent use; a Poller hands it one batch
-// at a time.
+// batch it receives. It is not safe for concurrent use; a Poller without
+// Parallelization hands it one batch at a time.
 type Recorder struct {
 	// Batches are the batches received, in order.
 	Batches []events.DynamoDBEvent

@@ -36,6 +36,9 @@ const (
 	// EnvStripeAPIURL points the Stripe client elsewhere than Stripe's API: at
 	// stripe-mock, locally.
 	EnvStripeAPIURL = "STRIPE_API_URL"
+	// EnvProviderTimeout bounds each call to the provider (command.DefaultProviderTimeout):
+	// a provider that does not answer fails that request or stream record alone.
+	EnvProviderTimeout = "PAYMENT_PROVIDER_TIMEOUT"
 )
 
 // Provider names.
@@ -62,8 +65,9 @@ type Payments struct {
 	Stripe WebhookParser
 }
 
-// Check validates, touching nothing, the settings Provider reads: PAYMENT_PROVIDER
-// (generic or stripe) and, for stripe, STRIPE_SECRET_ID (a secret's name or ARN)
+// Check validates, touching nothing, the settings Provider reads:
+// PAYMENT_PROVIDER_TIMEOUT (a positive duration), PAYMENT_PROVIDER (generic or
+// stripe) and, for stripe, STRIPE_SECRET_ID (a secret's name or ARN)
 // or else STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_API_URL, as
 // stripe.New takes them. Its errors name the variable and never carry a key.
 func Check(getenv wiring.Getenv) error {
@@ -74,6 +78,7 @@ func Check(getenv wiring.Getenv) error {
 // providerSettings are Provider's settings; with secretID, the keys are in that
 // secret.
 type providerSettings struct {
+	timeout                 time.Duration
 	stripe                  bool
 	secretID                string
 	key, hookSecret, apiURL string
@@ -82,18 +87,22 @@ type providerSettings struct {
 // settings reads STRIPE_SECRET_ID whatever the provider, as the template sets it for
 // either, so that a deployment switches providers by PAYMENT_PROVIDER alone.
 func settings(getenv wiring.Getenv) (providerSettings, error) {
+	timeout, err := wiring.Duration(getenv, EnvProviderTimeout, command.DefaultProviderTimeout)
+	if err != nil {
+		return providerSettings{}, err
+	}
 	secretID, err := wiring.SecretID(getenv, EnvStripeSecretID)
 	if err != nil {
 		return providerSettings{}, err
 	}
 	switch name := getenv(EnvProvider); name {
 	case "", Generic:
-		return providerSettings{}, nil
+		return providerSettings{timeout: timeout}, nil
 	case Stripe:
 	default:
 		return providerSettings{}, fmt.Errorf("%w: %s=%q: want %s or %s", wiring.ErrBadSetting, EnvProvider, name, Generic, Stripe)
 	}
-	set := providerSettings{stripe: true, secretID: secretID}
+	set := providerSettings{timeout: timeout, stripe: true, secretID: secretID}
 	if secretID == "" { // a local run: the keys, and stripe-mock's address, from the environment
 		set.key, set.hookSecret, set.apiURL = getenv(EnvStripeSecretKey), getenv(EnvStripeWebhookSecret), getenv(EnvStripeAPIURL)
 		if _, err := stripe.New(stripe.Config{SecretKey: set.key, WebhookSecret: set.hookSecret, APIURL: set.apiURL}); err != nil {
@@ -104,7 +113,8 @@ func settings(getenv wiring.Getenv) (providerSettings, error) {
 	return set, nil
 }
 
-// Provider returns the provider PAYMENT_PROVIDER names. Stripe's keys come from the
+// Provider returns the provider PAYMENT_PROVIDER names, each of its calls bounded by
+// PAYMENT_PROVIDER_TIMEOUT (command.WithTimeout). Stripe's keys come from the
 // Secrets Manager secret STRIPE_SECRET_ID names (secrets is called only then, and
 // only once every setting passed Check), or else from STRIPE_SECRET_KEY and
 // STRIPE_WEBHOOK_SECRET. Errors never carry a key.
@@ -114,7 +124,7 @@ func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Ge
 		return Payments{}, err
 	}
 	if !set.stripe {
-		return Payments{Provider: generic.Provider{}}, nil
+		return Payments{Provider: command.WithTimeout(generic.Provider{}, set.timeout)}, nil
 	}
 	if set.secretID != "" {
 		out, err := secrets().GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(set.secretID)})
@@ -134,7 +144,7 @@ func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Ge
 	if err != nil {
 		return Payments{}, fmt.Errorf("wiring: the Stripe secret %s: %w", set.secretID, err)
 	}
-	return Payments{Provider: p, Stripe: p}, nil
+	return Payments{Provider: command.WithTimeout(p, set.timeout), Stripe: p}, nil
 }
 
 // secretsOf returns a maker of the Secrets Manager client of cfg.

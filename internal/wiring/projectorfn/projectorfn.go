@@ -83,10 +83,13 @@ func validARN(s string) bool {
 }
 
 // Check validates, touching nothing, every setting ProjectorFunction reads: the
-// projection's (wiring.CheckProjection) and those of the one-time schedules (see
-// Timers).
+// projection's (wiring.CheckProjection), STREAM_CONCURRENCY (wiring.StreamBatch) and
+// those of the one-time schedules (see Timers).
 func Check(getenv wiring.Getenv) error {
 	if err := wiring.CheckProjection(getenv); err != nil {
+		return err
+	}
+	if _, err := wiring.StreamBatch(getenv, nil); err != nil {
 		return err
 	}
 	_, err := timers(getenv)
@@ -129,6 +132,10 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err != nil {
 		return nil, err
 	}
+	batch, err := wiring.StreamBatch(getenv, logger)
+	if err != nil {
+		return nil, err
+	}
 	apply := projection.Apply
 	if timers != nil {
 		// The row first, and it alone decides whether the record is handled: the
@@ -168,6 +175,6 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 			checked = true
 		}
 		mu.Unlock()
-		return streambatch.HandleBatch(ctx, ev, apply, logger), nil
+		return streambatch.HandleBatch(ctx, ev, apply, batch), nil
 	}), nil
 }
