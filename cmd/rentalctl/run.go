@@ -106,6 +106,7 @@ command's flags override it:
                                 the rental-payment process's settings
   PAYMENT_PROVIDER, STRIPE_SECRET_ID or STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET,
   STRIPE_API_URL                the payment provider, as the functions reach it
+  PAYMENT_PROVIDER_TIMEOUT      how long one call to the provider may take (5s)
   SWEEP_SCHEDULE_NAME, SWEEP_SCHEDULE_GROUP, SWEEP_RULE_NAME
                                 the schedule (or rule) rebuild pauses
 make run prints them for its stack, ready to paste.

@@ -43,7 +43,7 @@ func Settings() []Setting {
 		{Name: wiring.EnvEventsTable}, {Name: wiring.EnvPendingTable}, {Name: wiring.EnvPendingShards}, {Name: wiring.EnvMarkerTTL},
 		{Name: wiring.EnvPaymentTimeout}, {Name: wiring.EnvStuckGrace}, {Name: wiring.EnvStuckRepair}, {Name: wiring.EnvSweepConcurrency},
 		{Name: wiring.EnvRecordingMode}, {Name: wiring.EnvRentalPrice}, {Name: wiring.EnvRentalCurrency},
-		{Name: paymentfn.EnvProvider}, {Name: paymentfn.EnvStripeSecretID}, {Name: paymentfn.EnvStripeSecretKey, Secret: true},
+		{Name: paymentfn.EnvProvider}, {Name: paymentfn.EnvProviderTimeout}, {Name: paymentfn.EnvStripeSecretID}, {Name: paymentfn.EnvStripeSecretKey, Secret: true},
 		{Name: paymentfn.EnvStripeWebhookSecret, Secret: true}, {Name: paymentfn.EnvStripeAPIURL},
 		{Name: ScheduleName}, {Name: ScheduleGroup}, {Name: RuleName},
 	}
