@@ -77,7 +77,15 @@ func (p *Projection) opened(ctx context.Context, rentalID string, r eventstore.R
 // final: it is written whatever the row held, and before the row existed if the
 // completion arrives first.
 func (p *Projection) completed(ctx context.Context, rentalID string, r eventstore.Record) error {
-	key := OpenKey(rentalID)
+	return p.finalMarker(ctx, OpenKey(rentalID), rentalID, completedMarker, r, "process")
+}
+
+// finalMarker turns the row at key into a marker settled with marker, out of the
+// index, which DynamoDB's TTL deletes markerTTL after the record that settled it;
+// for rows whose settling is final, so it is written whatever the row held, and
+// before the row existed if the settlement arrives first. what names the row in an
+// error.
+func (p *Projection) finalMarker(ctx context.Context, key, rentalID, marker string, r eventstore.Record, what string) error {
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(p.table),
 		Key:              map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
@@ -88,12 +96,12 @@ func (p *Projection) completed(ctx context.Context, rentalID string, r eventstor
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":rental":  &types.AttributeValueMemberS{Value: rentalID},
-			":settled": &types.AttributeValueMemberS{Value: completedMarker},
+			":settled": &types.AttributeValueMemberS{Value: marker},
 			":exp":     &types.AttributeValueMemberN{Value: strconv.FormatInt(r.RecordedAt.Add(p.markerTTL).Unix(), 10)},
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("deadline: project process %s: %w", key, err)
+		return fmt.Errorf("deadline: project %s %s: %w", what, key, err)
 	}
 	return nil
 }

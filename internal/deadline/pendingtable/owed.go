@@ -83,25 +83,7 @@ var owedCutoff = time.UnixMilli(0)
 // settlement arrives first.
 func (p *Projection) cancellationSettled(ctx context.Context, ref string, r eventstore.Record) error {
 	rentalID, _ := payment.RentalIDFor(ref)
-	key := OwedKey(ref)
-	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(p.table),
-		Key:              map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
-		UpdateExpression: aws.String("SET #rental = :rental, #settled = :settled, #exp = :exp REMOVE #shard"),
-		ExpressionAttributeNames: map[string]string{
-			"#rental": schema.PendingRentalID, "#settled": schema.PendingSettled, "#exp": schema.PendingExpiresAt,
-			"#shard": schema.PendingDueShard,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":rental":  &types.AttributeValueMemberS{Value: rentalID},
-			":settled": &types.AttributeValueMemberS{Value: settledMarker},
-			":exp":     &types.AttributeValueMemberN{Value: strconv.FormatInt(r.RecordedAt.Add(p.markerTTL).Unix(), 10)},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("deadline: project owed cancellation %s: %w", key, err)
-	}
-	return nil
+	return p.finalMarker(ctx, OwedKey(ref), rentalID, settledMarker, r, "owed cancellation")
 }
 
 func decodeOwed(item map[string]types.AttributeValue) (deadline.OwedCancellation, error) {
