@@ -343,9 +343,10 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		}
 		if rejects(decided) {
 			if !askedProvider {
-				// Cancelled once per call: a conflict below decides again on what
-				// the provider already said.
-				outcome, err := h.provider.CancelPayment(ctx, s.PaymentID)
+				// Cancelled once per call (brief failures tried again, as any
+				// cancellation): a conflict below decides again on what the provider
+				// already said.
+				outcome, _, err := h.cancelAtProvider(ctx, s.PaymentID)
 				switch {
 				case outcome == payment.AlreadySucceeded:
 					succeededAtProvider = true
