@@ -80,9 +80,16 @@ func MismatchEventTypes() []string {
 }
 
 // mismatchOf compares what ev says of the provider's payment with what s recorded;
-// what ev does not say (a zero value) is not compared.
-func mismatchOf(s payment.Payment, ev payment.ProviderEvent) (ProviderEventMismatched, bool) {
+// what ev does not say (a zero value) is not compared. An event of another provider
+// than the configured one (provider, when it is known) never matches: the payments
+// were prepared with the configured one, so another provider's word about them is
+// not theirs to give, however authentic.
+func mismatchOf(s payment.Payment, ev payment.ProviderEvent, provider string) (ProviderEventMismatched, bool) {
 	var fields []string
+	otherProvider := provider != "" && ev.Provider != provider
+	if otherProvider {
+		fields = append(fields, "provider")
+	}
 	if ev.PaymentID != "" && ev.PaymentID != s.PaymentID {
 		fields = append(fields, "paymentId")
 	}
@@ -101,7 +108,9 @@ func mismatchOf(s payment.Payment, ev payment.ProviderEvent) (ProviderEventMisma
 		RecordedPaymentID: s.PaymentID, RecordedAmount: s.Amount, RecordedCurrency: s.Currency,
 		Fields: fields,
 		// Money taken on a payment that is not ours to keep goes back on it.
-		RefundDue: ev.Kind == payment.ProviderSucceeded && ev.PaymentID != "" && ev.PaymentID != s.PaymentID,
+		// (by the provider that holds the money: another provider's event names no
+		// payment of it).
+		RefundDue: !otherProvider && ev.Kind == payment.ProviderSucceeded && ev.PaymentID != "" && ev.PaymentID != s.PaymentID,
 	}, true
 }
 

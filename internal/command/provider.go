@@ -176,8 +176,21 @@ func WithCancelRetry(p eventstore.RetryPolicy) Option {
 // many times the provider was asked, and the last error. An unknown outcome with
 // an error is returned as it is: nothing may be recorded on it.
 func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (payment.CancelOutcome, int, error) {
+	// Every attempt ends cancelMargin before ctx does, so that what it answered, or
+	// that it did not answer, can still be recorded.
+	call, deadline, bounded := ctx, time.Time{}, false
+	if deadline, bounded = ctx.Deadline(); bounded {
+		var cancel context.CancelFunc
+		call, cancel = context.WithDeadline(ctx, deadline.Add(-cancelMargin))
+		defer cancel()
+	}
+	// A retry is started only if its wait and the whole of its call fit before that.
+	var perCall time.Duration
+	if t, ok := h.provider.(CallTimeout); ok {
+		perCall = t.CallTimeout()
+	}
 	for attempt := 1; ; attempt++ {
-		outcome, err := h.provider.CancelPayment(ctx, paymentID)
+		outcome, err := h.provider.CancelPayment(call, paymentID)
 		switch outcome {
 		case payment.CancelledAtProvider, payment.AlreadySucceeded, payment.CancelNotSupported:
 			return outcome, attempt, nil
@@ -188,13 +201,13 @@ func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (payme
 			}
 			return outcome, attempt, err
 		}
-		if err == nil || !payment.Temporary(err) || attempt >= h.cancelRetry.MaxAttempts || ctx.Err() != nil {
+		if err == nil || !payment.Temporary(err) || attempt >= h.cancelRetry.MaxAttempts || call.Err() != nil {
 			return outcome, attempt, err
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < h.cancelRetry.MaxDelay+cancelMargin {
+		if bounded && time.Until(deadline) < h.cancelRetry.MaxDelay+perCall+cancelMargin {
 			return outcome, attempt, err
 		}
-		if h.cancelRetry.Backoff(ctx, attempt) != nil {
+		if h.cancelRetry.Backoff(call, attempt) != nil {
 			return outcome, attempt, err
 		}
 	}
@@ -327,7 +340,7 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		if s.Status == "" || s.Status == payment.StatusNone {
 			return ProviderResult{}, fmt.Errorf("%w: %s", payment.ErrPaymentNotFound, ev.Reference)
 		}
-		if m, ok := mismatchOf(s, ev); ok {
+		if m, ok := mismatchOf(s, ev, h.providerName()); ok {
 			res, err := h.recordMismatch(ctx, m, receiptStream, meta)
 			if errors.Is(err, eventstore.ErrConcurrency) {
 				continue // another delivery recorded it first: answer as a redelivery
@@ -416,6 +429,15 @@ func (h *Handler) redelivered(ctx context.Context, ev payment.ProviderEvent, rec
 	}
 	s, err := h.Refund(ctx, ev.Reference, meta)
 	return ProviderResult{Payment: s, Duplicate: true}, err
+}
+
+// providerName is the name of the configured provider's webhook events, "" if it
+// does not say (Named).
+func (h *Handler) providerName() string {
+	if n, ok := h.provider.(Named); ok {
+		return n.Name()
+	}
+	return ""
 }
 
 // rejects reports whether decided rejects the payment.

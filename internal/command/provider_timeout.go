@@ -24,18 +24,36 @@ var ErrProviderTimeout = errors.New("command: the payment provider did not answe
 // is abandoned and fails with an error matching ErrProviderTimeout (and the
 // provider's own error). Answers are passed on as p gives them, so a cancellation
 // that timed out is whatever p says of a cancellation it could not finish. p's
-// ReferenceFinder, if it has one, is kept (and bounded too). A d of zero or less
-// returns p itself.
+// optional capabilities (ReferenceFinder, UnexpectedRefunder) are kept, bounded
+// too, and so is its Name; the result reports d as its CallTimeout. A d of zero or
+// less returns p itself.
 func WithTimeout(p PaymentProvider, d time.Duration) PaymentProvider {
 	if d <= 0 {
 		return p
 	}
 	b := bounded{p: p, d: d}
-	if f, ok := p.(ReferenceFinder); ok {
-		return boundedFinder{bounded: b, f: f}
+	f, finds := p.(ReferenceFinder)
+	r, refunds := p.(UnexpectedRefunder)
+	switch {
+	case finds && refunds:
+		return boundedFinderRefunder{boundedFinder{b, f}, boundedRefunder{b, r}}
+	case finds:
+		return boundedFinder{b, f}
+	case refunds:
+		return boundedRefunder{b, r}
 	}
 	return b
 }
+
+// CallTimeout is an optional capability of a PaymentProvider: the bound of each of
+// its calls (WithTimeout's), so that a caller with a budget knows what one more
+// call may cost.
+type CallTimeout interface{ CallTimeout() time.Duration }
+
+// Named is an optional capability of a PaymentProvider: the name its webhook
+// events carry (payment.ProviderEvent.Provider). An event of another provider
+// never applies to the payments it prepared.
+type Named interface{ Name() string }
 
 type bounded struct {
 	p PaymentProvider
@@ -43,6 +61,17 @@ type bounded struct {
 }
 
 var _ PaymentProvider = bounded{}
+
+// CallTimeout returns the bound of each call.
+func (b bounded) CallTimeout() time.Duration { return b.d }
+
+// Name returns the wrapped provider's name, "" if it has none.
+func (b bounded) Name() string {
+	if n, ok := b.p.(Named); ok {
+		return n.Name()
+	}
+	return ""
+}
 
 // within runs call with ctx bounded by d and names a timeout for what it is.
 func within[T any](ctx context.Context, d time.Duration, call func(context.Context) (T, error)) (T, error) {
@@ -82,4 +111,26 @@ var _ ReferenceFinder = boundedFinder{}
 
 func (b boundedFinder) ReferenceOf(ctx context.Context, paymentID string) (string, error) {
 	return within(ctx, b.d, func(ctx context.Context) (string, error) { return b.f.ReferenceOf(ctx, paymentID) })
+}
+
+type boundedRefunder struct {
+	bounded
+	r UnexpectedRefunder
+}
+
+var _ UnexpectedRefunder = boundedRefunder{}
+
+func (b boundedRefunder) RefundUnexpected(ctx context.Context, paymentID, reference string) (string, error) {
+	return within(ctx, b.d, func(ctx context.Context) (string, error) { return b.r.RefundUnexpected(ctx, paymentID, reference) })
+}
+
+// boundedFinderRefunder is a bounded provider with both optional capabilities, as
+// Stripe's adapter has them.
+type boundedFinderRefunder struct {
+	boundedFinder
+	refunder boundedRefunder
+}
+
+func (b boundedFinderRefunder) RefundUnexpected(ctx context.Context, paymentID, reference string) (string, error) {
+	return b.refunder.RefundUnexpected(ctx, paymentID, reference)
 }

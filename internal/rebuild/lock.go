@@ -83,8 +83,6 @@ func (e *LostError) Unwrap() error { return e.Reason }
 
 // LockAPI is the part of the DynamoDB client a Lock uses.
 type LockAPI interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
@@ -158,26 +156,22 @@ func Acquire(ctx context.Context, db LockAPI, table, owner string, lease time.Du
 		now = time.Now
 	}
 	l := &Lock{db: db, table: table, owner: owner, lease: lease, now: now}
-	key := l.key()
-	old, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return nil, fmt.Errorf("rebuild: read the lock: %w", err)
-	}
 	at := now()
-	item := map[string]types.AttributeValue{
-		schema.PendingReference: key[schema.PendingReference],
-		lockOwner:               &types.AttributeValueMemberS{Value: owner},
-		lockLease:               &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Add(lease).Unix(), 10)},
-	}
-	if paused, ok := old.Item[lockPaused].(*types.AttributeValueMemberBOOL); ok && paused.Value {
-		item[lockPaused] = paused // an expired holder's pause is the new holder's to undo
-		l.Inherited, l.paused = true, true
-	}
-	_, err = db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(table), Item: item,
+	// One conditional write takes the lock and keeps whatever pause an expired
+	// holder left in it: the pause is inherited from the item as it was at that
+	// write (ALL_OLD), never from an earlier read that another rebuild may have
+	// overtaken since.
+	out, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: l.key(),
+		UpdateExpression:                    aws.String("SET #owner = :owner, #lease = :lease REMOVE #legacy"),
 		ConditionExpression:                 aws.String("attribute_not_exists(#ref) OR #lease < :now OR (attribute_not_exists(#lease) AND #legacy < :now)"),
-		ExpressionAttributeNames:            map[string]string{"#ref": schema.PendingReference, "#lease": lockLease, "#legacy": legacyLease},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Unix(), 10)}},
+		ExpressionAttributeNames:            map[string]string{"#ref": schema.PendingReference, "#owner": lockOwner, "#lease": lockLease, "#legacy": legacyLease},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":owner": &types.AttributeValueMemberS{Value: owner},
+			":lease": &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Add(lease).Unix(), 10)},
+			":now":   &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Unix(), 10)},
+		},
+		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var failed *types.ConditionalCheckFailedException
@@ -186,6 +180,9 @@ func Acquire(ctx context.Context, db LockAPI, table, owner string, lease time.Du
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rebuild: take the lock: %w", err)
+	}
+	if paused, ok := out.Attributes[lockPaused].(*types.AttributeValueMemberBOOL); ok && paused.Value {
+		l.Inherited, l.paused = true, true // an expired holder's pause is the new holder's to undo
 	}
 	l.deadline = at.Add(lease - margin(lease))
 	return l, nil

@@ -53,6 +53,9 @@ type Provider struct {
 	Verifier *webhook.Verifier
 }
 
+// Name returns Name: the provider its webhook events name.
+func (Provider) Name() string { return Name }
+
 // CreatePayment returns the payment id the provider knows the reference by:
 // derived from the reference, so that creating twice is the same payment.
 func (Provider) CreatePayment(_ context.Context, reference string, _ int64, _ string) (payment.Created, error) {

@@ -171,6 +171,9 @@ func (p *Provider) CreatePayment(ctx context.Context, reference string, amount i
 	return payment.Created{PaymentID: pi.ID, ClientSecret: pi.ClientSecret}, nil
 }
 
+// Name returns Name: the provider its webhook events name.
+func (p *Provider) Name() string { return Name }
+
 // CancelPayment cancels the PaymentIntent paymentID.
 //
 //   - Cancelled: payment.CancelledAtProvider.
