@@ -163,9 +163,9 @@ func Acquire(ctx context.Context, db LockAPI, table, owner string, lease time.Du
 	// overtaken since.
 	out, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(table), Key: l.key(),
-		UpdateExpression:                    aws.String("SET #owner = :owner, #lease = :lease REMOVE #legacy"),
-		ConditionExpression:                 aws.String("attribute_not_exists(#ref) OR #lease < :now OR (attribute_not_exists(#lease) AND #legacy < :now)"),
-		ExpressionAttributeNames:            map[string]string{"#ref": schema.PendingReference, "#owner": lockOwner, "#lease": lockLease, "#legacy": legacyLease},
+		UpdateExpression:         aws.String("SET #owner = :owner, #lease = :lease REMOVE #legacy"),
+		ConditionExpression:      aws.String("attribute_not_exists(#ref) OR #lease < :now OR (attribute_not_exists(#lease) AND #legacy < :now)"),
+		ExpressionAttributeNames: map[string]string{"#ref": schema.PendingReference, "#owner": lockOwner, "#lease": lockLease, "#legacy": legacyLease},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":owner": &types.AttributeValueMemberS{Value: owner},
 			":lease": &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Add(lease).Unix(), 10)},
