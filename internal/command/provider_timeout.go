@@ -16,6 +16,11 @@ import (
 // own retries of a slow answer (Stripe answers in well under a second).
 const DefaultProviderTimeout = 5 * time.Second
 
+// MaxProviderTimeout is the longest bound a call to the payment provider may be
+// given: one call, and the recording of what it answered, must fit in the command
+// function's 10 s.
+const MaxProviderTimeout = 8 * time.Second
+
 // ErrProviderTimeout reports a call to the payment provider that did not answer
 // within its bound (see WithTimeout).
 var ErrProviderTimeout = errors.New("command: the payment provider did not answer in time")

@@ -26,5 +26,5 @@ func LogLevel(getenv Getenv) (slog.Level, error) {
 	case "error":
 		return slog.LevelError, nil
 	}
-	return 0, fmt.Errorf("wiring: %s=%q: want debug, info, warn or error", EnvLogLevel, v)
+	return 0, fmt.Errorf("%w: %s=%q: want debug, info, warn or error", ErrBadSetting, EnvLogLevel, v)
 }

@@ -248,10 +248,7 @@ func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger, opts ...command.Op
 // streambatch.HandleBatch: STREAM_CONCURRENCY streams at once, logging to logger. A
 // value that is not a whole number from 1 to streambatch.MaxConcurrency is refused.
 func StreamBatch(getenv Getenv, logger *slog.Logger) (streambatch.Options, error) {
-	n, err := intSetting(getenv, EnvStreamConcurrency, streambatch.DefaultConcurrency)
-	if err == nil && n > streambatch.MaxConcurrency {
-		err = fmt.Errorf("%w: %s=%d: at most %d", ErrBadSetting, EnvStreamConcurrency, n, streambatch.MaxConcurrency)
-	}
+	n, err := boundedInt(getenv, EnvStreamConcurrency, streambatch.DefaultConcurrency, streambatch.MaxConcurrency)
 	if err != nil {
 		return streambatch.Options{}, err
 	}

@@ -307,17 +307,10 @@ func checkPaymentID(id string) error {
 	return nil
 }
 
-func isCurrency(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := range len(s) {
-		if s[i] < 'a' || s[i] > 'z' {
-			return false
-		}
-	}
-	return true
-}
+// isCurrency reports whether s is a currency as Stripe writes it, in lower case (or
+// in upper case, as a payment records it): payment.CheckCurrency's rule, whatever
+// the case.
+func isCurrency(s string) bool { return payment.CheckCurrency(strings.ToUpper(s)) == nil }
 
 // truncate returns at most n bytes of s, cut at a rune boundary.
 func truncate(s string, n int) string {

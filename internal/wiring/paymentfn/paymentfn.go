@@ -66,7 +66,7 @@ type Payments struct {
 }
 
 // Check validates, touching nothing, the settings Provider reads:
-// PAYMENT_PROVIDER_TIMEOUT (a positive duration), PAYMENT_PROVIDER (generic or
+// PAYMENT_PROVIDER_TIMEOUT (a positive duration, at most command.MaxProviderTimeout), PAYMENT_PROVIDER (generic or
 // stripe) and, for stripe, STRIPE_SECRET_ID (a secret's name or ARN)
 // or else STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET and STRIPE_API_URL, as
 // stripe.New takes them. Its errors name the variable and never carry a key.
@@ -90,6 +90,9 @@ func settings(getenv wiring.Getenv) (providerSettings, error) {
 	timeout, err := wiring.Duration(getenv, EnvProviderTimeout, command.DefaultProviderTimeout)
 	if err != nil {
 		return providerSettings{}, err
+	}
+	if timeout > command.MaxProviderTimeout {
+		return providerSettings{}, fmt.Errorf("%w: %s=%q: at most %s, so that a call fits in the command function's time", wiring.ErrBadSetting, EnvProviderTimeout, getenv(EnvProviderTimeout), command.MaxProviderTimeout)
 	}
 	secretID, err := wiring.SecretID(getenv, EnvStripeSecretID)
 	if err != nil {

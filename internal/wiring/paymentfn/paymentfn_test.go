@@ -12,7 +12,7 @@ import (
 // TestProviderTimeoutSetting checks that PAYMENT_PROVIDER_TIMEOUT is read at start,
 // a bad value refused naming it, and the provider bounded by it.
 func TestProviderTimeoutSetting(t *testing.T) {
-	for _, bad := range []string{"0s", "-1s", "5", "soon"} {
+	for _, bad := range []string{"0s", "-1s", "5", "soon", "8001ms", "1h"} {
 		_, err := paymentfn.Provider(context.Background(), nil, func(k string) string {
 			if k == paymentfn.EnvProviderTimeout {
 				return bad
