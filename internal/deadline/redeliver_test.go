@@ -49,8 +49,9 @@ func parkedIDs(t *testing.T, m *deadline.Memory) map[string]time.Time {
 
 // TestTheSweepRedeliversTheDueParkedRecords: a due record is delivered again and
 // taken off the index; one that fails again is put off by the backoff, and its
-// stream's later parked records wait behind it (a stream's order is kept among
-// what is parked); a record not due yet is left alone.
+// stream's later parked records wait behind it, due or not, until it is delivered
+// (a stream's order is kept among what is parked); a record not due yet is left
+// alone.
 func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	m := deadline.NewMemory(2)
@@ -91,6 +92,15 @@ func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	}
 	if due := left["process:payment-c@3"]; !due.Equal(now.Add(time.Minute)) {
 		t.Errorf("payment-c@3 due at %s, want it untouched", due)
+	}
+
+	// A second later payment-a@3 is not due, and payment-a@4, due long ago, still
+	// waits behind it.
+	r.got = nil
+	sum, err = (&deadline.Sweeper{Index: m, Canceller: &recording{}, Policy: deadline.Policy{Timeout: time.Minute},
+		Redeliverer: r, Parked: m, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Second))
+	if err != nil || sum.Redelivered != 0 || len(r.got) != 0 {
+		t.Errorf("a second later: %+v, %v, redelivered %v; want nothing tried", sum, err, r.got)
 	}
 
 	// Without a Redeliverer they are only counted.

@@ -76,8 +76,9 @@ func ParkedBackoff(now, recordedAt time.Time) time.Time {
 }
 
 // Sweeper finds overdue payments and asks the process to give up on them. It only
-// reads the projection and sends commands: it holds no state and writes nothing, so
-// two sweeps may run at once (each command is safe to send twice).
+// reads the projection and sends commands, and delivers parked stream records
+// again: it holds no state and writes nothing but the parked records' rows, so two
+// sweeps may run at once (each command, and each delivery, is safe twice).
 type Sweeper struct {
 	// Index is where the sweep finds overdue payments and stuck rentals: the
 	// PendingPayments table (pendingtable.Projection) in the service.
@@ -349,11 +350,11 @@ func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, 
 }
 
 // redeliver delivers the parked records that are due to their consumers again,
-// concurrency at a time, each stream's in version order, one stream's after the
-// other's failure not at all in this sweep (its order is kept among what is
-// parked): there are none on a healthy day. A record delivered is taken off the
-// index; one that fails again is due again after ParkedBackoff. Out of time, the
-// rest are left for the next sweep.
+// concurrency streams at a time, each stream's in version order: a stream's parked
+// records wait behind its earliest one, until that one is due and delivered, so
+// that its order is kept among what is parked. There are none on a healthy day. A
+// record delivered is taken off the index; one that fails again is due again after
+// ParkedBackoff. Out of time, the rest are left for the next sweep.
 func (s *Sweeper) redeliver(ctx context.Context, logger *slog.Logger, sum *Summary, rows []Parked, concurrency int) {
 	sum.Parked = len(rows)
 	sum.RedeliveriesLeft = len(rows)
@@ -361,19 +362,15 @@ func (s *Sweeper) redeliver(ctx context.Context, logger *slog.Logger, sum *Summa
 		return
 	}
 	type lane struct {
-		key  [2]string
 		rows []Parked
 	}
 	var lanes []*lane
 	byStream := map[[2]string]*lane{}
 	for _, p := range rows {
-		if p.Due.After(sum.Now) {
-			continue
-		}
 		k := [2]string{p.Consumer, p.StreamID}
 		l, ok := byStream[k]
 		if !ok {
-			l = &lane{key: k}
+			l = &lane{}
 			byStream[k] = l
 			lanes = append(lanes, l)
 		}
@@ -388,8 +385,8 @@ func (s *Sweeper) redeliver(ctx context.Context, logger *slog.Logger, sum *Summa
 		wg.Go(func() {
 			defer func() { <-slots }()
 			for _, p := range l.rows {
-				if ctx.Err() != nil {
-					return
+				if ctx.Err() != nil || p.Due.After(sum.Now) {
+					return // the stream's later parked records wait behind this one
 				}
 				attrs := []slog.Attr{slog.String("consumer", p.Consumer), slog.String("streamId", p.StreamID), slog.Int64("version", p.Version)}
 				recordedAt, err := s.Redeliverer.Redeliver(ctx, p.Consumer, p.StreamID, p.Version)
