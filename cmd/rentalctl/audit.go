@@ -100,8 +100,8 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 		if !report.Quiet {
 			checks = "quiet checks skipped, --quiet runs them"
 		}
-		fmt.Fprintf(c.stdout, "audited %s and %s: %d streams, %d records, %d rentals, %d payments, %d pending rows in %s: %s (%s)\n",
-			eventsTable, pendingTable, report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows,
+		fmt.Fprintf(c.stdout, "audited %s and %s: %d streams, %d records, %d rentals, %d payments, %d pending rows (%d parked records) in %s: %s (%s)\n",
+			eventsTable, pendingTable, report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows, report.Parked,
 			time.Since(start).Round(time.Millisecond), found, checks)
 	}
 	if !report.OK() {

@@ -69,6 +69,7 @@ var commands = []subcommand{
 	{"refunds", "", "refunds owed for rentals that did not get their bike, oldest first", runRefunds},
 	{"mismatches", "", "provider events that did not match the payment recorded, oldest first", runMismatches},
 	{"cancellations", "", "cancellations owed to the payment provider, oldest first", runCancellations},
+	{"parked", "", "stream records parked for the sweep to deliver again, soonest due first", runParked},
 	{"repair", "RENTAL_ID | --stuck", "deliver a rental's records again to the process and the projector", runRepair},
 	{"audit", "", "check the service's invariants across both tables", runAudit},
 	{"rebuild", "", "rebuild PendingPayments, with the sweep's schedule paused", runRebuild},

@@ -596,6 +596,7 @@ func TestEveryVariableRentalctlReadsIsListed(t *testing.T) {
 		"audit":         {{"audit", "--quiet"}},
 		"rebuild":       {{"rebuild"}},
 		"cancellations": {{"cancellations"}},
+		"parked":        {{"parked"}},
 		"mismatches":    {{"mismatches"}},
 	}
 	var mu sync.Mutex

@@ -128,6 +128,11 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 		sweeper.Repairer = repairs
 	}
 	sweeper.Retrier = s.Commands
+	redelivery, parked, err := wiring.Redelivery(s, cfg, f.lookup)
+	if err != nil {
+		return configError("sweep", err)
+	}
+	sweeper.Redeliverer, sweeper.Parked = redelivery, parked
 	sum, sweepErr := sweeper.Sweep(ctx, now)
 	if asJSON {
 		if err := c.printJSON(sum); err != nil {
@@ -147,6 +152,10 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 			count(sum.Stuck, "stuck rental"), timestamp(sum.StuckCutoff), sum.StuckRepaired, sum.StuckLeft)
 		fmt.Fprintf(c.stdout, "found %s owed to the provider: %d made, %d still owed\n",
 			count(sum.CancellationsOwed, "cancellation"), sum.CancellationsMade, sum.CancellationsLeft)
+		if sum.Parked > 0 {
+			fmt.Fprintf(c.stdout, "found %s: %d redelivered, %d still parked\n",
+				count(sum.Parked, "parked stream record"), sum.Redelivered, sum.RedeliveriesLeft)
+		}
 		if sum.Incomplete {
 			fmt.Fprintln(c.stdout, "stopped early for its deadline: the next sweep does the rest")
 		}

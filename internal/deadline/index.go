@@ -1,9 +1,11 @@
 package deadline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -38,6 +40,36 @@ type Index interface {
 	// provider, oldest first, and how many items it read. It never scans, and
 	// reads no open process.
 	OwedCancellations(ctx context.Context) ([]OwedCancellation, int, error)
+	// Backlog is OpenAndOwed, and also returns every parked stream record
+	// (Parked), from the same reads: it reads nothing more than OpenBefore when
+	// nothing is owed and nothing parked.
+	Backlog(ctx context.Context, cutoff time.Time) (Backlog, int, error)
+}
+
+// Backlog is what the sweep's one look at the open processes' partitions finds.
+type Backlog struct {
+	Open   []Open
+	Owed   []OwedCancellation
+	Parked []Parked
+}
+
+// Parked is one record of the Events table's stream that a consumer could not
+// handle when it came, kept for delivery again to that consumer (Consumer, an
+// eventfilter name) by the sweep, from Due on, rather than holding up the records
+// behind it (docs/decisions/0017-parked-stream-records.md).
+type Parked struct {
+	Consumer string    `json:"consumer"`
+	StreamID string    `json:"streamId"`
+	Version  int64     `json:"version"`
+	Due      time.Time `json:"due"`
+}
+
+// SortParked sorts parked records by due time, then by consumer, stream and
+// version.
+func SortParked(rows []Parked) {
+	slices.SortFunc(rows, func(a, b Parked) int {
+		return cmp.Or(a.Due.Compare(b.Due), cmp.Compare(a.Consumer, b.Consumer), cmp.Compare(a.StreamID, b.StreamID), cmp.Compare(a.Version, b.Version))
+	})
 }
 
 // OwedCancellation is one payment cancelled here whose cancellation the provider

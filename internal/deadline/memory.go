@@ -22,6 +22,12 @@ type Memory struct {
 	payments map[string]*memoryPayment // by reference
 	open     map[string]*memoryOpen    // by rental id
 	owed     map[string]*memoryOwed    // by reference
+	parked   map[Parked]*memoryParked  // by consumer, stream and version (Due zero)
+}
+
+type memoryParked struct {
+	due      time.Time
+	attempts int
 }
 
 type memoryOwed struct {
@@ -42,7 +48,7 @@ type memoryOpen struct {
 
 // NewMemory returns an empty index of shards partitions (at least 1).
 func NewMemory(shards int) *Memory {
-	return &Memory{shards: max(shards, 1), payments: map[string]*memoryPayment{}, open: map[string]*memoryOpen{}, owed: map[string]*memoryOwed{}}
+	return &Memory{shards: max(shards, 1), payments: map[string]*memoryPayment{}, open: map[string]*memoryOpen{}, owed: map[string]*memoryOwed{}, parked: map[Parked]*memoryParked{}}
 }
 
 var _ Index = (*Memory)(nil)
@@ -194,4 +200,50 @@ func SortOwed(rows []OwedCancellation) {
 	slices.SortFunc(rows, func(a, b OwedCancellation) int {
 		return cmp.Or(a.OwedAt.Compare(b.OwedAt), cmp.Compare(a.Reference, b.Reference))
 	})
+}
+
+// Backlog implements Index.
+func (m *Memory) Backlog(ctx context.Context, cutoff time.Time) (Backlog, int, error) {
+	open, owed, n, _ := m.OpenAndOwed(ctx, cutoff)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := Backlog{Open: open, Owed: owed}
+	for k, p := range m.parked {
+		k.Due = p.due
+		b.Parked = append(b.Parked, k)
+	}
+	SortParked(b.Parked)
+	return b, n + len(b.Parked), nil
+}
+
+// Park keeps r for delivery again to consumer from due on, unless it is kept
+// already (then it keeps its due time).
+func (m *Memory) Park(_ context.Context, consumer string, r eventstore.Record, due time.Time) error {
+	k := Parked{Consumer: consumer, StreamID: r.StreamID, Version: r.Version}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.parked[k]; !ok {
+		m.parked[k] = &memoryParked{due: due.Truncate(time.Millisecond).UTC()}
+	}
+	return nil
+}
+
+// Unpark implements ParkedRows.
+func (m *Memory) Unpark(_ context.Context, p Parked) error {
+	p.Due = time.Time{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.parked, p)
+	return nil
+}
+
+// Postpone implements ParkedRows.
+func (m *Memory) Postpone(_ context.Context, p Parked, due time.Time) error {
+	p.Due = time.Time{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if row, ok := m.parked[p]; ok {
+		row.due, row.attempts = due.Truncate(time.Millisecond).UTC(), row.attempts+1
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package deadline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,9 +45,40 @@ type CancellationRetrier interface {
 	RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
 }
 
+// Redeliverer delivers one stored record again to one stream consumer's handler;
+// *repair.Repairer is one. It returns when the record was recorded.
+type Redeliverer interface {
+	Redeliver(ctx context.Context, consumer, streamID string, version int64) (recordedAt time.Time, err error)
+}
+
+// ParkedRows are the index's parked records, as the sweep settles them:
+// pendingtable.Projection and Memory are.
+type ParkedRows interface {
+	// Unpark takes a redelivered record off the index. Safe to call twice.
+	Unpark(ctx context.Context, p Parked) error
+	// Postpone moves a parked record's due time to due and counts the attempt;
+	// it does nothing to a record that is no longer parked.
+	Postpone(ctx context.Context, p Parked, due time.Time) error
+}
+
+// Backoff of a parked record whose redelivery failed: it is due again after as long
+// as it has been since it was recorded, at least ParkedBackoffMin and at most
+// ParkedBackoffMax, so that the waits about double from one attempt to the next.
+const (
+	ParkedBackoffMin = 5 * time.Second
+	ParkedBackoffMax = 5 * time.Minute
+)
+
+// ParkedBackoff returns when a parked record recorded at recordedAt whose
+// redelivery failed at now is due again.
+func ParkedBackoff(now, recordedAt time.Time) time.Time {
+	return now.Add(min(max(now.Sub(recordedAt), ParkedBackoffMin), ParkedBackoffMax))
+}
+
 // Sweeper finds overdue payments and asks the process to give up on them. It only
-// reads the projection and sends commands: it holds no state and writes nothing, so
-// two sweeps may run at once (each command is safe to send twice).
+// reads the projection and sends commands, and delivers parked stream records
+// again: it holds no state and writes nothing but the parked records' rows, so two
+// sweeps may run at once (each command, and each delivery, is safe twice).
 type Sweeper struct {
 	// Index is where the sweep finds overdue payments and stuck rentals: the
 	// PendingPayments table (pendingtable.Projection) in the service.
@@ -60,7 +92,12 @@ type Sweeper struct {
 	Repairer StuckRepairer
 	// Retrier makes the cancellations owed to the provider; nil only reports them.
 	Retrier CancellationRetrier
-	Logger  *slog.Logger
+	// Redeliverer delivers the parked stream records that are due to their
+	// consumers again, and Parked settles their rows; with either nil the sweep
+	// only counts them.
+	Redeliverer Redeliverer
+	Parked      ParkedRows
+	Logger      *slog.Logger
 	// Report, when set, receives every sweep's summary: the sweep function writes it
 	// as CloudWatch metrics (sweepmetrics.Writer).
 	Report func(Summary)
@@ -101,6 +138,16 @@ type Summary struct {
 	CancellationsOwed int `json:"cancellationsOwed"`
 	CancellationsMade int `json:"cancellationsMade"`
 	CancellationsLeft int `json:"cancellationsLeft"`
+	// Parked is how many parked stream records the sweep found, Redelivered how
+	// many of the due ones it delivered to their consumer again (and took off the
+	// index), and RedeliveriesLeft how many are still parked after it (not due yet,
+	// failed again, or not reached). OldestParked is how long ago the oldest
+	// record it tried to redeliver was recorded; in JSON, whole milliseconds. The
+	// reads that find the stuck rentals find them too.
+	Parked           int           `json:"parked"`
+	Redelivered      int           `json:"redelivered"`
+	RedeliveriesLeft int           `json:"redeliveriesLeft"`
+	OldestParked     time.Duration `json:"-"`
 	// RentalID names the one rental a payment's own deadline swept (SweepOne).
 	RentalID string `json:"rentalId,omitempty"`
 }
@@ -207,7 +254,8 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 			queryErrs = append(queryErrs, err)
 		}
 		if err == nil && work.Err() == nil {
-			s.owed(work, logger, &sum, owed, meta, concurrency)
+			s.owed(work, logger, &sum, owed.Owed, meta, concurrency)
+			s.redeliver(work, logger, &sum, owed.Parked, concurrency)
 		}
 	}
 	sum.Incomplete = work.Err() != nil && ctx.Err() == nil
@@ -264,14 +312,14 @@ func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, r
 // payment this very sweep found overdue (found) is not stuck: its cancellation is
 // under way (that happens when sweeps did not run for longer than the grace).
 // It returns the cancellations owed to the provider, which the same reads find.
-func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) ([]OwedCancellation, error) {
+func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) (Backlog, error) {
 	sum.StuckCutoff = s.Policy.StuckCutoff(sum.Now)
-	all, owed, read, err := s.Index.OpenAndOwed(ctx, sum.StuckCutoff)
+	backlog, read, err := s.Index.Backlog(ctx, sum.StuckCutoff)
 	sum.StuckItemsRead = read
 	if err != nil {
-		return nil, err
+		return Backlog{}, err
 	}
-	open := slices.DeleteFunc(all, func(o Open) bool { return found[o.RentalID] })
+	open := slices.DeleteFunc(backlog.Open, func(o Open) bool { return found[o.RentalID] })
 	sum.Stuck = len(open)
 	for _, o := range open {
 		if ctx.Err() != nil {
@@ -298,7 +346,78 @@ func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, 
 			logger.LogAttrs(ctx, slog.LevelError, "sweep: stuck rental left for an operator", attrs...)
 		}
 	}
-	return owed, nil
+	return backlog, nil
+}
+
+// redeliver delivers the parked records that are due to their consumers again,
+// concurrency streams at a time, each stream's in version order: a stream's parked
+// records wait behind its earliest one, until that one is due and delivered, so
+// that its order is kept among what is parked. There are none on a healthy day. A
+// record delivered is taken off the index; one that fails again is due again after
+// ParkedBackoff. Out of time, the rest are left for the next sweep.
+func (s *Sweeper) redeliver(ctx context.Context, logger *slog.Logger, sum *Summary, rows []Parked, concurrency int) {
+	sum.Parked = len(rows)
+	sum.RedeliveriesLeft = len(rows)
+	if s.Redeliverer == nil || s.Parked == nil || len(rows) == 0 {
+		return
+	}
+	type lane struct {
+		rows []Parked
+	}
+	var lanes []*lane
+	byStream := map[[2]string]*lane{}
+	for _, p := range rows {
+		k := [2]string{p.Consumer, p.StreamID}
+		l, ok := byStream[k]
+		if !ok {
+			l = &lane{}
+			byStream[k] = l
+			lanes = append(lanes, l)
+		}
+		l.rows = append(l.rows, p)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, concurrency)
+	for _, l := range lanes {
+		slices.SortFunc(l.rows, func(a, b Parked) int { return cmp.Compare(a.Version, b.Version) })
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			for _, p := range l.rows {
+				if ctx.Err() != nil || p.Due.After(sum.Now) {
+					return // the stream's later parked records wait behind this one
+				}
+				attrs := []slog.Attr{slog.String("consumer", p.Consumer), slog.String("streamId", p.StreamID), slog.Int64("version", p.Version)}
+				recordedAt, err := s.Redeliverer.Redeliver(ctx, p.Consumer, p.StreamID, p.Version)
+				mu.Lock()
+				if !recordedAt.IsZero() {
+					sum.OldestParked = max(sum.OldestParked, sum.Now.Sub(recordedAt))
+				}
+				mu.Unlock()
+				if err == nil {
+					err = s.Parked.Unpark(ctx, p)
+					if err == nil {
+						mu.Lock()
+						sum.Redelivered++
+						sum.RedeliveriesLeft--
+						mu.Unlock()
+						logger.LogAttrs(ctx, slog.LevelInfo, "sweep: parked stream record redelivered", attrs...)
+						continue
+					}
+				}
+				logger.LogAttrs(ctx, slog.LevelWarn, "sweep: parked stream record still fails", append(attrs, slog.String("error", err.Error()))...)
+				if recordedAt.IsZero() {
+					recordedAt = sum.Now
+				}
+				if err := s.Parked.Postpone(ctx, p, ParkedBackoff(sum.Now, recordedAt)); err != nil {
+					logger.LogAttrs(ctx, slog.LevelError, "sweep: parked stream record not postponed", append(attrs, slog.String("error", err.Error()))...)
+				}
+				return // the stream's later parked records wait behind this one
+			}
+		})
+	}
+	wg.Wait()
 }
 
 type summaryJSON Summary
@@ -308,7 +427,8 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		summaryJSON
 		OldestOverdueMs int64 `json:"oldestOverdueMs"`
-	}{summaryJSON(s), s.OldestOverdue.Milliseconds()})
+		OldestParkedMs  int64 `json:"oldestParkedMs"`
+	}{summaryJSON(s), s.OldestOverdue.Milliseconds(), s.OldestParked.Milliseconds()})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -316,12 +436,14 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 	var v struct {
 		summaryJSON
 		OldestOverdueMs int64 `json:"oldestOverdueMs"`
+		OldestParkedMs  int64 `json:"oldestParkedMs"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
 	*s = Summary(v.summaryJSON)
 	s.OldestOverdue = time.Duration(v.OldestOverdueMs) * time.Millisecond
+	s.OldestParked = time.Duration(v.OldestParkedMs) * time.Millisecond
 	return nil
 }
 
@@ -341,6 +463,7 @@ func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, 
 		slog.Int("stuck", sum.Stuck), slog.Int("stuckRepaired", sum.StuckRepaired), slog.Int("stuckLeft", sum.StuckLeft),
 		slog.Int("cancellationsOwed", sum.CancellationsOwed), slog.Int("cancellationsMade", sum.CancellationsMade),
 		slog.Int("cancellationsLeft", sum.CancellationsLeft),
+		slog.Int("parked", sum.Parked), slog.Int("redelivered", sum.Redelivered), slog.Int("redeliveriesLeft", sum.RedeliveriesLeft),
 	}
 	// A sweep that found nothing is the usual case, once an interval: its line is
 	// for debugging (its metrics say it ran).
@@ -349,9 +472,9 @@ func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, 
 	case err != nil:
 		attrs = append(attrs, slog.String("error", err.Error()))
 		level = slog.LevelError
-	case sum.Failed > 0 || sum.Incomplete || sum.Stuck > 0 || sum.CancellationsLeft > 0:
+	case sum.Failed > 0 || sum.Incomplete || sum.Stuck > 0 || sum.CancellationsLeft > 0 || sum.RedeliveriesLeft > 0:
 		level = slog.LevelWarn
-	case sum.Found == 0 && sum.CancellationsOwed == 0:
+	case sum.Found == 0 && sum.CancellationsOwed == 0 && sum.Parked == 0:
 		level = slog.LevelDebug
 	}
 	logger.LogAttrs(ctx, level, "sweep", attrs...)

@@ -186,7 +186,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		t.Fatalf("metrics are not one EMF document on one line: %q", metrics.String())
 	}
 	doc := docs[0]
-	if doc.Values["Cancelled"] != 9 || doc.Values["Failed"] != 1 || doc.Namespace != sweepmetrics.Namespace || len(doc.Values) != 13 ||
+	if doc.Values["Cancelled"] != 9 || doc.Values["Failed"] != 1 || doc.Namespace != sweepmetrics.Namespace || len(doc.Values) != 17 ||
 		doc.Values["StuckRentals"] != 0 || doc.Values["CancellationsLeft"] != 0 || doc.Dimensions["Service"] != "bikerental-test" || !doc.Timestamp.Equal(now.Truncate(time.Millisecond)) {
 		t.Errorf("EMF document: %s", metrics.String())
 	}

@@ -41,6 +41,7 @@ type world struct {
 	process    *rentalpayment.Process
 	projection *pendingtable.Projection
 	pending    string
+	events     string
 	pollers    []*streampoll.Poller
 	// processLog is what the process logged (its metrics among it).
 	processLog *lockedBuffer
@@ -73,7 +74,7 @@ func newWorld(t testing.TB, shards int, opts ...command.Option) *world {
 	if _, err := client.UpdateTimeToLive(ctx, schema.PendingPaymentsTTL(pending)); err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, client: client, store: dynamo.New(client, eventsTable), pending: pending, processLog: &lockedBuffer{}}
+	w := &world{t: t, client: client, store: dynamo.New(client, eventsTable), pending: pending, events: eventsTable, processLog: &lockedBuffer{}}
 	w.commands = command.New(w.store, opts...)
 	var err error
 	w.process, err = rentalpayment.New(rentalpayment.Config{Store: w.store, Commands: w.commands, Price: rentalpayment.Price{Amount: 1500, Currency: "EUR"},

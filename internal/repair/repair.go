@@ -8,8 +8,10 @@ package repair
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -245,4 +247,39 @@ func belongs(r eventstore.Record, rentalID string) bool {
 		return rental.RentalOf(e) == rentalID
 	}
 	return r.StreamID == payment.StreamID(payment.ReferenceFor(rentalID)) || r.StreamID == rentalpayment.StreamID(rentalID)
+}
+
+// ErrNotRedeliverable reports a parked record that cannot be delivered again: its
+// consumer is not one of the Repairer's, the record is not in the store, or the
+// consumer is not woken by its type.
+var ErrNotRedeliverable = errors.New("repair: the parked record cannot be delivered again")
+
+// Redeliver reads the record of streamID at version from the store (one Query,
+// through eventstore.BackwardReader) and gives it to consumer's handler, as its
+// event source mapping would have: the sweep's redelivery of a parked record. It
+// returns when the record was recorded, once it is read.
+func (r *Repairer) Redeliver(ctx context.Context, consumer, streamID string, version int64) (time.Time, error) {
+	h, ok := r.Consumers[consumer]
+	if !ok {
+		return time.Time{}, fmt.Errorf("%w: unknown consumer %q", ErrNotRedeliverable, consumer)
+	}
+	br, ok := r.Store.(eventstore.BackwardReader)
+	if !ok {
+		return time.Time{}, fmt.Errorf("%w: the store reads no single version", ErrNotRedeliverable)
+	}
+	recs, err := br.ReadBackward(ctx, streamID, version+1, 1)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("repair: read %s version %d: %w", streamID, version, err)
+	}
+	if len(recs) != 1 || recs[0].Version != version {
+		return time.Time{}, fmt.Errorf("%w: %s has no version %d", ErrNotRedeliverable, streamID, version)
+	}
+	rec := recs[0]
+	if !eventfilter.Wakes(consumer, rec.Type) {
+		return rec.RecordedAt, fmt.Errorf("%w: %s is not woken by %s", ErrNotRedeliverable, consumer, rec.Type)
+	}
+	if err := h(ctx, rec); err != nil {
+		return rec.RecordedAt, fmt.Errorf("repair: %s refused %s version %d (%s): %w", consumer, streamID, version, rec.Type, err)
+	}
+	return rec.RecordedAt, nil
 }

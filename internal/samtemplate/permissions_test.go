@@ -23,16 +23,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/aws/smithy-go/middleware"
 	stripewebhook "github.com/stripe/stripe-go/v85/webhook"
 
 	"github.com/bikerental/bikerental/internal/auth"
 	"github.com/bikerental/bikerental/internal/capacitytest"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 	"github.com/bikerental/bikerental/internal/paymentprovider/stripe"
+	rentalpkg "github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalview"
 	"github.com/bikerental/bikerental/internal/samtemplate"
 	"github.com/bikerental/bikerental/internal/schema"
@@ -146,6 +150,8 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	})
 	var stuck atomic.Value // the rental whose confirmation the process refuses
 	stuck.Store("")
+	var unavailable atomic.Value // the rental for which the process's DynamoDB calls fail
+	unavailable.Store("")
 	up, err := local.StartWith(ctx, local.Options{
 		AWS: &cfg, Getenv: func(k string) string { return stackEnv[k] }, Logger: slog.New(slog.DiscardHandler),
 		// The test runs the periodic sweep itself, when it is due.
@@ -153,6 +159,9 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 		PartAWS: func(part string, c aws.Config) (aws.Config, error) {
 			if part == local.Runner {
 				return c, nil
+			}
+			if part == lambdas.Process {
+				c = failingFor(c, &unavailable)
 			}
 			return counted(part, c), nil
 		},
@@ -201,6 +210,22 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 		return false, "no dead letter"
 	})
 
+	// A rental whose request the process cannot handle (DynamoDB fails it): the
+	// record is parked, and the sweep below delivers it again.
+	parkedBike := "bike-park-" + ident.Random(6)
+	unavailable.Store(parkedBike + "_") // in every call for its rental, in no other
+	parkedRental := w.requestBike(parkedBike, "park")
+	w.waitFor("the rental's request to be parked", func() (bool, string) {
+		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.pending), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{
+				Value: pendingtable.ParkedKey(eventfilter.Process, rentalpkg.StreamID(parkedBike), 2)}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		return out.Item != nil, "no parked row"
+	})
+	unavailable.Store("")
+
 	approved := w.request("appr")
 	w.pay(approved, true)
 	w.waitStatus(approved, rentalview.StatusApproved)
@@ -234,6 +259,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	}
 	w.waitStatus(timedOut, rentalview.StatusCancelled)
 	w.waitStatus(stuckRental, rentalview.StatusApproved)
+	w.waitStatus(parkedRental, rentalview.StatusAwaitingPayment) // redelivered by the sweep
 	for _, r := range []rental{timedOut, stuckRental, approved, rejected, cancelled} {
 		w.waitSettled(r)
 	}
@@ -327,7 +353,15 @@ func (w *world) callWith(method, path string, body []byte, hdr http.Header, want
 // the payment to be prepared.
 func (w *world) request(code string) rental {
 	w.t.Helper()
-	r := rental{bike: "bike-" + code + "-" + ident.Random(6), renter: "renter-" + code + "-" + ident.Random(6)}
+	r := w.requestBike("bike-"+code+"-"+ident.Random(6), code)
+	w.waitStatus(r, rentalview.StatusAwaitingPayment)
+	return r
+}
+
+// requestBike registers bike and requests it, without waiting for the payment.
+func (w *world) requestBike(bike, code string) rental {
+	w.t.Helper()
+	r := rental{bike: bike, renter: "renter-" + code + "-" + ident.Random(6)}
 	w.call(http.MethodPut, "/bikes/"+r.bike, nil, w.operatorToken(), http.StatusCreated, nil)
 	token, err := w.tokens.Renter(context.Background(), r.renter)
 	if err != nil {
@@ -338,7 +372,6 @@ func (w *world) request(code string) rental {
 	w.call(http.MethodPost, "/rentals", body, token, http.StatusAccepted, &accepted)
 	r.requested = time.Now() // after the request was recorded
 	r.id, r.ref, r.renter = accepted.RentalID, payment.ReferenceFor(accepted.RentalID), token
-	w.waitStatus(r, rentalview.StatusAwaitingPayment)
 	return r
 }
 
@@ -590,4 +623,22 @@ func checkGrants(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, use
 			}
 		}
 	}
+}
+
+// failingFor makes every DynamoDB call of c that holds the string in id fail,
+// while id holds one: the process's calls for one rental, as if DynamoDB were down
+// for it alone.
+func failingFor(c aws.Config, id *atomic.Value) aws.Config {
+	c.APIOptions = append(slices.Clone(c.APIOptions), func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("failingFor",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if s := id.Load().(string); s != "" {
+					if b, err := json.Marshal(in.Parameters); err == nil && bytes.Contains(b, []byte(s)) {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, errors.New("DynamoDB is unavailable for " + s)
+					}
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	})
+	return c
 }

@@ -59,6 +59,7 @@ const (
 	PendingVersion      = "version"      // N: payment stream version of the last event applied
 	PendingSettled      = "settled"      // S: how the payment settled, on markers only
 	PendingExpiresAt    = "expiresAt"    // N: Unix seconds when DynamoDB TTL deletes a marker
+	PendingAttempts     = "attempts"     // N: failed redeliveries of a parked stream record
 	PendingByPreparedAt = "ByPreparedAt" // the index: outstanding rows by shard, oldest first
 )
 

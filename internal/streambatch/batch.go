@@ -64,7 +64,31 @@ type Options struct {
 	// Logger receives one line per failure and a summary per batch; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Park, when set, keeps a record for delivery again later, durably, so that it
+	// need not hold up the records after it: a record whose handler still fails
+	// after its retries in place (RetryDelays, within RetryWithin) is given to
+	// Park, and so is every later record of its stream in the batch, in order. A
+	// record Park kept counts as done in the batch's answer; one it could not keep
+	// fails, as without Park, and holds back the rest of its stream. Park must be
+	// safe for concurrent use and idempotent (a record may be parked twice, when
+	// Lambda delivers it again). Without Park a failed record is not retried in
+	// place: Lambda's delivery again is its retry.
+	Park func(ctx context.Context, r eventstore.Record) error
 }
+
+// Retries in place, with Park set: a failed record is tried again after each of
+// RetryDelays in turn, as long as less than RetryWithin has passed since its first
+// try and the invocation's deadline is more than DeadlineMargin away. They cover
+// the usual race, a settlement handled a few milliseconds before its process
+// recorded its start, which resolves in milliseconds; a record whose handler took
+// RetryWithin or more to fail (a provider that does not answer is cut off at
+// PAYMENT_PROVIDER_TIMEOUT, 5 s) is parked at once, so that a slow failure is not
+// paid for several times over.
+var RetryDelays = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 400 * time.Millisecond}
+
+// RetryWithin bounds the time a record's retries in place may start within; see
+// RetryDelays.
+const RetryWithin = time.Second
 
 // outcome is what became of one record of a batch. A record is "done" when Lambda
 // need not deliver it again; every other outcome holds back its stream's later
@@ -76,7 +100,8 @@ const (
 	notStarted outcome = iota // not reached: the deadline, or its stream's earlier record failed
 	skipped                   // not an INSERT
 	handled                   // the handler returned nil
-	failed                    // undecodable, or the handler returned an error or panicked
+	parked                    // the handler failed, or an earlier record of its stream was parked, and Park kept it
+	failed                    // undecodable, the handler returned an error or panicked (and Park, if set, could not keep it)
 )
 
 // lanes are the records of a batch grouped by event stream, each stream's in batch
@@ -105,6 +130,12 @@ func (l *lanes) count() int { return len(l.start) - 1 }
 // started. An image that cannot be decoded and does not even name its stream holds
 // back every later record of the batch. The records of other streams carry on.
 //
+// With opts.Park set, a record whose handler fails is first tried again in place
+// (RetryDelays), then parked: given to Park, with every later record of its stream
+// in the batch, and counted as done when Park kept it. A failure then holds back
+// nothing but what Park could not keep. Undecodable records are never parked: there
+// is no record to keep.
+//
 // The response names the earliest record, in batch order, that failed or was not
 // started, so Lambda delivers it and everything after it again: records of other
 // streams after it that were handled are delivered again too, and h's idempotency
@@ -124,23 +155,44 @@ func HandleBatch(ctx context.Context, ev events.DynamoDBEvent, h Handler, opts O
 
 	var late lateRecords
 	run := func(lane int) {
+		parking := false // an earlier record of the lane was parked: park the rest, in order
 		for _, idx := range ls.order[ls.start[lane]:ls.start[lane+1]] {
 			if err := startable(ctx); err != nil {
 				late.add(idx, err) // this one and the rest of the lane stay notStarted
 				return
 			}
 			r := ls.decoded[idx]
-			if err := call(ctx, h, r); err != nil {
-				logger.LogAttrs(ctx, slog.LevelError, "stream record handler failed",
+			attrs := func(err error) []slog.Attr {
+				return []slog.Attr{
 					slog.String("sequenceNumber", ev.Records[idx].Change.SequenceNumber),
 					slog.String("streamId", r.StreamID),
 					slog.Int64("version", r.Version),
 					slog.String("type", r.Type),
-					slog.String("error", err.Error()))
+					slog.String("error", err.Error()),
+				}
+			}
+			if !parking {
+				err := handle(ctx, h, r, opts.Park != nil)
+				if err == nil {
+					outcomes[idx] = handled
+					continue
+				}
+				logger.LogAttrs(ctx, slog.LevelError, "stream record handler failed", attrs(err)...)
+				if opts.Park == nil {
+					outcomes[idx] = failed
+					return
+				}
+				parking = true
+			}
+			if err := park(ctx, opts.Park, r); err != nil {
+				logger.LogAttrs(ctx, slog.LevelError, "stream record not parked", attrs(err)...)
 				outcomes[idx] = failed
 				return
 			}
-			outcomes[idx] = handled
+			logger.LogAttrs(ctx, slog.LevelWarn, "stream record parked",
+				slog.String("sequenceNumber", ev.Records[idx].Change.SequenceNumber),
+				slog.String("streamId", r.StreamID), slog.Int64("version", r.Version), slog.String("type", r.Type))
+			outcomes[idx] = parked
 		}
 	}
 	concurrency := opts.Concurrency
@@ -242,7 +294,7 @@ func answer(ctx context.Context, ev events.DynamoDBEvent, outcomes []outcome, la
 	first := -1
 	for i, o := range outcomes {
 		counts[o]++
-		if first < 0 && o != handled && o != skipped {
+		if first < 0 && o != handled && o != skipped && o != parked {
 			first = i
 		}
 	}
@@ -258,6 +310,9 @@ func answer(ctx context.Context, ev events.DynamoDBEvent, outcomes []outcome, la
 		slog.Int("skipped", counts[skipped]),
 		slog.Int("failed", counts[failed]),
 		slog.Int("notStarted", counts[notStarted]),
+	}
+	if counts[parked] > 0 {
+		attrs = append(attrs, slog.Int("parked", counts[parked]))
 	}
 	level := slog.LevelInfo
 	var resp events.DynamoDBEventResponse
@@ -319,6 +374,44 @@ func call(ctx context.Context, h Handler, r eventstore.Record) (err error) {
 		}
 	}()
 	return h(ctx, r)
+}
+
+// handle calls h for r, and, when retry is set, again after each of RetryDelays
+// while it fails, the first try began less than RetryWithin ago, and the record
+// could still be started (startable). It returns the last failure.
+func handle(ctx context.Context, h Handler, r eventstore.Record, retry bool) error {
+	began := time.Now()
+	err := call(ctx, h, r)
+	if !retry {
+		return err
+	}
+	for _, delay := range RetryDelays {
+		if err == nil || time.Since(began)+delay >= RetryWithin || startable(ctx) != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if startable(ctx) != nil {
+			return err
+		}
+		err = call(ctx, h, r)
+	}
+	return err
+}
+
+// park gives r to Park, turning a panic into an error.
+func park(ctx context.Context, p func(context.Context, eventstore.Record) error, r eventstore.Record) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("park panicked: %v", v)
+		}
+	}()
+	return p(ctx, r)
 }
 
 // imageStream returns the stream id an image holds, if it holds one as a string.

@@ -44,6 +44,10 @@ func Document(sum deadline.Summary, service string) emf.Document {
 			{Name: "CancellationsOwed", Unit: "Count", Value: float64(sum.CancellationsOwed)},
 			{Name: "CancellationsMade", Unit: "Count", Value: float64(sum.CancellationsMade)},
 			{Name: "CancellationsLeft", Unit: "Count", Value: float64(sum.CancellationsLeft)},
+			{Name: "Parked", Unit: "Count", Value: float64(sum.Parked)},
+			{Name: "Redelivered", Unit: "Count", Value: float64(sum.Redelivered)},
+			{Name: "RedeliveriesLeft", Unit: "Count", Value: float64(sum.RedeliveriesLeft)},
+			{Name: "OldestParked", Unit: "Seconds", Value: sum.OldestParked.Seconds()},
 		},
 	}
 }

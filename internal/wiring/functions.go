@@ -18,6 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emf"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/sweeptrigger"
@@ -91,6 +92,15 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 	if err != nil {
 		return nil, err
 	}
+	// A record that cannot be handled yet is parked in the PendingPayments table,
+	// when there is one, rather than holding up its shard's later records.
+	projection, err := Projection(cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	if projection != nil {
+		batch.Park = Park(projection, eventfilter.Process)
+	}
 	return StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		return streambatch.HandleBatch(ctx, ev, process.Handle, batch), nil
 	}), nil
@@ -135,6 +145,11 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 		sweeper.Repairer = repairs
 	}
 	sweeper.Retrier = s.Commands // the cancellations owed to the provider
+	redelivery, parked, err := Redelivery(s, cfg, getenv)
+	if err != nil {
+		return nil, err
+	}
+	sweeper.Redeliverer, sweeper.Parked = redelivery, parked
 	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
 		trigger, err := sweeptrigger.Parse(input)
 		if err != nil {

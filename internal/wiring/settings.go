@@ -205,6 +205,9 @@ func CheckProcess(getenv Getenv) error {
 	if _, err := RentalPrice(getenv); err != nil {
 		return err
 	}
+	if _, err := pending(getenv, false, true); err != nil {
+		return err // where its records are parked, when PENDING_TABLE is set
+	}
 	_, err := MetricsService(getenv)
 	return err
 }

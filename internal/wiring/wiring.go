@@ -5,6 +5,7 @@
 package wiring
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -212,6 +213,32 @@ func StuckRepairs(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, 
 	return &repair.Repairer{Store: s.Store, Consumers: map[string]repair.Handler{
 		eventfilter.Process: s.Process.Handle, eventfilter.Projector: projection.Apply,
 	}}, nil
+}
+
+// Redelivery returns what delivers the parked stream records a sweep finds due
+// to their consumers again: the same handlers StuckRepairs runs, whatever
+// STUCK_REPAIR says (a parked record is work the consumer has not done yet, not a
+// repair), and the projection that settles their rows.
+func Redelivery(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, *pendingtable.Projection, error) {
+	projection, err := Projection(cfg, getenv)
+	if err == nil && projection == nil {
+		err = ErrNoPendingTable
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return &repair.Repairer{Store: s.Store, Consumers: map[string]repair.Handler{
+		eventfilter.Process: s.Process.Handle, eventfilter.Projector: projection.Apply,
+	}}, projection, nil
+}
+
+// Park returns the streambatch.Options.Park hook of consumer's stream function:
+// each record it is given is parked in projection's PendingPayments table, due at
+// once, for the sweep to deliver again (docs/decisions/0017-parked-stream-records.md).
+func Park(projection *pendingtable.Projection, consumer string) func(context.Context, eventstore.Record) error {
+	return func(ctx context.Context, r eventstore.Record) error {
+		return projection.Park(ctx, consumer, r, time.Now())
+	}
 }
 
 // Service is the service's parts, wired together. Projection is nil when

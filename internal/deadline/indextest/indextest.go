@@ -20,10 +20,13 @@ import (
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
 
-// Subject is an index under test, with the projection that writes it.
+// Subject is an index under test, with the projection that writes it and what
+// parks stream records in it and settles them.
 type Subject interface {
 	deadline.Index
+	deadline.ParkedRows
 	Apply(ctx context.Context, r eventstore.Record) error
+	Park(ctx context.Context, consumer string, r eventstore.Record, due time.Time) error
 }
 
 var ctx = context.Background()
@@ -40,6 +43,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"AProcessIsOpenUntilItCompletes", aProcessIsOpenUntilItCompletes},
 		{"ACancellationIsOwedUntilSettled", aCancellationIsOwedUntilSettled},
 		{"OtherRecordsChangeNothingCorruptOnesAreRefused", otherRecords},
+		{"AParkedRecordIsKeptUntilUnparked", aParkedRecordIsKept},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newSubject(t)) })
 	}
@@ -290,5 +294,57 @@ func otherRecords(t *testing.T, s Subject) {
 		if err := s.Apply(ctx, r); !errors.Is(err, eventstore.ErrCorruptRecord) {
 			t.Errorf("%s %s: %v, want ErrCorruptRecord", r.Type, r.Data, err)
 		}
+	}
+}
+
+// aParkedRecordIsKept: a parked record is in the backlog, with the due time it was
+// first parked with, until it is unparked; postponed, it is due later; parked anew
+// after its redelivery, it is back. It is never an open process, an owed
+// cancellation or an outstanding payment.
+func aParkedRecordIsKept(t *testing.T, s Subject) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	r := eventstore.Record{StreamID: payment.StreamID(payment.ReferenceFor(id("pk"))), Version: 3,
+		Event: eventstore.Event{ID: "pk-3", Type: "PaymentConfirmed", Data: []byte(`{}`), RecordedAt: at}}
+	parked := func() []deadline.Parked {
+		t.Helper()
+		b, _, err := s.Backlog(ctx, at.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Open) != 0 || len(b.Owed) != 0 {
+			t.Errorf("a parked record read as an open process or an owed cancellation: %+v", b)
+		}
+		return b.Parked
+	}
+	for _, due := range []time.Time{at, at.Add(time.Minute)} {
+		if err := s.Park(ctx, "process", r, due); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := deadline.Parked{Consumer: "process", StreamID: r.StreamID, Version: 3, Due: at}
+	if got := parked(); len(got) != 1 || got[0] != want {
+		t.Fatalf("parked %+v, want [%+v]", got, want)
+	}
+	if _, ok, err := s.Get(ctx, payment.ReferenceFor(id("pk"))); err != nil || ok {
+		t.Errorf("a parked record read as an outstanding payment: %v, %v", ok, err)
+	}
+	later := at.Add(5 * time.Minute)
+	if err := s.Postpone(ctx, want, later); err != nil {
+		t.Fatal(err)
+	}
+	if got := parked(); len(got) != 1 || !got[0].Due.Equal(later) {
+		t.Fatalf("postponed: %+v, want due at %s", got, later)
+	}
+	if err := s.Unpark(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if got := parked(); len(got) != 0 {
+		t.Fatalf("unparked: %+v, want none", got)
+	}
+	if err := s.Park(ctx, "process", r, later); err != nil {
+		t.Fatal(err)
+	}
+	if got := parked(); len(got) != 1 || !got[0].Due.Equal(later) {
+		t.Fatalf("parked anew: %+v, want due at %s", got, later)
 	}
 }

@@ -137,28 +137,8 @@ func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]deadli
 // provider too (owed.go); each list oldest first. It also returns how many items
 // DynamoDB read.
 func (p *Projection) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]deadline.Open, []deadline.OwedCancellation, int, error) {
-	var open []deadline.Open
-	var owed []deadline.OwedCancellation
-	read := 0
-	for s := range p.shards {
-		n, err := queryIndex(ctx, p, OpenShardPrefix+strconv.Itoa(s), cutoff, 0, decodeOpenOrOwed, func(page []openOrOwed) bool {
-			for _, row := range page {
-				if row.owed != nil {
-					owed = append(owed, *row.owed)
-				} else {
-					open = append(open, *row.open)
-				}
-			}
-			return true
-		})
-		read += n
-		if err != nil {
-			return nil, nil, read, err
-		}
-	}
-	sortOpen(open)
-	deadline.SortOwed(owed)
-	return open, owed, read, nil
+	b, read, err := p.Backlog(ctx, cutoff)
+	return b.Open, b.Owed, read, err
 }
 
 func sortOpen(rows []deadline.Open) {

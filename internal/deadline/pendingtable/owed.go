@@ -112,14 +112,19 @@ func (p *Projection) OwedCancellations(ctx context.Context) ([]deadline.OwedCanc
 	return owed, read, err
 }
 
-// openOrOwed is one row of the open processes' partitions: an open process or an
-// owed cancellation, told apart by its key.
+// openOrOwed is one row of the open processes' partitions: an open process, an
+// owed cancellation or a parked stream record (parked.go), told apart by its key.
 type openOrOwed struct {
-	open *deadline.Open
-	owed *deadline.OwedCancellation
+	open   *deadline.Open
+	owed   *deadline.OwedCancellation
+	parked *deadline.Parked
 }
 
 func decodeOpenOrOwed(item map[string]types.AttributeValue) (openOrOwed, error) {
+	if key, ok := item[schema.PendingReference].(*types.AttributeValueMemberS); ok && strings.HasPrefix(key.Value, ParkedKeyPrefix) {
+		p, err := decodeParked(item)
+		return openOrOwed{parked: &p}, err
+	}
 	if key, ok := item[schema.PendingReference].(*types.AttributeValueMemberS); ok && strings.HasPrefix(key.Value, payment.StreamID("")) {
 		o, err := decodeOwed(item)
 		return openOrOwed{owed: &o}, err

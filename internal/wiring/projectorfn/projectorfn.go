@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/onetime"
 	"github.com/bikerental/bikerental/internal/payment"
@@ -136,6 +137,7 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err != nil {
 		return nil, err
 	}
+	batch.Park = wiring.Park(projection, eventfilter.Projector)
 	apply := projection.Apply
 	if timers != nil {
 		// The row first, and it alone decides whether the record is handled: the
