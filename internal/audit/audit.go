@@ -566,24 +566,18 @@ func (c *streamCheck) process(rentalID string) (func(eventstore.Record) error, f
 	var outcome rentalpayment.Completion
 	var completedAt time.Time
 	apply := func(r eventstore.Record) error {
-		switch r.Type {
-		case rentalpayment.TypeRequested:
-			var e rentalpayment.RentalPaymentRequested
-			if err := json.Unmarshal(r.Data, &e); err != nil {
-				return err
-			}
+		e, err := rentalpayment.DecodeEvent(r.Type, r.Data)
+		if err != nil {
+			return err
+		}
+		switch e := e.(type) {
+		case rentalpayment.RentalPaymentRequested:
 			started++
-		case rentalpayment.TypeCompleted:
-			var e rentalpayment.RentalPaymentProcessCompleted
-			if err := json.Unmarshal(r.Data, &e); err != nil {
-				return err
-			}
+		case rentalpayment.RentalPaymentProcessCompleted:
 			if completed == 0 {
 				outcome, completedAt = e.Outcome, r.RecordedAt
 			}
 			completed++
-		default:
-			return fmt.Errorf("%w %q", rentalpayment.ErrUnknownEventType, r.Type)
 		}
 		return nil
 	}

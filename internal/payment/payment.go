@@ -7,11 +7,11 @@
 package payment
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/bikerental/bikerental/internal/eventtype"
 	"github.com/bikerental/bikerental/internal/ident"
 )
 
@@ -32,7 +32,7 @@ var (
 	ErrPaymentAlreadyConfirmed = errors.New("payment is already confirmed")
 	// ErrUnknownEventType is returned, wrapped with the type name, by DecodeEvent
 	// for a type not listed in EventTypes.
-	ErrUnknownEventType = errors.New("unknown event type")
+	ErrUnknownEventType = eventtype.ErrUnknown
 )
 
 const referencePrefix = "rp_"
@@ -265,58 +265,28 @@ func ReferenceOf(e Event) string {
 	return ""
 }
 
-var decoders = map[string]func([]byte) (Event, error){
-	PaymentPrepared{}.EventType():                   decode[PaymentPrepared],
-	PaymentConfirmed{}.EventType():                  decode[PaymentConfirmed],
-	PaymentRejected{}.EventType():                   decode[PaymentRejected],
-	PaymentCancelled{}.EventType():                  decode[PaymentCancelled],
-	PaymentSucceededAfterCancellation{}.EventType(): decode[PaymentSucceededAfterCancellation],
-	RefundRequested{}.EventType():                   decode[RefundRequested],
-	RefundOwed{}.EventType():                        decode[RefundOwed],
-	PaymentRefunded{}.EventType():                   decode[PaymentRefunded],
-	CancellationOwedAtProvider{}.EventType():        decode[CancellationOwedAtProvider],
-	CancellationDoneAtProvider{}.EventType():        decode[CancellationDoneAtProvider],
-}
+// events declares the payment's events: their names, structs and decoder.
+var events = eventtype.Declare[Event]("payment",
+	eventtype.Of[PaymentPrepared](),
+	eventtype.Of[PaymentConfirmed](),
+	eventtype.Of[PaymentRejected](),
+	eventtype.Of[PaymentCancelled](),
+	eventtype.Of[PaymentSucceededAfterCancellation](),
+	eventtype.Of[RefundRequested](),
+	eventtype.Of[RefundOwed](),
+	eventtype.Of[PaymentRefunded](),
+	eventtype.Of[CancellationOwedAtProvider](),
+	eventtype.Of[CancellationDoneAtProvider](),
+)
 
 // EventTypes returns the type name of every event of this package, in a new slice.
-func EventTypes() []string {
-	return []string{
-		PaymentPrepared{}.EventType(),
-		PaymentConfirmed{}.EventType(),
-		PaymentRejected{}.EventType(),
-		PaymentCancelled{}.EventType(),
-		PaymentSucceededAfterCancellation{}.EventType(),
-		RefundRequested{}.EventType(),
-		RefundOwed{}.EventType(),
-		PaymentRefunded{}.EventType(),
-		CancellationOwedAtProvider{}.EventType(),
-		CancellationDoneAtProvider{}.EventType(),
-	}
-}
+func EventTypes() []string { return events.Types() }
 
 // DecodeEvent decodes stored JSON data into the event struct (a value, not a
 // pointer) named by eventType. Unknown JSON fields are ignored so that older code
 // reads newer events; invalid JSON is an error wrapping the json error. An
 // unknown eventType yields an error wrapping ErrUnknownEventType.
-func DecodeEvent(eventType string, data []byte) (Event, error) {
-	dec, ok := decoders[eventType]
-	if !ok {
-		return nil, fmt.Errorf("payment: %w %q", ErrUnknownEventType, eventType)
-	}
-	e, err := dec(data)
-	if err != nil {
-		return nil, fmt.Errorf("payment: decode %s: %w", eventType, err)
-	}
-	return e, nil
-}
-
-func decode[E Event](data []byte) (Event, error) {
-	var e E
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, err
-	}
-	return e, nil
-}
+func DecodeEvent(eventType string, data []byte) (Event, error) { return events.Decode(eventType, data) }
 
 // Command is a request to a payment's stream. Only this package's command
 // structs implement it.

@@ -4,11 +4,11 @@
 package rental
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 
+	"github.com/bikerental/bikerental/internal/eventtype"
 	"github.com/bikerental/bikerental/internal/ident"
 )
 
@@ -42,7 +42,7 @@ var (
 	ErrInvalidRentalID = errors.New("not a valid rental id")
 	// ErrUnknownEventType is returned, wrapped with the type name, by DecodeEvent
 	// for a type not listed in EventTypes.
-	ErrUnknownEventType = errors.New("unknown event type")
+	ErrUnknownEventType = eventtype.ErrUnknown
 )
 
 // StreamID returns the event stream id of a bike: "bike-" + bikeID.
@@ -189,48 +189,23 @@ func RentalOf(e Event) string {
 	return ""
 }
 
-var decoders = map[string]func([]byte) (Event, error){
-	BikeRegistered{}.EventType():  decode[BikeRegistered],
-	BikeRequested{}.EventType():   decode[BikeRequested],
-	RequestApproved{}.EventType(): decode[RequestApproved],
-	RequestRejected{}.EventType(): decode[RequestRejected],
-	BikeReturned{}.EventType():    decode[BikeReturned],
-}
+// events declares the bike's events: their names, structs and decoder.
+var events = eventtype.Declare[Event]("rental",
+	eventtype.Of[BikeRegistered](),
+	eventtype.Of[BikeRequested](),
+	eventtype.Of[RequestApproved](),
+	eventtype.Of[RequestRejected](),
+	eventtype.Of[BikeReturned](),
+)
 
 // EventTypes returns the type name of every event of this package, in a new slice.
-func EventTypes() []string {
-	return []string{
-		BikeRegistered{}.EventType(),
-		BikeRequested{}.EventType(),
-		RequestApproved{}.EventType(),
-		RequestRejected{}.EventType(),
-		BikeReturned{}.EventType(),
-	}
-}
+func EventTypes() []string { return events.Types() }
 
 // DecodeEvent decodes stored JSON data into the event struct (a value, not a
 // pointer) named by eventType. Unknown JSON fields are ignored so that older code
 // reads newer events; invalid JSON is an error wrapping the json error. An
 // unknown eventType yields an error wrapping ErrUnknownEventType.
-func DecodeEvent(eventType string, data []byte) (Event, error) {
-	dec, ok := decoders[eventType]
-	if !ok {
-		return nil, fmt.Errorf("rental: %w %q", ErrUnknownEventType, eventType)
-	}
-	e, err := dec(data)
-	if err != nil {
-		return nil, fmt.Errorf("rental: decode %s: %w", eventType, err)
-	}
-	return e, nil
-}
-
-func decode[E Event](data []byte) (Event, error) {
-	var e E
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, err
-	}
-	return e, nil
-}
+func DecodeEvent(eventType string, data []byte) (Event, error) { return events.Decode(eventType, data) }
 
 // Command is a request to a bike's stream. Only this package's command structs
 // implement it.

@@ -5,11 +5,11 @@
 package rentalpayment
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/bikerental/bikerental/internal/bikestream"
+	"github.com/bikerental/bikerental/internal/eventtype"
 )
 
 // StreamID returns the id of the process's stream for a rental.
@@ -77,7 +77,7 @@ type State struct {
 func (s State) Started() bool { return s.Status == StatusRequested || s.Status == StatusCompleted }
 
 // ErrUnknownEventType reports an event type the process does not write.
-var ErrUnknownEventType = errors.New("rentalpayment: unknown event type")
+var ErrUnknownEventType = eventtype.ErrUnknown
 
 // Event is one of the process's own events. EventType returns its stored type.
 type Event interface{ EventType() string }
@@ -88,31 +88,18 @@ func (RentalPaymentRequested) EventType() string { return TypeRequested }
 // EventType returns TypeCompleted.
 func (RentalPaymentProcessCompleted) EventType() string { return TypeCompleted }
 
+// events declares the process's own events: their names, structs and decoder.
+var events = eventtype.Declare[Event]("rentalpayment",
+	eventtype.Of[RentalPaymentRequested](),
+	eventtype.Of[RentalPaymentProcessCompleted](),
+)
+
 // EventTypes returns the type of every event of the process, in a new slice.
-func EventTypes() []string { return []string{TypeRequested, TypeCompleted} }
+func EventTypes() []string { return events.Types() }
 
 // DecodeEvent decodes stored JSON data into the event named by eventType. Unknown
 // JSON fields are ignored; an unknown type is an error wrapping ErrUnknownEventType.
-func DecodeEvent(eventType string, data []byte) (Event, error) {
-	var e Event
-	var err error
-	switch eventType {
-	case TypeRequested:
-		var v RentalPaymentRequested
-		err = json.Unmarshal(data, &v)
-		e = v
-	case TypeCompleted:
-		var v RentalPaymentProcessCompleted
-		err = json.Unmarshal(data, &v)
-		e = v
-	default:
-		return nil, fmt.Errorf("%w %q", ErrUnknownEventType, eventType)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("rentalpayment: decode %s: %w", eventType, err)
-	}
-	return e, nil
-}
+func DecodeEvent(eventType string, data []byte) (Event, error) { return events.Decode(eventType, data) }
 
 // Fold applies events in order to a process that has not started.
 func Fold(events []Event) State {

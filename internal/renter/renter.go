@@ -5,11 +5,11 @@
 package renter
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/bikerental/bikerental/internal/eventtype"
 	"github.com/bikerental/bikerental/internal/ident"
 )
 
@@ -22,7 +22,7 @@ var (
 	ErrTooManyPendingRequests = errors.New("renter already has the most outstanding requests allowed")
 	// ErrUnknownEventType is returned, wrapped with the type name, by DecodeEvent for a
 	// type this package does not write.
-	ErrUnknownEventType = errors.New("unknown renter event type")
+	ErrUnknownEventType = eventtype.ErrUnknown
 )
 
 // DefaultMaxPending is how many outstanding requests a renter may have when nothing
@@ -49,20 +49,15 @@ type RentalRequested struct {
 // EventType returns "RentalRequested".
 func (RentalRequested) EventType() string { return "RentalRequested" }
 
-// EventTypes returns the type name of every event of this package, in a new slice.
-func EventTypes() []string { return []string{RentalRequested{}.EventType()} }
+// events declares the renter's events: their names, structs and decoder.
+var events = eventtype.Declare[Event]("renter", eventtype.Of[RentalRequested]())
 
-// DecodeEvent decodes stored JSON data into the event named by eventType.
-func DecodeEvent(eventType string, data []byte) (Event, error) {
-	if eventType != (RentalRequested{}).EventType() {
-		return nil, fmt.Errorf("renter: %w %q", ErrUnknownEventType, eventType)
-	}
-	var e RentalRequested
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("renter: decode %s: %w", eventType, err)
-	}
-	return e, nil
-}
+// EventTypes returns the type name of every event of this package, in a new slice.
+func EventTypes() []string { return events.Types() }
+
+// DecodeEvent decodes stored JSON data into the event named by eventType; an
+// unknown eventType yields an error wrapping ErrUnknownEventType.
+func DecodeEvent(eventType string, data []byte) (Event, error) { return events.Decode(eventType, data) }
 
 // State is what a decision needs of a renter's stream: the rentals that may still be
 // outstanding. It is the state after the stream's last event, so loading it never
