@@ -707,13 +707,6 @@ func (c *streamCheck) receipt() (func(eventstore.Record) error, func()) {
 	return apply, finish
 }
 
-// completionFor is the process outcome each settling event must lead to.
-var completionFor = map[string]rentalpayment.Completion{
-	"PaymentConfirmed": rentalpayment.CompletedApproved,
-	"PaymentRejected":  rentalpayment.CompletedRejected,
-	"PaymentCancelled": rentalpayment.CompletedCancelled,
-}
-
 // crossCheck checks what spans streams and tables, once everything was read.
 // recent is the time from which, when not quiet, drift is forgiven.
 func (a *auditor) crossCheck(recent time.Time) {
@@ -743,7 +736,7 @@ func (a *auditor) crossCheck(recent time.Time) {
 			a.stuck(id)
 		}
 		if r.completed > 0 {
-			switch want, settled := completionFor[r.settlement]; {
+			switch want, settled := rentalpayment.CompletionFor(r.settlement); {
 			case settled && want != r.outcome:
 				a.violate(ProcessOutcomeMismatch, fmt.Sprintf("rental %s completed %q but its payment settled with %s, which means %q", id, r.outcome, r.settlement, want), processStream, paymentStream)
 			case !settled && quiet:
@@ -850,9 +843,9 @@ func (a *auditor) checkBikeTold(id string, r *rentalSummary, bikeStream, process
 	var want string
 	switch r.outcome {
 	case rentalpayment.CompletedApproved:
-		told, want = r.bikeOutcome == rental.OutcomeApproved || r.bikeOutcome == rental.OutcomeReturned, "RequestApproved"
+		told, want = r.bikeOutcome == rental.OutcomeApproved || r.bikeOutcome == rental.OutcomeReturned, rental.RequestApproved{}.EventType()
 	case rentalpayment.CompletedRejected, rentalpayment.CompletedCancelled:
-		told, want = r.bikeOutcome == rental.OutcomeRejected, "RequestRejected"
+		told, want = r.bikeOutcome == rental.OutcomeRejected, rental.RequestRejected{}.EventType()
 	default:
 		return // an outcome the process never writes: nothing to compare with
 	}

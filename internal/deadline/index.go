@@ -3,7 +3,6 @@ package deadline
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -139,9 +138,7 @@ type PaymentChange struct {
 // payment's wait; ok is false for every other record. A record of one of those types
 // that does not decode is an error wrapping eventstore.ErrCorruptRecord.
 func PaymentChangeOf(r eventstore.Record) (c PaymentChange, ok bool, err error) {
-	switch r.Type {
-	case "PaymentPrepared", "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
-	default:
+	if r.Type != (payment.PaymentPrepared{}).EventType() && !payment.Settles(r.Type) {
 		return PaymentChange{}, false, nil
 	}
 	e, err := payment.DecodeEvent(r.Type, r.Data)
@@ -152,11 +149,11 @@ func PaymentChangeOf(r eventstore.Record) (c PaymentChange, ok bool, err error) 
 	case payment.PaymentPrepared:
 		return PaymentChange{Reference: e.Reference}, true, nil
 	case payment.PaymentConfirmed:
-		return PaymentChange{Reference: e.Reference, Settled: "confirmed"}, true, nil
+		return PaymentChange{Reference: e.Reference, Settled: string(payment.StatusConfirmed)}, true, nil
 	case payment.PaymentRejected:
-		return PaymentChange{Reference: e.Reference, Settled: "rejected"}, true, nil
+		return PaymentChange{Reference: e.Reference, Settled: string(payment.StatusRejected)}, true, nil
 	case payment.PaymentCancelled:
-		return PaymentChange{Reference: e.Reference, Settled: "cancelled"}, true, nil
+		return PaymentChange{Reference: e.Reference, Settled: string(payment.StatusCancelled)}, true, nil
 	}
 	return PaymentChange{}, false, nil
 }
@@ -174,14 +171,16 @@ type ProcessChange struct {
 func ProcessChangeOf(r eventstore.Record) (c ProcessChange, ok bool, err error) {
 	var id string
 	switch r.Type {
-	case "BikeRequested":
-		var e rental.BikeRequested
-		err = json.Unmarshal(r.Data, &e)
-		id = e.RentalID
+	case rental.BikeRequested{}.EventType():
+		var e rental.Event
+		if e, err = rental.DecodeEvent(r.Type, r.Data); err == nil {
+			id = e.(rental.BikeRequested).RentalID
+		}
 	case rentalpayment.TypeCompleted:
-		var e rentalpayment.RentalPaymentProcessCompleted
-		err = json.Unmarshal(r.Data, &e)
-		id, c.Completed = e.RentalID, true
+		var e rentalpayment.Event
+		if e, err = rentalpayment.DecodeEvent(r.Type, r.Data); err == nil {
+			id, c.Completed = e.(rentalpayment.RentalPaymentProcessCompleted).RentalID, true
+		}
 	default:
 		return ProcessChange{}, false, nil
 	}

@@ -31,14 +31,32 @@ var wakes = map[string][]string{
 	// sends back the money of a late success (and reports a refund owed, and a
 	// provider event that did not match its payment, and a cancellation owed to the
 	// provider).
-	Process: {"BikeRequested", "CancellationOwedAtProvider", "PaymentCancelled", "PaymentConfirmed", "PaymentRejected", "PaymentSucceededAfterCancellation", "ProviderEventMismatched", "RefundOwed"},
+	Process: sorted(payment.SettlementTypes(),
+		rental.BikeRequested{}.EventType(),
+		payment.PaymentSucceededAfterCancellation{}.EventType(),
+		payment.RefundOwed{}.EventType(),
+		payment.CancellationOwedAtProvider{}.EventType(),
+		command.ProviderEventMismatched{}.EventType()),
 	// The projector keeps the outstanding payments: a payment prepared adds one,
 	// every settlement removes it (and, in precise mode, its one-time schedule). It
 	// keeps the open processes too: a request opens one, the process's completion
 	// closes it, so that the sweep notices a process that never ends. And it keeps
 	// the cancellations owed to the provider: owed until the provider confirms one
 	// or a success arrives meanwhile, so that the sweep makes them.
-	Projector: {"BikeRequested", "CancellationDoneAtProvider", "CancellationOwedAtProvider", "PaymentCancelled", "PaymentConfirmed", "PaymentPrepared", "PaymentRejected", "PaymentSucceededAfterCancellation", "RentalPaymentProcessCompleted"},
+	Projector: sorted(payment.SettlementTypes(),
+		rental.BikeRequested{}.EventType(),
+		payment.PaymentPrepared{}.EventType(),
+		payment.PaymentSucceededAfterCancellation{}.EventType(),
+		payment.CancellationOwedAtProvider{}.EventType(),
+		payment.CancellationDoneAtProvider{}.EventType(),
+		rentalpayment.TypeCompleted),
+}
+
+// sorted returns types and more, sorted, in a new slice.
+func sorted(types []string, more ...string) []string {
+	out := slices.Concat(types, more)
+	slices.Sort(out)
+	return out
 }
 
 // Consumers returns the consumers' names, sorted.

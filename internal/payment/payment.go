@@ -9,6 +9,7 @@ package payment
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bikerental/bikerental/internal/eventtype"
@@ -281,6 +282,18 @@ var events = eventtype.Declare[Event]("payment",
 
 // EventTypes returns the type name of every event of this package, in a new slice.
 func EventTypes() []string { return events.Types() }
+
+// settlements are the events that settle a payment: every way it stops waiting for
+// the renter. Everything that asks whether a payment settled asks Settles.
+var settlements = []string{PaymentConfirmed{}.EventType(), PaymentRejected{}.EventType(), PaymentCancelled{}.EventType()}
+
+// Settles reports whether an event of eventType settles a payment (it was
+// confirmed, rejected or cancelled).
+func Settles(eventType string) bool { return slices.Contains(settlements, eventType) }
+
+// SettlementTypes returns the types of the events that settle a payment, in a new
+// slice.
+func SettlementTypes() []string { return slices.Clone(settlements) }
 
 // DecodeEvent decodes stored JSON data into the event struct (a value, not a
 // pointer) named by eventType. Unknown JSON fields are ignored so that older code

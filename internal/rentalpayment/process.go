@@ -259,46 +259,46 @@ func (p *Process) encode(rentalID string, decided []Event, meta command.Meta) ([
 // so that the record is retried rather than dropped.
 func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 	var react func() error
-	switch r.Type {
-	case "BikeRequested":
-		var e rental.BikeRequested
-		if err := json.Unmarshal(r.Data, &e); err != nil {
-			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	switch {
+	case r.Type == rental.BikeRequested{}.EventType():
+		e, err := decoded[rental.BikeRequested](r, rental.DecodeEvent)
+		if err != nil {
+			return err
 		}
 		react = func() error { return p.onBikeRequested(ctx, r, e) }
-	case "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
-		e, err := payment.DecodeEvent(r.Type, r.Data)
+	case payment.Settles(r.Type):
+		e, err := decoded[payment.Event](r, payment.DecodeEvent)
 		if err != nil {
-			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+			return err
 		}
 		react = func() error { return p.onPaymentSettled(ctx, r, e) }
-	case "PaymentSucceededAfterCancellation":
+	case r.Type == payment.PaymentSucceededAfterCancellation{}.EventType():
 		// The money arrived for a rental that did not get its bike: it goes back.
 		// The webhook that recorded it refunds too; this is the retried path.
-		var e payment.PaymentSucceededAfterCancellation
-		if err := json.Unmarshal(r.Data, &e); err != nil {
-			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		e, err := decoded[payment.PaymentSucceededAfterCancellation](r, payment.DecodeEvent)
+		if err != nil {
+			return err
 		}
-		_, err := p.commands.Refund(ctx, e.Reference, command.Meta{CorrelationID: r.CorrelationID, CausationID: r.ID})
+		_, err = p.commands.Refund(ctx, e.Reference, command.Meta{CorrelationID: r.CorrelationID, CausationID: r.ID})
 		return err
-	case "RefundOwed":
-		var e payment.RefundOwed
-		if err := json.Unmarshal(r.Data, &e); err != nil {
-			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	case r.Type == payment.RefundOwed{}.EventType():
+		e, err := decoded[payment.RefundOwed](r, payment.DecodeEvent)
+		if err != nil {
+			return err
 		}
 		p.refundOwed(ctx, r, e)
 		return nil
-	case command.ProviderEventMismatched{}.EventType():
+	case r.Type == command.ProviderEventMismatched{}.EventType():
 		var e command.ProviderEventMismatched
 		if err := json.Unmarshal(r.Data, &e); err != nil {
 			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
 		}
 		p.mismatched(ctx, r, e)
 		return nil
-	case payment.CancellationOwedAtProvider{}.EventType():
-		var e payment.CancellationOwedAtProvider
-		if err := json.Unmarshal(r.Data, &e); err != nil {
-			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	case r.Type == payment.CancellationOwedAtProvider{}.EventType():
+		e, err := decoded[payment.CancellationOwedAtProvider](r, payment.DecodeEvent)
+		if err != nil {
+			return err
 		}
 		p.cancellationOwed(ctx, r, e)
 		return nil
@@ -414,18 +414,25 @@ func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e re
 	}}, meta)
 }
 
-func (p *Process) onPaymentSettled(ctx context.Context, r eventstore.Record, e payment.Event) error {
-	var ref string
-	var completion Completion
-	switch e := e.(type) {
-	case payment.PaymentConfirmed:
-		ref, completion = e.Reference, CompletedApproved
-	case payment.PaymentRejected:
-		ref, completion = e.Reference, CompletedRejected
-	case payment.PaymentCancelled:
-		ref, completion = e.Reference, CompletedCancelled
+// decoded is r's event as its owner's decoder reads it (decode: the owner's
+// DecodeEvent), as a T; a record that does not decode is an error wrapping
+// eventstore.ErrCorruptRecord.
+func decoded[T any, E any](r eventstore.Record, decode func(string, []byte) (E, error)) (T, error) {
+	var zero T
+	e, err := decode(r.Type, r.Data)
+	if err != nil {
+		return zero, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
 	}
-	rentalID, err := payment.RentalIDFor(ref)
+	t, ok := any(e).(T)
+	if !ok {
+		return zero, fmt.Errorf("%w: %s version %d: a %s is not a %T", eventstore.ErrCorruptRecord, r.StreamID, r.Version, r.Type, zero)
+	}
+	return t, nil
+}
+
+func (p *Process) onPaymentSettled(ctx context.Context, r eventstore.Record, e payment.Event) error {
+	completion, _ := CompletionFor(e.EventType())
+	rentalID, err := payment.RentalIDFor(payment.ReferenceOf(e))
 	if err != nil {
 		return nil // not a rental's payment: not this process's business
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/bikestream"
 	"github.com/bikerental/bikerental/internal/eventtype"
+	"github.com/bikerental/bikerental/internal/payment"
 )
 
 // StreamID returns the id of the process's stream for a rental.
@@ -87,6 +88,21 @@ func (RentalPaymentRequested) EventType() string { return TypeRequested }
 
 // EventType returns TypeCompleted.
 func (RentalPaymentProcessCompleted) EventType() string { return TypeCompleted }
+
+// CompletionFor returns how the process ends after a payment settles with an event
+// of settlementType (payment.Settles): approved on a confirmation, rejected or
+// cancelled on those; false for an event that settles nothing.
+func CompletionFor(settlementType string) (Completion, bool) {
+	switch settlementType {
+	case payment.PaymentConfirmed{}.EventType():
+		return CompletedApproved, true
+	case payment.PaymentRejected{}.EventType():
+		return CompletedRejected, true
+	case payment.PaymentCancelled{}.EventType():
+		return CompletedCancelled, true
+	}
+	return "", false
+}
 
 // events declares the process's own events: their names, structs and decoder.
 var events = eventtype.Declare[Event]("rentalpayment",

@@ -212,16 +212,16 @@ func (r *Repairer) RepairStuck(ctx context.Context, rentalID string) (repaired b
 func caseOf(records []eventstore.Record) Case {
 	var requested, prepared, settled, started, completed bool
 	for _, r := range records {
-		switch r.Type {
-		case "BikeRequested":
+		switch {
+		case r.Type == rental.BikeRequested{}.EventType():
 			requested = true
-		case "PaymentPrepared":
+		case r.Type == payment.PaymentPrepared{}.EventType():
 			prepared = true
-		case "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
+		case payment.Settles(r.Type):
 			settled = true
-		case rentalpayment.TypeRequested:
+		case r.Type == rentalpayment.TypeRequested:
 			started = true
-		case rentalpayment.TypeCompleted:
+		case r.Type == rentalpayment.TypeCompleted:
 			completed = true
 		}
 	}
