@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -29,15 +29,15 @@ rental id. Needs dynamodb:Query and dynamodb:PutItem on the Events table.
 // cancelResult is what cancel --json prints: the answer of POST
 // /rentals/{id}/cancel-payment.
 type cancelResult struct {
-	RentalID string                `json:"rentalId"`
-	Outcome  rentalpayment.Outcome `json:"outcome"`
+	RentalID string          `json:"rentalId"`
+	Outcome  process.Outcome `json:"outcome"`
 }
 
 // outcomeSentences say what each outcome means for the rental.
-var outcomeSentences = map[rentalpayment.Outcome]string{
-	rentalpayment.OutcomeCancelled:   "the payment was called off; the bike is released once the rental-payment process handles the cancellation",
-	rentalpayment.OutcomeDeclined:    "the payment was already confirmed, so the rental stands",
-	rentalpayment.OutcomeNothingToDo: "no payment was waiting: the rental is unknown, its process has ended, or its payment was already cancelled or rejected",
+var outcomeSentences = map[process.Outcome]string{
+	process.OutcomeCancelled:   "the payment was called off; the bike is released once the rental-payment process handles the cancellation",
+	process.OutcomeDeclined:    "the payment was already confirmed, so the rental stands",
+	process.OutcomeNothingToDo: "no payment was waiting: the rental is unknown, its process has ended, or its payment was already cancelled or rejected",
 }
 
 func runCancel(ctx context.Context, c *cli, args []string) error {

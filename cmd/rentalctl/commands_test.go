@@ -22,6 +22,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
@@ -315,7 +316,7 @@ func TestCancelSendsCancelRentalPaymentAndPrintsTheOutcome(t *testing.T) {
 	// nothing to do; that is an answer, not a failure.
 	for _, id := range []string{cancelled, rental.NewRentalID("bike3", "AAAAAAAAAAAAAAAAAAAAAA"), rental.NewRentalID("nobike", "AAAAAAAAAAAAAAAAAAAAAA")} {
 		res := decode[cancelResult](t, must(t, e, "cancel", "--json", id))
-		if res.RentalID != id || res.Outcome != rentalpayment.OutcomeNothingToDo {
+		if res.RentalID != id || res.Outcome != process.OutcomeNothingToDo {
 			t.Errorf("cancel %s: %+v, want nothing-to-do", id, res)
 		}
 	}

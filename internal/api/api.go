@@ -20,7 +20,7 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -32,9 +32,9 @@ const MaxBodyBytes = 16 * 1024
 const MaxWebhookBodyBytes = 256 * 1024
 
 // Canceller sends CancelRentalPayment to the rental-payment process;
-// *rentalpayment.Process is one.
+// *process.Process is one.
 type Canceller interface {
-	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error)
+	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (process.Outcome, error)
 }
 
 // PendingLister lists outstanding payments, oldest first; *pendingtable.Projection is one.

@@ -27,8 +27,8 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -521,12 +521,12 @@ func TestIdempotencyKeyReturnsTheFirstAnswer(t *testing.T) {
 }
 
 type fakeCanceller struct {
-	outcome rentalpayment.Outcome
+	outcome process.Outcome
 	err     error
 	calls   []string
 }
 
-func (f *fakeCanceller) CancelRentalPayment(_ context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error) {
+func (f *fakeCanceller) CancelRentalPayment(_ context.Context, rentalID string, meta command.Meta) (process.Outcome, error) {
 	f.calls = append(f.calls, rentalID)
 	return f.outcome, f.err
 }
@@ -536,7 +536,7 @@ func TestCancelPayment(t *testing.T) {
 	h.expect(http.MethodPost, "/rentals/b1_AAAAAAAAAAAAAAAAAAAAAA/cancel-payment", "", nil, http.StatusNotImplemented)
 	h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusNotImplemented) // no projection configured
 
-	for _, outcome := range []rentalpayment.Outcome{rentalpayment.OutcomeCancelled, rentalpayment.OutcomeDeclined, rentalpayment.OutcomeNothingToDo} {
+	for _, outcome := range []process.Outcome{process.OutcomeCancelled, process.OutcomeDeclined, process.OutcomeNothingToDo} {
 		fake := &fakeCanceller{outcome: outcome}
 		h := newHarness(t, eventstore.NewMemory(), fake)
 		r := h.expect(http.MethodPost, "/rentals/b1_AAAAAAAAAAAAAAAAAAAAAA/cancel-payment", "", nil, http.StatusOK)

@@ -20,8 +20,8 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -64,7 +64,7 @@ func fuzzWorld(t *testing.T) (*api.API, *syncBuffer) {
 	return api.New(api.Config{
 		Commands:  commands,
 		Webhook:   verifier,
-		Canceller: &fakeCanceller{outcome: rentalpayment.OutcomeNothingToDo},
+		Canceller: &fakeCanceller{outcome: process.OutcomeNothingToDo},
 		Pending: &fakePending{rows: []deadline.Pending{
 			{Reference: fuzzRef, RentalID: fuzzRental, PreparedAt: fuzzNow.Add(-20 * time.Minute)},
 		}},

@@ -15,8 +15,8 @@ import (
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
 )
 
@@ -63,8 +63,8 @@ type RentalAccepted struct {
 
 // CancelPaymentResult is the answer to POST /rentals/{rentalId}/cancel-payment.
 type CancelPaymentResult struct {
-	RentalID string                `json:"rentalId"`
-	Outcome  rentalpayment.Outcome `json:"outcome"`
+	RentalID string          `json:"rentalId"`
+	Outcome  process.Outcome `json:"outcome"`
 }
 
 // MaxIdempotencyKeyLength bounds the Idempotency-Key header.

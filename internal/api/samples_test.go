@@ -20,8 +20,8 @@ import (
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/webhook"
 )
 
@@ -93,7 +93,7 @@ func samples() []sample {
 		{file: "list-rentals.json", method: "GET", route: "/rentals", path: "/rentals", caller: api.Renter, setup: prepared, status: 200},
 		{file: "get-rental.json", method: "GET", route: "/rentals/{rentalId}", path: "/rentals/" + sampleRental, caller: api.Renter, setup: prepared, status: 200},
 		{file: "cancel-payment.json", method: "POST", route: "/rentals/{rentalId}/cancel-payment", path: "/rentals/" + sampleRental + "/cancel-payment",
-			caller: api.Operator, setup: prepared, canceller: &fakeCanceller{outcome: rentalpayment.OutcomeCancelled}, status: 200},
+			caller: api.Operator, setup: prepared, canceller: &fakeCanceller{outcome: process.OutcomeCancelled}, status: 200},
 		{file: "payment-succeeded.json", method: "POST", route: "/webhooks/payments", path: "/webhooks/payments",
 			body:    confirmBody,
 			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(confirmBody), sampleTime)},

@@ -21,6 +21,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rebuild"
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
 	"github.com/bikerental/bikerental/internal/rental"
@@ -109,9 +110,9 @@ func (w *world) settle(rentalID string, how rebuildtest.Settlement) {
 	case rejected:
 		_, err = w.Commands.Payment(ctx, payment.RejectPayment{Reference: ref, Reason: "card declined"}, command.Meta{})
 	case cancelled:
-		var outcome rentalpayment.Outcome
+		var outcome process.Outcome
 		outcome, err = w.Process.CancelRentalPayment(ctx, rentalID, command.Meta{})
-		if err == nil && outcome != rentalpayment.OutcomeCancelled {
+		if err == nil && outcome != process.OutcomeCancelled {
 			err = fmt.Errorf("cancel: %s", outcome)
 		}
 	default:

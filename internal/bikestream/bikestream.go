@@ -16,12 +16,12 @@ package bikestream
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
 
 // Reader is what the bounded reads need of the event store; *dynamo.Store and
@@ -43,21 +43,6 @@ const rentalSpan = 3
 // legacyPage is the page size of the backward search for a rental whose process
 // recorded no bike version (it started before versions were recorded).
 const legacyPage = 100
-
-// The rental-payment process's stream, as far as locating a rental is concerned: the
-// process package (rentalpayment) names its stream and first event with these.
-const (
-	ProcessStreamPrefix = "rentalpayment-"
-	ProcessStarted      = "RentalPaymentRequested"
-)
-
-// ProcessStreamID returns the id of a rental's rental-payment process stream.
-func ProcessStreamID(rentalID string) string { return ProcessStreamPrefix + rentalID }
-
-// started is the part of the process's first event that locates its rental.
-type started struct {
-	BikeVersion int64 `json:"bikeVersion"`
-}
 
 // Tail returns a bike's newest records, at most TailSize, oldest first.
 func Tail(ctx context.Context, r Reader, bikeID string) ([]eventstore.Record, error) {
@@ -112,20 +97,21 @@ func Rental(ctx context.Context, r Reader, rentalID string, process []eventstore
 func rentalRecords(ctx context.Context, r Reader, bikeID, rentalID string, tail, process []eventstore.Record) ([]eventstore.Record, error) {
 	if process == nil {
 		var err error
-		if process, err = r.Read(ctx, ProcessStreamID(rentalID), 0); err != nil {
+		if process, err = r.Read(ctx, rentalpayment.StreamID(rentalID), 0); err != nil {
 			return nil, err
 		}
 	}
-	if len(process) == 0 || process[0].Type != ProcessStarted {
+	if len(process) == 0 || process[0].Type != rentalpayment.TypeRequested {
 		// No process: the bike never held the rental. A held rental's process starts
 		// before the bike can move on (only the process approves or rejects), and
 		// until then the rental is the bike's newest record, in the tail.
 		return nil, nil
 	}
-	var s started
-	if err := json.Unmarshal(process[0].Data, &s); err != nil {
+	e, err := rentalpayment.DecodeEvent(process[0].Type, process[0].Data)
+	if err != nil {
 		return nil, fmt.Errorf("bikestream: %w: %s version %d: %w", eventstore.ErrCorruptRecord, process[0].StreamID, process[0].Version, err)
 	}
+	s := e.(rentalpayment.RentalPaymentRequested)
 	stream := rental.StreamID(bikeID)
 	if s.BikeVersion > 0 {
 		recs, err := r.ReadBackward(ctx, stream, s.BikeVersion+rentalSpan, rentalSpan)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/process"
 )
 
 // SweepOne gives up on one payment whose own deadline has come (precise deadlines:
@@ -55,9 +55,9 @@ func (s *Sweeper) SweepOne(ctx context.Context, rentalID, reference string, now 
 			sum.Failed = 1
 			s.report(ctx, logger, sum, err)
 			return sum, fmt.Errorf("deadline: cancel rental %s: %w", rentalID, err)
-		case outcome == rentalpayment.OutcomeCancelled:
+		case outcome == process.OutcomeCancelled:
 			sum.Cancelled = 1
-		case outcome == rentalpayment.OutcomeDeclined:
+		case outcome == process.OutcomeDeclined:
 			sum.Declined = 1
 		default:
 			sum.NothingToDo = 1

@@ -16,8 +16,8 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
 
 // outage is a provider that can cancel, and does not answer while it is down.
@@ -91,7 +91,7 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 		return w.bikeStatus("owed1") == rental.StatusAvailable && slices.Equal(owed(), []string{rentalID})
 	})
 	docs := emftest.Parse(t, []byte(w.processLog.String()))
-	if got := w.processLog.String(); len(docs) != 1 || docs[0].Values[rentalpayment.MetricCancellationsOwed] != 1 || docs[0].Namespace != rentalpayment.MetricsNamespace ||
+	if got := w.processLog.String(); len(docs) != 1 || docs[0].Values[process.MetricCancellationsOwed] != 1 || docs[0].Namespace != process.MetricsNamespace ||
 		docs[0].Dimensions["Service"] != "bikerental-test" || strings.Contains(got, "_secret_") {
 		t.Errorf("the process did not report the owed cancellation as a metric (or logged a secret):\n%s", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
@@ -17,7 +18,7 @@ func TestCancelledMeansTheBikeIsFree(t *testing.T) {
 	w := newWorld(t, 2)
 	rentalID := w.request("truth")
 	w.pumpUntil("the payment to be prepared", func() bool { return w.listed(rentalID) })
-	if outcome, err := w.process.CancelRentalPayment(ctx, rentalID, command.Meta{}); err != nil || outcome != rentalpayment.OutcomeCancelled {
+	if outcome, err := w.process.CancelRentalPayment(ctx, rentalID, command.Meta{}); err != nil || outcome != process.OutcomeCancelled {
 		t.Fatalf("cancel: %s, %v", outcome, err)
 	}
 	var seen []rentalview.Status

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/process"
 )
 
-// Canceller sends CancelRentalPayment; *rentalpayment.Process is one.
+// Canceller sends CancelRentalPayment; *process.Process is one.
 type Canceller interface {
-	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error)
+	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (process.Outcome, error)
 }
 
 // Defaults of the sweep's settings.
@@ -236,9 +236,9 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 					sum.Failed++
 					logger.LogAttrs(ctx, slog.LevelError, "sweep: cancel failed",
 						slog.String("rentalId", row.RentalID), slog.String("error", err.Error()))
-				case outcome == rentalpayment.OutcomeCancelled:
+				case outcome == process.OutcomeCancelled:
 					sum.Cancelled++
-				case outcome == rentalpayment.OutcomeDeclined:
+				case outcome == process.OutcomeDeclined:
 					sum.Declined++
 				default:
 					sum.NothingToDo++

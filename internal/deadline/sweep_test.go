@@ -19,8 +19,8 @@ import (
 	"github.com/bikerental/bikerental/internal/emf/emftest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/sweepmetrics"
 )
 
@@ -81,7 +81,7 @@ type confirmingFirst struct {
 	w *world
 }
 
-func (c confirmingFirst) CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error) {
+func (c confirmingFirst) CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (process.Outcome, error) {
 	if _, err := c.w.commands.Payment(ctx, payment.ConfirmPayment{Reference: payment.ReferenceFor(rentalID)}, command.Meta{}); err != nil {
 		return "", err
 	}
@@ -105,12 +105,12 @@ func TestPaymentConfirmedDuringTheSweepIsDeclined(t *testing.T) {
 type recording struct {
 	mu       sync.Mutex
 	calls    []string
-	outcome  func(rentalID string) (rentalpayment.Outcome, error)
+	outcome  func(rentalID string) (process.Outcome, error)
 	inFlight atomic.Int32
 	maxSeen  atomic.Int32
 }
 
-func (r *recording) CancelRentalPayment(_ context.Context, rentalID string, _ command.Meta) (rentalpayment.Outcome, error) {
+func (r *recording) CancelRentalPayment(_ context.Context, rentalID string, _ command.Meta) (process.Outcome, error) {
 	n := r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
 	for {
@@ -126,7 +126,7 @@ func (r *recording) CancelRentalPayment(_ context.Context, rentalID string, _ co
 	if r.outcome != nil {
 		return r.outcome(rentalID)
 	}
-	return rentalpayment.OutcomeCancelled, nil
+	return process.OutcomeCancelled, nil
 }
 
 // project writes rows straight through the projection, as its events would.
@@ -151,15 +151,15 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 	now := time.Now()
 	overdue := project(t, w, 12, now.Add(-20*time.Minute))
 	project(t, w, 30, now.Add(-5*time.Minute))
-	outcomes := map[string]rentalpayment.Outcome{overdue[0]: rentalpayment.OutcomeDeclined, overdue[1]: rentalpayment.OutcomeNothingToDo}
-	fake := &recording{outcome: func(id string) (rentalpayment.Outcome, error) {
+	outcomes := map[string]process.Outcome{overdue[0]: process.OutcomeDeclined, overdue[1]: process.OutcomeNothingToDo}
+	fake := &recording{outcome: func(id string) (process.Outcome, error) {
 		if id == overdue[2] {
 			return "", errors.New("process unavailable")
 		}
 		if o, ok := outcomes[id]; ok {
 			return o, nil
 		}
-		return rentalpayment.OutcomeCancelled, nil
+		return process.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
 	s := &deadline.Sweeper{Index: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })}

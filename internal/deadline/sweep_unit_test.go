@@ -13,8 +13,8 @@ import (
 	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/sweepmetrics"
 )
 
@@ -51,16 +51,16 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 	for i := range 30 {
 		prepared[rental.NewRentalID(fmt.Sprintf("fresh%d", i), "AAAAAAAAAAAAAAAAAAAAAA")] = now.Add(-5 * time.Minute)
 	}
-	fake := &recording{outcome: func(id string) (rentalpayment.Outcome, error) {
+	fake := &recording{outcome: func(id string) (process.Outcome, error) {
 		switch id {
 		case overdue[0]:
-			return rentalpayment.OutcomeDeclined, nil
+			return process.OutcomeDeclined, nil
 		case overdue[1]:
-			return rentalpayment.OutcomeNothingToDo, nil
+			return process.OutcomeNothingToDo, nil
 		case overdue[2]:
 			return "", errors.New("process unavailable")
 		}
-		return rentalpayment.OutcomeCancelled, nil
+		return process.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
 	s := &deadline.Sweeper{Index: memoryWith(t, prepared, nil), Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute},

@@ -19,8 +19,8 @@ import (
 	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/streampoll"
@@ -38,7 +38,7 @@ type world struct {
 	client     *dynamodb.Client
 	store      *dynamo.Store
 	commands   *command.Handler
-	process    *rentalpayment.Process
+	process    *process.Process
 	projection *pendingtable.Projection
 	pending    string
 	events     string
@@ -77,7 +77,7 @@ func newWorld(t testing.TB, shards int, opts ...command.Option) *world {
 	w := &world{t: t, client: client, store: dynamo.New(client, eventsTable), pending: pending, events: eventsTable, processLog: &lockedBuffer{}}
 	w.commands = command.New(w.store, opts...)
 	var err error
-	w.process, err = rentalpayment.New(rentalpayment.Config{Store: w.store, Commands: w.commands, Price: rentalpayment.Price{Amount: 1500, Currency: "EUR"},
+	w.process, err = process.New(process.Config{Store: w.store, Commands: w.commands, Price: process.Price{Amount: 1500, Currency: "EUR"},
 		Logger: slog.New(slog.NewJSONHandler(w.processLog, nil)), MetricsService: "bikerental-test", Metrics: emf.NewWriter(w.processLog)})
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,9 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rebuild"
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -36,7 +36,7 @@ type recordingCanceller struct {
 	asked []string
 }
 
-func (c *recordingCanceller) CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (rentalpayment.Outcome, error) {
+func (c *recordingCanceller) CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (process.Outcome, error) {
 	c.mu.Lock()
 	c.asked = append(c.asked, rentalID)
 	c.mu.Unlock()

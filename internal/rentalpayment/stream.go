@@ -1,24 +1,27 @@
-// Package rentalpayment is the rental-payment process: it asks the payment side for
-// money when a bike is requested, approves or rejects the request when the payment
-// settles, and gives up when asked to. It keeps its state as its own events, in one
-// stream per rental, and decides from those alone.
+// Package rentalpayment is the rental-payment process's decider: its own events (the
+// payment requested, the process completed), one stream per rental, the state they
+// fold to, and the decisions to record them (Decide, Evolve, Fold), pure. Package
+// process runs it: it reacts to the bike's and the payment's events and records
+// through this decider.
 package rentalpayment
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/bikerental/bikerental/internal/bikestream"
 	"github.com/bikerental/bikerental/internal/eventtype"
 	"github.com/bikerental/bikerental/internal/payment"
 )
 
+// StreamPrefix begins the id of every process stream.
+const StreamPrefix = "rentalpayment-"
+
 // StreamID returns the id of the process's stream for a rental.
-func StreamID(rentalID string) string { return bikestream.ProcessStreamID(rentalID) }
+func StreamID(rentalID string) string { return StreamPrefix + rentalID }
 
 // The types of the process's own events, as stored.
 const (
-	TypeRequested = bikestream.ProcessStarted
+	TypeRequested = "RentalPaymentRequested"
 	TypeCompleted = "RentalPaymentProcessCompleted"
 )
 

@@ -16,13 +16,14 @@ import (
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
 )
 
 // Handler is one stream consumer's handler of a record, as the functions run it:
-// (*rentalpayment.Process).Handle, (*pendingtable.Projection).Apply.
+// (*process.Process).Handle, (*pendingtable.Projection).Apply.
 type Handler func(ctx context.Context, r eventstore.Record) error
 
 // Repairer delivers a rental's records to the consumers.
@@ -127,7 +128,7 @@ func (r *Repairer) repair(ctx context.Context, rentalID string, act func(Case) b
 		// what the repair's own deliveries recorded, as new.
 		rctx := ctx
 		if round == 0 {
-			rctx = rentalpayment.Repairing(ctx)
+			rctx = process.Repairing(ctx)
 		}
 		for _, rec := range records {
 			key := fmt.Sprintf("%s/%d", rec.StreamID, rec.Version)

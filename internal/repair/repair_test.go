@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rebuild/rebuildtest"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
@@ -184,13 +185,13 @@ func TestARepairReportsOnlyTheRefundsItRecords(t *testing.T) {
 	ctx := context.Background()
 	w := rebuildtest.NewWorld(t)
 	var out logged
-	process, err := rentalpayment.New(rentalpayment.Config{Store: w.Store, Commands: w.Commands, Mode: rentalpayment.RecordByAppend,
-		Price:  rentalpayment.Price{Amount: 1500, Currency: "EUR"},
+	proc, err := process.New(process.Config{Store: w.Store, Commands: w.Commands, Mode: process.RecordByAppend,
+		Price:  process.Price{Amount: 1500, Currency: "EUR"},
 		Logger: slog.New(slog.NewJSONHandler(&out.log, &slog.HandlerOptions{Level: slog.LevelDebug})), Metrics: emf.NewWriter(&out.metrics), MetricsService: "bikerental-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &repair.Repairer{Store: w.Store, Consumers: map[string]repair.Handler{eventfilter.Process: process.Handle, eventfilter.Projector: w.Projection(2).Apply}}
+	r := &repair.Repairer{Store: w.Store, Consumers: map[string]repair.Handler{eventfilter.Process: proc.Handle, eventfilter.Projector: w.Projection(2).Apply}}
 
 	// Cancelled, then paid: the webhook records the late success and the refund owed.
 	owed := w.Rent("owed", rebuildtest.Cancelled)
@@ -243,7 +244,7 @@ func TestARepairReportsOnlyTheRefundsItRecords(t *testing.T) {
 		t.Errorf("the log holds the metric's document; it belongs on a line of its own:\n%s", out.log.String())
 	}
 	docs := emftest.Parse(t, out.metrics.Bytes())
-	if len(docs) != 1 || docs[0].Values["RefundsOwed"] != 1 || docs[0].Dimensions["Service"] != "bikerental-test" || docs[0].Namespace != rentalpayment.MetricsNamespace {
+	if len(docs) != 1 || docs[0].Values["RefundsOwed"] != 1 || docs[0].Dimensions["Service"] != "bikerental-test" || docs[0].Namespace != process.MetricsNamespace {
 		t.Errorf("metrics after a repair that recorded a refund owed: %+v, want one RefundsOwed", docs)
 	}
 }

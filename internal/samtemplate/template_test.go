@@ -28,7 +28,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/local"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/samtemplate"
 	"github.com/bikerental/bikerental/internal/schema"
 	"github.com/bikerental/bikerental/internal/sweeptrigger"
@@ -608,15 +608,15 @@ func TestTheOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
 func TestPaymentAlarmsWatchWhatTheProcessEmits(t *testing.T) {
 	tpl := load(t)
 	for id, metric := range map[string]string{
-		"RefundsOwedAlarm":           rentalpayment.MetricRefundsOwed,
-		"ProviderEventMismatchAlarm": rentalpayment.MetricProviderEventMismatches,
+		"RefundsOwedAlarm":           process.MetricRefundsOwed,
+		"ProviderEventMismatchAlarm": process.MetricProviderEventMismatches,
 	} {
 		p := tpl.Resource(id).Get("Properties")
 		if !p.Exists() {
 			t.Errorf("%s is missing", id)
 			continue
 		}
-		if p.Get("Namespace").Str() != rentalpayment.MetricsNamespace || p.Get("MetricName").Str() != metric ||
+		if p.Get("Namespace").Str() != process.MetricsNamespace || p.Get("MetricName").Str() != metric ||
 			p.Get("Statistic").Str() != "Sum" || p.Get("Threshold").Str() != "0" || p.Get("ComparisonOperator").Str() != "GreaterThanThreshold" {
 			t.Errorf("%s watches %s %s (%s %s %s)", id, p.Get("Namespace").Str(), p.Get("MetricName").Str(),
 				p.Get("Statistic").Str(), p.Get("ComparisonOperator").Str(), p.Get("Threshold").Str())

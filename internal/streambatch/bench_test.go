@@ -15,8 +15,8 @@ import (
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/streambatch"
 )
 
@@ -38,10 +38,10 @@ func BenchmarkHandleBatch(b *testing.B) {
 	batch := bikeRequestedBatch(b, size)
 	logger := slog.New(slog.DiscardHandler)
 	ctx := context.Background()
-	newProcess := func(b *testing.B) *rentalpayment.Process {
+	newProcess := func(b *testing.B) *process.Process {
 		store := eventstore.NewMemory()
-		p, err := rentalpayment.New(rentalpayment.Config{Store: store, Commands: command.New(store),
-			Price: rentalpayment.Price{Amount: 1500, Currency: "EUR"}, Logger: logger})
+		p, err := process.New(process.Config{Store: store, Commands: command.New(store),
+			Price: process.Price{Amount: 1500, Currency: "EUR"}, Logger: logger})
 		if err != nil {
 			b.Fatal(err)
 		}

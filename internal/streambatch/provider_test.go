@@ -14,6 +14,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/streambatch"
@@ -52,8 +53,8 @@ func TestAProviderThatNeverAnswersFailsOnlyItsRecord(t *testing.T) {
 	provider := command.WithTimeout(hangsOn{reference: payment.ReferenceFor(rentals[1])}, 50*time.Millisecond)
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
-	p, err := rentalpayment.New(rentalpayment.Config{Store: store, Commands: command.New(store, command.WithProvider(provider)),
-		Price: rentalpayment.Price{Amount: 1500, Currency: "EUR"}, Logger: logger})
+	p, err := process.New(process.Config{Store: store, Commands: command.New(store, command.WithProvider(provider)),
+		Price: process.Price{Amount: 1500, Currency: "EUR"}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

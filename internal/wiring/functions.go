@@ -19,7 +19,7 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/emf"
 	"github.com/bikerental/bikerental/internal/eventfilter"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/sweeptrigger"
 )
@@ -86,7 +86,7 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 		return nil, err
 	}
 	// Its metrics go to stdout in Embedded Metric Format.
-	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *rentalpayment.Config) {
+	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *process.Config) {
 		c.Metrics, c.MetricsService = emf.NewWriter(stdout), service
 	})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/process"
 )
 
 // The rules of the settings, one per kind, each refusing a bad value with an error
@@ -79,27 +79,27 @@ func durationSetting(getenv Getenv, name string, def time.Duration) (time.Durati
 // unset) by the payment's own rules (payment.CheckAmount, payment.CheckCurrency): a
 // whole number of minor units from 1 to payment.MaxAmount, and an ISO 4217 code,
 // taken in any case and returned in upper case ("eur" is EUR).
-func RentalPrice(getenv Getenv) (rentalpayment.Price, error) {
+func RentalPrice(getenv Getenv) (process.Price, error) {
 	price := DefaultPrice
 	if v := getenv(EnvRentalPrice); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || payment.CheckAmount(n) != nil {
-			return rentalpayment.Price{}, bad(EnvRentalPrice, v, fmt.Sprintf("a whole number of cents from 1 to %d", payment.MaxAmount))
+			return process.Price{}, bad(EnvRentalPrice, v, fmt.Sprintf("a whole number of cents from 1 to %d", payment.MaxAmount))
 		}
 		price.Amount = n
 	}
 	if v := getenv(EnvRentalCurrency); v != "" {
 		price.Currency = strings.ToUpper(v)
 		if err := payment.CheckCurrency(price.Currency); err != nil {
-			return rentalpayment.Price{}, bad(EnvRentalCurrency, v, "an ISO 4217 currency code, 3 letters, such as EUR")
+			return process.Price{}, bad(EnvRentalCurrency, v, "an ISO 4217 currency code, 3 letters, such as EUR")
 		}
 	}
 	return price, nil
 }
 
 // RecordingMode reads RECORDING_MODE: append (the default) or command.
-func RecordingMode(getenv Getenv) (rentalpayment.RecordingMode, error) {
-	mode, err := rentalpayment.ParseRecordingMode(getenv(EnvRecordingMode))
+func RecordingMode(getenv Getenv) (process.RecordingMode, error) {
+	mode, err := process.ParseRecordingMode(getenv(EnvRecordingMode))
 	if err != nil {
 		return mode, fmt.Errorf("%w: %s: %w", ErrBadSetting, EnvRecordingMode, err)
 	}

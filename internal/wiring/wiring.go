@@ -22,7 +22,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/repair"
 	"github.com/bikerental/bikerental/internal/streambatch"
 	"github.com/bikerental/bikerental/internal/sweepmetrics"
@@ -78,7 +78,7 @@ const (
 )
 
 // DefaultPrice is the price of a rental when none is configured.
-var DefaultPrice = rentalpayment.Price{Amount: 1500, Currency: "EUR"}
+var DefaultPrice = process.Price{Amount: 1500, Currency: "EUR"}
 
 // Getenv reads one environment variable; os.Getenv is one.
 type Getenv func(string) string
@@ -105,7 +105,7 @@ func EventStore(cfg aws.Config, getenv Getenv) (*dynamo.Store, error) {
 
 // Process builds the rental-payment process on store, sending its commands through
 // commands, configured by RECORDING_MODE and RentalPrice.
-func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, logger *slog.Logger, opts ...func(*rentalpayment.Config)) (*rentalpayment.Process, error) {
+func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, logger *slog.Logger, opts ...func(*process.Config)) (*process.Process, error) {
 	mode, err := RecordingMode(getenv)
 	if err != nil {
 		return nil, err
@@ -114,11 +114,11 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 	if err != nil {
 		return nil, err
 	}
-	cfg := rentalpayment.Config{Store: store, Commands: commands, Mode: mode, Price: price, Logger: logger}
+	cfg := process.Config{Store: store, Commands: commands, Mode: mode, Price: price, Logger: logger}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return rentalpayment.New(cfg)
+	return process.New(cfg)
 }
 
 // Projection returns the PendingPayments projection named by PENDING_TABLE, for the
@@ -246,7 +246,7 @@ func Park(projection *pendingtable.Projection, consumer string) func(context.Con
 type Service struct {
 	Store      *dynamo.Store
 	Commands   *command.Handler
-	Process    *rentalpayment.Process
+	Process    *process.Process
 	Projection *pendingtable.Projection
 	API        *api.API
 }

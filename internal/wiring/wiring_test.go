@@ -12,8 +12,8 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -57,12 +57,12 @@ func TestProcessSettings(t *testing.T) {
 func TestRentalPriceTakesTheCurrencyInAnyCase(t *testing.T) {
 	for _, tc := range []struct {
 		vars map[string]string
-		want rentalpayment.Price
+		want process.Price
 	}{
 		{nil, wiring.DefaultPrice},
-		{map[string]string{wiring.EnvRentalCurrency: "eur"}, rentalpayment.Price{Amount: 1500, Currency: "EUR"}},
-		{map[string]string{wiring.EnvRentalCurrency: "Chf", wiring.EnvRentalPrice: "990"}, rentalpayment.Price{Amount: 990, Currency: "CHF"}},
-		{map[string]string{wiring.EnvRentalPrice: strconv.Itoa(payment.MaxAmount)}, rentalpayment.Price{Amount: payment.MaxAmount, Currency: "EUR"}},
+		{map[string]string{wiring.EnvRentalCurrency: "eur"}, process.Price{Amount: 1500, Currency: "EUR"}},
+		{map[string]string{wiring.EnvRentalCurrency: "Chf", wiring.EnvRentalPrice: "990"}, process.Price{Amount: 990, Currency: "CHF"}},
+		{map[string]string{wiring.EnvRentalPrice: strconv.Itoa(payment.MaxAmount)}, process.Price{Amount: payment.MaxAmount, Currency: "EUR"}},
 	} {
 		got, err := wiring.RentalPrice(env(tc.vars))
 		if err != nil || got != tc.want {

@@ -37,6 +37,7 @@ import (
 	"github.com/bikerental/bikerental/internal/local"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
@@ -425,8 +426,8 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 		if err := b.expect(ctx, ops, http.MethodPost, "/rentals/"+m.RentalID+"/cancel-payment", nil, http.StatusOK, &out); err != nil {
 			return m, err
 		}
-		if out.Outcome != rentalpayment.OutcomeCancelled {
-			return m, fmt.Errorf("rentalcost: cancel-payment answered %q, want %q", out.Outcome, rentalpayment.OutcomeCancelled)
+		if out.Outcome != process.OutcomeCancelled {
+			return m, fmt.Errorf("rentalcost: cancel-payment answered %q, want %q", out.Outcome, process.OutcomeCancelled)
 		}
 	default:
 		return m, fmt.Errorf("rentalcost: unknown path %q", path)

@@ -18,8 +18,8 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/schema"
 )
 
@@ -44,7 +44,7 @@ type World struct {
 	PendingTable string
 	Store        *dynamo.Store
 	Commands     *command.Handler
-	Process      *rentalpayment.Process
+	Process      *process.Process
 }
 
 // NewWorld creates the tables, deleted when the test ends, and the parts on them.
@@ -58,9 +58,9 @@ func NewWorld(t testing.TB) *World {
 	}
 	w.Commands = command.New(w.Store)
 	var err error
-	w.Process, err = rentalpayment.New(rentalpayment.Config{
-		Store: w.Store, Commands: w.Commands, Mode: rentalpayment.RecordByAppend,
-		Price: rentalpayment.Price{Amount: 1500, Currency: "EUR"},
+	w.Process, err = process.New(process.Config{
+		Store: w.Store, Commands: w.Commands, Mode: process.RecordByAppend,
+		Price: process.Price{Amount: 1500, Currency: "EUR"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package rentalpayment_test
+package process_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/streambatch"
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) { emulatortest.Main(m) }
 // Events table's DynamoDB stream in the local emulator (GetShardIterator and
 // GetRecords), through the same batch handler the process function runs.
 func TestDrivenByRealStreamRecords(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		client, table := emulatortest.EventsTable(t)
 		desc, err := client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 		if err != nil {
@@ -36,7 +37,7 @@ func TestDrivenByRealStreamRecords(t *testing.T) {
 		}
 		store := dynamo.New(client, table)
 		commands := command.New(store)
-		process, err := rentalpayment.New(rentalpayment.Config{Store: store, Commands: commands, Mode: mode, Price: price})
+		process, err := process.New(process.Config{Store: store, Commands: commands, Mode: mode, Price: price})
 		if err != nil {
 			t.Fatal(err)
 		}

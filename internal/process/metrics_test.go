@@ -1,4 +1,4 @@
-package rentalpayment_test
+package process_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/bikerental/bikerental/internal/emf/emftest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/process"
 )
 
 // TestAMismatchedProviderEventIsAMetric: the process reports a mismatched provider
@@ -28,7 +28,7 @@ func TestAMismatchedProviderEventIsAMetric(t *testing.T) {
 	}{{payment.ProviderSucceeded, 1}, {payment.ProviderFailed, 1}, {payment.ProviderRefunded, 0}} {
 		var logs, metrics bytes.Buffer
 		store := eventstore.NewMemory()
-		p, err := rentalpayment.New(rentalpayment.Config{Store: store, Commands: command.New(store), Price: price,
+		p, err := process.New(process.Config{Store: store, Commands: command.New(store), Price: price,
 			Logger: slog.New(slog.NewJSONHandler(&logs, nil)), MetricsService: "bikerental-test", Metrics: emf.NewWriter(&metrics)})
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +59,7 @@ func TestAMismatchedProviderEventIsAMetric(t *testing.T) {
 			t.Fatalf("%s: want one EMF document on a line of its own, got %q", c.kind, metrics.String())
 		}
 		d := docs[0]
-		if d.Values[rentalpayment.MetricProviderEventMismatches] != c.want || len(d.Values) != 1 || d.Namespace != rentalpayment.MetricsNamespace ||
+		if d.Values[process.MetricProviderEventMismatches] != c.want || len(d.Values) != 1 || d.Namespace != process.MetricsNamespace ||
 			d.Dimensions["Service"] != "bikerental-test" || !d.Timestamp.Equal(at) {
 			t.Errorf("%s: the metric %s", c.kind, metrics.String())
 		}

@@ -1,4 +1,4 @@
-package rentalpayment_test
+package process_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/bikerental/bikerental/internal/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/process"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/rentalpayment"
 	"github.com/bikerental/bikerental/internal/rentalview"
@@ -21,7 +22,7 @@ import (
 
 var ctx = context.Background()
 
-var price = rentalpayment.Price{Amount: 1500, Currency: "EUR"}
+var price = process.Price{Amount: 1500, Currency: "EUR"}
 
 // feed is an event store that also keeps every appended record in order, as the
 // Events table's stream does, so that tests can deliver them to the process.
@@ -69,19 +70,19 @@ type world struct {
 	t        *testing.T
 	store    *feed
 	commands *command.Handler
-	process  *rentalpayment.Process
+	process  *process.Process
 	cursor   int // how much of the feed has been delivered
 }
 
-func newWorld(t *testing.T, mode rentalpayment.RecordingMode, wrap func(rentalpayment.Commands) rentalpayment.Commands) *world {
+func newWorld(t *testing.T, mode process.RecordingMode, wrap func(process.Commands) process.Commands) *world {
 	t.Helper()
 	w := &world{t: t, store: &feed{Store: eventstore.NewMemory()}}
 	w.commands = command.New(w.store)
-	var cmds rentalpayment.Commands = w.commands
+	var cmds process.Commands = w.commands
 	if wrap != nil {
 		cmds = wrap(cmds)
 	}
-	p, err := rentalpayment.New(rentalpayment.Config{Store: w.store, Commands: cmds, Mode: mode, Price: price})
+	p, err := process.New(process.Config{Store: w.store, Commands: cmds, Mode: mode, Price: price})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +91,8 @@ func newWorld(t *testing.T, mode rentalpayment.RecordingMode, wrap func(rentalpa
 }
 
 // modes runs a test once per recording mechanism: the same tests must pass for both.
-func modes(t *testing.T, fn func(t *testing.T, mode rentalpayment.RecordingMode)) {
-	for _, m := range []rentalpayment.RecordingMode{rentalpayment.RecordByAppend, rentalpayment.RecordByCommand} {
+func modes(t *testing.T, fn func(t *testing.T, mode process.RecordingMode)) {
+	for _, m := range []process.RecordingMode{process.RecordByAppend, process.RecordByCommand} {
 		t.Run(string(m), func(t *testing.T) { fn(t, m) })
 	}
 }
@@ -193,7 +194,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the payment; when asked to give up, the command succeeds and the rental side is told
 // RejectRequest.
 func TestGivenBikeRequestedWhenAskedToGiveUpThenRequestRejected(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		w := newWorld(t, mode, nil)
 		rentalID := w.requested()
 		w.deliver()
@@ -205,7 +206,7 @@ func TestGivenBikeRequestedWhenAskedToGiveUpThenRequestRejected(t *testing.T) {
 		}
 
 		outcome, err := w.process.CancelRentalPayment(ctx, rentalID, command.Meta{CausationID: "test"})
-		if err != nil || outcome != rentalpayment.OutcomeCancelled {
+		if err != nil || outcome != process.OutcomeCancelled {
 			t.Fatalf("CancelRentalPayment = %q, %v; want cancelled", outcome, err)
 		}
 		w.deliver()
@@ -221,7 +222,7 @@ func TestGivenBikeRequestedWhenAskedToGiveUpThenRequestRejected(t *testing.T) {
 // The reference design, second half: given the payment is confirmed, the rental side
 // is told ApproveRequest and the process records its end.
 func TestGivenPaymentConfirmedThenRequestApprovedAndProcessEnds(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		w := newWorld(t, mode, nil)
 		rentalID := w.requested()
 		w.deliver()
@@ -233,7 +234,7 @@ func TestGivenPaymentConfirmedThenRequestApprovedAndProcessEnds(t *testing.T) {
 }
 
 func TestRejectedPaymentReleasesTheBike(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		w := newWorld(t, mode, nil)
 		rentalID := w.requested()
 		w.deliver()
@@ -283,7 +284,7 @@ func decodePayments(t *testing.T, recs []eventstore.Record) []payment.Event {
 
 // counting records the commands the process sends.
 type counting struct {
-	rentalpayment.Commands
+	process.Commands
 	mu   sync.Mutex
 	sent []string
 }
@@ -303,9 +304,9 @@ func (c *counting) Bike(ctx context.Context, cmd rental.Command, meta command.Me
 }
 
 func TestRedeliveryConverges(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		counter := &counting{}
-		w := newWorld(t, mode, func(inner rentalpayment.Commands) rentalpayment.Commands { counter.Commands = inner; return counter })
+		w := newWorld(t, mode, func(inner process.Commands) process.Commands { counter.Commands = inner; return counter })
 		rentalID := w.requested()
 		w.deliver()
 		w.pay(payment.ConfirmPayment{Reference: payment.ReferenceFor(rentalID)})
@@ -334,7 +335,7 @@ func TestRedeliveryConverges(t *testing.T) {
 // crashing lets a command succeed, then reports failure once, as if the function
 // died right after the command took effect.
 type crashing struct {
-	rentalpayment.Commands
+	process.Commands
 	after   string
 	crashed bool
 }
@@ -360,9 +361,9 @@ func (c *crashing) Bike(ctx context.Context, cmd rental.Command, meta command.Me
 func TestCrashBetweenWorkAndRecordConverges(t *testing.T) {
 	for _, after := range []string{"payment.PreparePayment", "rental.ApproveRequest"} {
 		t.Run(after, func(t *testing.T) {
-			modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+			modes(t, func(t *testing.T, mode process.RecordingMode) {
 				c := &crashing{after: after}
-				w := newWorld(t, mode, func(inner rentalpayment.Commands) rentalpayment.Commands { c.Commands = inner; return c })
+				w := newWorld(t, mode, func(inner process.Commands) process.Commands { c.Commands = inner; return c })
 				rentalID := w.requested()
 				w.pay(payment.PreparePayment{Reference: "rp_other", PaymentID: "x", Amount: 1, Currency: "EUR"}) // noise
 				deliverAll := func() (failures int) {
@@ -396,7 +397,7 @@ func TestCrashBetweenWorkAndRecordConverges(t *testing.T) {
 }
 
 func TestRacingDeliveriesStartOneProcess(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		w := newWorld(t, mode, nil)
 		rentalID := w.requested()
 		requested := w.store.since(0)[1]
@@ -424,9 +425,9 @@ func TestRacingDeliveriesStartOneProcess(t *testing.T) {
 }
 
 func TestCancelFindsNothingToDo(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		w := newWorld(t, mode, nil)
-		cancel := func(rentalID string) rentalpayment.Outcome {
+		cancel := func(rentalID string) process.Outcome {
 			t.Helper()
 			out, err := w.process.CancelRentalPayment(ctx, rentalID, command.Meta{})
 			if err != nil {
@@ -434,19 +435,19 @@ func TestCancelFindsNothingToDo(t *testing.T) {
 			}
 			return out
 		}
-		if out := cancel(rental.NewRentalID("b9", "AAAAAAAAAAAAAAAAAAAAAA")); out != rentalpayment.OutcomeNothingToDo {
+		if out := cancel(rental.NewRentalID("b9", "AAAAAAAAAAAAAAAAAAAAAA")); out != process.OutcomeNothingToDo {
 			t.Errorf("unknown rental: %s", out)
 		}
 		rentalID := w.requested()
 		w.deliver()
-		if out := cancel(rentalID); out != rentalpayment.OutcomeCancelled {
+		if out := cancel(rentalID); out != process.OutcomeCancelled {
 			t.Errorf("first cancel: %s", out)
 		}
-		if out := cancel(rentalID); out != rentalpayment.OutcomeNothingToDo {
+		if out := cancel(rentalID); out != process.OutcomeNothingToDo {
 			t.Errorf("second cancel in a row: %s", out)
 		}
 		w.deliver()
-		if out := cancel(rentalID); out != rentalpayment.OutcomeNothingToDo {
+		if out := cancel(rentalID); out != process.OutcomeNothingToDo {
 			t.Errorf("cancel of a completed rental: %s", out)
 		}
 		w.expect(rentalID, []string{"PaymentPrepared", "PaymentCancelled"}, ended, bikeFreed)
@@ -454,19 +455,19 @@ func TestCancelFindsNothingToDo(t *testing.T) {
 }
 
 func TestCancelAfterConfirmationIsDeclined(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		w := newWorld(t, mode, nil)
 		rentalID := w.requested()
 		w.deliver()
 		w.pay(payment.ConfirmPayment{Reference: payment.ReferenceFor(rentalID)})
 		// Confirmed, but the process has not reacted yet.
 		out, err := w.process.CancelRentalPayment(ctx, rentalID, command.Meta{})
-		if err != nil || out != rentalpayment.OutcomeDeclined {
+		if err != nil || out != process.OutcomeDeclined {
 			t.Fatalf("cancel after confirmation = %q, %v; want declined", out, err)
 		}
 		w.deliver()
 		out, err = w.process.CancelRentalPayment(ctx, rentalID, command.Meta{})
-		if err != nil || out != rentalpayment.OutcomeNothingToDo {
+		if err != nil || out != process.OutcomeNothingToDo {
 			t.Fatalf("cancel after completion = %q, %v; want nothing-to-do", out, err)
 		}
 		w.expect(rentalID, []string{"PaymentPrepared", "PaymentConfirmed"}, ended, bikeRented)
@@ -479,7 +480,7 @@ func TestCancelAfterConfirmationIsDeclined(t *testing.T) {
 // A payment can settle before the process has recorded its start (the two events
 // live in different streams): the record must fail, to be retried, not be dropped.
 func TestSettlementBeforeTheProcessStartedIsRetried(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		w := newWorld(t, mode, nil)
 		rentalID := w.requested()
 		ref := payment.ReferenceFor(rentalID)
@@ -501,7 +502,7 @@ func TestSettlementBeforeTheProcessStartedIsRetried(t *testing.T) {
 }
 
 func TestOtherEventsAreIgnoredAndCorruptOnesReported(t *testing.T) {
-	w := newWorld(t, rentalpayment.RecordByAppend, nil)
+	w := newWorld(t, process.RecordByAppend, nil)
 	for _, r := range []eventstore.Record{
 		{StreamID: "bike-b1", Version: 1, Event: eventstore.Event{ID: "1", Type: "BikeRegistered", Data: []byte(`{"bikeId":"b1"}`)}},
 		{StreamID: "payment-rp_x", Version: 1, Event: eventstore.Event{ID: "2", Type: "PaymentPrepared", Data: []byte(`{}`)}},
@@ -521,7 +522,7 @@ func TestOtherEventsAreIgnoredAndCorruptOnesReported(t *testing.T) {
 }
 
 func TestRentalHistoryShowsTheProcess(t *testing.T) {
-	w := newWorld(t, rentalpayment.RecordByAppend, nil)
+	w := newWorld(t, process.RecordByAppend, nil)
 	rentalID := w.requested()
 	w.deliver()
 	w.pay(payment.ConfirmPayment{Reference: payment.ReferenceFor(rentalID)})
@@ -541,20 +542,20 @@ func TestRentalHistoryShowsTheProcess(t *testing.T) {
 }
 
 func TestConfiguration(t *testing.T) {
-	if _, err := rentalpayment.ParseRecordingMode("queue"); err == nil {
+	if _, err := process.ParseRecordingMode("queue"); err == nil {
 		t.Error("an unknown recording mode was accepted")
 	}
-	if m, err := rentalpayment.ParseRecordingMode(""); err != nil || m != rentalpayment.RecordByAppend {
+	if m, err := process.ParseRecordingMode(""); err != nil || m != process.RecordByAppend {
 		t.Errorf("default mode = %q, %v", m, err)
 	}
-	if _, err := rentalpayment.New(rentalpayment.Config{Store: eventstore.NewMemory(), Price: rentalpayment.Price{Amount: 0, Currency: "EUR"}}); err == nil {
+	if _, err := process.New(process.Config{Store: eventstore.NewMemory(), Price: process.Price{Amount: 0, Currency: "EUR"}}); err == nil {
 		t.Error("a zero price was accepted")
 	}
 }
 
 // refusing fails one kind of command without running it.
 type refusing struct {
-	rentalpayment.Commands
+	process.Commands
 	kind string
 }
 
@@ -575,8 +576,8 @@ func (r refusing) Bike(ctx context.Context, cmd rental.Command, meta command.Met
 // Recording always follows the work it asserts: when the work fails, nothing is
 // recorded, and the record fails so that it is delivered again.
 func TestNothingIsRecordedWhenTheWorkFails(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
-		w := newWorld(t, mode, func(inner rentalpayment.Commands) rentalpayment.Commands {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
+		w := newWorld(t, mode, func(inner process.Commands) process.Commands {
 			return refusing{Commands: inner, kind: "payment.PreparePayment"}
 		})
 		rentalID := w.requested()
@@ -585,7 +586,7 @@ func TestNothingIsRecordedWhenTheWorkFails(t *testing.T) {
 		}
 		w.expect(rentalID, nil, nil, bikeAsked)
 
-		w = newWorld(t, mode, func(inner rentalpayment.Commands) rentalpayment.Commands {
+		w = newWorld(t, mode, func(inner process.Commands) process.Commands {
 			return refusing{Commands: inner, kind: "rental.ApproveRequest"}
 		})
 		rentalID = w.requested()
@@ -604,7 +605,7 @@ func TestNothingIsRecordedWhenTheWorkFails(t *testing.T) {
 // (so filtering it drops nothing), and one of every type it is woken for is read
 // (a corrupt one is refused rather than ignored).
 func TestTheProcessActsOnExactlyTheTypesItIsWokenFor(t *testing.T) {
-	w := newWorld(t, rentalpayment.RecordByAppend, nil)
+	w := newWorld(t, process.RecordByAppend, nil)
 	rentalID := rental.NewRentalID("b1", "AAAAAAAAAAAAAAAAAAAAAA")
 	for _, typ := range eventfilter.EventTypes() {
 		r := eventstore.Record{StreamID: "s", Version: 1, Event: eventstore.Event{ID: "e-" + typ, Type: typ, Data: []byte(`not json`), CorrelationID: rentalID}}
@@ -627,7 +628,7 @@ func TestTheProcessActsOnExactlyTheTypesItIsWokenFor(t *testing.T) {
 // command or view about the rental later finds its records on the bike by key
 // (bikestream), however many rentals the bike has had since.
 func TestTheProcessRecordsWhereItsRentalIsOnTheBike(t *testing.T) {
-	modes(t, func(t *testing.T, mode rentalpayment.RecordingMode) {
+	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		w := newWorld(t, mode, nil)
 		rentalID := w.requested()
 		w.deliver()

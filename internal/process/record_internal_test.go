@@ -1,4 +1,4 @@
-package rentalpayment
+package process
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/command"
 	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
 
 // TestNoRecordingWithoutARead checks the guard that makes an unguarded append
@@ -19,11 +20,11 @@ func TestNoRecordingWithoutARead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := RecordPaymentRequested{RentalPaymentRequested{RentalID: "b1_AAAAAAAAAAAAAAAAAAAAAA"}}
+		cmd := rentalpayment.RecordPaymentRequested{RentalPaymentRequested: rentalpayment.RentalPaymentRequested{RentalID: "b1_AAAAAAAAAAAAAAAAAAAAAA"}}
 		if err := p.recorder.record(context.Background(), "b1_AAAAAAAAAAAAAAAAAAAAAA", Snapshot{}, cmd, command.Meta{}); !errors.Is(err, errUnread) {
 			t.Errorf("%s: recording from an unread snapshot: err = %v, want errUnread", mode, err)
 		}
-		if recs, _ := store.Read(context.Background(), StreamID("b1_AAAAAAAAAAAAAAAAAAAAAA"), 0); len(recs) != 0 {
+		if recs, _ := store.Read(context.Background(), rentalpayment.StreamID("b1_AAAAAAAAAAAAAAAAAAAAAA"), 0); len(recs) != 0 {
 			t.Errorf("%s: %d events written", mode, len(recs))
 		}
 	}
@@ -41,14 +42,14 @@ func TestAppendModeIsGuardedByTheVersionRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := RecordPaymentRequested{RentalPaymentRequested{RentalID: rentalID, BikeID: "b1", Renter: "alice", Amount: 1, Currency: "EUR"}}
+	cmd := rentalpayment.RecordPaymentRequested{RentalPaymentRequested: rentalpayment.RentalPaymentRequested{RentalID: rentalID, BikeID: "b1", Renter: "alice", Amount: 1, Currency: "EUR"}}
 	if err := p.HandleRecording(ctx, rentalID, cmd, command.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.recorder.record(ctx, rentalID, stale, cmd, command.Meta{}); !errors.Is(err, eventstore.ErrConcurrency) {
 		t.Fatalf("append from a stale snapshot: err = %v, want ErrConcurrency", err)
 	}
-	if recs, _ := store.Read(ctx, StreamID(rentalID), 0); len(recs) != 1 {
+	if recs, _ := store.Read(ctx, rentalpayment.StreamID(rentalID), 0); len(recs) != 1 {
 		t.Fatalf("the process stream holds %d events, want 1", len(recs))
 	}
 }
@@ -62,9 +63,9 @@ func TestCommandModeRecordsWhatIsAlreadyRecordedOnce(t *testing.T) {
 	p, _ := New(Config{Store: store, Commands: command.New(store), Mode: RecordByCommand, Price: Price{Amount: 1, Currency: "EUR"}})
 	ctx := context.Background()
 	const rentalID = "b1_AAAAAAAAAAAAAAAAAAAAAA"
-	start := RecordPaymentRequested{RentalPaymentRequested{RentalID: rentalID, BikeID: "b1", Renter: "alice", Amount: 1, Currency: "EUR"}}
-	end := RecordProcessCompleted{RentalPaymentProcessCompleted{RentalID: rentalID, Outcome: CompletedApproved}}
-	for _, cmd := range []Command{start, end} {
+	start := rentalpayment.RecordPaymentRequested{RentalPaymentRequested: rentalpayment.RentalPaymentRequested{RentalID: rentalID, BikeID: "b1", Renter: "alice", Amount: 1, Currency: "EUR"}}
+	end := rentalpayment.RecordProcessCompleted{RentalPaymentProcessCompleted: rentalpayment.RentalPaymentProcessCompleted{RentalID: rentalID, Outcome: rentalpayment.CompletedApproved}}
+	for _, cmd := range []rentalpayment.Command{start, end} {
 		stale, err := p.load(ctx, rentalID)
 		if err != nil {
 			t.Fatal(err)
@@ -76,7 +77,7 @@ func TestCommandModeRecordsWhatIsAlreadyRecordedOnce(t *testing.T) {
 			t.Fatalf("%T from a stale snapshot: err = %v, want it to succeed and append nothing", cmd, err)
 		}
 	}
-	recs, err := store.Read(ctx, StreamID(rentalID), 0)
+	recs, err := store.Read(ctx, rentalpayment.StreamID(rentalID), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestCommandModeRecordsWhatIsAlreadyRecordedOnce(t *testing.T) {
 	for _, r := range recs {
 		got = append(got, r.Type)
 	}
-	if want := []string{TypeRequested, TypeCompleted}; !slices.Equal(got, want) {
+	if want := []string{rentalpayment.TypeRequested, rentalpayment.TypeCompleted}; !slices.Equal(got, want) {
 		t.Errorf("the process stream holds %v, want %v", got, want)
 	}
 }

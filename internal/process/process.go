@@ -1,4 +1,9 @@
-package rentalpayment
+// Package process runs the rental-payment process: on a bike request it asks the
+// payment side for money, when the payment settles it approves or rejects the
+// request, and it gives up when asked to (CancelRentalPayment). It keeps its state
+// as its own events, decided by the pure decider in package rentalpayment, and reads
+// back only those.
+package process
 
 import (
 	"context"
@@ -13,6 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/ident"
 	"github.com/bikerental/bikerental/internal/payment"
 	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/rentalpayment"
 )
 
 // Commands sends commands to the rental and payment sides. *command.Handler is one.
@@ -138,14 +144,14 @@ func New(cfg Config) (*Process, error) {
 // read at. Only Process.load makes a usable one, so nothing can record an event
 // without having read the state that event is guarded by.
 type Snapshot struct {
-	State   State
+	State   rentalpayment.State
 	stream  string
 	version int64
 	read    bool
 }
 
 func (p *Process) load(ctx context.Context, rentalID string) (Snapshot, error) {
-	stream := StreamID(rentalID)
+	stream := rentalpayment.StreamID(rentalID)
 	records, err := p.store.Read(ctx, stream, 0)
 	if err != nil {
 		return Snapshot{}, err
@@ -163,20 +169,20 @@ func (p *Process) load(ctx context.Context, rentalID string) (Snapshot, error) {
 
 // recorder writes the process's own events, by one of the two mechanisms.
 type recorder interface {
-	record(ctx context.Context, rentalID string, snap Snapshot, c Command, meta command.Meta) error
+	record(ctx context.Context, rentalID string, snap Snapshot, c rentalpayment.Command, meta command.Meta) error
 }
 
 // fold decodes a process's records and folds them: the state the decider decides on.
-func fold(rentalID string, records []eventstore.Record) (State, error) {
-	events := make([]Event, len(records))
+func fold(rentalID string, records []eventstore.Record) (rentalpayment.State, error) {
+	events := make([]rentalpayment.Event, len(records))
 	for i, r := range records {
-		e, err := DecodeEvent(r.Type, r.Data)
+		e, err := rentalpayment.DecodeEvent(r.Type, r.Data)
 		if err != nil {
-			return State{}, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+			return rentalpayment.State{}, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
 		}
 		events[i] = e
 	}
-	s := Fold(events)
+	s := rentalpayment.Fold(events)
 	if s.RentalID == "" {
 		s.RentalID = rentalID
 	}
@@ -189,11 +195,11 @@ var errUnread = errors.New("rentalpayment: refusing to record without having rea
 // appendRecorder appends at the version of the snapshot the reaction read.
 type appendRecorder struct{ p *Process }
 
-func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapshot, c Command, meta command.Meta) error {
+func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapshot, c rentalpayment.Command, meta command.Meta) error {
 	if !snap.read {
 		return errUnread
 	}
-	decided, err := Decide(snap.State, c)
+	decided, err := rentalpayment.Decide(snap.State, c)
 	if err != nil || len(decided) == 0 {
 		return err
 	}
@@ -208,7 +214,7 @@ func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapsh
 // commandRecorder sends the recording command to the process's command handler.
 type commandRecorder struct{ p *Process }
 
-func (c commandRecorder) record(ctx context.Context, rentalID string, snap Snapshot, cmd Command, meta command.Meta) error {
+func (c commandRecorder) record(ctx context.Context, rentalID string, snap Snapshot, cmd rentalpayment.Command, meta command.Meta) error {
 	if !snap.read {
 		return errUnread
 	}
@@ -219,13 +225,13 @@ func (c commandRecorder) record(ctx context.Context, rentalID string, snap Snaps
 // RecordProcessCompleted, the only writer of the process's stream in command mode:
 // it reads the stream, decides, and appends, retrying concurrency conflicts.
 // Recording what is already recorded succeeds and appends nothing.
-func (p *Process) HandleRecording(ctx context.Context, rentalID string, cmd Command, meta command.Meta) error {
-	_, _, err := eventstore.Execute(ctx, p.store, StreamID(rentalID), func(history []eventstore.Record) ([]eventstore.Event, error) {
+func (p *Process) HandleRecording(ctx context.Context, rentalID string, cmd rentalpayment.Command, meta command.Meta) error {
+	_, _, err := eventstore.Execute(ctx, p.store, rentalpayment.StreamID(rentalID), func(history []eventstore.Record) ([]eventstore.Event, error) {
 		s, err := fold(rentalID, history)
 		if err != nil {
 			return nil, err
 		}
-		decided, err := Decide(s, cmd)
+		decided, err := rentalpayment.Decide(s, cmd)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +240,7 @@ func (p *Process) HandleRecording(ctx context.Context, rentalID string, cmd Comm
 	return err
 }
 
-func (p *Process) encode(rentalID string, decided []Event, meta command.Meta) ([]eventstore.Event, error) {
+func (p *Process) encode(rentalID string, decided []rentalpayment.Event, meta command.Meta) ([]eventstore.Event, error) {
 	out := make([]eventstore.Event, len(decided))
 	for i, e := range decided {
 		data, err := json.Marshal(e)
@@ -408,7 +414,7 @@ func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e re
 	if _, err := p.commands.Payment(ctx, prepare, meta); err != nil {
 		return fmt.Errorf("rentalpayment: prepare payment for rental %s: %w", e.RentalID, err)
 	}
-	return p.recorder.record(ctx, e.RentalID, snap, RecordPaymentRequested{RentalPaymentRequested{
+	return p.recorder.record(ctx, e.RentalID, snap, rentalpayment.RecordPaymentRequested{RentalPaymentRequested: rentalpayment.RentalPaymentRequested{
 		RentalID: e.RentalID, BikeID: e.BikeID, Renter: e.Renter, Amount: prepare.Amount, Currency: prepare.Currency,
 		BikeVersion: r.Version,
 	}}, meta)
@@ -431,7 +437,7 @@ func decoded[T any, E any](r eventstore.Record, decode func(string, []byte) (E, 
 }
 
 func (p *Process) onPaymentSettled(ctx context.Context, r eventstore.Record, e payment.Event) error {
-	completion, _ := CompletionFor(e.EventType())
+	completion, _ := rentalpayment.CompletionFor(e.EventType())
 	rentalID, err := payment.RentalIDFor(payment.ReferenceOf(e))
 	if err != nil {
 		return nil // not a rental's payment: not this process's business
@@ -441,21 +447,21 @@ func (p *Process) onPaymentSettled(ctx context.Context, r eventstore.Record, e p
 		return err
 	}
 	switch snap.State.Status {
-	case StatusCompleted:
+	case rentalpayment.StatusCompleted:
 		return nil
-	case StatusNotStarted:
-		return fmt.Errorf("%w: rental %s, %s at %s version %d", ErrProcessNotStarted, rentalID, r.Type, r.StreamID, r.Version)
+	case rentalpayment.StatusNotStarted:
+		return fmt.Errorf("%w: rental %s, %s at %s version %d", rentalpayment.ErrProcessNotStarted, rentalID, r.Type, r.StreamID, r.Version)
 	}
 	s := snap.State
 	meta := command.Meta{CorrelationID: rentalID, CausationID: r.ID}
 	var tell rental.Command = rental.RejectRequest{BikeID: s.BikeID, Renter: s.Renter, RentalID: rentalID}
-	if completion == CompletedApproved {
+	if completion == rentalpayment.CompletedApproved {
 		tell = rental.ApproveRequest{BikeID: s.BikeID, Renter: s.Renter, RentalID: rentalID}
 	}
 	if _, err := p.commands.Bike(ctx, tell, meta); err != nil {
 		return fmt.Errorf("rentalpayment: tell bike %s about rental %s: %w", s.BikeID, rentalID, err)
 	}
-	return p.recorder.record(ctx, rentalID, snap, RecordProcessCompleted{RentalPaymentProcessCompleted{
+	return p.recorder.record(ctx, rentalID, snap, rentalpayment.RecordProcessCompleted{RentalPaymentProcessCompleted: rentalpayment.RentalPaymentProcessCompleted{
 		RentalID: rentalID, Outcome: completion,
 	}}, meta)
 }
@@ -472,7 +478,7 @@ func (p *Process) CancelRentalPayment(ctx context.Context, rentalID string, meta
 	if err != nil {
 		return "", err
 	}
-	if snap.State.Status != StatusRequested {
+	if snap.State.Status != rentalpayment.StatusRequested {
 		return OutcomeNothingToDo, nil
 	}
 	if meta.CorrelationID == "" {
