@@ -107,20 +107,31 @@ func (p *Projection) finalMarker(ctx context.Context, key, rentalID, marker stri
 }
 
 func decodeOpen(item map[string]types.AttributeValue) (deadline.Open, error) {
-	key, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
-	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
-	if !ok1 || !ok2 {
-		return deadline.Open{}, fmt.Errorf("deadline: open-process row lacks %s or %s", schema.PendingReference, schema.PendingPreparedAt)
-	}
-	rentalID, ok := rentalOfOpenKey(key.Value)
-	if !ok {
-		return deadline.Open{}, fmt.Errorf("deadline: open-process row %q: not a process's key", key.Value)
-	}
-	ms, err := strconv.ParseInt(at.Value, 10, 64)
+	key, ms, err := stamped(item, "open-process row", false)
 	if err != nil {
-		return deadline.Open{}, fmt.Errorf("deadline: open-process row %s: %s %q", key.Value, schema.PendingPreparedAt, at.Value)
+		return deadline.Open{}, err
+	}
+	rentalID, ok := rentalOfOpenKey(key)
+	if !ok {
+		return deadline.Open{}, fmt.Errorf("deadline: open-process row %q: not a process's key", key)
 	}
 	return deadline.Open{RentalID: rentalID, RequestedAt: time.UnixMilli(ms).UTC()}, nil
+}
+
+// stamped reads the key of a row of the open partitions, and the time it is stamped
+// with in the index (Unix milliseconds; negated, at most 0, for the rows that say
+// negative). what names the row in its errors.
+func stamped(item map[string]types.AttributeValue, what string, negative bool) (key string, ms int64, err error) {
+	k, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
+	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
+	if !ok1 || !ok2 {
+		return "", 0, fmt.Errorf("deadline: %s lacks %s or %s", what, schema.PendingReference, schema.PendingPreparedAt)
+	}
+	ms, err = strconv.ParseInt(at.Value, 10, 64)
+	if err != nil || (negative && ms > 0) {
+		return "", 0, fmt.Errorf("deadline: %s %s: %s %q", what, k.Value, schema.PendingPreparedAt, at.Value)
+	}
+	return k.Value, ms, nil
 }
 
 // OpenBefore returns every rental whose process has been open since before the

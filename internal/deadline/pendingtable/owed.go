@@ -87,18 +87,13 @@ func (p *Projection) cancellationSettled(ctx context.Context, ref string, r even
 }
 
 func decodeOwed(item map[string]types.AttributeValue) (deadline.OwedCancellation, error) {
-	key, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
-	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
-	if !ok1 || !ok2 {
-		return deadline.OwedCancellation{}, fmt.Errorf("deadline: owed-cancellation row lacks %s or %s", schema.PendingReference, schema.PendingPreparedAt)
+	key, ms, err := stamped(item, "owed-cancellation row", true)
+	if err != nil {
+		return deadline.OwedCancellation{}, err
 	}
-	ref, ok := referenceOfOwedKey(key.Value)
+	ref, ok := referenceOfOwedKey(key)
 	if !ok {
-		return deadline.OwedCancellation{}, fmt.Errorf("deadline: owed-cancellation row %q: not a payment's key", key.Value)
-	}
-	ms, err := strconv.ParseInt(at.Value, 10, 64)
-	if err != nil || ms > 0 {
-		return deadline.OwedCancellation{}, fmt.Errorf("deadline: owed-cancellation row %s: %s %q", key.Value, schema.PendingPreparedAt, at.Value)
+		return deadline.OwedCancellation{}, fmt.Errorf("deadline: owed-cancellation row %q: not a payment's key", key)
 	}
 	rentalID, _ := payment.RentalIDFor(ref)
 	return deadline.OwedCancellation{Reference: ref, RentalID: rentalID, OwedAt: time.UnixMilli(-ms).UTC()}, nil

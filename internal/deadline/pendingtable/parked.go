@@ -145,18 +145,13 @@ func (p *Projection) Postpone(ctx context.Context, row deadline.Parked, due time
 var _ deadline.ParkedRows = (*Projection)(nil)
 
 func decodeParked(item map[string]types.AttributeValue) (deadline.Parked, error) {
-	key, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
-	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
-	if !ok1 || !ok2 {
-		return deadline.Parked{}, fmt.Errorf("deadline: parked row lacks %s or %s", schema.PendingReference, schema.PendingPreparedAt)
+	key, ms, err := stamped(item, "parked row", true)
+	if err != nil {
+		return deadline.Parked{}, err
 	}
-	row, ok := parkedOfKey(key.Value)
+	row, ok := parkedOfKey(key)
 	if !ok {
-		return deadline.Parked{}, fmt.Errorf("deadline: parked row %q: not a parked record's key", key.Value)
-	}
-	ms, err := strconv.ParseInt(at.Value, 10, 64)
-	if err != nil || ms > 0 {
-		return deadline.Parked{}, fmt.Errorf("deadline: parked row %s: %s %q", key.Value, schema.PendingPreparedAt, at.Value)
+		return deadline.Parked{}, fmt.Errorf("deadline: parked row %q: not a parked record's key", key)
 	}
 	row.Due = time.UnixMilli(-ms).UTC()
 	return row, nil
