@@ -8,7 +8,6 @@ import (
 
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
-	"github.com/bikerental/bikerental/internal/wiring"
 )
 
 const cancellationsUsage = `Usage: rentalctl cancellations [flags]
@@ -51,16 +50,9 @@ func runCancellations(ctx context.Context, c *cli, args []string) error {
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	if err := f.require(c, "pending-table"); err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
+	projection, err := f.pendingReader(ctx, c, "cancellations")
 	if err != nil {
 		return err
-	}
-	projection, err := wiring.PendingReader(cfg, f.lookup)
-	if err != nil {
-		return configError("cancellations", err)
 	}
 	rows, _, err := projection.OwedCancellations(ctx)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/bikerental/bikerental/internal/deadline"
 	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
-	"github.com/bikerental/bikerental/internal/wiring"
 )
 
 const parkedUsage = `Usage: rentalctl parked [flags]
@@ -46,16 +45,9 @@ func runParked(ctx context.Context, c *cli, args []string) error {
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	if err := f.require(c, "pending-table"); err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
+	projection, err := f.pendingReader(ctx, c, "parked")
 	if err != nil {
 		return err
-	}
-	projection, err := wiring.PendingReader(cfg, f.lookup)
-	if err != nil {
-		return configError("parked", err)
 	}
 	// The rows stamped below 0 of the open processes' partitions: the owed
 	// cancellations and the parked records, no open process.

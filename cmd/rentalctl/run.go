@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/bikerental/bikerental/internal/command"
+	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
 	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
 	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -379,8 +380,6 @@ func (f *flags) rentalID(c *cli, id string) error {
 	return nil
 }
 
-// configError marks an error from internal/wiring, which only ever fails on
-// settings, as a usage error.
 // bothTables is what the commands that read the Events table and write
 // PendingPayments start with: both named, the AWS configuration, the event store.
 func (f *flags) bothTables(ctx context.Context, c *cli, command string) (aws.Config, *dynamo.Store, error) {
@@ -398,6 +397,25 @@ func (f *flags) bothTables(ctx context.Context, c *cli, command string) (aws.Con
 	return cfg, store, nil
 }
 
+// pendingReader is what the commands that only read PendingPayments start with: the
+// table named, the AWS configuration, the projection to read it through.
+func (f *flags) pendingReader(ctx context.Context, c *cli, command string) (*pendingtable.Projection, error) {
+	if err := f.require(c, "pending-table"); err != nil {
+		return nil, err
+	}
+	cfg, err := awsConfig(ctx, c.getenv)
+	if err != nil {
+		return nil, err
+	}
+	projection, err := wiring.PendingReader(cfg, f.lookup)
+	if err != nil {
+		return nil, configError(command, err)
+	}
+	return projection, nil
+}
+
+// configError marks an error from internal/wiring, which only ever fails on
+// settings, as a usage error.
 func configError(name string, err error) error {
 	return fmt.Errorf("%w: %s: %w", errUsage, name, err)
 }

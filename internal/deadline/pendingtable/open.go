@@ -53,7 +53,13 @@ func (p *Projection) openShardOf(rentalID string) string {
 // requested, unless the rental already has one: the same row, or the marker of a
 // completed process, which a late or replayed BikeRequested never reopens.
 func (p *Projection) opened(ctx context.Context, rentalID string, r eventstore.Record) error {
-	key := OpenKey(rentalID)
+	return p.createOnce(ctx, OpenKey(rentalID), rentalID, r.RecordedAt.UnixMilli(), p.openShardOf(rentalID))
+}
+
+// createOnce creates the row at key for rentalID in the index partition shard,
+// stamped stamp (Unix milliseconds, or their negation), unless a row or marker
+// already stands there: a late or replayed event never reopens what settled.
+func (p *Projection) createOnce(ctx context.Context, key, rentalID string, stamp int64, shard string) error {
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(p.table),
 		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
@@ -65,8 +71,8 @@ func (p *Projection) opened(ctx context.Context, rentalID string, r eventstore.R
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":rental": &types.AttributeValueMemberS{Value: rentalID},
-			":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(r.RecordedAt.UnixMilli(), 10)},
-			":shard":  &types.AttributeValueMemberS{Value: p.openShardOf(rentalID)},
+			":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(stamp, 10)},
+			":shard":  &types.AttributeValueMemberS{Value: shard},
 		},
 	})
 	return ignoreFailedCondition(err, key)

@@ -3,12 +3,9 @@ package pendingtable
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/deadline"
@@ -49,23 +46,7 @@ func referenceOfOwedKey(key string) (string, bool) {
 // payment's cancellation becomes owed once at most).
 func (p *Projection) owed(ctx context.Context, ref string, r eventstore.Record) error {
 	rentalID, _ := payment.RentalIDFor(ref)
-	key := OwedKey(ref)
-	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(p.table),
-		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
-		ConditionExpression: aws.String("attribute_not_exists(#ref)"),
-		UpdateExpression:    aws.String("SET #rental = :rental, #at = :at, #shard = :shard"),
-		ExpressionAttributeNames: map[string]string{
-			"#ref": schema.PendingReference, "#rental": schema.PendingRentalID, "#at": schema.PendingPreparedAt,
-			"#shard": schema.PendingDueShard,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":rental": &types.AttributeValueMemberS{Value: rentalID},
-			":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(-r.RecordedAt.UnixMilli(), 10)},
-			":shard":  &types.AttributeValueMemberS{Value: p.owedShardOf(ref)},
-		},
-	})
-	return ignoreFailedCondition(err, key)
+	return p.createOnce(ctx, OwedKey(ref), rentalID, -r.RecordedAt.UnixMilli(), p.owedShardOf(ref))
 }
 
 // owedShardOf returns the index partition of a payment's owed-cancellation row.
