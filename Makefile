@@ -10,7 +10,7 @@ CFN_LINT_VERSION := 1.51.0
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := bin/aws-lambda-rie
 # stripe-mock, Stripe's API mock, for the tests of the Stripe provider and
-# PAYMENT_PROVIDER=stripe make run (keep it equal to internal/stripemock.Version).
+# PAYMENT_PROVIDER=stripe make run (keep it equal to internal/dev/stripemock.Version).
 STRIPE_MOCK_VERSION := v0.203.0
 STRIPE_MOCK := bin/stripe-mock
 # Redocly's CLI, the OpenAPI document's linter (make lint-openapi, through npx).
@@ -53,7 +53,7 @@ lint: vet $(STATICCHECK) ## go vet, a gofmt check, staticcheck and cfn-lint on t
 # Every rule at error level (recommended-strict), so that a warning fails it too.
 # Not part of make test: it needs Node.js and npm's registry. The properties tools
 # rely on (no unused component, examples that validate) are also held by the tests
-# of internal/apicontract.
+# of internal/testkit/apicontract.
 lint-openapi: ## lint api/openapi.yaml with Redocly's CLI at its pinned version, through npx (needs Node.js)
 	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx --yes @redocly/cli@$(REDOCLY_VERSION) lint --extends=recommended-strict api/openapi.yaml
 
@@ -64,7 +64,7 @@ fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')
 
 bench: moto ## benchmarks of the event store (both implementations) and of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/eventstore/... ./internal/command/ ./internal/streambatch/ ./internal/api/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/eventstore/... ./internal/adapters/dynamo/ ./internal/app/command/ ./internal/ports/lambda/streambatch/ ./internal/ports/httpapi/
 
 build: ## build every Lambda function into bin/<function>/bootstrap (linux/arm64) and report sizes
 	@for f in $(FUNCTIONS); do \
@@ -88,12 +88,12 @@ soak: moto ## long load runs on a local stack, calm and with 20% of DynamoDB req
 	$(GO) run ./tools/cmd/loadgen --rentals 400 --renters 8 --bikes 10 --faults 0.2
 
 bench-sweep: moto ## items one sweep reads vs a scan (SWEEP_BENCH_SIZES=1000,10000,100000 for more)
-	$(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 3x -timeout 60m ./internal/deadline/
+	$(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 3x -timeout 60m ./internal/app/deadline/
 
 # The chart needs only the items read, which do not vary between runs: one sweep per
 # size is enough. The benchmark's output is kept beside the chart as its data.
 bench-sweep-chart: moto ## bench-sweep at 1,000, 10,000 and 100,000 pending rows, charted into docs/sweep-scaling.png
-	set -o pipefail; SWEEP_BENCH_SIZES=1000,10000,100000 $(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 1x -timeout 60m ./internal/deadline/ | tee docs/sweep-scaling.txt.partial
+	set -o pipefail; SWEEP_BENCH_SIZES=1000,10000,100000 $(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 1x -timeout 60m ./internal/app/deadline/ | tee docs/sweep-scaling.txt.partial
 	mv docs/sweep-scaling.txt.partial docs/sweep-scaling.txt
 	$(GO) run ./tools/cmd/sweepchart -in docs/sweep-scaling.txt -out docs/sweep-scaling.png
 
@@ -102,7 +102,7 @@ bench-sweep-chart: moto ## bench-sweep at 1,000, 10,000 and 100,000 pending rows
 # charted into docs/bike-history.svg. The test output is kept beside the chart.
 BIKE_HISTORY_SIZES ?= 0,10,100,1000,10000
 bench-history: moto ## reads per bike command and rental view by the bike's age, charted into docs/bike-history.svg (minutes)
-	set -o pipefail; BIKE_HISTORY_SIZES=$(BIKE_HISTORY_SIZES) $(GO) test -count=1 -v -timeout 60m -run '^TestBikeCommandsReadTheSameAtAnyAge$$' ./internal/bikestream/ | grep -v '^[0-9]\{4\}/' | tee docs/bike-history.txt.partial
+	set -o pipefail; BIKE_HISTORY_SIZES=$(BIKE_HISTORY_SIZES) $(GO) test -count=1 -v -timeout 60m -run '^TestBikeCommandsReadTheSameAtAnyAge$$' ./internal/app/bikestream/ | grep -v '^[0-9]\{4\}/' | tee docs/bike-history.txt.partial
 	mv docs/bike-history.txt.partial docs/bike-history.txt
 	$(GO) run ./tools/cmd/historychart -in docs/bike-history.txt -out docs/bike-history.svg
 

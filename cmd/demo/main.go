@@ -30,8 +30,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/demo"
-	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/dev/demo"
+	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )

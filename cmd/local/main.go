@@ -34,7 +34,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

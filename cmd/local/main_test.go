@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/dev/local"
 )
 
 // TestABadSettingIsRefusedBeforeAnythingStarts: make run checks every setting, its

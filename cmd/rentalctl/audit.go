@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/audit"
+	"github.com/bikerental/bikerental/internal/ops/audit"
 )
 
 const auditUsage = `Usage: rentalctl audit [flags]

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/process"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
 )
 
 // downProvider is a provider that can cancel, while down is false.

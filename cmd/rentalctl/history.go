@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/rentalview"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/app/rentalview"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/mismatch"
+	"github.com/bikerental/bikerental/internal/ops/mismatch"
 )
 
 const mismatchesUsage = `Usage: rentalctl mismatches [flags]

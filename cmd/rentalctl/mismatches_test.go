@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/mismatch"
-	"github.com/bikerental/bikerental/internal/payment"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/ops/mismatch"
 )
 
 // TestMismatchesListsProviderEventsThatDidNotMatch: a provider event about one of

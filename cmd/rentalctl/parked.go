@@ -6,8 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/deadline"
-	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/app/deadline"
 )
 
 const parkedUsage = `Usage: rentalctl parked [flags]

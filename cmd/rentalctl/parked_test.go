@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/eventfilter"
-	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 )
 
 // TestParkedListsWhatTheSweepRedelivers parks a bike's request for the projector,

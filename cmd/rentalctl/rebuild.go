@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
-	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
-	"github.com/bikerental/bikerental/internal/ident"
-	"github.com/bikerental/bikerental/internal/rebuild"
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/ops/rebuild"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/refund"
+	"github.com/bikerental/bikerental/internal/ops/refund"
 )
 
 const refundsUsage = `Usage: rentalctl refunds [flags]

@@ -9,10 +9,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/audit"
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/eventfilter"
-	"github.com/bikerental/bikerental/internal/repair"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/repair"
+	"github.com/bikerental/bikerental/internal/ops/audit"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/deadline"
-	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -14,14 +14,14 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/bikerental/bikerental/internal/awsenv"
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/deadline"
-	"github.com/bikerental/bikerental/internal/emf"
-	"github.com/bikerental/bikerental/internal/eventfilter"
-	"github.com/bikerental/bikerental/internal/process"
-	"github.com/bikerental/bikerental/internal/streambatch"
-	"github.com/bikerental/bikerental/internal/sweeptrigger"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/lib/emf"
+	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
+	"github.com/bikerental/bikerental/internal/ports/lambda/sweeptrigger"
+	"github.com/bikerental/bikerental/internal/wiring/awsenv"
 )
 
 // Builder builds one Lambda function's handler from the environment.

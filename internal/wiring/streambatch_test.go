@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/bikerental/bikerental/internal/streambatch"
+	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -14,18 +14,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/api"
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/deadline"
-	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
-	"github.com/bikerental/bikerental/internal/emf"
-	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/app/repair"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/process"
-	"github.com/bikerental/bikerental/internal/repair"
-	"github.com/bikerental/bikerental/internal/streambatch"
-	"github.com/bikerental/bikerental/internal/sweepmetrics"
+	"github.com/bikerental/bikerental/internal/lib/emf"
+	"github.com/bikerental/bikerental/internal/ports/httpapi"
+	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
+	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 )
 
 // Environment variables the service reads.
@@ -248,7 +248,7 @@ type Service struct {
 	Commands   *command.Handler
 	Process    *process.Process
 	Projection *pendingtable.Projection
-	API        *api.API
+	API        *httpapi.API
 }
 
 // Core wires the parts every function shares: the event store, the command handler,

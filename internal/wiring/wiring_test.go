@@ -8,12 +8,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/process"
-	"github.com/bikerental/bikerental/internal/rental"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/ident"
+	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -21,14 +21,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
-	"github.com/bikerental/bikerental/internal/auth"
-	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/dev/auth"
+	"github.com/bikerental/bikerental/internal/dev/local"
+	"github.com/bikerental/bikerental/internal/dev/streampoll"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/local"
-	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/streampoll"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -9,12 +9,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/audit"
-	"github.com/bikerental/bikerental/internal/emulator"
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/dev/emulator"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/ops/audit"
 	"github.com/bikerental/bikerental/tools/load"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/auth"
+	"github.com/bikerental/bikerental/internal/dev/auth"
 )
 
 // call is one API request.

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/ident"
-	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
-	"github.com/bikerental/bikerental/internal/webhook"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
+	"github.com/bikerental/bikerental/internal/domain/ident"
 )
 
 func TestIntentsAreDealtInTheirShares(t *testing.T) {

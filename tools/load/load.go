@@ -64,11 +64,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/auth"
-	"github.com/bikerental/bikerental/internal/ident"
-	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
-	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/webhook"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
+	"github.com/bikerental/bikerental/internal/dev/auth"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 )
 
 // Intent is what a renter means to do with a rental once its payment is prepared.

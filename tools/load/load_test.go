@@ -10,7 +10,7 @@ import (
 
 	"log/slog"
 
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/tools/faultproxy"
 	"github.com/bikerental/bikerental/tools/load"
 )

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/rental"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 )
 
 // EndState is where the rentals and bikes of a run ended, as GET /rentals/{id} and

@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/audit"
-	"github.com/bikerental/bikerental/internal/emulator"
-	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/dev/emulator"
+	"github.com/bikerental/bikerental/internal/dev/local"
+	"github.com/bikerental/bikerental/internal/ops/audit"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/tools/faultproxy"
 )

@@ -24,26 +24,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/api"
-	"github.com/bikerental/bikerental/internal/auth"
-	"github.com/bikerental/bikerental/internal/capacitytest"
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/deadline"
-	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
-	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/app/rentalview"
+	"github.com/bikerental/bikerental/internal/dev/auth"
+	"github.com/bikerental/bikerental/internal/dev/local"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/domain/renter"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/ident"
-	"github.com/bikerental/bikerental/internal/local"
-	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
-	"github.com/bikerental/bikerental/internal/process"
-	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
-	"github.com/bikerental/bikerental/internal/rentalview"
-	"github.com/bikerental/bikerental/internal/renter"
-	"github.com/bikerental/bikerental/internal/schema"
-	"github.com/bikerental/bikerental/internal/webhook"
+	"github.com/bikerental/bikerental/internal/ports/httpapi"
+	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
@@ -376,8 +376,8 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 	for _, r := range before {
 		m.BikeStreamBytes += capacitytest.ItemSize(dynamo.EncodeRecord(r))
 	}
-	var accepted api.RentalAccepted
-	body, _ := json.Marshal(api.RentalRequest{BikeID: bikeID})
+	var accepted httpapi.RentalAccepted
+	body, _ := json.Marshal(httpapi.RentalRequest{BikeID: bikeID})
 	if err := b.expect(ctx, renterToken, http.MethodPost, "/rentals", body, http.StatusAccepted, &accepted); err != nil {
 		return m, err
 	}
@@ -422,7 +422,7 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 		}
 		m.Sweep = &sum
 	case Cancelled:
-		var out api.CancelPaymentResult
+		var out httpapi.CancelPaymentResult
 		if err := b.expect(ctx, ops, http.MethodPost, "/rentals/"+m.RentalID+"/cancel-payment", nil, http.StatusOK, &out); err != nil {
 			return m, err
 		}
@@ -536,7 +536,7 @@ func (b *Bench) webhook(ctx context.Context, ref, eventType, reason string, want
 		return "", err
 	}
 	hdr := http.Header{webhook.Header: {generic.Sign(webhookSecret, body, time.Now())}}
-	var ans api.WebhookAnswer
+	var ans httpapi.WebhookAnswer
 	if err := b.expectWith(ctx, http.MethodPost, "/webhooks/payments", body, hdr, http.StatusOK, &ans); err != nil {
 		return "", err
 	}

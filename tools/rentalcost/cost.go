@@ -3,9 +3,9 @@ package rentalcost
 import (
 	"time"
 
-	"github.com/bikerental/bikerental/internal/capacitytest"
-	"github.com/bikerental/bikerental/internal/eventfilter"
-	"github.com/bikerental/bikerental/internal/rentalpayment"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 )
 
 // Prices are on-demand list prices in US dollars per unit, for one region.
@@ -167,7 +167,7 @@ func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 		return ""
 	})["projection"]
 	// Each consumer is woken only for the records of the types it handles (the event
-	// source mappings' filters, internal/eventfilter).
+	// source mappings' filters, internal/app/eventfilter).
 	woken := func(consumer string) float64 {
 		n := 0
 		for _, e := range m.Events {

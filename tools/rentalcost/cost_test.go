@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/capacitytest"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/schema"
+	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/capacitytest"
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 

@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/bikerental/bikerental/internal/bikestream"
-	"github.com/bikerental/bikerental/internal/capacitytest"
+	"github.com/bikerental/bikerental/internal/app/bikestream"
+	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 )
 
 // ModeRuns are the paths measured with one RECORDING_MODE.
@@ -139,7 +139,7 @@ func (r Report) Markdown(w io.Writer) error {
 			t := capacitytest.Total(m.PerRental())
 			p.row(itoa(prior), fmt.Sprintf("%d bytes", m.BikeStreamBytes), units(t.ReadUnits), itoa(t.Calls))
 		}
-		p.f("\nBike commands read the stream's newest %d records and, for an older rental, that rental's records by key (docs/decisions/0008-bounded-bike-reads.md). The request on a bike with more than %d events reads one item more: the stream of the process its rental id would have, to know the id was never used. Longer histories: the table below, from internal/bikestream.\n", bikestream.TailSize, bikestream.TailSize)
+		p.f("\nBike commands read the stream's newest %d records and, for an older rental, that rental's records by key (docs/decisions/0008-bounded-bike-reads.md). The request on a bike with more than %d events reads one item more: the stream of the process its rental id would have, to know the id was never used. Longer histories: the table below, from internal/app/bikestream.\n", bikestream.TailSize, bikestream.TailSize)
 	}
 
 	p.f("\n### Cost per million rentals (%s, prices read %s)\n\n", r.Prices.Region, r.Prices.Read)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/tools/startup"
 )
 

@@ -6,7 +6,7 @@
 //
 // The rentals are real histories: bikes registered and requested through the
 // command handler on the in-memory event store. The records the process's event
-// source mapping passes (its FilterCriteria, internal/eventfilter) are delivered to
+// source mapping passes (its FilterCriteria, internal/app/eventfilter) are delivered to
 // streambatch.HandleBatch in stream batches, split by partition key over the
 // ParallelizationFactor's concurrent batches as Lambda splits them; then the
 // records the projector's mapping passes (the requests and the payments they
@@ -30,14 +30,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/deadline/pendingtable"
-	"github.com/bikerental/bikerental/internal/eventfilter"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/eventstore/dynamo"
-	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/rental"
-	"github.com/bikerental/bikerental/internal/streambatch"
+	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/bikerental/bikerental/internal/api"
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/renter"
-	"github.com/bikerental/bikerental/internal/webhook"
+	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/domain/renter"
+	"github.com/bikerental/bikerental/internal/ports/httpapi"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
@@ -109,14 +109,14 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	apiCfg := api.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger, OperatorScope: scope}
+	apiCfg := httpapi.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger, OperatorScope: scope}
 	if pay.Stripe != nil {
 		apiCfg.Stripe = pay.Stripe
 	}
 	if s.Projection != nil {
 		apiCfg.Pending = s.Projection
 	}
-	s.API = api.New(apiCfg)
+	s.API = httpapi.New(apiCfg)
 	return s, nil
 }
 

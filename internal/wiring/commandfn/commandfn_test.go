@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/bikerental/bikerental/internal/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/webhook"
+	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/commandfn"
 )

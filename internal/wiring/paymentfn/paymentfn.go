@@ -15,10 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/bikerental/bikerental/internal/command"
-	"github.com/bikerental/bikerental/internal/payment"
-	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
-	"github.com/bikerental/bikerental/internal/paymentprovider/stripe"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 

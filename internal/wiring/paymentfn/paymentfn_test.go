@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bikerental/bikerental/internal/paymentprovider/generic"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 

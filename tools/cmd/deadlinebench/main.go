@@ -42,7 +42,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/tools/deadlinebench"
 )

@@ -2,7 +2,7 @@
 // rentals its bike had before, as an SVG: the design that read the bike's whole
 // stream against the one that reads its tail and the rental by key
 // (docs/decisions/0008-bounded-bike-reads.md). It reads the output of
-// internal/bikestream's TestBikeCommandsReadTheSameAtAnyAge (`go test -v`), whose
+// internal/app/bikestream's TestBikeCommandsReadTheSameAtAnyAge (`go test -v`), whose
 // table gives, by age, what the request, the approval and the return read:
 //
 //	go run ./cmd/historychart -in docs/bike-history.txt -out docs/bike-history.svg

@@ -35,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/tools/faultproxy"
 	"github.com/bikerental/bikerental/tools/load"
 )

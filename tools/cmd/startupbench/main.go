@@ -36,9 +36,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/deadline"
-	"github.com/bikerental/bikerental/internal/emulator"
-	"github.com/bikerental/bikerental/internal/local"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/dev/emulator"
+	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 	"github.com/bikerental/bikerental/tools/startup"

@@ -22,8 +22,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/streambatch"
-	"github.com/bikerental/bikerental/internal/streampoll"
+	"github.com/bikerental/bikerental/internal/dev/streampoll"
+	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/tools/throughput"
 )
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/emulator"
+	"github.com/bikerental/bikerental/internal/dev/emulator"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 

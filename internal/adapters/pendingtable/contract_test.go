@@ -1,0 +1,26 @@
+package pendingtable_test
+
+import (
+	"testing"
+
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadline/indextest"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }
+
+// TestTheTableKeepsTheIndexContract runs the index contract against the
+// PendingPayments table on the emulator, through the real SDK.
+func TestTheTableKeepsTheIndexContract(t *testing.T) {
+	indextest.Run(t, func(t *testing.T) indextest.Subject {
+		client := emulatortest.DynamoDB(t)
+		table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+		p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	})
+}

@@ -1,0 +1,166 @@
+package pendingtable
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// Open processes. Besides its outstanding payments, the projection keeps one row per
+// rental whose rental-payment process has not completed: created when the bike is
+// requested (BikeRequested), stamped with that time, and settled when the process
+// records its completion. Its key is the process's stream id, and it is in the same
+// index as the payments, under due shards of their own ("open-0", "open-1", …), so
+// that neither the sweep's payment queries nor the pending list ever read one. A
+// process that stays open past the payment timeout plus a grace period is stuck:
+// the sweep finds it with a query per shard, never a scan (Sweeper.Stuck).
+
+// OpenShardPrefix starts the due shard of every open process's row.
+const OpenShardPrefix = "open-"
+
+// completedMarker is the settled value of an open process's row once it completed.
+const completedMarker = "completed"
+
+// OpenKey returns the PendingPayments key of a rental's open-process row.
+func OpenKey(rentalID string) string { return rentalpayment.StreamID(rentalID) }
+
+// rentalOfOpenKey reverses OpenKey.
+func rentalOfOpenKey(key string) (string, bool) {
+	id, ok := strings.CutPrefix(key, rentalpayment.StreamID(""))
+	return id, ok && ident.Valid(id)
+}
+
+// openShardOf returns the index partition of a rental's open-process row.
+func (p *Projection) openShardOf(rentalID string) string {
+	return OpenShardPrefix + p.ShardOf(rentalID)
+}
+
+// opened creates a rental's open-process row, stamped with the time the bike was
+// requested, unless the rental already has one: the same row, or the marker of a
+// completed process, which a late or replayed BikeRequested never reopens.
+func (p *Projection) opened(ctx context.Context, rentalID string, r eventstore.Record) error {
+	return p.createOnce(ctx, OpenKey(rentalID), rentalID, r.RecordedAt.UnixMilli(), p.openShardOf(rentalID))
+}
+
+// createOnce creates the row at key for rentalID in the index partition shard,
+// stamped stamp (Unix milliseconds, or their negation), unless a row or marker
+// already stands there: a late or replayed event never reopens what settled.
+func (p *Projection) createOnce(ctx context.Context, key, rentalID string, stamp int64, shard string) error {
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(p.table),
+		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		ConditionExpression: aws.String("attribute_not_exists(#ref)"),
+		UpdateExpression:    aws.String("SET #rental = :rental, #at = :at, #shard = :shard"),
+		ExpressionAttributeNames: map[string]string{
+			"#ref": schema.PendingReference, "#rental": schema.PendingRentalID, "#at": schema.PendingPreparedAt,
+			"#shard": schema.PendingDueShard,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":rental": &types.AttributeValueMemberS{Value: rentalID},
+			":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(stamp, 10)},
+			":shard":  &types.AttributeValueMemberS{Value: shard},
+		},
+	})
+	return ignoreFailedCondition(err, key)
+}
+
+// completed turns a rental's open-process row into a marker that leaves the index
+// and that DynamoDB's TTL deletes later. A process completes once, so the marker is
+// final: it is written whatever the row held, and before the row existed if the
+// completion arrives first.
+func (p *Projection) completed(ctx context.Context, rentalID string, r eventstore.Record) error {
+	return p.finalMarker(ctx, OpenKey(rentalID), rentalID, completedMarker, r, "process")
+}
+
+// finalMarker turns the row at key into a marker settled with marker, out of the
+// index, which DynamoDB's TTL deletes markerTTL after the record that settled it;
+// for rows whose settling is final, so it is written whatever the row held, and
+// before the row existed if the settlement arrives first. what names the row in an
+// error.
+func (p *Projection) finalMarker(ctx context.Context, key, rentalID, marker string, r eventstore.Record, what string) error {
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(p.table),
+		Key:              map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		UpdateExpression: aws.String("SET #rental = :rental, #settled = :settled, #exp = :exp REMOVE #shard"),
+		ExpressionAttributeNames: map[string]string{
+			"#rental": schema.PendingRentalID, "#settled": schema.PendingSettled, "#exp": schema.PendingExpiresAt,
+			"#shard": schema.PendingDueShard,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":rental":  &types.AttributeValueMemberS{Value: rentalID},
+			":settled": &types.AttributeValueMemberS{Value: marker},
+			":exp":     &types.AttributeValueMemberN{Value: strconv.FormatInt(r.RecordedAt.Add(p.markerTTL).Unix(), 10)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("deadline: project %s %s: %w", what, key, err)
+	}
+	return nil
+}
+
+func decodeOpen(item map[string]types.AttributeValue) (deadline.Open, error) {
+	key, ms, err := stamped(item, "open-process row", false)
+	if err != nil {
+		return deadline.Open{}, err
+	}
+	rentalID, ok := rentalOfOpenKey(key)
+	if !ok {
+		return deadline.Open{}, fmt.Errorf("deadline: open-process row %q: not a process's key", key)
+	}
+	return deadline.Open{RentalID: rentalID, RequestedAt: time.UnixMilli(ms).UTC()}, nil
+}
+
+// stamped reads the key of a row of the open partitions, and the time it is stamped
+// with in the index (Unix milliseconds; negated, at most 0, for the rows that say
+// negative). what names the row in its errors.
+func stamped(item map[string]types.AttributeValue, what string, negative bool) (key string, ms int64, err error) {
+	k, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
+	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
+	if !ok1 || !ok2 {
+		return "", 0, fmt.Errorf("deadline: %s lacks %s or %s", what, schema.PendingReference, schema.PendingPreparedAt)
+	}
+	ms, err = strconv.ParseInt(at.Value, 10, 64)
+	if err != nil || (negative && ms > 0) {
+		return "", 0, fmt.Errorf("deadline: %s %s: %s %q", what, k.Value, schema.PendingPreparedAt, at.Value)
+	}
+	return k.Value, ms, nil
+}
+
+// OpenBefore returns every rental whose process has been open since before the
+// cutoff, oldest first: one Query per shard of the index, never a scan. It also
+// returns how many items DynamoDB read (the owed cancellations' rows, which share
+// the partitions, among them).
+func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]deadline.Open, int, error) {
+	open, _, read, err := p.OpenAndOwed(ctx, cutoff)
+	return open, read, err
+}
+
+// OpenAndOwed implements deadline.Index: one Query per shard of the open
+// processes' partitions, never a scan, which finds the cancellations owed to the
+// provider too (owed.go); each list oldest first. It also returns how many items
+// DynamoDB read.
+func (p *Projection) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]deadline.Open, []deadline.OwedCancellation, int, error) {
+	b, read, err := p.Backlog(ctx, cutoff)
+	return b.Open, b.Owed, read, err
+}
+
+func sortOpen(rows []deadline.Open) {
+	// Oldest first; rentals requested in the same millisecond by id, for a stable order.
+	slices.SortFunc(rows, func(a, b deadline.Open) int {
+		return cmp.Or(a.RequestedAt.Compare(b.RequestedAt), cmp.Compare(a.RentalID, b.RentalID))
+	})
+}

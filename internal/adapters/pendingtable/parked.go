@@ -1,0 +1,190 @@
+package pendingtable
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// Parked stream records. A record a stream consumer could not handle when it came
+// (streambatch.Options.Park) is kept as a row of its own, keyed by the consumer,
+// the record's version and its stream id (ParkedKey), so that the record's
+// position in the stream can move on. The row is in the open processes' due
+// shards, like an owed cancellation, stamped with the time it is due for
+// redelivery negated (-Unix milliseconds): the sweep's query for stuck rentals
+// finds every one first and reads nothing more when none is parked, and the sweep
+// redelivers those that are due (Sweeper.Sweep). No payment query reads one.
+// Redelivered, the row leaves the index and becomes a marker that DynamoDB's TTL
+// deletes; a record parked again afterwards (Lambda may deliver it again) is
+// parked anew.
+
+// ParkedKeyPrefix starts the key of every parked record's row. No payment
+// reference, process or payment stream id starts with it.
+const ParkedKeyPrefix = "redeliver#"
+
+// redeliveredMarker is the settled value of a parked record's row once redelivered.
+const redeliveredMarker = "redelivered"
+
+// ParkedKey returns the PendingPayments key of a record parked for consumer:
+// ParkedKeyPrefix, the consumer, the version and the stream id, separated by "#".
+func ParkedKey(consumer, streamID string, version int64) string {
+	return ParkedKeyPrefix + consumer + "#" + strconv.FormatInt(version, 10) + "#" + streamID
+}
+
+// parkedOfKey reverses ParkedKey.
+func parkedOfKey(key string) (deadline.Parked, bool) {
+	rest, ok := strings.CutPrefix(key, ParkedKeyPrefix)
+	if !ok {
+		return deadline.Parked{}, false
+	}
+	consumer, rest, ok1 := strings.Cut(rest, "#")
+	v, stream, ok2 := strings.Cut(rest, "#")
+	version, err := strconv.ParseInt(v, 10, 64)
+	if !ok1 || !ok2 || err != nil || version < 1 || stream == "" || !known(consumer) {
+		return deadline.Parked{}, false
+	}
+	return deadline.Parked{Consumer: consumer, StreamID: stream, Version: version}, true
+}
+
+func known(consumer string) bool {
+	for _, c := range eventfilter.Consumers() {
+		if c == consumer {
+			return true
+		}
+	}
+	return false
+}
+
+// Park keeps r for delivery again to consumer, due at due: one conditional
+// UpdateItem, which creates the row, or makes a redelivered one's marker parked
+// again, and leaves a row that is parked already as it is (its due time and
+// attempts). Safe to call any number of times for the same record.
+func (p *Projection) Park(ctx context.Context, consumer string, r eventstore.Record, due time.Time) error {
+	if !known(consumer) {
+		return fmt.Errorf("deadline: park %s version %d: unknown consumer %q", r.StreamID, r.Version, consumer)
+	}
+	if r.StreamID == "" || r.Version < 1 {
+		return fmt.Errorf("deadline: park: record %q version %d", r.StreamID, r.Version)
+	}
+	key := ParkedKey(consumer, r.StreamID, r.Version)
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(p.table),
+		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		ConditionExpression: aws.String("attribute_not_exists(#shard)"),
+		UpdateExpression:    aws.String("SET #at = :at, #shard = :shard, #attempts = :zero REMOVE #settled, #exp"),
+		ExpressionAttributeNames: map[string]string{
+			"#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard, "#attempts": schema.PendingAttempts,
+			"#settled": schema.PendingSettled, "#exp": schema.PendingExpiresAt,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":at":    &types.AttributeValueMemberN{Value: strconv.FormatInt(-due.UnixMilli(), 10)},
+			":shard": &types.AttributeValueMemberS{Value: p.parkedShardOf(r.StreamID)},
+			":zero":  &types.AttributeValueMemberN{Value: "0"},
+		},
+	})
+	return ignoreFailedCondition(err, key)
+}
+
+// parkedShardOf returns the index partition of a parked record of a stream.
+func (p *Projection) parkedShardOf(streamID string) string {
+	return OpenShardPrefix + p.ShardOf(streamID)
+}
+
+// Unpark implements deadline.ParkedRows: the row of a redelivered record leaves
+// the index and becomes a marker that DynamoDB's TTL deletes. A row no longer
+// parked is left as it is.
+func (p *Projection) Unpark(ctx context.Context, row deadline.Parked) error {
+	key := ParkedKey(row.Consumer, row.StreamID, row.Version)
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(p.table),
+		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		ConditionExpression: aws.String("attribute_exists(#shard)"),
+		UpdateExpression:    aws.String("SET #settled = :settled, #exp = :exp REMOVE #shard"),
+		ExpressionAttributeNames: map[string]string{
+			"#settled": schema.PendingSettled, "#exp": schema.PendingExpiresAt, "#shard": schema.PendingDueShard,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":settled": &types.AttributeValueMemberS{Value: redeliveredMarker},
+			":exp":     &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(p.markerTTL).Unix(), 10)},
+		},
+	})
+	return ignoreFailedCondition(err, key)
+}
+
+// Postpone implements deadline.ParkedRows: the row's due time moves to due and its
+// attempts count one more. A row no longer parked is left as it is.
+func (p *Projection) Postpone(ctx context.Context, row deadline.Parked, due time.Time) error {
+	key := ParkedKey(row.Consumer, row.StreamID, row.Version)
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(p.table),
+		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		ConditionExpression: aws.String("attribute_exists(#shard)"),
+		UpdateExpression:    aws.String("SET #at = :at ADD #attempts :one"),
+		ExpressionAttributeNames: map[string]string{
+			"#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard, "#attempts": schema.PendingAttempts,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":at":  &types.AttributeValueMemberN{Value: strconv.FormatInt(-due.UnixMilli(), 10)},
+			":one": &types.AttributeValueMemberN{Value: "1"},
+		},
+	})
+	return ignoreFailedCondition(err, key)
+}
+
+var _ deadline.ParkedRows = (*Projection)(nil)
+
+func decodeParked(item map[string]types.AttributeValue) (deadline.Parked, error) {
+	key, ms, err := stamped(item, "parked row", true)
+	if err != nil {
+		return deadline.Parked{}, err
+	}
+	row, ok := parkedOfKey(key)
+	if !ok {
+		return deadline.Parked{}, fmt.Errorf("deadline: parked row %q: not a parked record's key", key)
+	}
+	row.Due = time.UnixMilli(-ms).UTC()
+	return row, nil
+}
+
+// Backlog implements deadline.Index: one Query per shard of the open processes'
+// partitions, never a scan, which finds the cancellations owed to the provider
+// and the parked records too; each list oldest (or soonest due) first. It also
+// returns how many items DynamoDB read.
+func (p *Projection) Backlog(ctx context.Context, cutoff time.Time) (deadline.Backlog, int, error) {
+	var b deadline.Backlog
+	read := 0
+	for s := range p.shards {
+		n, err := queryIndex(ctx, p, OpenShardPrefix+strconv.Itoa(s), cutoff, 0, decodeOpenOrOwed, func(page []openOrOwed) bool {
+			for _, row := range page {
+				switch {
+				case row.owed != nil:
+					b.Owed = append(b.Owed, *row.owed)
+				case row.parked != nil:
+					b.Parked = append(b.Parked, *row.parked)
+				default:
+					b.Open = append(b.Open, *row.open)
+				}
+			}
+			return true
+		})
+		read += n
+		if err != nil {
+			return deadline.Backlog{}, read, err
+		}
+	}
+	sortOpen(b.Open)
+	deadline.SortOwed(b.Owed)
+	deadline.SortParked(b.Parked)
+	return b, read, nil
+}

@@ -1,0 +1,147 @@
+// Package generic is the payment provider that only calls back: it is told nothing
+// when a payment is created, cancelled or refunded, and reports each payment's
+// outcome by a webhook signed with a shared secret over the whole body, which names
+// the payment and the outcome. It is the default provider, and the local stack's.
+package generic
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/lib/strictjson"
+)
+
+// Name is the provider's name in PAYMENT_PROVIDER and in provider events.
+const Name = "generic"
+
+// Event types of the generic provider's webhook.
+const (
+	TypeSucceeded = "payment.succeeded"
+	TypeFailed    = "payment.failed"
+)
+
+// MaxEventIDLength bounds the provider's event ids; MaxReasonLength a failure's reason.
+const (
+	MaxEventIDLength = 128
+	MaxReasonLength  = 500
+)
+
+// Event is the body of the generic provider's webhook, POST /webhooks/payments.
+// PaymentID, Amount and Currency are optional: an event that names them applies
+// only to a payment recorded with the same provider payment id (what CreatePayment
+// answered), amount and currency, as a Stripe event does.
+type Event struct {
+	ID               string `json:"id"`
+	Type             string `json:"type"`
+	PaymentReference string `json:"paymentReference"`
+	Reason           string `json:"reason,omitempty"`
+	PaymentID        string `json:"paymentId,omitempty"`
+	Amount           int64  `json:"amount,omitempty"`
+	Currency         string `json:"currency,omitempty"`
+}
+
+// Provider is the generic provider. Its zero value creates, cancels and refunds
+// (nothing reaches the provider); webhooks need Verifier.
+type Provider struct {
+	// Verifier checks the Payment-Signature header of webhooks.
+	Verifier *webhook.Verifier
+}
+
+// Name returns Name: the provider its webhook events name.
+func (Provider) Name() string { return Name }
+
+// CreatePayment returns the payment id the provider knows the reference by:
+// derived from the reference, so that creating twice is the same payment.
+func (Provider) CreatePayment(_ context.Context, reference string, _ int64, _ string) (payment.Created, error) {
+	return payment.Created{PaymentID: "pay_" + ident.Derived(22, reference)}, nil
+}
+
+// CancelPayment cannot reach a provider that only calls back: it always answers
+// payment.CancelNotSupported, so nothing is owed to the provider, and a success
+// that arrives later is refunded.
+func (Provider) CancelPayment(context.Context, string) (payment.CancelOutcome, error) {
+	return payment.CancelNotSupported, nil
+}
+
+// RefundPayment cannot refund: it returns payment.ErrRefundNotSupported, and the
+// refund is recorded as owed.
+func (Provider) RefundPayment(context.Context, string, string) (string, error) {
+	return "", payment.ErrRefundNotSupported
+}
+
+// ParseWebhook verifies a webhook's Payment-Signature over its raw body and returns
+// the event it carries. The signature covers the whole body, which names the event,
+// the payment and the outcome, so it is valid for exactly those. A bad signature is
+// payment.ErrWebhookUnauthentic (and the body is not looked at); a body that is not
+// exactly one Event as strictjson.Decode reads it (each member once, named exactly,
+// nothing unknown or after it), with a known type, a valid reference and id, a
+// reason only for failures, and, where named, a payment id of the id's characters,
+// a positive amount and a currency as payment.CheckCurrency has it, is
+// payment.ErrWebhookMalformed, wrapping the *strictjson.Error that names the member
+// when there is one.
+func (p Provider) ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error) {
+	if err := p.Verifier.Verify(header(webhook.Header), body, now); err != nil {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookUnauthentic, err)
+	}
+	var e Event
+	if err := strictjson.Decode(body, &e); err != nil {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookMalformed, err)
+	}
+	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, Reference: e.PaymentReference, Reason: e.Reason,
+		PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency}
+	switch e.Type {
+	case TypeSucceeded:
+		out.Kind = payment.ProviderSucceeded
+		if e.Reason != "" {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: a reason is for %s only", payment.ErrWebhookMalformed, TypeFailed)
+		}
+	case TypeFailed:
+		out.Kind = payment.ProviderFailed
+	default:
+		return payment.ProviderEvent{}, fmt.Errorf("%w: type %q is neither %s nor %s", payment.ErrWebhookMalformed, e.Type, TypeSucceeded, TypeFailed)
+	}
+	switch {
+	case !validEventID(e.ID):
+		return payment.ProviderEvent{}, fmt.Errorf("%w: id must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", payment.ErrWebhookMalformed, MaxEventIDLength)
+	case len(e.Reason) > MaxReasonLength:
+		return payment.ProviderEvent{}, fmt.Errorf("%w: reason is over %d bytes", payment.ErrWebhookMalformed, MaxReasonLength)
+	case e.PaymentID != "" && !validEventID(e.PaymentID):
+		return payment.ProviderEvent{}, fmt.Errorf("%w: paymentId must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", payment.ErrWebhookMalformed, MaxEventIDLength)
+	case e.Amount < 0:
+		return payment.ProviderEvent{}, fmt.Errorf("%w: amount must be positive", payment.ErrWebhookMalformed)
+	case e.Currency != "" && payment.CheckCurrency(e.Currency) != nil:
+		return payment.ProviderEvent{}, fmt.Errorf("%w: currency must be 3 upper-case letters (ISO 4217)", payment.ErrWebhookMalformed)
+	}
+	if _, err := payment.RentalIDFor(e.PaymentReference); err != nil {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: paymentReference: %v", payment.ErrWebhookMalformed, err)
+	}
+	sum := sha256.Sum256(body)
+	out.Digest = hex.EncodeToString(sum[:])
+	return out, nil
+}
+
+// validEventID reports whether id is 1 to MaxEventIDLength characters of A-Z, a-z,
+// 0-9, _ and -.
+func validEventID(id string) bool {
+	if len(id) == 0 || len(id) > MaxEventIDLength {
+		return false
+	}
+	for len(id) > 0 {
+		n := min(len(id), ident.MaxLength)
+		if !ident.Valid(id[:n]) {
+			return false
+		}
+		id = id[n:]
+	}
+	return true
+}
+
+// Sign returns the Payment-Signature header value for body at time t, as the
+// provider signs it: for the local stack's demo and tests, which play the provider.
+func Sign(secret, body []byte, t time.Time) string { return webhook.Sign(secret, body, t) }

@@ -1,0 +1,306 @@
+package stripe
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	stripesdk "github.com/stripe/stripe-go/v85"
+	"github.com/stripe/stripe-go/v85/webhook"
+
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/lib/strictjson"
+)
+
+// The event types ParseWebhook maps; every other type is payment.ErrWebhookIgnored.
+const (
+	EventPaymentSucceeded = string(stripesdk.EventTypePaymentIntentSucceeded)     // payment.ProviderSucceeded
+	EventPaymentFailed    = string(stripesdk.EventTypePaymentIntentPaymentFailed) // payment.ProviderFailed
+	EventPaymentCanceled  = string(stripesdk.EventTypePaymentIntentCanceled)      // payment.ProviderCancelled
+	EventChargeRefunded   = string(stripesdk.EventTypeChargeRefunded)             // payment.ProviderRefunded
+)
+
+// MaxEventDepth is the deepest nesting of arrays and objects a Stripe event may
+// have. Stripe's events nest a handful of levels; the bound keeps the work an
+// authentic but absurd body causes to one pass over its bytes.
+const MaxEventDepth = 64
+
+// MaxReasonLength bounds a failure's Reason, in bytes (cut at a rune boundary).
+const MaxReasonLength = 500
+
+// maxUnix bounds the timestamps verify turns into a time.Time: far beyond any clock,
+// far below where time.Unix and Time.Sub stop being exact.
+const maxUnix = 1 << 40
+
+// ParseWebhook verifies a Stripe webhook and returns the event it carries.
+//
+// header looks a request header up by name (case-insensitively, as http.Header.Get
+// does); ParseWebhook reads SignatureHeader. The signature is checked with
+// stripe-go's webhook package over the raw body; its timestamp is checked here
+// against now, not the wall clock (stripe-go's own check uses time.Since and lets
+// any future timestamp through), and must lie within the tolerance in either
+// direction. A missing, malformed, stale, future or wrong signature is
+// payment.ErrWebhookUnauthentic, and neither the header nor the body is quoted.
+//
+// A body with a valid signature that names a member twice in one object, or a
+// member stripe-go reads in another case than stripe-go declares it (both as
+// strictjson.CheckNames finds them, at any depth), or that nests deeper than
+// MaxEventDepth, is payment.ErrWebhookMalformed; so is a body that is not a Stripe
+// event, or one rendered for another API release train than APIVersion's
+// (stripe-go refuses those), or whose object is not what its type says.
+//
+// The event types mapped, with the reference read from the object's metadata
+// (MetadataKey):
+//
+//   - payment_intent.succeeded: payment.ProviderSucceeded.
+//   - payment_intent.payment_failed: payment.ProviderFailed, Reason from
+//     last_payment_error's message, else its code. Stripe sends it for each failed
+//     attempt: the PaymentIntent goes back to requires_payment_method and the
+//     renter may still pay it with another method.
+//   - payment_intent.canceled: payment.ProviderCancelled.
+//   - charge.refunded, for a charge refunded in full: payment.ProviderRefunded,
+//     PaymentID the charge's payment_intent. The reference is taken from the
+//     charge's metadata, else from the metadata of the refunds listed on it; but
+//     since API version 2022-11-15 Stripe does not list a charge's refunds, and
+//     Stripe does not promise to copy a PaymentIntent's metadata onto its charges,
+//     so the event may come with Reference "" and PaymentID set: the caller must
+//     then find the payment by its PaymentID. A partial refund (the charge's
+//     refunded is false) is ignored: the service only refunds in full, and a
+//     partial refund made by hand does not make the payment refunded.
+//
+// Any other type, an object whose metadata holds no reference of this service
+// (payment.RentalIDFor), and a refunded charge without one and without a
+// payment_intent, are payment.ErrWebhookIgnored: to be acknowledged and dropped.
+//
+// The event has Provider Name, EventID the event's id (evt_...), PaymentID the
+// PaymentIntent's id, Amount and Currency the PaymentIntent's (the charge's for
+// charge.refunded; Stripe writes currencies in lower case, the event in upper case
+// as payments record them), and Digest the hex SHA-256 of the body. A
+// PaymentIntent or charge without a positive amount and a currency is
+// payment.ErrWebhookMalformed. Whether the event is about the PaymentIntent, amount
+// and currency recorded for the reference is the caller's to check: metadata is
+// only what someone holding the API key wrote.
+func (p *Provider) ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error) {
+	sig := ""
+	if header != nil {
+		sig = header(SignatureHeader)
+	}
+	if err := p.verify(sig, body, now); err != nil {
+		return payment.ProviderEvent{}, err
+	}
+	// The signature is valid: what fails from here on is the body. Its member
+	// names are read exactly: encoding/json, which stripe-go decodes with, would
+	// take a member twice (the last one) or in another case, and the service must
+	// read what the signed bytes say, the same way any other reader would.
+	if err := strictjson.CheckNames(body, &stripesdk.Event{}, MaxEventDepth); err != nil {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookMalformed, err)
+	}
+	// The SDK checks
+	// the signature once more (ignoring the timestamp, checked above), that the
+	// body is an event (object "event") and its API version.
+	e, err := webhook.ConstructEventWithOptions(body, sig, p.webhookSecret, webhook.ConstructEventOptions{IgnoreTolerance: true})
+	if err != nil {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: %s", payment.ErrWebhookMalformed, truncate(err.Error(), 300))
+	}
+	if !validEventID(e.ID) {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: the event has no valid id", payment.ErrWebhookMalformed)
+	}
+	if e.Data == nil || len(e.Data.Raw) == 0 {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s has no data.object", payment.ErrWebhookMalformed, e.ID)
+	}
+	sum := sha256.Sum256(body)
+	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, Digest: hex.EncodeToString(sum[:])}
+
+	switch string(e.Type) {
+	case EventPaymentSucceeded, EventPaymentFailed, EventPaymentCanceled:
+		var pi stripesdk.PaymentIntent
+		if err := strictjson.CheckNames(e.Data.Raw, &pi, MaxEventDepth); err != nil {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %w", payment.ErrWebhookMalformed, e.ID, err)
+		}
+		if err := json.Unmarshal(e.Data.Raw, &pi); err != nil {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %s", payment.ErrWebhookMalformed, e.ID, truncate(err.Error(), 200))
+		}
+		if pi.Object != "payment_intent" || !strings.HasPrefix(pi.ID, "pi_") {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %s is not about a PaymentIntent", payment.ErrWebhookMalformed, e.ID, e.Type)
+		}
+		reference, ok := ourReference(pi.Metadata)
+		if !ok {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no reference of this service", payment.ErrWebhookIgnored, e.ID, pi.ID)
+		}
+		if pi.Amount <= 0 || !isCurrency(string(pi.Currency)) {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, pi.ID)
+		}
+		out.Reference, out.PaymentID = reference, pi.ID
+		out.Amount, out.Currency = pi.Amount, strings.ToUpper(string(pi.Currency))
+		switch string(e.Type) {
+		case EventPaymentSucceeded:
+			out.Kind = payment.ProviderSucceeded
+		case EventPaymentFailed:
+			out.Kind = payment.ProviderFailed
+			out.Reason = failureReason(pi.LastPaymentError)
+		default:
+			out.Kind = payment.ProviderCancelled
+		}
+		return out, nil
+
+	case EventChargeRefunded:
+		var ch stripesdk.Charge
+		if err := strictjson.CheckNames(e.Data.Raw, &ch, MaxEventDepth); err != nil {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %w", payment.ErrWebhookMalformed, e.ID, err)
+		}
+		if err := json.Unmarshal(e.Data.Raw, &ch); err != nil {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %s", payment.ErrWebhookMalformed, e.ID, truncate(err.Error(), 200))
+		}
+		if ch.Object != "charge" || ch.ID == "" {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %s is not about a charge", payment.ErrWebhookMalformed, e.ID, e.Type)
+		}
+		if !ch.Refunded { // false while the charge is refunded only in part
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s is refunded in part only", payment.ErrWebhookIgnored, e.ID, ch.ID)
+		}
+		if ch.PaymentIntent != nil && strings.HasPrefix(ch.PaymentIntent.ID, "pi_") {
+			out.PaymentID = ch.PaymentIntent.ID
+		}
+		reference, ok := ourReference(ch.Metadata)
+		if !ok && ch.Refunds != nil {
+			for _, r := range ch.Refunds.Data {
+				if r == nil {
+					continue
+				}
+				if reference, ok = ourReference(r.Metadata); ok {
+					break
+				}
+			}
+		}
+		if !ok && out.PaymentID == "" {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has neither a reference of this service nor a PaymentIntent", payment.ErrWebhookIgnored, e.ID, ch.ID)
+		}
+		if ch.Amount <= 0 || !isCurrency(string(ch.Currency)) {
+			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, ch.ID)
+		}
+		out.Kind, out.Reference = payment.ProviderRefunded, reference
+		out.Amount, out.Currency = ch.Amount, strings.ToUpper(string(ch.Currency))
+		return out, nil
+
+	default:
+		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %q", payment.ErrWebhookIgnored, e.ID, truncate(string(e.Type), 100))
+	}
+}
+
+// verify checks the Stripe-Signature header: its timestamp against now within the
+// tolerance, then its v1 signatures with stripe-go. Every failure wraps
+// payment.ErrWebhookUnauthentic with a reason that quotes nothing of the header.
+func (p *Provider) verify(sig string, body []byte, now time.Time) error {
+	if strings.TrimSpace(sig) == "" {
+		return fmt.Errorf("%w: no %s header", payment.ErrWebhookUnauthentic, SignatureHeader)
+	}
+	ts, err := signatureTimestamp(sig)
+	if err != nil {
+		return fmt.Errorf("%w: %s header: %v", payment.ErrWebhookUnauthentic, SignatureHeader, err)
+	}
+	if ts < 0 || ts > maxUnix {
+		return fmt.Errorf("%w: signature timestamp outside tolerance", payment.ErrWebhookUnauthentic)
+	}
+	if age := now.Sub(time.Unix(ts, 0)); age > p.tolerance || age < -p.tolerance {
+		return fmt.Errorf("%w: signature timestamp is %v from now, beyond the tolerance of %v", payment.ErrWebhookUnauthentic, age.Round(time.Second), p.tolerance)
+	}
+	// The timestamp is checked; stripe-go checks the signatures over it.
+	if err := webhook.ValidatePayloadIgnoringTolerance(body, sig, p.webhookSecret); err != nil {
+		return fmt.Errorf("%w: %v", payment.ErrWebhookUnauthentic, sdkSignatureReason(err))
+	}
+	return nil
+}
+
+// signatureTimestamp returns the t= of a Stripe-Signature header value, which must
+// appear exactly once (stripe-go takes the last of several; refusing them keeps the
+// two readings the same).
+func signatureTimestamp(sig string) (int64, error) {
+	var ts int64
+	seen := false
+	for _, item := range strings.Split(sig, ",") {
+		k, v, ok := strings.Cut(item, "=")
+		if !ok {
+			return 0, errors.New("an item is not key=value")
+		}
+		if k != "t" {
+			continue
+		}
+		if seen {
+			return 0, errors.New("more than one timestamp")
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, errors.New("the timestamp is not an integer")
+		}
+		ts, seen = n, true
+	}
+	if !seen {
+		return 0, errors.New("no timestamp")
+	}
+	return ts, nil
+}
+
+// sdkSignatureReason says which of stripe-go's verification errors err is, without
+// anything else.
+func sdkSignatureReason(err error) string {
+	switch {
+	case errors.Is(err, webhook.ErrNotSigned):
+		return "no signature"
+	case errors.Is(err, webhook.ErrInvalidHeader):
+		return "malformed signature header"
+	case errors.Is(err, webhook.ErrNoValidSignature):
+		return "no valid v1 signature"
+	case errors.Is(err, webhook.ErrTooOld):
+		return "signature timestamp outside tolerance"
+	default:
+		return "signature refused"
+	}
+}
+
+// ourReference returns the payment reference in metadata if it is one this service
+// makes.
+func ourReference(metadata map[string]string) (string, bool) {
+	reference := metadata[MetadataKey]
+	if reference == "" {
+		return "", false
+	}
+	if _, err := payment.RentalIDFor(reference); err != nil {
+		return "", false
+	}
+	return reference, true
+}
+
+// failureReason is what last_payment_error says: its message, else its code (or
+// decline code), at most MaxReasonLength bytes.
+func failureReason(e *stripesdk.Error) string {
+	if e == nil {
+		return ""
+	}
+	reason := e.Msg
+	if reason == "" {
+		reason = string(e.Code)
+	}
+	if reason == "" {
+		reason = string(e.DeclineCode)
+	}
+	return truncate(reason, MaxReasonLength)
+}
+
+// validEventID reports whether id looks like a Stripe id: 1 to
+// payment.MaxEventIDLength characters of A-Z, a-z, 0-9 and _.
+func validEventID(id string) bool {
+	if len(id) == 0 || len(id) > payment.MaxEventIDLength {
+		return false
+	}
+	for i := range len(id) {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

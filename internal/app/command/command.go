@@ -1,0 +1,332 @@
+// Package command executes the bike and payment commands: it loads the command's
+// stream from the event store, decides with the domain's pure decider, and appends
+// the resulting events with optimistic concurrency, retrying conflicts. The HTTP API
+// and the rental-payment process both send their commands through it.
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/bikerental/bikerental/internal/app/bikestream"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/renter"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// Meta ties the events a command appends to what caused them.
+type Meta struct {
+	// CorrelationID groups every event of one business flow. When empty, events
+	// that belong to a rental take the rental id.
+	CorrelationID string
+	// CausationID is the id of the request, command or event that caused this one.
+	CausationID string
+}
+
+// Result is the outcome of a command that was accepted.
+type Result[S any] struct {
+	// State is the stream's state after the command.
+	State S
+	// Appended holds the records the command wrote: none when it repeated a command
+	// that had already taken effect.
+	Appended []eventstore.Record
+}
+
+// Handler executes commands against an event store. It is safe for concurrent use.
+type Handler struct {
+	store      eventstore.Store
+	policy     eventstore.RetryPolicy
+	newID      func() string
+	maxPending int
+	provider   PaymentProvider
+	// cancelRetry bounds the retries of a cancellation the provider did not answer.
+	cancelRetry eventstore.RetryPolicy
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithMaxPending sets how many outstanding requests (requested or awaiting payment)
+// one renter may have at once (renter.DefaultMaxPending by default; below 1 keeps it).
+func WithMaxPending(n int) Option {
+	return func(h *Handler) {
+		if n >= 1 {
+			h.maxPending = n
+		}
+	}
+}
+
+// WithEventIDs sets how event ids are made (random UUIDs by default).
+func WithEventIDs(newID func() string) Option { return func(h *Handler) { h.newID = newID } }
+
+// New returns a Handler on store.
+func New(store eventstore.Store, opts ...Option) *Handler {
+	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, provider: defaultProvider, cancelRetry: DefaultCancelRetry}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+// Store returns the event store the handler writes to.
+func (h *Handler) Store() eventstore.Store { return h.store }
+
+// Bike executes a bike command on its bike's stream. Business refusals are the
+// rental package's sentinel errors; a command that repeats one already applied
+// succeeds with no events appended. After repeated concurrency conflicts the error
+// matches eventstore.ErrRetriesExhausted.
+//
+// RequestBike is also counted against its renter's limit of outstanding requests: it
+// is refused with renter.ErrTooManyPendingRequests at the limit, and otherwise its
+// BikeRequested and the renter's RentalRequested are appended together, each at the
+// version it was decided on, so that two requests by one renter that read the same
+// renter state can never both succeed.
+func (h *Handler) Bike(ctx context.Context, c rental.Command, meta Meta) (Result[rental.Bike], error) {
+	bikeID, err := bikeOf(c)
+	if err != nil {
+		return Result[rental.Bike]{}, err
+	}
+	if req, ok := c.(rental.RequestBike); ok {
+		return h.requestBike(ctx, req, meta)
+	}
+	history, err := h.bikeHistory(ctx, bikeID, rentalOfCommand(c))
+	if err != nil {
+		return Result[rental.Bike]{}, err
+	}
+	return runFrom(ctx, h, bikes, rental.StreamID(bikeID), history, c, meta)
+}
+
+// bikeHistory returns the records a command about rentalID decides on
+// (bikestream.History: the bike's tail and, when older, the rental's own records),
+// or the whole stream from a store that cannot read backwards.
+func (h *Handler) bikeHistory(ctx context.Context, bikeID, rentalID string) ([]eventstore.Record, error) {
+	if r, ok := h.store.(bikestream.Reader); ok {
+		return bikestream.History(ctx, r, bikeID, rentalID)
+	}
+	return h.store.Read(ctx, rental.StreamID(bikeID), 0)
+}
+
+// loadBike folds bikeHistory.
+func (h *Handler) loadBike(ctx context.Context, bikeID, rentalID string) (rental.Bike, []eventstore.Record, error) {
+	records, err := h.bikeHistory(ctx, bikeID, rentalID)
+	if err != nil {
+		return rental.Bike{}, nil, err
+	}
+	events, err := decodeAll(bikes, records)
+	if err != nil {
+		return rental.Bike{}, nil, err
+	}
+	return rental.Fold(events), records, nil
+}
+
+// rentalOfCommand returns the rental a bike command names, "" for none.
+func rentalOfCommand(c rental.Command) string {
+	switch c := c.(type) {
+	case rental.RequestBike:
+		return c.RentalID
+	case rental.ApproveRequest:
+		return c.RentalID
+	case rental.RejectRequest:
+		return c.RentalID
+	case rental.ReturnBike:
+		return c.RentalID
+	}
+	return ""
+}
+
+// Payment executes a payment command on its payment's stream, with the same
+// guarantees as Bike. PreparePayment creates the payment at the provider first and
+// records the provider's payment id; CancelPayment asks the provider first and is
+// declined with payment.ErrPaymentAlreadyConfirmed when the payment already
+// succeeded there.
+func (h *Handler) Payment(ctx context.Context, c payment.Command, meta Meta) (Result[payment.Payment], error) {
+	ref, err := referenceOf(c)
+	if err != nil {
+		return Result[payment.Payment]{}, err
+	}
+	switch c := c.(type) {
+	case payment.PreparePayment:
+		return h.preparePayment(ctx, c, meta)
+	case payment.CancelPayment:
+		return h.cancelPayment(ctx, c, meta)
+	}
+	return run(ctx, h, payments, payment.StreamID(ref), c, meta)
+}
+
+// LoadBike returns a bike's current state and the records it was read from: the
+// stream's newest (bikestream.Tail), so its Rentals holds only the rentals those
+// mention.
+func (h *Handler) LoadBike(ctx context.Context, bikeID string) (rental.Bike, []eventstore.Record, error) {
+	return h.loadBike(ctx, bikeID, "")
+}
+
+// LoadPayment returns a payment's state and its stream's records.
+func (h *Handler) LoadPayment(ctx context.Context, reference string) (payment.Payment, []eventstore.Record, error) {
+	return load(ctx, h.store, payments, payment.StreamID(reference))
+}
+
+func bikeOf(c rental.Command) (string, error) {
+	switch c := c.(type) {
+	case rental.RegisterBike:
+		return c.BikeID, nil
+	case rental.RequestBike:
+		return c.BikeID, nil
+	case rental.ApproveRequest:
+		return c.BikeID, nil
+	case rental.RejectRequest:
+		return c.BikeID, nil
+	case rental.ReturnBike:
+		return c.BikeID, nil
+	}
+	return "", fmt.Errorf("%w: unknown command %T", rental.ErrInvalidCommand, c)
+}
+
+func referenceOf(c payment.Command) (string, error) {
+	switch c := c.(type) {
+	case payment.PreparePayment:
+		return c.Reference, nil
+	case payment.ConfirmPayment:
+		return c.Reference, nil
+	case payment.RejectPayment:
+		return c.Reference, nil
+	case payment.CancelPayment:
+		return c.Reference, nil
+	case payment.RecordRefund:
+		return c.Reference, nil
+	case payment.OweRefund:
+		return c.Reference, nil
+	case payment.ConfirmRefund:
+		return c.Reference, nil
+	case payment.RecordCancelledAtProvider:
+		return c.Reference, nil
+	}
+	return "", fmt.Errorf("%w: unknown command %T", payment.ErrInvalidCommand, c)
+}
+
+// domain is what run needs of a decider package.
+type domain[S any, E interface{ EventType() string }, C any] struct {
+	fold   func([]E) S
+	evolve func(S, E) S
+	decide func(S, C) ([]E, error)
+	decode func(string, []byte) (E, error)
+	tags   func(E) []string
+	// rental returns the rental an event belongs to, the default correlation id.
+	rental func(E) string
+}
+
+var bikes = domain[rental.Bike, rental.Event, rental.Command]{
+	fold: rental.Fold, evolve: rental.Evolve, decide: rental.Decide, decode: rental.DecodeEvent,
+	rental: rental.RentalOf,
+	tags: func(e rental.Event) []string {
+		rentalID := rental.RentalOf(e)
+		bikeID, _ := rental.BikeIDOf(rentalID)
+		if b, ok := e.(rental.BikeRegistered); ok {
+			bikeID = b.BikeID
+		}
+		tags := make([]string, 1, 2)
+		tags[0] = "bike:" + bikeID
+		if rentalID != "" {
+			tags = append(tags, "rental:"+rentalID)
+		}
+		return tags
+	},
+}
+
+var payments = domain[payment.Payment, payment.Event, payment.Command]{
+	fold: payment.Fold, evolve: payment.Evolve, decide: payment.Decide, decode: payment.DecodeEvent,
+	rental: func(e payment.Event) string {
+		rentalID, _ := payment.RentalIDFor(payment.ReferenceOf(e))
+		return rentalID
+	},
+	tags: func(e payment.Event) []string {
+		ref := payment.ReferenceOf(e)
+		tags := make([]string, 1, 2)
+		tags[0] = "payment:" + ref
+		if rentalID, err := payment.RentalIDFor(ref); err == nil {
+			tags = append(tags, "rental:"+rentalID)
+		}
+		return tags
+	},
+}
+
+// decodeAll turns records into a domain's events, failing on the first it cannot read.
+func decodeAll[S any, E interface{ EventType() string }, C any](d domain[S, E, C], records []eventstore.Record) ([]E, error) {
+	events := make([]E, len(records))
+	for i, r := range records {
+		e, err := d.decode(r.Type, r.Data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: stream %q version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		events[i] = e
+	}
+	return events, nil
+}
+
+func load[S any, E interface{ EventType() string }, C any](ctx context.Context, store eventstore.Store, d domain[S, E, C], stream string) (S, []eventstore.Record, error) {
+	var zero S
+	records, err := store.Read(ctx, stream, 0)
+	if err != nil {
+		return zero, nil, err
+	}
+	events, err := decodeAll(d, records)
+	if err != nil {
+		return zero, nil, err
+	}
+	return d.fold(events), records, nil
+}
+
+func run[S any, E interface{ EventType() string }, C any](ctx context.Context, h *Handler, d domain[S, E, C], stream string, c C, meta Meta) (Result[S], error) {
+	history, err := h.store.Read(ctx, stream, 0)
+	if err != nil {
+		return Result[S]{}, err
+	}
+	return runFrom(ctx, h, d, stream, history, c, meta)
+}
+
+// runFrom is run on a history the caller has just read.
+func runFrom[S any, E interface{ EventType() string }, C any](ctx context.Context, h *Handler, d domain[S, E, C], stream string, history []eventstore.Record, c C, meta Meta) (Result[S], error) {
+	var after S
+	_, appended, err := eventstore.ExecuteFrom(ctx, h.store, stream, history, func(history []eventstore.Record) ([]eventstore.Event, error) {
+		events, err := decodeAll(d, history)
+		if err != nil {
+			return nil, err
+		}
+		state := d.fold(events)
+		decided, err := d.decide(state, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range decided {
+			state = d.evolve(state, e)
+		}
+		after = state
+		return encode(h, d, decided, meta)
+	}, h.policy)
+	if err != nil {
+		return Result[S]{}, err
+	}
+	return Result[S]{State: after, Appended: appended}, nil
+}
+
+// encode turns a domain's decided events into events to append, tied to meta.
+func encode[S any, E interface{ EventType() string }, C any](h *Handler, d domain[S, E, C], decided []E, meta Meta) ([]eventstore.Event, error) {
+	out := make([]eventstore.Event, len(decided))
+	for i, e := range decided {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("command: encode %s: %w", e.EventType(), err)
+		}
+		correlation := meta.CorrelationID
+		if correlation == "" {
+			correlation = d.rental(e)
+		}
+		out[i] = eventstore.Event{
+			ID: h.newID(), Type: e.EventType(), Data: data, Tags: d.tags(e),
+			CorrelationID: correlation, CausationID: meta.CausationID,
+		}
+	}
+	return out, nil
+}

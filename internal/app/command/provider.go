@@ -1,0 +1,485 @@
+package command
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// PaymentProvider is what the payment commands need of the provider that holds the
+// money. The adapters in internal/adapters/provider implement it. The decider stays
+// pure: the handler calls the provider around it, and what it records always
+// follows the provider's answer.
+type PaymentProvider interface {
+	// CreatePayment creates the payment of a reference at the provider; creating
+	// twice for one reference must be the same payment.
+	CreatePayment(ctx context.Context, reference string, amount int64, currency string) (payment.Created, error)
+	// CancelPayment calls a payment off at the provider, and says whether it did,
+	// whether the payment had already succeeded, that the provider cannot cancel
+	// at all (payment.CancelNotSupported), or that it did not answer
+	// (payment.ProviderCannotSay, with the error).
+	CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, error)
+	// RefundPayment refunds a payment; refunding twice for one reference must be one
+	// refund. payment.ErrRefundNotSupported: the provider cannot refund.
+	RefundPayment(ctx context.Context, paymentID, reference string) (refundID string, err error)
+}
+
+// ReferenceFinder is an optional capability of a PaymentProvider: finding our
+// payment reference from the provider's payment id, for events that carry only the
+// latter.
+type ReferenceFinder interface {
+	ReferenceOf(ctx context.Context, paymentID string) (string, error)
+}
+
+// WithProvider sets the payment provider (the generic provider, which only calls
+// back, by default).
+func WithProvider(p PaymentProvider) Option { return func(h *Handler) { h.provider = p } }
+
+// defaultProvider is the provider of a Handler configured with none.
+var defaultProvider PaymentProvider = generic.Provider{}
+
+// ErrProviderEventReused reports a provider event id seen before with another
+// content: it is refused, and nothing is applied.
+var ErrProviderEventReused = errors.New("command: the provider's event id was already used for another event")
+
+// ProviderEventReceived is the receipt of one provider event, alone in a stream of
+// its own ("providerevent-<provider>-<event id>"), written in the same transaction as
+// whatever the event changed, so that every delivery after the first finds it and
+// changes nothing.
+type ProviderEventReceived struct {
+	Provider  string                    `json:"provider"`
+	EventID   string                    `json:"eventId"`
+	Kind      payment.ProviderEventKind `json:"kind"`
+	Reference string                    `json:"reference"`
+	Digest    string                    `json:"digest"`
+}
+
+// EventType returns "ProviderEventReceived".
+func (ProviderEventReceived) EventType() string { return "ProviderEventReceived" }
+
+// ReceiptStreamID returns the stream of a provider event's receipt:
+// "providerevent-<provider>-<event id>" where that fits a stream id
+// (eventstore.MaxStreamIDBytes), which is where every receipt stored so far lives,
+// and otherwise "providereventsha256-<provider>-<hex SHA-256 of the event id>",
+// which always fits and never equals a key of the first form.
+func ReceiptStreamID(provider, eventID string) string {
+	if id := "providerevent-" + provider + "-" + eventID; len(id) <= eventstore.MaxStreamIDBytes {
+		return id
+	}
+	sum := sha256.Sum256([]byte(eventID))
+	return "providereventsha256-" + provider + "-" + hex.EncodeToString(sum[:])
+}
+
+// providerCausationID is the causation id of what a provider event records:
+// "provider-event:<provider>:<event id>", or, for an event id too long for a
+// causation id, the hex SHA-256 of the event id in its place.
+func providerCausationID(provider, eventID string) string {
+	if id := "provider-event:" + provider + ":" + eventID; len(id) <= eventstore.MaxCausationIDBytes {
+		return id
+	}
+	sum := sha256.Sum256([]byte(eventID))
+	return "provider-event:" + provider + ":sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ProviderResult is the outcome of a provider event: the payment after it, whether
+// this delivery repeated one already applied, and, for an event that does not
+// match what was recorded for the payment (which it then left unchanged), the
+// mismatch recorded.
+type ProviderResult struct {
+	Payment   payment.Payment
+	Duplicate bool
+	Mismatch  *ProviderEventMismatched
+}
+
+// preparePayment creates the payment at the provider, then records PaymentPrepared
+// with the provider's payment id. A payment already prepared is not created again.
+func (h *Handler) preparePayment(ctx context.Context, c payment.PreparePayment, meta Meta) (Result[payment.Payment], error) {
+	s, records, err := h.LoadPayment(ctx, c.Reference)
+	if err != nil {
+		return Result[payment.Payment]{}, err
+	}
+	if s.Status != "" && s.Status != payment.StatusNone {
+		return Result[payment.Payment]{State: s}, nil
+	}
+	if _, err := payment.Decide(s, c); err != nil { // refuse bad input before the provider sees it
+		return Result[payment.Payment]{}, err
+	}
+	created, err := h.provider.CreatePayment(ctx, c.Reference, c.Amount, c.Currency)
+	if err != nil {
+		return Result[payment.Payment]{}, fmt.Errorf("command: create payment %s at the provider: %w", c.Reference, err)
+	}
+	c.PaymentID, c.ClientSecret = created.PaymentID, created.ClientSecret
+	return runFrom(ctx, h, payments, payment.StreamID(c.Reference), records, payment.Command(c), meta)
+}
+
+// cancelPayment asks the provider first (cancelAtProvider: temporary failures are
+// tried again within the command's budget): a payment that already succeeded there
+// is declined (payment.ErrPaymentAlreadyConfirmed) and nothing is recorded;
+// otherwise PaymentCancelled is recorded, so that the bike is released on time. If
+// the provider did not answer, CancellationOwedAtProvider is recorded with it: the
+// cancellation stays owed, and RetryCancellation makes it later. A provider that
+// cannot cancel at all (payment.CancelNotSupported) owes nothing. Either way a
+// success that arrives later is refunded.
+func (h *Handler) cancelPayment(ctx context.Context, c payment.CancelPayment, meta Meta) (Result[payment.Payment], error) {
+	s, records, err := h.LoadPayment(ctx, c.Reference)
+	if err != nil {
+		return Result[payment.Payment]{}, err
+	}
+	c.UnansweredAttempts = 0 // only the provider's answer, below, sets it
+	if s.Status == payment.StatusPrepared {
+		outcome, attempts, err := h.cancelAtProvider(ctx, s.PaymentID)
+		switch {
+		case outcome == payment.AlreadySucceeded:
+			return Result[payment.Payment]{State: s}, payment.ErrPaymentAlreadyConfirmed
+		case outcome == payment.ProviderCannotSay:
+			c.UnansweredAttempts = attempts
+		case err != nil:
+			return Result[payment.Payment]{}, fmt.Errorf("command: cancel payment %s at the provider: %w", c.Reference, err)
+		}
+	}
+	// Decided on what was read before the provider was asked: if the payment moved
+	// meanwhile, the append conflicts and the decision is made again.
+	return runFrom(ctx, h, payments, payment.StreamID(c.Reference), records, payment.Command(c), meta)
+}
+
+// DefaultCancelRetry bounds how often a cancellation the provider did not answer
+// is tried again within one command, and how long it waits in between: about two
+// seconds at most in all, well inside an API request's and a sweep's budget.
+var DefaultCancelRetry = eventstore.RetryPolicy{MaxAttempts: 3, BaseDelay: 400 * time.Millisecond, MaxDelay: 1600 * time.Millisecond}
+
+// cancelMargin is how much of the context's time a retry of a cancellation leaves
+// for recording what happened: a wait that would end within it is not started.
+const cancelMargin = 2 * time.Second
+
+// WithCancelRetry sets how a cancellation the provider did not answer is retried
+// within one command (DefaultCancelRetry by default; MaxAttempts below 1 keeps it).
+func WithCancelRetry(p eventstore.RetryPolicy) Option {
+	return func(h *Handler) {
+		if p.MaxAttempts >= 1 {
+			h.cancelRetry = p
+		}
+	}
+}
+
+// cancelAtProvider asks the provider to cancel paymentID, and asks again, with
+// backoff, while it does not answer (payment.ProviderCannotSay with an error that
+// payment.Temporary says may pass), up to the retry policy's attempts and never
+// past the context's deadline less cancelMargin. It returns the last answer, how
+// many times the provider was asked, and the last error. An unknown outcome with
+// an error is returned as it is: nothing may be recorded on it.
+func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (payment.CancelOutcome, int, error) {
+	// Every attempt ends cancelMargin before ctx does, so that what it answered, or
+	// that it did not answer, can still be recorded.
+	call, deadline, bounded := ctx, time.Time{}, false
+	if deadline, bounded = ctx.Deadline(); bounded {
+		var cancel context.CancelFunc
+		call, cancel = context.WithDeadline(ctx, deadline.Add(-cancelMargin))
+		defer cancel()
+	}
+	// A retry is started only if its wait and the whole of its call fit before that.
+	var perCall time.Duration
+	if t, ok := h.provider.(CallTimeout); ok {
+		perCall = t.CallTimeout()
+	}
+	for attempt := 1; ; attempt++ {
+		outcome, err := h.provider.CancelPayment(call, paymentID)
+		switch outcome {
+		case payment.CancelledAtProvider, payment.AlreadySucceeded, payment.CancelNotSupported:
+			return outcome, attempt, nil
+		case payment.ProviderCannotSay:
+		default:
+			if err == nil {
+				err = fmt.Errorf("command: the provider answered the cancellation with %q", outcome)
+			}
+			return outcome, attempt, err
+		}
+		if err == nil || !payment.Temporary(err) || attempt >= h.cancelRetry.MaxAttempts || call.Err() != nil {
+			return outcome, attempt, err
+		}
+		if bounded && time.Until(deadline) < h.cancelRetry.MaxDelay+perCall+cancelMargin {
+			return outcome, attempt, err
+		}
+		if h.cancelRetry.Backoff(call, attempt) != nil {
+			return outcome, attempt, err
+		}
+	}
+}
+
+// RetryCancellation makes a cancellation that was owed to the provider
+// (payment.Payment.CancellationDue): it asks the provider again, as cancelPayment
+// does, and records what it answered. Cancelled there: CancellationDoneAtProvider,
+// and nothing is owed any more. Already succeeded there: the success is recorded
+// (PaymentSucceededAfterCancellation, as the provider's webhook would) and the
+// money is refunded. Otherwise the cancellation stays owed and the error says why
+// (for a provider that answered without cancelling, such as a payment being
+// processed, an error wrapping ErrCancellationStillOwed). It reports whether the
+// cancellation is still owed afterwards. For a payment with no cancellation owed
+// it does nothing, so it is safe to call twice, late and from anywhere.
+func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta Meta) (owed bool, err error) {
+	s, _, err := h.LoadPayment(ctx, reference)
+	if err != nil || !s.CancellationDue() {
+		return false, err
+	}
+	outcome, attempts, err := h.cancelAtProvider(ctx, s.PaymentID)
+	switch {
+	case outcome == payment.CancelledAtProvider:
+		res, err := run(ctx, h, payments, payment.StreamID(reference), payment.Command(payment.RecordCancelledAtProvider{Reference: reference}), meta)
+		return err != nil || res.State.CancellationDue(), err
+	case outcome == payment.AlreadySucceeded:
+		res, err := run(ctx, h, payments, payment.StreamID(reference), payment.Command(payment.ConfirmPayment{Reference: reference}), meta)
+		if err != nil {
+			return true, err
+		}
+		if _, err := h.Refund(ctx, reference, meta); err != nil {
+			return res.State.CancellationDue(), err
+		}
+		return res.State.CancellationDue(), nil
+	case err != nil:
+		return true, fmt.Errorf("command: cancel payment %s at the provider (%d attempts): %w", reference, attempts, err)
+	}
+	return true, fmt.Errorf("%w: payment %s: the provider answered %q", ErrCancellationStillOwed, reference, outcome)
+}
+
+// ErrCancellationStillOwed reports a cancellation owed to the provider that it
+// answered without making (a payment it is processing, a provider that cannot
+// cancel any more): the cancellation stays owed, to be tried again later.
+var ErrCancellationStillOwed = errors.New("command: the cancellation is still owed to the provider")
+
+// Refund sends back the money of a late success: through the provider where it can
+// refund (RefundRequested), else as a refund owed (RefundOwed). It does nothing for
+// a payment with no refund due, so it is safe to call twice and from every path
+// that sees a late success.
+func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (payment.Payment, error) {
+	s, _, err := h.LoadPayment(ctx, reference)
+	if err != nil || !s.RefundDue() {
+		return s, err
+	}
+	refundID, err := h.provider.RefundPayment(ctx, s.PaymentID, reference)
+	var c payment.Command = payment.RecordRefund{Reference: reference, RefundID: refundID}
+	switch {
+	case errors.Is(err, payment.ErrRefundNotSupported):
+		c = payment.OweRefund{Reference: reference}
+	case err != nil:
+		return s, fmt.Errorf("command: refund payment %s at the provider: %w", reference, err)
+	}
+	res, err := run(ctx, h, payments, payment.StreamID(reference), c, meta)
+	return res.State, err
+}
+
+// ApplyProviderEvent applies one verified provider event to its payment, once: the
+// first delivery records what it changes and its receipt in one write; every later
+// delivery of the same event id and content changes nothing and gets the same
+// answer, and one with other content is refused with ErrProviderEventReused. A
+// success for a payment already given up on is recorded and refunded. An event
+// for a payment we never prepared is payment.ErrPaymentNotFound, and changes
+// nothing; an event id that is empty or longer than payment.MaxEventIDLength is
+// payment.ErrWebhookMalformed.
+//
+// An event applies to its payment only when what it says of the provider's payment
+// id, amount and currency is what was recorded. One that does not match changes no
+// payment: its receipt is a ProviderEventMismatched instead (ProviderResult.Mismatch),
+// which operators see, and money it reports taken on another provider payment is
+// refunded on that payment (UnexpectedRefunder), or recorded as owed.
+//
+// A failure is not the end at a provider that can cancel: the payment stays
+// payable there (the renter may try another card), so it is cancelled at the
+// provider before the rejection is recorded. A provider that says the payment
+// already succeeded makes the failure change nothing (the success confirms it); one
+// that cannot answer makes ApplyProviderEvent return its error, with nothing
+// recorded, so that the provider delivers the event again.
+func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEvent, meta Meta) (ProviderResult, error) {
+	store, ok := h.store.(eventstore.MultiStreamStore)
+	if !ok {
+		return ProviderResult{}, ErrNeedsMultiStreamStore
+	}
+	if ev.EventID == "" || len(ev.EventID) > payment.MaxEventIDLength {
+		return ProviderResult{}, fmt.Errorf("%w: provider event id must be 1 to %d bytes", payment.ErrWebhookMalformed, payment.MaxEventIDLength)
+	}
+	if ev.Reference == "" && ev.PaymentID != "" {
+		finder, ok := h.provider.(ReferenceFinder)
+		if !ok {
+			return ProviderResult{}, fmt.Errorf("%w: the event names no payment reference", payment.ErrPaymentNotFound)
+		}
+		ref, err := finder.ReferenceOf(ctx, ev.PaymentID)
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		ev.Reference = ref
+	}
+	if _, err := payment.RentalIDFor(ev.Reference); err != nil {
+		return ProviderResult{}, fmt.Errorf("%w: %w", payment.ErrPaymentNotFound, err)
+	}
+	receiptStream := ReceiptStreamID(ev.Provider, ev.EventID)
+	if err := eventstore.ValidateStreamID(receiptStream); err != nil {
+		return ProviderResult{}, fmt.Errorf("%w: provider event id %q", payment.ErrWebhookMalformed, ev.EventID)
+	}
+	if meta.CausationID == "" {
+		meta.CausationID = providerCausationID(ev.Provider, ev.EventID)
+	}
+	askedProvider, succeededAtProvider := false, false
+	for attempt := 1; ; attempt++ {
+		receipts, err := store.Read(ctx, receiptStream, 0)
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		if len(receipts) > 0 {
+			return h.redelivered(ctx, ev, receiptStream, receipts, meta)
+		}
+		s, records, err := h.LoadPayment(ctx, ev.Reference)
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		if s.Status == "" || s.Status == payment.StatusNone {
+			return ProviderResult{}, fmt.Errorf("%w: %s", payment.ErrPaymentNotFound, ev.Reference)
+		}
+		if m, ok := mismatchOf(s, ev, h.providerName()); ok {
+			res, err := h.recordMismatch(ctx, m, receiptStream, meta)
+			if errors.Is(err, eventstore.ErrConcurrency) {
+				continue // another delivery recorded it first: answer as a redelivery
+			}
+			return res, err
+		}
+		decided, err := payment.Decide(s, commandFor(ev))
+		if errors.Is(err, payment.ErrPaymentAlreadyConfirmed) {
+			decided, err = nil, nil // a failure or cancellation reported after the success: acknowledged, changes nothing
+		}
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		if rejects(decided) {
+			if !askedProvider {
+				// Cancelled once per call (brief failures tried again, as any
+				// cancellation): a conflict below decides again on what the provider
+				// already said.
+				outcome, _, err := h.cancelAtProvider(ctx, s.PaymentID)
+				switch {
+				case outcome == payment.AlreadySucceeded:
+					succeededAtProvider = true
+				case err != nil:
+					return ProviderResult{}, fmt.Errorf("command: cancel payment %s at the provider before rejecting it: %w", ev.Reference, err)
+				}
+				askedProvider = true
+			}
+			if succeededAtProvider {
+				decided = nil // the success wins: its own event confirms the payment
+			}
+		}
+		after := s
+		for _, e := range decided {
+			after = payment.Evolve(after, e)
+		}
+		receipt, err := h.receiptEvent(ProviderEventReceived{Provider: ev.Provider, EventID: ev.EventID, Kind: ev.Kind, Reference: ev.Reference, Digest: ev.Digest}, meta)
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		parts := []eventstore.StreamAppend{{StreamID: receiptStream, Events: []eventstore.Event{receipt}}}
+		if len(decided) > 0 {
+			events, err := encode(h, payments, decided, meta)
+			if err != nil {
+				return ProviderResult{}, err
+			}
+			parts = append(parts, eventstore.StreamAppend{StreamID: payment.StreamID(ev.Reference), ExpectedVersion: lastVersion(records), Events: events})
+		}
+		_, err = store.AppendStreams(ctx, parts...)
+		if err == nil {
+			if after.RefundDue() {
+				refunded, err := h.Refund(ctx, ev.Reference, meta)
+				return ProviderResult{Payment: refunded}, err
+			}
+			return ProviderResult{Payment: after}, nil
+		}
+		if !errors.Is(err, eventstore.ErrConcurrency) {
+			return ProviderResult{}, err
+		}
+		if attempt >= h.policy.MaxAttempts {
+			return ProviderResult{}, fmt.Errorf("%w (%d attempts on provider event %s): %w", eventstore.ErrRetriesExhausted, attempt, ev.EventID, err)
+		}
+		if err := h.policy.Backoff(ctx, attempt); err != nil {
+			return ProviderResult{}, err
+		}
+	}
+}
+
+// redelivered answers a delivery of an event whose receipt is stored: the same
+// event finishes what its first delivery may not have (a refund), another one under
+// the same id is ErrProviderEventReused.
+func (h *Handler) redelivered(ctx context.Context, ev payment.ProviderEvent, receiptStream string, receipts []eventstore.Record, meta Meta) (ProviderResult, error) {
+	var seen ProviderEventReceived // a ProviderEventMismatched has the same fields, and more
+	if err := json.Unmarshal(receipts[0].Data, &seen); err != nil {
+		return ProviderResult{}, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, receiptStream, err)
+	}
+	if seen.Digest != ev.Digest || seen.Reference != ev.Reference || seen.Kind != ev.Kind {
+		return ProviderResult{}, ErrProviderEventReused
+	}
+	if receipts[0].Type == (ProviderEventMismatched{}).EventType() {
+		m, err := h.finishMismatch(ctx, receiptStream, receipts, meta)
+		if err != nil {
+			return ProviderResult{}, err
+		}
+		s, _, err := h.LoadPayment(ctx, ev.Reference)
+		return ProviderResult{Payment: s, Duplicate: true, Mismatch: &m}, err
+	}
+	s, err := h.Refund(ctx, ev.Reference, meta)
+	return ProviderResult{Payment: s, Duplicate: true}, err
+}
+
+// providerName is the name of the configured provider's webhook events, "" if it
+// does not say (Named).
+func (h *Handler) providerName() string {
+	if n, ok := h.provider.(Named); ok {
+		return n.Name()
+	}
+	return ""
+}
+
+// rejects reports whether decided rejects the payment.
+func rejects(decided []payment.Event) bool {
+	for _, e := range decided {
+		if _, ok := e.(payment.PaymentRejected); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// receiptEvent is the stored event of a receipt (ProviderEventReceived or
+// ProviderEventMismatched), tagged with its payment and rental.
+func (h *Handler) receiptEvent(r interface {
+	EventType() string
+	reference() string
+}, meta Meta) (eventstore.Event, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return eventstore.Event{}, err
+	}
+	rentalID, _ := payment.RentalIDFor(r.reference())
+	return eventstore.Event{
+		ID: h.newID(), Type: r.EventType(), Data: data,
+		Tags: []string{"payment:" + r.reference(), "rental:" + rentalID}, CorrelationID: rentalID, CausationID: meta.CausationID,
+	}, nil
+}
+
+func (r ProviderEventReceived) reference() string { return r.Reference }
+
+// commandFor is the payment command a provider event asks for.
+func commandFor(ev payment.ProviderEvent) payment.Command {
+	switch ev.Kind {
+	case payment.ProviderSucceeded:
+		return payment.ConfirmPayment{Reference: ev.Reference, ProviderEventID: ev.EventID}
+	case payment.ProviderFailed:
+		return payment.RejectPayment{Reference: ev.Reference, Reason: ev.Reason, ProviderEventID: ev.EventID}
+	case payment.ProviderCancelled:
+		return payment.CancelPayment{Reference: ev.Reference}
+	case payment.ProviderRefunded:
+		return payment.ConfirmRefund{Reference: ev.Reference, ProviderEventID: ev.EventID}
+	}
+	return nil
+}

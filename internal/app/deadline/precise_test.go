@@ -1,0 +1,109 @@
+package deadline_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/adapters/onetime"
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+)
+
+func TestAtExpression(t *testing.T) {
+	for in, want := range map[time.Time]string{
+		time.Date(2026, 11, 30, 9, 14, 0, 0, time.UTC):                     "at(2026-11-30T09:14:00)",
+		time.Date(2026, 11, 30, 9, 14, 0, 1, time.UTC):                     "at(2026-11-30T09:14:00)",
+		time.Date(2026, 12, 31, 23, 59, 59, 999e6, time.UTC):               "at(2026-12-31T23:59:59)",
+		time.Date(2026, 11, 30, 10, 14, 0, 0, time.FixedZone("CET", 3600)): "at(2026-11-30T09:14:00)",
+	} {
+		got := onetime.AtExpression(in)
+		if got != want {
+			t.Errorf("AtExpression(%v) = %s, want %s", in, got, want)
+		}
+		back, err := onetime.ParseAtExpression(got)
+		if err != nil || back.After(in) || in.Sub(back) >= time.Second {
+			t.Errorf("ParseAtExpression(%s) = %v, %v", got, back, err)
+		}
+	}
+	for _, bad := range []string{"", "rate(1 minute)", "at()", "at(2026-11-30 09:14:00)", "at(2026-11-30T09:14:00"} {
+		if _, err := onetime.ParseAtExpression(bad); err == nil {
+			t.Errorf("ParseAtExpression(%q) accepted", bad)
+		}
+	}
+	long := "rp_" + string(make([]byte, 70))
+	if n := onetime.ScheduleName(long); len(n) > 64 || n == onetime.ScheduleName(long+"x") {
+		t.Errorf("ScheduleName of a long reference: %q", n)
+	}
+}
+
+func TestSweepOne(t *testing.T) {
+	w := newWorld(t, pendingtable.DefaultShards)
+	overdue := w.request("one-overdue")
+	settled := w.request("one-settled")
+	early := w.request("one-early")
+	w.pumpUntil("the payments to be listed", func() bool { return w.listed(overdue) && w.listed(settled) && w.listed(early) })
+	if _, err := w.commands.Payment(ctx, payment.ConfirmPayment{Reference: payment.ReferenceFor(settled)}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	w.pumpUntil("the settled payment to leave the list", func() bool { return !w.listed(settled) })
+
+	s := w.sweeper(nil)
+	later := time.Now().Add(time.Hour)
+	sum, err := s.SweepOne(ctx, overdue, payment.ReferenceFor(overdue), later)
+	if err != nil || sum.Found != 1 || sum.Cancelled != 1 || sum.ItemsRead != 1 || sum.RentalID != overdue {
+		t.Fatalf("overdue: %+v, %v; want it found and cancelled after reading one item", sum, err)
+	}
+	w.pumpUntil("the bike to be released", func() bool { return w.bikeStatus("one-overdue") == rental.StatusAvailable })
+	for name, id := range map[string]string{"fired twice": overdue, "settled": settled} {
+		sum, err := s.SweepOne(ctx, id, payment.ReferenceFor(id), later)
+		if err != nil || sum.Found != 0 || sum.Cancelled != 0 {
+			t.Errorf("%s: %+v, %v; want nothing found", name, sum, err)
+		}
+	}
+	if _, err := s.SweepOne(ctx, overdue, payment.ReferenceFor(settled), later); err == nil {
+		t.Error("a payment of another rental was accepted")
+	}
+
+	// Fired early, with less time left than the wait: refused, for Scheduler to retry.
+	short, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := s.SweepOne(short, early, payment.ReferenceFor(early), time.Now()); !errors.Is(err, deadline.ErrNotYetDue) {
+		t.Errorf("early, 15 minutes before its deadline: %v, want ErrNotYetDue", err)
+	}
+	// Fired early with time to wait: it waits for the deadline, then cancels.
+	s.Policy.Timeout = 2 * time.Second
+	start := time.Now()
+	row, _, err := w.projection.Get(ctx, payment.ReferenceFor(early))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err = s.SweepOne(short, early, payment.ReferenceFor(early), row.PreparedAt.Add(time.Second))
+	if err != nil || sum.Cancelled != 1 {
+		t.Fatalf("early by a second: %+v, %v; want it cancelled after waiting", sum, err)
+	}
+	if waited := time.Since(start); waited < 900*time.Millisecond {
+		t.Errorf("cancelled after %v, before the deadline", waited)
+	}
+}
+
+func TestSummaryJSONHasOldestOverdueInMilliseconds(t *testing.T) {
+	in := deadline.Summary{Now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Found: 2, OldestOverdue: 1500 * time.Millisecond, RentalID: "b_x"}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil || raw["oldestOverdueMs"] != 1500.0 || raw["found"] != 2.0 {
+		t.Errorf("summary JSON %s: want oldestOverdueMs 1500 and found 2", b)
+	}
+	var out deadline.Summary
+	if err := json.Unmarshal(b, &out); err != nil || out != in {
+		t.Errorf("round trip: %+v, %v; want %+v", out, err, in)
+	}
+}

@@ -1,0 +1,89 @@
+// Package eventfilter says which event types wake each consumer of the Events
+// table's stream: one table, from which the template's event source mapping filters
+// are checked and the local stream pollers filter, so that AWS and local runs
+// deliver the same records.
+package eventfilter
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/domain/renter"
+)
+
+// The stream's consumers.
+const (
+	Process   = "process"
+	Projector = "projector"
+)
+
+// wakes lists, for each consumer, the event types it acts on, sorted. A consumer is
+// never woken for another type; the test of this package fails when an event type
+// exists that no consumer has decided on.
+var wakes = map[string][]string{
+	// The rental-payment process starts on a request, ends on a settlement, and
+	// sends back the money of a late success (and reports a refund owed, and a
+	// provider event that did not match its payment, and a cancellation owed to the
+	// provider).
+	Process: sorted(payment.SettlementTypes(),
+		rental.BikeRequested{}.EventType(),
+		payment.PaymentSucceededAfterCancellation{}.EventType(),
+		payment.RefundOwed{}.EventType(),
+		payment.CancellationOwedAtProvider{}.EventType(),
+		command.ProviderEventMismatched{}.EventType()),
+	// The projector keeps the outstanding payments: a payment prepared adds one,
+	// every settlement removes it (and, in precise mode, its one-time schedule). It
+	// keeps the open processes too: a request opens one, the process's completion
+	// closes it, so that the sweep notices a process that never ends. And it keeps
+	// the cancellations owed to the provider: owed until the provider confirms one
+	// or a success arrives meanwhile, so that the sweep makes them.
+	Projector: sorted(payment.SettlementTypes(),
+		rental.BikeRequested{}.EventType(),
+		payment.PaymentPrepared{}.EventType(),
+		payment.PaymentSucceededAfterCancellation{}.EventType(),
+		payment.CancellationOwedAtProvider{}.EventType(),
+		payment.CancellationDoneAtProvider{}.EventType(),
+		rentalpayment.TypeCompleted),
+}
+
+// sorted returns types and more, sorted, in a new slice.
+func sorted(types []string, more ...string) []string {
+	out := slices.Concat(types, more)
+	slices.Sort(out)
+	return out
+}
+
+// Consumers returns the consumers' names, sorted.
+func Consumers() []string { return []string{Process, Projector} }
+
+// Types returns the event types that wake consumer, sorted, in a new slice.
+func Types(consumer string) []string { return slices.Clone(wakes[consumer]) }
+
+// Wakes reports whether a record of eventType is delivered to consumer.
+func Wakes(consumer, eventType string) bool {
+	_, found := slices.BinarySearch(wakes[consumer], eventType)
+	return found
+}
+
+// Pattern returns the Lambda event filtering pattern of consumer's event source
+// mapping: records whose new image's type is one of the consumer's types.
+func Pattern(consumer string) string {
+	p := map[string]any{"dynamodb": map[string]any{"NewImage": map[string]any{schema.EventsType: map[string]any{"S": wakes[consumer]}}}}
+	b, _ := json.Marshal(p) // maps of strings always marshal
+	return string(b)
+}
+
+// EventTypes returns every event type the service writes, from the packages that
+// define them, sorted: what each consumer must have decided on.
+func EventTypes() []string {
+	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(), rentalpayment.EventTypes(),
+		[]string{command.ProviderEventReceived{}.EventType()}, command.MismatchEventTypes())
+	sort.Strings(types)
+	return types
+}

@@ -1,0 +1,246 @@
+// Package rentalview builds what an operator reads about one rental: its status and
+// its history, every event of its bike, its payment and its process that belongs to
+// it, in order. It reads the event store alone.
+package rentalview
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/app/bikestream"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// ErrNotFound reports that no bike was ever requested under the rental id.
+var ErrNotFound = errors.New("rental not found")
+
+// Status is where a rental stands.
+type Status string
+
+// Rental statuses.
+const (
+	StatusRequested       Status = "requested"        // the bike is held, no payment yet
+	StatusAwaitingPayment Status = "awaiting-payment" // a payment is prepared
+	StatusApproved        Status = "approved"         // paid, the renter has the bike
+	StatusReturned        Status = "returned"         // approved and the bike came back
+	StatusRejecting       Status = "rejecting"        // the payment was refused; the bike is being released
+	StatusRejected        Status = "rejected"         // the payment was refused, the bike is free, the process ended
+	StatusCancelling      Status = "cancelling"       // the payment was called off; the bike is being released
+	StatusCancelled       Status = "cancelled"        // the payment was called off, the bike is free, the process ended
+)
+
+// View is one rental as an operator sees it.
+type View struct {
+	RentalID         string   `json:"rentalId"`
+	BikeID           string   `json:"bikeId"`
+	Renter           string   `json:"renter"`
+	Status           Status   `json:"status"`
+	PaymentReference string   `json:"paymentReference"`
+	Payment          *Payment `json:"payment,omitempty"`
+	History          []Entry  `json:"history"`
+}
+
+// Payment is what the rental's payment stands at: how a client pays it, and where
+// any money taken after it was given up on stands.
+type Payment struct {
+	// PaymentID is the provider's id of the payment: what a client of a provider
+	// that only calls back needs to pay.
+	PaymentID string `json:"paymentId"`
+	// ClientSecret is what a Stripe client needs to pay. Load fills it in only while
+	// the payment can be paid (payment.Payment.Payable, and the rental awaits the
+	// payment: no cancellation or rejection under way); it is for the renter alone,
+	// and WithoutSecrets removes it for every other reader.
+	ClientSecret string `json:"clientSecret,omitempty"`
+	Status       string `json:"status"`
+	// Refund is "requested", "owed" or "refunded" once money taken after the
+	// payment was given up on goes back.
+	Refund string `json:"refund,omitempty"`
+}
+
+// WithoutSecrets returns the view with the payment's client secret removed, for
+// readers other than the renter.
+func (v View) WithoutSecrets() View {
+	if v.Payment != nil && v.Payment.ClientSecret != "" {
+		p := *v.Payment
+		p.ClientSecret = ""
+		v.Payment = &p
+	}
+	return v
+}
+
+// Entry is one event of the rental's history.
+type Entry struct {
+	At            time.Time       `json:"at"`
+	Stream        string          `json:"stream"`
+	Version       int64           `json:"version"`
+	Type          string          `json:"type"`
+	Data          json.RawMessage `json:"data"`
+	CorrelationID string          `json:"correlationId,omitempty"`
+	CausationID   string          `json:"causationId,omitempty"`
+}
+
+// Load reads the rental's three streams and builds its view. It returns an error
+// matching ErrNotFound if the rental id is not one the bike's stream knows, and
+// rental.ErrInvalidRentalID if it cannot be a rental id at all.
+func Load(ctx context.Context, store eventstore.Store, rentalID string) (View, error) {
+	recs, err := Read(ctx, store, rentalID)
+	if err != nil {
+		return View{}, err
+	}
+	return Of(rentalID, recs)
+}
+
+// Records are what a rental's view is built from: its own records on its bike, and
+// its payment's and its process's streams.
+type Records struct {
+	Bike, Payment, Process []eventstore.Record
+}
+
+// All returns every record, the bike's, the payment's and the process's, in a new
+// slice.
+func (r Records) All() []eventstore.Record {
+	return append(append(append([]eventstore.Record(nil), r.Bike...), r.Payment...), r.Process...)
+}
+
+// Read reads what a rental's view is built from: the payment's and the process's
+// streams by key, then, on its bike, only the rental's own records
+// (bikestream.Rental: the bike's tail, or the versions its process recorded), never
+// the bike's whole history.
+func Read(ctx context.Context, store eventstore.Store, rentalID string) (Records, error) {
+	bikeID, err := rental.BikeIDOf(rentalID)
+	if err != nil {
+		return Records{}, err
+	}
+	streams := []string{payment.StreamID(payment.ReferenceFor(rentalID)), rentalpayment.StreamID(rentalID)}
+	read := make([][]eventstore.Record, len(streams))
+	errs := make([]error, len(streams))
+	done := make(chan struct{}, len(streams))
+	for i, s := range streams {
+		go func() {
+			read[i], errs[i] = store.Read(ctx, s, 0)
+			done <- struct{}{}
+		}()
+	}
+	for range streams {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Records{}, err
+	}
+	recs := Records{Payment: read[0], Process: read[1]}
+	if r, ok := store.(bikestream.Reader); ok {
+		recs.Bike, err = bikestream.Rental(ctx, r, rentalID, recs.Process)
+	} else {
+		recs.Bike, err = store.Read(ctx, rental.StreamID(bikeID), 0)
+	}
+	if err != nil {
+		return Records{}, err
+	}
+	return recs, nil
+}
+
+// Of builds a rental's view from its records (Read); errors as Load's.
+func Of(rentalID string, recs Records) (View, error) {
+	bikeID, err := rental.BikeIDOf(rentalID)
+	if err != nil {
+		return View{}, err
+	}
+	ref := payment.ReferenceFor(rentalID)
+	records := [][]eventstore.Record{recs.Bike, recs.Payment, recs.Process}
+
+	v := View{RentalID: rentalID, BikeID: bikeID, PaymentReference: ref, History: []Entry{}}
+	var bikeEvents []rental.Event
+	for _, r := range records[0] {
+		e, err := rental.DecodeEvent(r.Type, r.Data)
+		if err != nil {
+			return View{}, fmt.Errorf("rentalview: %w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		bikeEvents = append(bikeEvents, e)
+		if rental.RentalOf(e) == rentalID {
+			v.History = append(v.History, entry(r))
+		}
+	}
+	rec, ok := rental.Fold(bikeEvents).Rentals[rentalID]
+	if !ok {
+		return View{}, fmt.Errorf("%w: %s", ErrNotFound, rentalID)
+	}
+	v.Renter = rec.Renter
+	paymentStatus := payment.StatusNone
+	var pay payment.Payment
+	var paymentEvents []payment.Event
+	for _, r := range records[1] {
+		e, err := payment.DecodeEvent(r.Type, r.Data)
+		if err != nil {
+			return View{}, fmt.Errorf("rentalview: %w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		}
+		paymentEvents = append(paymentEvents, e)
+		v.History = append(v.History, entry(r))
+	}
+	if len(paymentEvents) > 0 {
+		pay = payment.Fold(paymentEvents)
+		paymentStatus = pay.Status
+		v.Payment = &Payment{PaymentID: pay.PaymentID, Status: string(pay.Status), Refund: string(pay.Refund)}
+	}
+	processStarted, processEnded := false, false
+	for _, r := range records[2] {
+		processStarted = processStarted || r.Type == rentalpayment.TypeRequested
+		processEnded = processEnded || r.Type == rentalpayment.TypeCompleted
+		v.History = append(v.History, entry(r))
+	}
+	// Events of one stream are in version order; across streams, order by time.
+	sort.SliceStable(v.History, func(i, j int) bool { return v.History[i].At.Before(v.History[j].At) })
+	v.Status = status(rec.Outcome, paymentStatus, processStarted, processEnded)
+	if v.Payment != nil && pay.Payable() && v.Status == StatusAwaitingPayment {
+		v.Payment.ClientSecret = pay.ClientSecret // an ended payment offers nothing to pay with
+	}
+	return v, nil
+}
+
+// status is where the rental stands. A rental is cancelled or rejected only once the
+// whole story is told: the bike released (RequestRejected) and, when the process
+// had started, its completion recorded. Until then it is cancelling or rejecting,
+// so that whoever sees cancelled can request the bike again at once.
+func status(bike rental.Outcome, pay payment.Status, processStarted, processEnded bool) Status {
+	ended := bike == rental.OutcomeRejected && (processEnded || !processStarted)
+	switch {
+	case bike == rental.OutcomeReturned:
+		return StatusReturned
+	case bike == rental.OutcomeApproved:
+		return StatusApproved
+	case pay == payment.StatusCancelled && ended:
+		return StatusCancelled
+	case pay == payment.StatusCancelled:
+		return StatusCancelling
+	case ended:
+		return StatusRejected
+	case bike == rental.OutcomeRejected || pay == payment.StatusRejected:
+		return StatusRejecting
+	case pay != payment.StatusNone || processStarted:
+		return StatusAwaitingPayment
+	}
+	return StatusRequested
+}
+
+// entry is one record of the history. The client secret of a PaymentPrepared
+// never reaches the history, whoever reads it: View.Payment carries it.
+func entry(r eventstore.Record) Entry {
+	data := r.Data
+	if r.Type == (payment.PaymentPrepared{}).EventType() {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(data, &fields) == nil {
+			if _, ok := fields["clientSecret"]; ok {
+				delete(fields, "clientSecret")
+				data, _ = json.Marshal(fields)
+			}
+		}
+	}
+	return Entry{At: r.RecordedAt, Stream: r.StreamID, Version: r.Version, Type: r.Type, Data: data,
+		CorrelationID: r.CorrelationID, CausationID: r.CausationID}
+}

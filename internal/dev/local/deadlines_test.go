@@ -1,0 +1,284 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
+
+	"github.com/bikerental/bikerental/internal/adapters/onetime"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/dev/auth"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/dev/local"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/ports/lambda/sweeptrigger"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+// preciseStack is a local stack in precise deadline mode whose periodic sweep never
+// runs on its own: whatever cancels a payment is its one-time schedule, or a sweep the
+// test invokes.
+type preciseStack struct {
+	t         *testing.T
+	stack     *local.Stack
+	scheduler *scheduler.Client
+	group     string
+	base      string
+	tokens    *auth.Tokens
+}
+
+const preciseTimeout = 4 * time.Second
+
+func startPrecise(t *testing.T) *preciseStack {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := emulatortest.Config(t)
+	events, pending := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
+	group := emulatortest.TableName(t, "deadlines")
+	env := map[string]string{
+		wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
+		wiring.EnvPaymentTimeout: preciseTimeout.String(), wiring.EnvDeadlineMode: deadline.ModePrecise,
+		wiring.EnvDeadlineGroup:  group,
+		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
+		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
+		wiring.EnvDeadlineDLQ:    "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",
+	}
+	client := scheduler.NewFromConfig(cfg)
+	// The one local stack, in precise mode: it creates the tables and the group.
+	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },
+		SweepInterval: time.Hour, Logger: slog.New(slog.DiscardHandler), DeadlinePoll: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := up.Stack
+	l, err := local.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- stack.Run(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stack: %v", err)
+		}
+	})
+	base := "http://" + l.Addr().String()
+	return &preciseStack{t: t, stack: stack, scheduler: client, group: group, base: base, tokens: &auth.Tokens{BaseURL: base}}
+}
+
+func (p *preciseStack) send(method, path string, body []byte, hdr http.Header, out any) int {
+	p.t.Helper()
+	req, err := http.NewRequest(method, p.base+path, bytes.NewReader(body))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	if req.Header.Get("Authorization") == "" { // an operator, unless the caller says who
+		token, err := p.tokens.Operator(context.Background(), "ops")
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		req.Header.Set("Authorization", auth.Bearer(token))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			p.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// rent registers a bike and requests it; it returns the rental id and the payment
+// reference once the payment is prepared.
+func (p *preciseStack) rent(bike string) (string, string) {
+	p.t.Helper()
+	if code := p.send("PUT", "/bikes/"+bike, nil, nil, nil); code != http.StatusCreated {
+		p.t.Fatalf("register %s: %d", bike, code)
+	}
+	body, _ := json.Marshal(map[string]string{"bikeId": bike})
+	token, err := p.tokens.Renter(context.Background(), "renter-"+bike)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var r struct{ RentalID, PaymentReference string }
+	if code := p.send("POST", "/rentals", body, http.Header{"Content-Type": {"application/json"}, "Authorization": {auth.Bearer(token)}}, &r); code != http.StatusAccepted {
+		p.t.Fatalf("request %s: %d", bike, code)
+	}
+	p.waitStatus(r.RentalID, "awaiting-payment")
+	return r.RentalID, r.PaymentReference
+}
+
+func (p *preciseStack) status(rentalID string) string {
+	var v struct{ Status string }
+	p.send("GET", "/rentals/"+rentalID, nil, nil, &v)
+	return v.Status
+}
+
+func (p *preciseStack) waitStatus(rentalID, want string) {
+	p.t.Helper()
+	p.waitFor(fmt.Sprintf("rental %s to be %s", rentalID, want), func() bool { return p.status(rentalID) == want })
+}
+
+func (p *preciseStack) waitFor(what string, cond func() bool) {
+	p.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// schedule returns the payment's one-time schedule, or nil if it has none.
+func (p *preciseStack) schedule(reference string) *scheduler.GetScheduleOutput {
+	p.t.Helper()
+	out, err := p.scheduler.GetSchedule(context.Background(), &scheduler.GetScheduleInput{
+		Name: aws.String(onetime.ScheduleName(reference)), GroupName: aws.String(p.group),
+	})
+	var gone *types.ResourceNotFoundException
+	if errors.As(err, &gone) {
+		return nil
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return out
+}
+
+// TestPreciseDeadlineFiresOnTime follows one payment that is never paid: the
+// projector creates its one-time schedule at the deadline, the local runner fires it,
+// the sweep function gives up on that one payment, and the schedule is gone.
+func TestPreciseDeadlineFiresOnTime(t *testing.T) {
+	p := startPrecise(t)
+	rentalID, ref := p.rent("precise-1")
+	var s *scheduler.GetScheduleOutput
+	p.waitFor("the payment's schedule", func() bool { s = p.schedule(ref); return s != nil })
+	at, err := onetime.ParseAtExpression(aws.ToString(s.ScheduleExpression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ActionAfterCompletion != types.ActionAfterCompletionDelete || s.Target.DeadLetterConfig == nil || s.Target.RetryPolicy == nil {
+		t.Errorf("schedule %+v: want deletion after completion, a retry policy and a dead-letter queue", s)
+	}
+	var input sweeptrigger.Trigger
+	if err := json.Unmarshal([]byte(aws.ToString(s.Target.Input)), &input); err != nil || input.RentalID != rentalID || input.PaymentReference != ref {
+		t.Errorf("schedule input %s (%v): want rental %s, payment %s", aws.ToString(s.Target.Input), err, rentalID, ref)
+	}
+	if status := p.status(rentalID); status != "awaiting-payment" {
+		t.Fatalf("rental %s before its deadline %v", status, at)
+	}
+	p.waitStatus(rentalID, "cancelled")
+	var v struct {
+		History []struct {
+			At          time.Time
+			Type        string
+			CausationID string
+		}
+	}
+	p.send("GET", "/rentals/"+rentalID, nil, nil, &v)
+	var prepared, cancelled time.Time
+	var cause string
+	for _, e := range v.History {
+		switch e.Type {
+		case "PaymentPrepared":
+			prepared = e.At
+		case "PaymentCancelled":
+			cancelled, cause = e.At, e.CausationID
+		}
+	}
+	if late := cancelled.Sub(prepared.Add(preciseTimeout)); late < 0 {
+		t.Errorf("cancelled %v before the payment's deadline (schedule at %v)", -late, at)
+	}
+	if want := "deadline:" + ref; cause != want {
+		t.Errorf("PaymentCancelled caused by %q, want %q: its own schedule", cause, want)
+	}
+	p.waitFor("the fired schedule's deletion", func() bool { return p.schedule(ref) == nil })
+	if dl := p.stack.DeadLetters(); len(dl) != 0 {
+		t.Errorf("dead letters: %+v", dl)
+	}
+}
+
+// TestSettlingDeletesThePaymentsSchedule confirms a payment before its deadline: its
+// schedule is deleted and nothing cancels the rental afterwards.
+func TestSettlingDeletesThePaymentsSchedule(t *testing.T) {
+	p := startPrecise(t)
+	rentalID, ref := p.rent("precise-2")
+	var s *scheduler.GetScheduleOutput
+	p.waitFor("the payment's schedule", func() bool { s = p.schedule(ref); return s != nil })
+	at, err := onetime.ParseAtExpression(aws.ToString(s.ScheduleExpression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventID := "evt-" + ident.Random(20)
+	body, _ := json.Marshal(generic.Event{ID: eventID, Type: generic.TypeSucceeded, PaymentReference: ref})
+	hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
+	var ans struct{ EventID, PaymentReference, Status string }
+	if code := p.send("POST", "/webhooks/payments", body, hdr, &ans); code != http.StatusOK {
+		t.Fatalf("payment.succeeded: %d", code)
+	}
+	if ans.EventID != eventID || ans.PaymentReference != ref || ans.Status != "confirmed" {
+		t.Fatalf("payment.succeeded answered %+v", ans)
+	}
+	p.waitFor("the settled payment's schedule to be deleted", func() bool { return p.schedule(ref) == nil })
+	p.waitStatus(rentalID, "approved")
+	// Past the schedule's time and several polls of the local scheduler, the rental
+	// is still approved: nothing fired.
+	time.Sleep(time.Until(at) + 2*time.Second)
+	if status := p.status(rentalID); status != "approved" {
+		t.Errorf("rental %s after its deadline passed", status)
+	}
+}
+
+// TestTheSweepCatchesALostSchedule deletes a payment's schedule behind the service's
+// back: the periodic sweep still calls the payment off.
+func TestTheSweepCatchesALostSchedule(t *testing.T) {
+	p := startPrecise(t)
+	rentalID, ref := p.rent("precise-3")
+	var s *scheduler.GetScheduleOutput
+	p.waitFor("the payment's schedule", func() bool { s = p.schedule(ref); return s != nil })
+	at, err := onetime.ParseAtExpression(aws.ToString(s.ScheduleExpression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.scheduler.DeleteSchedule(context.Background(), &scheduler.DeleteScheduleInput{
+		Name: aws.String(onetime.ScheduleName(ref)), GroupName: aws.String(p.group),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(at) + 1500*time.Millisecond) // past the deadline (at most a second after at), with nothing scheduled
+	if status := p.status(rentalID); status != "awaiting-payment" {
+		t.Fatalf("rental %s with its schedule lost and no sweep run", status)
+	}
+	var sum deadline.Summary
+	input := map[string]string{"scheduledTime": time.Now().UTC().Format(time.RFC3339Nano)}
+	if err := local.Call(context.Background(), p.stack.Functions.Sweep, input, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Found != 1 || sum.Cancelled != 1 {
+		t.Errorf("sweep %+v: want the lost one found and cancelled", sum)
+	}
+	p.waitStatus(rentalID, "cancelled")
+}

@@ -1,0 +1,575 @@
+// Package payment is the decider for payments: one event stream per payment
+// reference, derived from a rental id, records a payment being prepared at the
+// provider, how it settled (confirmed, rejected or cancelled) and, when the money
+// arrived for a payment already given up on, how it went back (a refund, or a
+// refund owed), and whether a cancellation the provider did not answer is still
+// owed to it. Decide and Evolve are pure; the provider is called around them.
+package payment
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/bikerental/bikerental/internal/domain/eventtype"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+)
+
+// Sentinel errors returned by Decide, DecodeEvent and RentalIDFor. Business
+// refusals are meant to reach API clients as they are.
+var (
+	// ErrInvalidCommand wraps every refusal of a malformed command (malformed
+	// reference, empty payment id, non-positive amount, bad currency, a command
+	// for another reference's stream, an unknown command).
+	ErrInvalidCommand = errors.New("invalid command")
+	// ErrInvalidReference is returned, wrapped, by RentalIDFor for a string that
+	// ReferenceFor did not make.
+	ErrInvalidReference = errors.New("invalid payment reference")
+	// ErrPaymentNotFound is returned when no payment was prepared for the reference.
+	ErrPaymentNotFound = errors.New("payment not found")
+	// ErrPaymentAlreadyConfirmed is returned when rejecting or cancelling a
+	// confirmed payment; a cancellation is declined this way.
+	ErrPaymentAlreadyConfirmed = errors.New("payment is already confirmed")
+	// ErrUnknownEventType is returned, wrapped with the type name, by DecodeEvent
+	// for a type not listed in EventTypes.
+	ErrUnknownEventType = eventtype.ErrUnknown
+)
+
+const referencePrefix = "rp_"
+
+// ReferenceFor returns the payment reference of a rental: "rp_" + rentalID.
+// For a rental id matching [A-Za-z0-9_-]{1,64}, RentalIDFor reverses it.
+func ReferenceFor(rentalID string) string { return referencePrefix + rentalID }
+
+// RentalIDFor returns the rental id that ReferenceFor turned into reference. It
+// returns an error wrapping ErrInvalidReference when reference lacks the prefix
+// or the rest is not a valid rental id ([A-Za-z0-9_-]{1,64}).
+func RentalIDFor(reference string) (string, error) {
+	id, ok := strings.CutPrefix(reference, referencePrefix)
+	if !ok || !ident.Valid(id) {
+		return "", fmt.Errorf("payment: %w: %q", ErrInvalidReference, reference)
+	}
+	return id, nil
+}
+
+// StreamID returns the event stream id of a payment: "payment-" + reference.
+func StreamID(reference string) string { return "payment-" + reference }
+
+// Status is where a payment is in its lifecycle.
+type Status string
+
+// Payment statuses. The zero Payment has an empty Status and is treated as StatusNone.
+const (
+	StatusNone      Status = "none"
+	StatusPrepared  Status = "prepared"
+	StatusConfirmed Status = "confirmed"
+	StatusRejected  Status = "rejected"
+	StatusCancelled Status = "cancelled"
+)
+
+// RefundStatus is where the money of a late success stands.
+type RefundStatus string
+
+// Refund statuses; the zero value means no refund is due or under way.
+const (
+	RefundStatusNone      RefundStatus = ""
+	RefundStatusRequested RefundStatus = "requested" // the provider accepted a refund
+	RefundStatusOwed      RefundStatus = "owed"      // the provider cannot refund: operators must
+	RefundStatusDone      RefundStatus = "refunded"  // the provider confirmed the refund
+)
+
+// Payment is the state of one payment reference's stream. Amount is in minor
+// units of Currency (ISO 4217); Reason is set once the payment is rejected.
+// LateSuccess is set when the provider took the money after the payment was
+// cancelled or rejected: the rental stays ended, and the money must go back.
+// CancellationOwed is set while a cancellation the provider did not answer is
+// still to be made there (CancellationOwedAtProvider, until CancellationDoneAtProvider or
+// a late success).
+type Payment struct {
+	Reference    string
+	PaymentID    string
+	ClientSecret string
+	Amount       int64
+	Currency     string
+	Status       Status
+	Reason       string
+	LateSuccess  bool
+	Refund       RefundStatus
+	// CancellationOwed: the payment was cancelled here, but the provider has not
+	// confirmed it, so the payment may still be payable there.
+	CancellationOwed bool
+}
+
+// RefundDue reports whether money was taken for a payment that was given up on and
+// no refund has been recorded for it yet.
+func (s Payment) RefundDue() bool { return s.LateSuccess && s.Refund == RefundStatusNone }
+
+// Payable reports whether the payment can still be paid: it is prepared and has not
+// settled in any way. Only then is its client secret shown to its renter.
+func (s Payment) Payable() bool { return s.Status == StatusPrepared }
+
+// CancellationDue reports whether the cancellation must still be made at the
+// provider: it was owed, and neither the provider confirmed it nor a success
+// arrived meanwhile (which ends in a refund instead).
+func (s Payment) CancellationDue() bool { return s.CancellationOwed && !s.LateSuccess }
+
+// Event is a fact in a payment's stream. EventType returns the struct's type
+// name, which is the stored event type: renaming an event is a schema change.
+type Event interface{ EventType() string }
+
+// PaymentPrepared records that the provider accepted a payment, under its own
+// PaymentID, and that it awaits the renter. ClientSecret is what the renter's client
+// needs to pay ("" for providers that need none): readers must never show it to
+// anyone but the renter, nor log it.
+type PaymentPrepared struct {
+	PaymentID    string `json:"paymentId"`
+	Reference    string `json:"reference"`
+	Amount       int64  `json:"amount"`
+	Currency     string `json:"currency"`
+	ClientSecret string `json:"clientSecret,omitempty"`
+}
+
+// PaymentConfirmed records that the provider confirmed the payment.
+type PaymentConfirmed struct {
+	Reference       string `json:"reference"`
+	PaymentID       string `json:"paymentId"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// PaymentRejected records that the provider rejected the payment.
+type PaymentRejected struct {
+	Reference       string `json:"reference"`
+	PaymentID       string `json:"paymentId"`
+	Reason          string `json:"reason"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// PaymentSucceededAfterCancellation records that the provider took the money for a
+// payment already cancelled or rejected: the rental stays ended and the money
+// must go back (RefundRequested or RefundOwed follow).
+type PaymentSucceededAfterCancellation struct {
+	Reference       string `json:"reference"`
+	PaymentID       string `json:"paymentId"`
+	Amount          int64  `json:"amount"`
+	Currency        string `json:"currency"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// RefundRequested records that the provider accepted a refund of the payment.
+type RefundRequested struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+	RefundID  string `json:"refundId"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+// RefundOwed records that money must go back that the provider cannot refund:
+// operators see it (rentalctl refunds) and an alarm reports it.
+type RefundOwed struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+// PaymentRefunded records that the provider confirmed a refund of the payment.
+type PaymentRefunded struct {
+	Reference       string `json:"reference"`
+	PaymentID       string `json:"paymentId"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// PaymentCancelled records that the payment was called off before it settled.
+type PaymentCancelled struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+}
+
+// CancellationOwedAtProvider records, with the PaymentCancelled it follows, that
+// the provider did not answer the cancellation (it failed, was busy or timed out
+// after Attempts tries): the bike is released all the same, and the cancellation
+// stays owed to the provider, retried by the sweep until the provider confirms it
+// (CancellationDoneAtProvider) or a success arrives meanwhile (which is refunded).
+// Operators see it (rentalctl cancellations) and an alarm reports it.
+type CancellationOwedAtProvider struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+	Attempts  int    `json:"attempts"`
+}
+
+// CancellationDoneAtProvider records that the provider confirmed a cancellation that was
+// owed to it: nothing is owed any more.
+type CancellationDoneAtProvider struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+}
+
+// EventType returns "PaymentPrepared".
+func (PaymentPrepared) EventType() string { return "PaymentPrepared" }
+
+// EventType returns "PaymentConfirmed".
+func (PaymentConfirmed) EventType() string { return "PaymentConfirmed" }
+
+// EventType returns "PaymentRejected".
+func (PaymentRejected) EventType() string { return "PaymentRejected" }
+
+// EventType returns "PaymentCancelled".
+func (PaymentCancelled) EventType() string { return "PaymentCancelled" }
+
+// EventType returns "PaymentSucceededAfterCancellation".
+func (PaymentSucceededAfterCancellation) EventType() string {
+	return "PaymentSucceededAfterCancellation"
+}
+
+// EventType returns "RefundRequested".
+func (RefundRequested) EventType() string { return "RefundRequested" }
+
+// EventType returns "RefundOwed".
+func (RefundOwed) EventType() string { return "RefundOwed" }
+
+// EventType returns "PaymentRefunded".
+func (PaymentRefunded) EventType() string { return "PaymentRefunded" }
+
+// EventType returns "CancellationOwedAtProvider".
+func (CancellationOwedAtProvider) EventType() string { return "CancellationOwedAtProvider" }
+
+// EventType returns "CancellationDoneAtProvider".
+func (CancellationDoneAtProvider) EventType() string { return "CancellationDoneAtProvider" }
+
+// ReferenceOf returns the payment reference an event is about, or "" for a type
+// this package does not define.
+func ReferenceOf(e Event) string {
+	switch e := e.(type) {
+	case PaymentPrepared:
+		return e.Reference
+	case PaymentConfirmed:
+		return e.Reference
+	case PaymentRejected:
+		return e.Reference
+	case PaymentCancelled:
+		return e.Reference
+	case PaymentSucceededAfterCancellation:
+		return e.Reference
+	case RefundRequested:
+		return e.Reference
+	case RefundOwed:
+		return e.Reference
+	case PaymentRefunded:
+		return e.Reference
+	case CancellationOwedAtProvider:
+		return e.Reference
+	case CancellationDoneAtProvider:
+		return e.Reference
+	}
+	return ""
+}
+
+// events declares the payment's events: their names, structs and decoder.
+var events = eventtype.Declare[Event]("payment",
+	eventtype.Of[PaymentPrepared](),
+	eventtype.Of[PaymentConfirmed](),
+	eventtype.Of[PaymentRejected](),
+	eventtype.Of[PaymentCancelled](),
+	eventtype.Of[PaymentSucceededAfterCancellation](),
+	eventtype.Of[RefundRequested](),
+	eventtype.Of[RefundOwed](),
+	eventtype.Of[PaymentRefunded](),
+	eventtype.Of[CancellationOwedAtProvider](),
+	eventtype.Of[CancellationDoneAtProvider](),
+)
+
+// EventTypes returns the type name of every event of this package, in a new slice.
+func EventTypes() []string { return events.Types() }
+
+// settlements are the events that settle a payment: every way it stops waiting for
+// the renter. Everything that asks whether a payment settled asks Settles.
+var settlements = []string{PaymentConfirmed{}.EventType(), PaymentRejected{}.EventType(), PaymentCancelled{}.EventType()}
+
+// Settles reports whether an event of eventType settles a payment (it was
+// confirmed, rejected or cancelled).
+func Settles(eventType string) bool { return slices.Contains(settlements, eventType) }
+
+// SettlementTypes returns the types of the events that settle a payment, in a new
+// slice.
+func SettlementTypes() []string { return slices.Clone(settlements) }
+
+// DecodeEvent decodes stored JSON data into the event struct (a value, not a
+// pointer) named by eventType. Unknown JSON fields are ignored so that older code
+// reads newer events; invalid JSON is an error wrapping the json error. An
+// unknown eventType yields an error wrapping ErrUnknownEventType.
+func DecodeEvent(eventType string, data []byte) (Event, error) { return events.Decode(eventType, data) }
+
+// Command is a request to a payment's stream. Only this package's command
+// structs implement it.
+type Command interface{ isCommand() }
+
+// PreparePayment asks to record a payment of Amount minor units of Currency that the
+// provider accepted under its PaymentID. It is idempotent on Reference.
+type PreparePayment struct {
+	Reference    string `json:"reference"`
+	PaymentID    string `json:"paymentId"`
+	Amount       int64  `json:"amount"`
+	Currency     string `json:"currency"`
+	ClientSecret string `json:"clientSecret,omitempty"`
+}
+
+// ConfirmPayment records the provider's word that the payment succeeded. For a
+// payment already cancelled or rejected it records the late success instead, so
+// that the money goes back.
+type ConfirmPayment struct {
+	Reference       string `json:"reference"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// RejectPayment records the provider's word that the payment failed.
+type RejectPayment struct {
+	Reference       string `json:"reference"`
+	Reason          string `json:"reason"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// RecordRefund records that the provider accepted the refund of a late success.
+type RecordRefund struct {
+	Reference string `json:"reference"`
+	RefundID  string `json:"refundId"`
+}
+
+// OweRefund records that the refund of a late success is owed: the provider cannot
+// refund.
+type OweRefund struct {
+	Reference string `json:"reference"`
+}
+
+// ConfirmRefund records the provider's word that the payment was refunded.
+type ConfirmRefund struct {
+	Reference       string `json:"reference"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
+// CancelPayment asks to call off a payment that has not settled. It is declined
+// with ErrPaymentAlreadyConfirmed once the payment is confirmed. UnansweredAttempts
+// is set by the command handler, after asking the provider, when the provider did
+// not answer after that many tries: the cancellation is then also recorded as owed
+// to the provider (CancellationOwedAtProvider).
+type CancelPayment struct {
+	Reference          string `json:"reference"`
+	UnansweredAttempts int    `json:"unansweredAttempts,omitempty"`
+}
+
+// RecordCancelledAtProvider records the provider's word that it cancelled a payment
+// whose cancellation was owed to it. It does nothing when none is due.
+type RecordCancelledAtProvider struct {
+	Reference string `json:"reference"`
+}
+
+func (PreparePayment) isCommand() {}
+func (ConfirmPayment) isCommand() {}
+func (RejectPayment) isCommand()  {}
+func (CancelPayment) isCommand()  {}
+func (RecordRefund) isCommand()   {}
+func (OweRefund) isCommand()      {}
+func (ConfirmRefund) isCommand()  {}
+
+func (RecordCancelledAtProvider) isCommand() {}
+
+// Fold applies events in order to the initial state, a Payment with StatusNone.
+func Fold(events []Event) Payment {
+	s := Payment{Status: StatusNone}
+	for _, e := range events {
+		s = Evolve(s, e)
+	}
+	return s
+}
+
+// Evolve returns the state after event e. It is pure, and unknown events return
+// s unchanged. A PaymentPrepared for a payment that already exists changes
+// nothing, so a duplicate can never reopen a settled payment.
+func Evolve(s Payment, e Event) Payment {
+	switch e := e.(type) {
+	case PaymentPrepared:
+		if !s.exists() {
+			s = Payment{Reference: e.Reference, PaymentID: e.PaymentID, ClientSecret: e.ClientSecret, Amount: e.Amount, Currency: e.Currency, Status: StatusPrepared}
+		}
+	case PaymentConfirmed:
+		s.Status = StatusConfirmed
+	case PaymentRejected:
+		s.Status, s.Reason = StatusRejected, e.Reason
+	case PaymentCancelled:
+		s.Status = StatusCancelled
+	case PaymentSucceededAfterCancellation:
+		s.LateSuccess = true
+	case CancellationOwedAtProvider:
+		s.CancellationOwed = true
+	case CancellationDoneAtProvider:
+		s.CancellationOwed = false
+	case RefundRequested:
+		if s.Refund != RefundStatusDone {
+			s.Refund = RefundStatusRequested
+		}
+	case RefundOwed:
+		if s.Refund == RefundStatusNone {
+			s.Refund = RefundStatusOwed
+		}
+	case PaymentRefunded:
+		s.Refund = RefundStatusDone
+	}
+	return s
+}
+
+func (s Payment) exists() bool { return s.Status != "" && s.Status != StatusNone }
+
+// Decide returns the events that command c produces on payment s, or the reason
+// it is refused. It returns nil, nil when c finds its work already done (every
+// command is safe to send twice): preparing an existing reference, in any status
+// and whatever the amount, confirming a confirmed payment, rejecting a rejected
+// one, and cancelling a cancelled or rejected one. Malformed commands yield an
+// error wrapping ErrInvalidCommand; business refusals are the other sentinels.
+func Decide(s Payment, c Command) ([]Event, error) {
+	if err := validate(s, c); err != nil {
+		return nil, fmt.Errorf("payment: %w: %w", ErrInvalidCommand, err)
+	}
+	if _, ok := c.(PreparePayment); !ok && !s.exists() {
+		return nil, ErrPaymentNotFound
+	}
+	switch c := c.(type) {
+	case PreparePayment:
+		if s.exists() {
+			return nil, nil
+		}
+		return []Event{PaymentPrepared{PaymentID: c.PaymentID, Reference: c.Reference, Amount: c.Amount, Currency: c.Currency, ClientSecret: c.ClientSecret}}, nil
+
+	case ConfirmPayment:
+		switch s.Status {
+		case StatusConfirmed:
+			return nil, nil
+		case StatusCancelled, StatusRejected:
+			// The money arrived for a payment already given up on: the rental
+			// stays ended, and what was taken must go back.
+			if s.LateSuccess {
+				return nil, nil
+			}
+			return []Event{PaymentSucceededAfterCancellation{Reference: s.Reference, PaymentID: s.PaymentID,
+				Amount: s.Amount, Currency: s.Currency, ProviderEventID: c.ProviderEventID}}, nil
+		}
+		return []Event{PaymentConfirmed{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}, nil
+
+	case RejectPayment:
+		switch s.Status {
+		case StatusRejected, StatusCancelled:
+			return nil, nil
+		case StatusConfirmed:
+			return nil, ErrPaymentAlreadyConfirmed
+		}
+		return []Event{PaymentRejected{Reference: s.Reference, PaymentID: s.PaymentID, Reason: c.Reason, ProviderEventID: c.ProviderEventID}}, nil
+
+	case RecordRefund:
+		if !s.RefundDue() {
+			return nil, nil
+		}
+		return []Event{RefundRequested{Reference: s.Reference, PaymentID: s.PaymentID, RefundID: c.RefundID, Amount: s.Amount, Currency: s.Currency}}, nil
+
+	case OweRefund:
+		if !s.RefundDue() {
+			return nil, nil
+		}
+		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency}}, nil
+
+	case ConfirmRefund:
+		if s.Refund == RefundStatusDone {
+			return nil, nil
+		}
+		return []Event{PaymentRefunded{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}, nil
+
+	case CancelPayment:
+		switch s.Status {
+		case StatusCancelled, StatusRejected:
+			return nil, nil
+		case StatusConfirmed:
+			return nil, ErrPaymentAlreadyConfirmed
+		}
+		out := []Event{PaymentCancelled{Reference: s.Reference, PaymentID: s.PaymentID}}
+		if c.UnansweredAttempts > 0 {
+			out = append(out, CancellationOwedAtProvider{Reference: s.Reference, PaymentID: s.PaymentID, Attempts: c.UnansweredAttempts})
+		}
+		return out, nil
+
+	case RecordCancelledAtProvider:
+		if !s.CancellationDue() {
+			return nil, nil
+		}
+		return []Event{CancellationDoneAtProvider{Reference: s.Reference, PaymentID: s.PaymentID}}, nil
+	}
+	return nil, fmt.Errorf("payment: %w: unknown command %T", ErrInvalidCommand, c)
+}
+
+func validate(s Payment, c Command) error {
+	var ref string
+	switch c := c.(type) {
+	case PreparePayment:
+		ref = c.Reference
+		switch {
+		case c.PaymentID == "":
+			return errors.New("paymentId is required")
+		}
+		if err := CheckAmount(c.Amount); err != nil {
+			return err
+		}
+		if err := CheckCurrency(c.Currency); err != nil {
+			return err
+		}
+	case ConfirmPayment:
+		ref = c.Reference
+	case RejectPayment:
+		ref = c.Reference
+	case CancelPayment:
+		ref = c.Reference
+		if c.UnansweredAttempts < 0 {
+			return fmt.Errorf("unansweredAttempts %d must not be negative", c.UnansweredAttempts)
+		}
+	case RecordRefund:
+		ref = c.Reference
+		if c.RefundID == "" {
+			return errors.New("refundId is required")
+		}
+	case OweRefund:
+		ref = c.Reference
+	case ConfirmRefund:
+		ref = c.Reference
+	case RecordCancelledAtProvider:
+		ref = c.Reference
+	default:
+		return fmt.Errorf("unknown command %T", c)
+	}
+	if _, err := RentalIDFor(ref); err != nil {
+		return err
+	}
+	if s.exists() && s.Reference != ref {
+		return fmt.Errorf("command for reference %q sent to reference %q", ref, s.Reference)
+	}
+	return nil
+}
+
+// MaxAmount is the largest amount a payment may have, in minor units: eight digits,
+// the most Stripe takes in one payment (999,999.99 in a two-decimal currency), and
+// far below where a JSON number stops being exact.
+const MaxAmount = 99_999_999
+
+// CheckAmount returns why amount, in minor units, cannot be a payment's amount, or
+// nil: it must be from 1 to MaxAmount. PreparePayment is refused for the same.
+func CheckAmount(amount int64) error {
+	if amount <= 0 || amount > MaxAmount {
+		return fmt.Errorf("amount %d must be from 1 to %d (minor units)", amount, MaxAmount)
+	}
+	return nil
+}
+
+// CheckCurrency returns why c cannot be a payment's currency, or nil: it must be
+// 3 upper-case letters (ISO 4217). PreparePayment is refused for the same.
+func CheckCurrency(c string) error {
+	if len(c) != 3 || strings.Trim(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		return fmt.Errorf("currency %q must be 3 upper-case letters (ISO 4217)", c)
+	}
+	return nil
+}

@@ -1,0 +1,523 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/ops/audit"
+	"github.com/bikerental/bikerental/internal/ops/rebuild"
+	"github.com/bikerental/bikerental/internal/testkit/rebuildtest"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }
+
+var ctx = context.Background()
+
+// world is a table pair of its own on the emulator holding rentals in every state,
+// every event delivered to the process and the projection: a quiet service.
+type world struct {
+	*rebuildtest.World
+	t testing.TB
+	// rentals names the world's rentals by what happened to them.
+	rentals map[string]string
+}
+
+// Settlements that rent knows besides rebuildtest's.
+const (
+	outstanding = rebuildtest.Outstanding
+	confirmed   = rebuildtest.Confirmed
+	rejected    = rebuildtest.Rejected
+	cancelled   = rebuildtest.Cancelled // by CancelRentalPayment, as the sweep does
+)
+
+func newWorld(t testing.TB) *world {
+	t.Helper()
+	w := &world{World: rebuildtest.NewWorld(t), t: t, rentals: map[string]string{}}
+	w.rentals["confirmed"] = w.rent("confirmed", "Confirmed", confirmed)
+	w.rentals["rejected"] = w.rent("rejected", "Rejected", rejected)
+	w.rentals["cancelled"] = w.rent("cancelled", "Cancelled", cancelled)
+	w.rentals["outstanding"] = w.rent("outstanding", "Outstanding", outstanding)
+	// One bike that has been rented, returned, and rented again, twice.
+	w.rentals["returned"] = w.rent("busy", "First", confirmed)
+	w.bike(rental.ReturnBike{BikeID: "busy"})
+	w.rentals["busy-cancelled"] = w.rent("busy", "Second", cancelled)
+	w.rentals["busy-rented"] = w.rent("busy", "Third", confirmed)
+	w.project()
+	return w
+}
+
+// rent requests bikeID under a rental id made from suffix, delivers the request to
+// the process, settles the payment as how says and delivers that too.
+func (w *world) rent(bikeID, suffix string, how rebuildtest.Settlement) string {
+	w.t.Helper()
+	rentalID := rentalID(bikeID, suffix)
+	w.bike(rental.RegisterBike{BikeID: bikeID})
+	w.request(bikeID, rentalID)
+	w.deliver(rental.StreamID(bikeID), "BikeRequested")
+	if how == outstanding {
+		return rentalID
+	}
+	w.settle(rentalID, how)
+	w.deliver(payment.StreamID(payment.ReferenceFor(rentalID)), "")
+	return rentalID
+}
+
+// rentalID returns the id of a rental of bikeID named name (at most 22 letters).
+func rentalID(bikeID, name string) string {
+	return rental.NewRentalID(bikeID, name+strings.Repeat("x", rental.RentalSuffixLength-len(name)))
+}
+
+func (w *world) request(bikeID, rentalID string) {
+	w.t.Helper()
+	w.bike(rental.RequestBike{BikeID: bikeID, Renter: "renter-" + bikeID, RentalID: rentalID}) // a renter per bike, each with one outstanding request at most
+}
+
+func (w *world) bike(c rental.Command) {
+	w.t.Helper()
+	if _, err := w.Commands.Bike(ctx, c, command.Meta{}); err != nil {
+		w.t.Fatalf("%T: %v", c, err)
+	}
+}
+
+// settle settles a rental's payment without telling the process.
+func (w *world) settle(rentalID string, how rebuildtest.Settlement) {
+	w.t.Helper()
+	ref := payment.ReferenceFor(rentalID)
+	var err error
+	switch how {
+	case confirmed:
+		_, err = w.Commands.Payment(ctx, payment.ConfirmPayment{Reference: ref}, command.Meta{})
+	case rejected:
+		_, err = w.Commands.Payment(ctx, payment.RejectPayment{Reference: ref, Reason: "card declined"}, command.Meta{})
+	case cancelled:
+		var outcome process.Outcome
+		outcome, err = w.Process.CancelRentalPayment(ctx, rentalID, command.Meta{})
+		if err == nil && outcome != process.OutcomeCancelled {
+			err = fmt.Errorf("cancel: %s", outcome)
+		}
+	default:
+		err = fmt.Errorf("unknown settlement %q", how)
+	}
+	if err != nil {
+		w.t.Fatalf("settle %s: %v", rentalID, err)
+	}
+}
+
+// deliver gives the process the last record of stream, of type typ if not empty, as
+// its stream consumer would.
+func (w *world) deliver(stream, typ string) {
+	w.t.Helper()
+	records := w.Read(stream)
+	for i := len(records) - 1; i >= 0; i-- {
+		if typ == "" || records[i].Type == typ {
+			if err := w.Process.Handle(ctx, records[i]); err != nil {
+				w.t.Fatalf("deliver %s version %d: %v", stream, records[i].Version, err)
+			}
+			return
+		}
+	}
+	w.t.Fatalf("no %s in %s", typ, stream)
+}
+
+// project brings the PendingPayments table up to date with every payment stream.
+func (w *world) project() {
+	w.t.Helper()
+	if _, err := rebuild.PendingPayments(ctx, w.Store, w.Projection(2), nil); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) audit(quiet bool) audit.Report {
+	w.t.Helper()
+	source := audit.NewDynamo(w.Client, w.EventsTable, w.PendingTable)
+	report, err := audit.Run(ctx, source, source, audit.Options{Quiet: quiet})
+	if err != nil {
+		w.t.Fatalf("audit: %v", err)
+	}
+	return report
+}
+
+// put writes an Events table item as it is, over whatever is there.
+func (w *world) put(item map[string]types.AttributeValue) {
+	w.t.Helper()
+	if _, err := w.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(w.EventsTable), Item: item}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// putEvent writes an event straight into the Events table at version, bypassing the
+// store's conditions.
+func (w *world) putEvent(stream string, version int64, e interface{ EventType() string }) {
+	w.t.Helper()
+	data, err := json.Marshal(e)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.putRaw(stream, version, e.EventType(), data)
+}
+
+func (w *world) putRaw(stream string, version int64, typ string, data []byte) {
+	w.t.Helper()
+	w.put(dynamo.EncodeRecord(eventstore.Record{StreamID: stream, Version: version, Event: eventstore.Event{
+		ID: ident.UUID(), Type: typ, Data: data, RecordedAt: time.Now(),
+	}}))
+}
+
+// processEvent is one of the process's own events, for putEvent.
+type processEvent struct {
+	typ string
+	v   any
+}
+
+func (e processEvent) EventType() string            { return e.typ }
+func (e processEvent) MarshalJSON() ([]byte, error) { return json.Marshal(e.v) }
+
+func requested(rentalID, bikeID string) processEvent {
+	return processEvent{rentalpayment.TypeRequested, rentalpayment.RentalPaymentRequested{
+		RentalID: rentalID, BikeID: bikeID, Renter: "alice", Amount: 1500, Currency: "EUR"}}
+}
+
+func completed(rentalID string, outcome rentalpayment.Completion) processEvent {
+	return processEvent{rentalpayment.TypeCompleted, rentalpayment.RentalPaymentProcessCompleted{RentalID: rentalID, Outcome: outcome}}
+}
+
+func (w *world) pendingKey(rentalID string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: payment.ReferenceFor(rentalID)}}
+}
+
+func processOf(rentalID string) string { return rentalpayment.StreamID(rentalID) }
+func paymentOf(rentalID string) string { return payment.StreamID(payment.ReferenceFor(rentalID)) }
+
+// found lists a report's violations as "code stream,stream", sorted.
+func found(r audit.Report) []string {
+	var out []string
+	for _, v := range r.Violations {
+		out = append(out, v.Invariant+" "+strings.Join(v.Streams, ","))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestACleanWorldAuditsClean(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	for _, quiet := range []bool{true, false} {
+		report := w.audit(quiet)
+		if !report.OK() {
+			t.Errorf("quiet=%v: violations in a clean world:\n%s", quiet, strings.Join(lines(report), "\n"))
+		}
+		// 4 bikes with one rental each and busy with three; a process and a payment
+		// per rental; a renter per bike, with an event per rental; a PendingPayments
+		// row per payment and one per process, markers included.
+		want := audit.Report{Quiet: quiet, Streams: 5 + 7 + 7 + 5, Records: 19 + 13 + 13 + 7, Rentals: 7, Payments: 7, PendingRows: 14, Violations: []audit.Violation{}}
+		if got := report; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("quiet=%v: report %+v, want %+v", quiet, got, want)
+		}
+	}
+}
+
+func lines(r audit.Report) []string {
+	var out []string
+	for _, v := range r.Violations {
+		out = append(out, v.String())
+	}
+	return out
+}
+
+func TestEachBrokenInvariantIsReported(t *testing.T) {
+	cases := []struct {
+		name   string
+		quiet  bool
+		damage func(w *world)
+		want   func(w *world) []string
+		detail string // in some violation's Detail
+	}{
+		{
+			name:  "a version gap, and a stream without version 1",
+			quiet: true,
+			damage: func(w *world) {
+				w.putEvent(rental.StreamID("outstanding"), 4, rental.BikeRegistered{BikeID: "outstanding"})
+				w.putEvent(rental.StreamID("ghost"), 2, rental.BikeRegistered{BikeID: "ghost"})
+			},
+			want: func(w *world) []string {
+				return []string{"version-gap bike-ghost", "version-gap bike-outstanding"}
+			},
+			detail: "missing version 1",
+		},
+		{
+			name:  "a process started twice",
+			quiet: true,
+			damage: func(w *world) {
+				id := w.rentals["outstanding"]
+				w.putEvent(processOf(id), 2, requested(id, "outstanding"))
+			},
+			want: func(w *world) []string {
+				return []string{"process-started-twice " + processOf(w.rentals["outstanding"])}
+			},
+		},
+		{
+			name:  "a process completed twice",
+			quiet: true,
+			damage: func(w *world) {
+				id := w.rentals["confirmed"]
+				w.putEvent(processOf(id), 3, completed(id, rentalpayment.CompletedApproved))
+			},
+			want: func(w *world) []string {
+				return []string{"process-completed-twice " + processOf(w.rentals["confirmed"])}
+			},
+		},
+		{
+			name:  "a payment confirmed after it was cancelled",
+			quiet: true,
+			damage: func(w *world) {
+				ref := payment.ReferenceFor(w.rentals["cancelled"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentConfirmed{Reference: ref})
+			},
+			want: func(w *world) []string {
+				return []string{"payment-settled-twice " + paymentOf(w.rentals["cancelled"])}
+			},
+			detail: "PaymentCancelled at version 2, PaymentConfirmed at version 3",
+		},
+		{
+			name:  "money taken after the cancellation and never refunded",
+			quiet: true,
+			damage: func(w *world) {
+				ref := payment.ReferenceFor(w.rentals["cancelled"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 1500, Currency: "EUR"})
+				// The same late success with its refund owed is no violation.
+				other := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(other), 3, payment.PaymentSucceededAfterCancellation{Reference: other, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(other), 4, payment.RefundOwed{Reference: other, Amount: 1500, Currency: "EUR"})
+			},
+			want: func(w *world) []string {
+				return []string{"money-kept " + paymentOf(w.rentals["cancelled"])}
+			},
+			detail: "no refund or refund owed",
+		},
+		{
+			name:  "money taken on another provider payment and never refunded",
+			quiet: true,
+			damage: func(w *world) {
+				mismatched := func(ref, eventID string) command.ProviderEventMismatched {
+					return command.ProviderEventMismatched{Provider: "stripe", EventID: eventID, Kind: payment.ProviderSucceeded, Reference: ref,
+						PaymentID: "pi_other", Amount: 1, Currency: "USD", Fields: []string{"paymentId", "amount", "currency"}, RefundDue: true}
+				}
+				ref := payment.ReferenceFor(w.rentals["outstanding"])
+				w.putEvent(command.ReceiptStreamID("stripe", "evt_kept"), 1, mismatched(ref, "evt_kept"))
+				// The same with its refund recorded, and one with nothing to refund, are no violation.
+				w.putEvent(command.ReceiptStreamID("stripe", "evt_refunded"), 1, mismatched(ref, "evt_refunded"))
+				w.putEvent(command.ReceiptStreamID("stripe", "evt_refunded"), 2, command.MismatchRefundRequested{Reference: ref, PaymentID: "pi_other", RefundID: "re_1"})
+				nothing := mismatched(ref, "evt_amount")
+				nothing.RefundDue = false
+				w.putEvent(command.ReceiptStreamID("stripe", "evt_amount"), 1, nothing)
+			},
+			want: func(w *world) []string {
+				return []string{"money-kept " + command.ReceiptStreamID("stripe", "evt_kept")}
+			},
+			detail: "not the one recorded",
+		},
+		{
+			name:  "a bike requested by another rental while one is requested",
+			quiet: false, // quiet, the intruder's process would be missing too
+			damage: func(w *world) {
+				intruder := rentalID("outstanding", "Intruder")
+				w.putEvent(rental.StreamID("outstanding"), 3, rental.BikeRequested{BikeID: "outstanding", Renter: "bob", RentalID: intruder})
+			},
+			want: func(w *world) []string {
+				return []string{"bike-double-booked bike-outstanding"}
+			},
+			detail: "while rental " + rentalID("outstanding", "Outstanding") + " holds it",
+		},
+		{
+			name:  "a bike requested by another rental while one is rented",
+			quiet: false,
+			damage: func(w *world) {
+				w.putEvent(rental.StreamID("busy"), 9, rental.BikeRequested{BikeID: "busy", Renter: "bob", RentalID: rentalID("busy", "Intruder")})
+			},
+			want: func(w *world) []string {
+				return []string{"bike-double-booked bike-busy"}
+			},
+			detail: "version 9 requests the bike for rental " + rentalID("busy", "Intruder"),
+		},
+		{
+			name:  "a pending row missing, one stale, one for an unknown payment",
+			quiet: true,
+			damage: func(w *world) {
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: w.pendingKey(w.rentals["outstanding"])}); err != nil {
+					w.t.Fatal(err)
+				}
+				for _, id := range []string{w.rentals["confirmed"], rentalID("nobike", "Unknown")} {
+					_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+						TableName:        aws.String(w.PendingTable),
+						Key:              w.pendingKey(id),
+						UpdateExpression: aws.String("SET #d = :d, #p = :p"),
+						ExpressionAttributeNames: map[string]string{
+							"#d": schema.PendingDueShard, "#p": schema.PendingPreparedAt,
+						},
+						ExpressionAttributeValues: map[string]types.AttributeValue{
+							":d": &types.AttributeValueMemberS{Value: "0"},
+							":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+						},
+					})
+					if err != nil {
+						w.t.Fatal(err)
+					}
+				}
+			},
+			want: func(w *world) []string {
+				return []string{
+					"pending-missing " + paymentOf(w.rentals["outstanding"]),
+					"pending-stale " + paymentOf(rentalID("nobike", "Unknown")),
+					"pending-stale " + paymentOf(w.rentals["confirmed"]),
+				}
+			},
+		},
+		{
+			name:  "an open-process row missing, and one stale",
+			quiet: true,
+			damage: func(w *world) {
+				openKey := func(id string) map[string]types.AttributeValue {
+					return map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: processOf(id)}}
+				}
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: openKey(w.rentals["outstanding"])}); err != nil {
+					w.t.Fatal(err)
+				}
+				_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName:                aws.String(w.PendingTable),
+					Key:                      openKey(w.rentals["confirmed"]),
+					UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
+					ExpressionAttributeNames: map[string]string{"#d": schema.PendingDueShard, "#p": schema.PendingPreparedAt},
+					ExpressionAttributeValues: map[string]types.AttributeValue{
+						":d": &types.AttributeValueMemberS{Value: "open-0"},
+						":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+					},
+				})
+				if err != nil {
+					w.t.Fatal(err)
+				}
+			},
+			want: func(w *world) []string {
+				return []string{"open-missing bike-outstanding", "open-stale " + processOf(w.rentals["confirmed"])}
+			},
+			detail: "the sweep would not notice if it stayed stuck",
+		},
+		{
+			name:  "drift younger than the grace period, not quiet",
+			quiet: false,
+			damage: func(w *world) {
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: w.pendingKey(w.rentals["outstanding"])}); err != nil {
+					w.t.Fatal(err)
+				}
+			},
+			want: func(w *world) []string { return nil },
+		},
+		{
+			name:  "a process never completed",
+			quiet: true,
+			damage: func(w *world) {
+				w.settle(w.rentals["outstanding"], confirmed) // and never delivered
+				w.project()
+			},
+			want: func(w *world) []string {
+				id := w.rentals["outstanding"]
+				return []string{"process-not-completed " + paymentOf(id) + "," + processOf(id)}
+			},
+		},
+		{
+			name:  "a process never started",
+			quiet: true,
+			damage: func(w *world) {
+				w.request("rejected", rentalID("rejected", "Undelivered")) // and never delivered
+			},
+			want: func(w *world) []string {
+				return []string{"process-not-started bike-rejected," + processOf(rentalID("rejected", "Undelivered")), "open-missing bike-rejected"}
+			},
+		},
+		{
+			name:  "a process that completed otherwise than its payment settled",
+			quiet: true,
+			damage: func(w *world) {
+				id := w.rentals["confirmed"]
+				w.putEvent(processOf(id), 2, completed(id, rentalpayment.CompletedRejected)) // over the real one
+			},
+			want: func(w *world) []string {
+				id := w.rentals["confirmed"]
+				return []string{
+					"bike-not-told bike-confirmed," + processOf(id),
+					"process-outcome-mismatch " + paymentOf(id) + "," + processOf(id),
+				}
+			},
+			detail: "its bike should show RequestRejected, but it shows the rental approved",
+		},
+		{
+			name:  "a bike never told",
+			quiet: true,
+			damage: func(w *world) {
+				id := w.rentals["outstanding"]
+				w.settle(id, confirmed)
+				w.project()
+				w.putEvent(processOf(id), 2, completed(id, rentalpayment.CompletedApproved))
+			},
+			want: func(w *world) []string {
+				// and the completion, written by hand, never reached the projection
+				return []string{"bike-not-told bike-outstanding," + processOf(w.rentals["outstanding"]), "open-stale " + processOf(w.rentals["outstanding"])}
+			},
+			detail: "shows the rental requested",
+		},
+		{
+			name:  "corrupt records",
+			quiet: true,
+			damage: func(w *world) {
+				item := dynamo.EncodeRecord(eventstore.Record{StreamID: "bike-confirmed", Version: 4, Event: eventstore.Event{
+					ID: ident.UUID(), Type: "BikeRegistered", Data: []byte(`{}`), RecordedAt: time.Now()}})
+				delete(item, schema.EventsType)
+				w.put(item)
+				w.putRaw("bike-confirmed", 5, "BikeRequested", []byte(`{not json`))
+				w.putRaw("bike-confirmed", 6, "BikeExploded", []byte(`{}`))
+			},
+			want: func(w *world) []string {
+				return []string{"corrupt-record bike-confirmed", "corrupt-record bike-confirmed", "corrupt-record bike-confirmed"}
+			},
+			detail: "version 4: eventstore: stored record is corrupt: missing type",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			c.damage(w)
+			report := w.audit(c.quiet)
+			want := c.want(w)
+			slices.Sort(want)
+			if got := found(report); !slices.Equal(got, want) {
+				t.Errorf("found\n  %s\nwant\n  %s\nreport:\n%s", strings.Join(got, "\n  "), strings.Join(want, "\n  "), strings.Join(lines(report), "\n"))
+			}
+			if c.detail != "" && !slices.ContainsFunc(report.Violations, func(v audit.Violation) bool { return strings.Contains(v.Detail, c.detail) }) {
+				t.Errorf("no violation says %q:\n%s", c.detail, strings.Join(lines(report), "\n"))
+			}
+			if report.OK() != (len(want) == 0) {
+				t.Errorf("OK() = %v with %d violations", report.OK(), len(report.Violations))
+			}
+		})
+	}
+}

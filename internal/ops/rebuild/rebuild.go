@@ -1,0 +1,157 @@
+// Package rebuild restores projections from the event store, for operators: it
+// replays every stream a projection is built from into it, and pauses the schedule
+// of whatever acts on the projection while it runs (a rebuilt row carries its
+// original time, so historical payments briefly look overdue).
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"golang.org/x/sync/errgroup"
+)
+
+// Source is what a rebuild reads: the ids of the streams to replay, and each
+// stream's records. *dynamo.Store is one.
+type Source interface {
+	// StreamIDs calls fn once for each stream whose id starts with prefix, never from
+	// two goroutines at once, reading with the given parallelism (segments), and
+	// stops with fn's first error.
+	StreamIDs(ctx context.Context, prefix string, segments int, fn func(streamID string) error) error
+	// Read returns a stream's records in version order, as eventstore.Store does.
+	Read(ctx context.Context, streamID string, fromVersion int64) ([]eventstore.Record, error)
+}
+
+// Projector applies one event record to a projection. Apply must be idempotent and
+// ignore records older than what the projection already holds, as
+// (*pendingtable.Projection).Apply does: a rebuild applies whatever is in the store, in
+// order, over whatever the projection holds already.
+type Projector interface {
+	Apply(ctx context.Context, r eventstore.Record) error
+}
+
+// Settings of a rebuild.
+const (
+	// Concurrency is how many streams a rebuild reads and applies at once.
+	Concurrency = 8
+	// ScanSegments is how many parallel segments list the streams.
+	ScanSegments = 4
+)
+
+// Result is what a rebuild did.
+type Result struct {
+	// Streams is how many streams were replayed to their end.
+	Streams int
+	// Records is how many records those streams held, every one applied.
+	Records int
+}
+
+// projected starts the ids of the streams PendingPayments is built from: the
+// payments' (their outstanding rows), and the bikes' and the processes' (the open
+// processes: a request opens one, the process's completion closes it).
+var projected = []string{payment.StreamID(""), rental.StreamID(""), rentalpayment.StreamID("")}
+
+// Projected reports whether a stream is one PendingPayments is built from.
+func Projected(streamID string) bool {
+	return slices.ContainsFunc(projected, func(prefix string) bool { return strings.HasPrefix(streamID, prefix) })
+}
+
+// PendingPayments replays every stream PendingPayments is built from (every
+// payment's, bike's and rental-payment process's) into projection: it lists the
+// streams in one pass, reads each one and applies its records in version order,
+// Concurrency streams at a time. It creates no table and
+// deletes no row; because Apply is idempotent and guarded by event versions, running
+// it again, after an interrupted run or over a projection the projector is writing
+// at the same time, is safe and ends in the same rows. The listing is a snapshot of
+// sorts, so events appended while it runs are the live projector's to apply: keep
+// the projector running during a rebuild.
+//
+// progress, if not nil, is called after each stream with the number of streams done
+// so far, never from two goroutines at once. On the first failure PendingPayments
+// stops and returns the error, naming the stream, with what it had done until then;
+// the projection then holds a partial replay, which a later run completes.
+func PendingPayments(ctx context.Context, events Source, projection Projector, progress func(done int)) (Result, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(Concurrency)
+	var (
+		mu  sync.Mutex // guards res, and serializes progress
+		res Result
+	)
+	listErr := events.StreamIDs(gctx, "", ScanSegments, func(id string) error {
+		if gctx.Err() != nil {
+			return context.Cause(gctx)
+		}
+		if !Projected(id) {
+			return nil
+		}
+		g.Go(func() error { // waits for a free worker
+			n, err := replay(gctx, events, projection, id)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.Streams++
+			res.Records += n
+			if progress != nil && gctx.Err() == nil {
+				progress(res.Streams)
+			}
+			return nil
+		})
+		return nil
+	})
+	err := g.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case err != nil:
+		return res, err
+	case listErr != nil:
+		return res, fmt.Errorf("rebuild: list streams: %w", listErr)
+	}
+	return res, nil
+}
+
+// replay applies one stream's records in version order and returns how many there
+// were.
+func replay(ctx context.Context, events Source, projection Projector, streamID string) (int, error) {
+	records, err := events.Read(ctx, streamID, 0)
+	if err != nil {
+		return 0, fmt.Errorf("rebuild: read stream %s: %w", streamID, err)
+	}
+	for _, r := range records {
+		if err := projection.Apply(ctx, r); err != nil {
+			return 0, fmt.Errorf("rebuild: apply %s version %d (%s): %w", streamID, r.Version, r.Type, err)
+		}
+	}
+	return len(records), nil
+}
+
+// Resharder is a projection that can move the row a record created (a payment's
+// outstanding row, a rental's open process) to its shard under its own shard
+// count, as (*pendingtable.Projection).Reshard does.
+type Resharder interface {
+	Projector
+	Reshard(ctx context.Context, r eventstore.Record) error
+}
+
+// Resharding returns a Projector that applies each record as p does and then
+// moves the row it created to its shard under p's count: a rebuild through it
+// leaves every row in the index where a sweep with p's count finds it.
+func Resharding(p Resharder) Projector { return resharding{p} }
+
+type resharding struct{ Resharder }
+
+func (r resharding) Apply(ctx context.Context, rec eventstore.Record) error {
+	if err := r.Resharder.Apply(ctx, rec); err != nil {
+		return err
+	}
+	return r.Reshard(ctx, rec)
+}

@@ -1,0 +1,94 @@
+// Package refund lists the refunds the service owes: money a provider that cannot
+// refund took for a rental that did not get its bike (RefundOwed), with no refund
+// recorded since. Operators pay them (rentalctl refunds); an alarm reports each one.
+package refund
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+)
+
+// Owed is one refund owed.
+type Owed struct {
+	PaymentReference string    `json:"paymentReference"`
+	RentalID         string    `json:"rentalId"`
+	PaymentID        string    `json:"paymentId"`
+	Amount           int64     `json:"amount"`
+	Currency         string    `json:"currency"`
+	OwedSince        time.Time `json:"owedSince"`
+}
+
+// Scanner is the part of the DynamoDB client List uses.
+type Scanner interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// List returns the refunds owed in the Events table, oldest first: every RefundOwed
+// whose payment has no PaymentRefunded. Refunds are rare and this is an operator's
+// tool, so it scans the table, filtered on the two event types; it needs
+// dynamodb:Scan on the table. progress, if not nil, is called after each page of the
+// scan with the number of items scanned so far (the filter's rejects included).
+func List(ctx context.Context, db Scanner, table string, progress func(scanned int)) ([]Owed, error) {
+	owed := map[string]Owed{}
+	refunded := map[string]bool{}
+	in := &dynamodb.ScanInput{
+		TableName:                aws.String(table),
+		FilterExpression:         aws.String("#t IN (:owed, :refunded)"),
+		ExpressionAttributeNames: map[string]string{"#t": schema.EventsType},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":owed":     &types.AttributeValueMemberS{Value: payment.RefundOwed{}.EventType()},
+			":refunded": &types.AttributeValueMemberS{Value: payment.PaymentRefunded{}.EventType()},
+		},
+	}
+	scanned := 0
+	for {
+		out, err := db.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("refund: scan %s: %w", table, err)
+		}
+		scanned += int(out.ScannedCount)
+		for _, item := range out.Items {
+			r, err := dynamo.DecodeRecord(item)
+			if err != nil {
+				return nil, err
+			}
+			e, err := payment.DecodeEvent(r.Type, r.Data)
+			if err != nil {
+				return nil, fmt.Errorf("refund: %s version %d: %w", r.StreamID, r.Version, err)
+			}
+			switch e := e.(type) {
+			case payment.RefundOwed:
+				rentalID, _ := payment.RentalIDFor(e.Reference)
+				owed[e.Reference] = Owed{PaymentReference: e.Reference, RentalID: rentalID, PaymentID: e.PaymentID,
+					Amount: e.Amount, Currency: e.Currency, OwedSince: r.RecordedAt}
+			case payment.PaymentRefunded:
+				refunded[e.Reference] = true
+			}
+		}
+		if progress != nil {
+			progress(scanned)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	var list []Owed
+	for ref, o := range owed {
+		if !refunded[ref] {
+			list = append(list, o)
+		}
+	}
+	slices.SortFunc(list, func(a, b Owed) int { return a.OwedSince.Compare(b.OwedSince) })
+	return list, nil
+}

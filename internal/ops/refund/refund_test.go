@@ -1,0 +1,80 @@
+package refund_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/ops/refund"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }
+
+// TestListsWhatIsStillOwedOldestFirst writes three refunds owed, one of them paid
+// since, among other events, to a table in the emulator.
+func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
+	ctx := context.Background()
+	client, table := emulatortest.EventsTable(t)
+	store := dynamo.New(client, table)
+	base := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	put := func(ref string, at time.Time, events ...payment.Event) {
+		t.Helper()
+		var out []eventstore.Event
+		for i, e := range events {
+			data, _ := json.Marshal(e)
+			out = append(out, eventstore.Event{ID: ref + "-" + e.EventType(), Type: e.EventType(), Data: data, RecordedAt: at.Add(time.Duration(i) * time.Second)})
+		}
+		if _, err := store.Append(ctx, payment.StreamID(ref), 0, out...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late, early, paid := payment.ReferenceFor("b1_AAAAAAAAAAAAAAAAAAAAA1"), payment.ReferenceFor("b2_AAAAAAAAAAAAAAAAAAAAA2"), payment.ReferenceFor("b3_AAAAAAAAAAAAAAAAAAAAA3")
+	owed := func(ref string) []payment.Event {
+		return []payment.Event{
+			payment.PaymentPrepared{Reference: ref, PaymentID: "pay-" + ref, Amount: 1500, Currency: "EUR"},
+			payment.PaymentCancelled{Reference: ref, PaymentID: "pay-" + ref},
+			payment.PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "pay-" + ref, Amount: 1500, Currency: "EUR"},
+			payment.RefundOwed{Reference: ref, PaymentID: "pay-" + ref, Amount: 1500, Currency: "EUR"},
+		}
+	}
+	put(late, base.Add(time.Hour), owed(late)...)
+	put(early, base, owed(early)...)
+	put(paid, base, append(owed(paid), payment.PaymentRefunded{Reference: paid, PaymentID: "pay-" + paid})...)
+	put(payment.ReferenceFor("b4_AAAAAAAAAAAAAAAAAAAAA4"), base, payment.PaymentPrepared{Reference: "rp_b4_AAAAAAAAAAAAAAAAAAAAA4", PaymentID: "p", Amount: 1, Currency: "EUR"})
+
+	// Pages of five items, so that the scan takes several and reports each.
+	var progress []int
+	got, err := refund.List(ctx, pages{client, 5}, table, func(scanned int) { progress = append(progress, scanned) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 + 4 + 5 + 1 events: pages of 5, 5, 4, and an empty last one at most.
+	if len(progress) < 3 || progress[0] != 5 || progress[1] != 10 || progress[len(progress)-1] != 14 {
+		t.Errorf("progress after each page: %v, want 5, 10, ... 14", progress)
+	}
+	if len(got) != 2 || got[0].PaymentReference != early || got[1].PaymentReference != late {
+		t.Fatalf("owed = %+v, want %s then %s", got, early, late)
+	}
+	if o := got[0]; o.Amount != 1500 || o.Currency != "EUR" || o.RentalID != "b2_AAAAAAAAAAAAAAAAAAAAA2" || !o.OwedSince.Equal(base.Add(3*time.Second)) || o.PaymentID != "pay-"+early {
+		t.Errorf("first = %+v", o)
+	}
+}
+
+// pages is a Scanner whose every scan reads at most limit items.
+type pages struct {
+	refund.Scanner
+	limit int32
+}
+
+func (p pages) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	in.Limit = aws.Int32(p.limit)
+	return p.Scanner.Scan(ctx, in, optFns...)
+}

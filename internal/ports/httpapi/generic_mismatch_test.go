@@ -1,0 +1,62 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// TestAGenericEventThatNamesAnotherPaymentChangesNothing: the generic provider's
+// event may name the payment id, amount and currency; one that names others than
+// the payment's is acknowledged with "mismatch", changes nothing, and the money a
+// success on another payment id reports taken is owed; one that names the
+// payment's own applies.
+func TestAGenericEventThatNamesAnotherPaymentChangesNothing(t *testing.T) {
+	store := eventstore.NewMemory()
+	h := newHarness(t, store, nil)
+	ctx := context.Background()
+	ref := h.prepare(h.rentBike("g1", "alice"))
+	s, _, _ := h.commands.LoadPayment(ctx, ref)
+	send := func(ev generic.Event) reply {
+		t.Helper()
+		b, _ := json.Marshal(ev)
+		return h.expect(http.MethodPost, "/webhooks/payments", string(b), with(anonymous, signed(secret, string(b), h.now)), http.StatusOK)
+	}
+	for _, c := range []struct {
+		ev        generic.Event
+		wantTypes []string
+	}{
+		{generic.Event{ID: "g-other", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: "pay_someone_else"}, []string{"ProviderEventMismatched", "MismatchRefundOwed"}},
+		{generic.Event{ID: "g-amount", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: s.PaymentID, Amount: 1}, []string{"ProviderEventMismatched"}},
+		{generic.Event{ID: "g-currency", Type: generic.TypeFailed, PaymentReference: ref, Currency: "USD", Reason: "declined"}, []string{"ProviderEventMismatched"}},
+	} {
+		if r := send(c.ev); r.body["mismatch"] != true || r.str("status") != "prepared" {
+			t.Errorf("%s: %s", c.ev.ID, r.raw)
+		}
+		if got := streamTypes(t, store, command.ReceiptStreamID(generic.Name, c.ev.ID)); !slices.Equal(got, c.wantTypes) {
+			t.Errorf("%s: the event's stream %v, want %v", c.ev.ID, got, c.wantTypes)
+		}
+	}
+	if got := streamTypes(t, store, payment.StreamID(ref)); !slices.Equal(got, []string{"PaymentPrepared"}) {
+		t.Errorf("the payment's events: %v", got)
+	}
+	if r := send(generic.Event{ID: "g-ours", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: s.PaymentID, Amount: 1500, Currency: "EUR"}); r.str("status") != "confirmed" || r.body["mismatch"] != nil {
+		t.Errorf("the payment's own: %s", r.raw)
+	}
+	for _, body := range []string{
+		`{"id":"g-bad1","type":"payment.succeeded","paymentReference":"` + ref + `","currency":"eur"}`,
+		`{"id":"g-bad2","type":"payment.succeeded","paymentReference":"` + ref + `","amount":-5}`,
+		`{"id":"g-bad3","type":"payment.succeeded","paymentReference":"` + ref + `","paymentId":"<b>"}`,
+	} {
+		if r := h.do(http.MethodPost, "/webhooks/payments", body, with(anonymous, signed(secret, body, h.now))); r.status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", body, r.status, r.raw)
+		}
+	}
+}

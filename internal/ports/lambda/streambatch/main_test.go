@@ -1,0 +1,9 @@
+package streambatch_test
+
+import (
+	"testing"
+
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }

@@ -1,0 +1,180 @@
+// Package rebuildtest builds, for tests of the rebuild tooling, a world on the local
+// emulator: an Events table holding payments in every state, with the process that
+// started them, and an empty PendingPayments table to rebuild.
+package rebuildtest
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// Settlement says how a payment of the world ends; Outstanding leaves it waiting.
+type Settlement string
+
+// The settlements Settle knows.
+const (
+	Outstanding Settlement = ""
+	Confirmed   Settlement = "confirmed"
+	Rejected    Settlement = "rejected"
+	Cancelled   Settlement = "cancelled"
+)
+
+// World is an Events table and an empty PendingPayments table of its own on the
+// emulator, with the command handler and the rental-payment process on them.
+type World struct {
+	T           testing.TB
+	Client      *dynamodb.Client
+	EventsTable string
+	// PendingTable is empty until something rebuilds or projects into it.
+	PendingTable string
+	Store        *dynamo.Store
+	Commands     *command.Handler
+	Process      *process.Process
+}
+
+// NewWorld creates the tables, deleted when the test ends, and the parts on them.
+func NewWorld(t testing.TB) *World {
+	t.Helper()
+	client, events := emulatortest.EventsTable(t)
+	w := &World{
+		T: t, Client: client, EventsTable: events,
+		PendingTable: emulatortest.CreateTable(t, client, schema.PendingPayments, "pending"),
+		Store:        dynamo.New(client, events),
+	}
+	w.Commands = command.New(w.Store)
+	var err error
+	w.Process, err = process.New(process.Config{
+		Store: w.Store, Commands: w.Commands, Mode: process.RecordByAppend,
+		Price: process.Price{Amount: 1500, Currency: "EUR"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Projection returns a projection on the world's PendingPayments table.
+func (w *World) Projection(shards int) *pendingtable.Projection {
+	w.T.Helper()
+	p, err := pendingtable.New(w.Client, w.PendingTable, shards, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	return p
+}
+
+// Rent registers bikeID, requests it, and lets the process react to the request as
+// its stream consumer would: the process prepares the payment and records
+// RentalPaymentRequested. It then settles the payment as how says, and lets the
+// process react to that too. It returns the rental id.
+func (w *World) Rent(bikeID string, how Settlement) string {
+	w.T.Helper()
+	ctx := context.Background()
+	rentalID := rental.NewRentalID(bikeID, "AAAAAAAAAAAAAAAAAAAAAA")
+	for _, c := range []rental.Command{
+		rental.RegisterBike{BikeID: bikeID},
+		rental.RequestBike{BikeID: bikeID, Renter: "renter-" + bikeID, RentalID: rentalID}, // one renter per bike: a renter may have one outstanding request
+	} {
+		if _, err := w.Commands.Bike(ctx, c, command.Meta{}); err != nil {
+			w.T.Fatal(err)
+		}
+	}
+	w.handle(rental.StreamID(bikeID), "BikeRequested")
+
+	ref := payment.ReferenceFor(rentalID)
+	var settle payment.Command
+	switch how {
+	case Outstanding:
+		return rentalID
+	case Confirmed:
+		settle = payment.ConfirmPayment{Reference: ref}
+	case Rejected:
+		settle = payment.RejectPayment{Reference: ref, Reason: "card declined"}
+	case Cancelled:
+		settle = payment.CancelPayment{Reference: ref}
+	default:
+		w.T.Fatalf("unknown settlement %q", how)
+	}
+	res, err := w.Commands.Payment(ctx, settle, command.Meta{})
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	if len(res.Appended) != 1 {
+		w.T.Fatalf("%T appended %d events, want 1", settle, len(res.Appended))
+	}
+	w.handle(payment.StreamID(ref), res.Appended[0].Type)
+	return rentalID
+}
+
+// handle gives the process the last record of type typ in stream.
+func (w *World) handle(stream, typ string) {
+	w.T.Helper()
+	records := w.Read(stream)
+	for j := len(records) - 1; j >= 0; j-- {
+		if records[j].Type == typ {
+			if err := w.Process.Handle(context.Background(), records[j]); err != nil {
+				w.T.Fatalf("process %s %s: %v", stream, typ, err)
+			}
+			return
+		}
+	}
+	w.T.Fatalf("no %s in %s", typ, stream)
+}
+
+// Read returns a stream's records.
+func (w *World) Read(stream string) []eventstore.Record {
+	w.T.Helper()
+	records, err := w.Store.Read(context.Background(), stream, 0)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	return records
+}
+
+// PaymentOf returns the records of a rental's payment stream.
+func (w *World) PaymentOf(rentalID string) []eventstore.Record {
+	w.T.Helper()
+	return w.Read(payment.StreamID(payment.ReferenceFor(rentalID)))
+}
+
+// Pending returns the rental ids the projection lists as outstanding, sorted, and
+// checks that each row carries the time its PaymentPrepared was recorded.
+func (w *World) Pending(p *pendingtable.Projection) []string {
+	w.T.Helper()
+	rows, err := p.List(context.Background(), 10_000)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	var ids []string
+	for _, r := range rows {
+		prepared := w.PaymentOf(r.RentalID)
+		if len(prepared) == 0 || prepared[0].Type != "PaymentPrepared" {
+			w.T.Fatalf("row %s: no PaymentPrepared in its stream", r.Reference)
+		}
+		if want := prepared[0].RecordedAt.Truncate(time.Millisecond); !r.PreparedAt.Equal(want) {
+			w.T.Errorf("row %s prepared at %s, want the event's time %s", r.Reference, r.PreparedAt, want)
+		}
+		ids = append(ids, r.RentalID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Name returns a name no other test uses, short enough for a schedule's (at most 64
+// characters of A-Z, a-z, 0-9, ".", "_" and "-").
+func Name(kind string) string { return kind + "-" + ident.Random(12) }
