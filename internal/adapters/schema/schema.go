@@ -5,6 +5,7 @@ package schema
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -135,4 +136,13 @@ func Create(ctx context.Context, client *dynamodb.Client, def *dynamodb.CreateTa
 		return fmt.Errorf("wait for table %s: %w", aws.ToString(def.TableName), err)
 	}
 	return nil
+}
+
+// StreamFilter returns the Lambda event filtering pattern of an event source mapping
+// on the Events table's stream that delivers only records whose new image's type is
+// one of types.
+func StreamFilter(types []string) string {
+	p := map[string]any{"dynamodb": map[string]any{"NewImage": map[string]any{EventsType: map[string]any{"S": types}}}}
+	b, _ := json.Marshal(p) // maps of strings always marshal
+	return string(b)
 }

@@ -1,15 +1,13 @@
 // Package eventfilter says which event types wake each consumer of the Events
 // table's stream: one table, from which the template's event source mapping filters
-// are checked and the local stream pollers filter, so that AWS and local runs
-// deliver the same records.
+// are checked (through schema.StreamFilter) and the local stream pollers filter, so
+// that AWS and local runs deliver the same records.
 package eventfilter
 
 import (
-	"encoding/json"
 	"slices"
 	"sort"
 
-	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -69,14 +67,6 @@ func Types(consumer string) []string { return slices.Clone(wakes[consumer]) }
 func Wakes(consumer, eventType string) bool {
 	_, found := slices.BinarySearch(wakes[consumer], eventType)
 	return found
-}
-
-// Pattern returns the Lambda event filtering pattern of consumer's event source
-// mapping: records whose new image's type is one of the consumer's types.
-func Pattern(consumer string) string {
-	p := map[string]any{"dynamodb": map[string]any{"NewImage": map[string]any{schema.EventsType: map[string]any{"S": wakes[consumer]}}}}
-	b, _ := json.Marshal(p) // maps of strings always marshal
-	return string(b)
 }
 
 // EventTypes returns every event type the service writes, from the packages that

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 )
@@ -69,8 +70,8 @@ func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {
 	}
 }
 
-func TestPattern(t *testing.T) {
-	got := eventfilter.Pattern(eventfilter.Projector)
+func TestStreamFilter(t *testing.T) {
+	got := schema.StreamFilter(eventfilter.Types(eventfilter.Projector))
 	want := `{"dynamodb":{"NewImage":{"type":{"S":["BikeRequested","CancellationDoneAtProvider","CancellationOwedAtProvider","PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRejected","PaymentSucceededAfterCancellation","RentalPaymentProcessCompleted"]}}}}`
 	if got != want {
 		t.Errorf("Pattern = %s, want %s", got, want)

@@ -388,7 +388,7 @@ func TestStreamConsumersAreWokenOnlyForWhatTheyHandle(t *testing.T) {
 		if err := json.Unmarshal([]byte(filters[0].Get("Pattern").Str()), &got); err != nil {
 			t.Errorf("%s: the pattern is not JSON: %v", id, err)
 		}
-		json.Unmarshal([]byte(eventfilter.Pattern(consumer)), &want)
+		json.Unmarshal([]byte(schema.StreamFilter(eventfilter.Types(consumer))), &want)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s filters %v, the %s acts on %v", id, got, consumer, want)
 		}
