@@ -3,6 +3,7 @@ package bikerental_test
 import (
 	"go/build"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -163,6 +164,47 @@ func TestTheLayerRulesRefuse(t *testing.T) {
 	} {
 		if why := violation(c.wing, c.imp); why != "" {
 			t.Errorf("%s importing %s was refused: %s", c.wing, c.imp, why)
+		}
+	}
+}
+
+// TestTheArchitecturePageShowsTheTable: docs/ARCHITECTURE.md's table of the wings is
+// this one, wing for wing and import for import.
+func TestTheArchitecturePageShowsTheTable(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, found := strings.Cut(string(page), "<!-- wings -->\n```\n")
+	block, _, closed := strings.Cut(block, "```\n<!-- /wings -->")
+	if !found || !closed {
+		t.Fatal("docs/ARCHITECTURE.md has no table of the wings between <!-- wings --> and <!-- /wings -->")
+	}
+	drawn := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		wing, imports, ok := strings.Cut(line, ":")
+		if !ok {
+			t.Fatalf("line %q is not \"wing : imports\"", line)
+		}
+		var list []string
+		for _, w := range strings.Split(imports, ",") {
+			if w = strings.TrimSpace(w); w != "" {
+				list = append(list, w)
+			}
+		}
+		drawn[strings.TrimSpace(wing)] = list
+	}
+	for wing, want := range wings {
+		got, ok := drawn[wing]
+		if !ok {
+			t.Errorf("the page does not show the wing %s", wing)
+		} else if !slices.Equal(got, want) {
+			t.Errorf("the page shows %s importing %v; the table says %v", wing, got, want)
+		}
+	}
+	for wing := range drawn {
+		if _, ok := wings[wing]; !ok {
+			t.Errorf("the page shows a wing %s the table does not have", wing)
 		}
 	}
 }
