@@ -109,38 +109,37 @@ func (r Records) All() []eventstore.Record {
 	return append(append(append([]eventstore.Record(nil), r.Bike...), r.Payment...), r.Process...)
 }
 
-// Read reads what a rental's view is built from: the payment's and the process's
-// streams by key, then, on its bike, only the rental's own records
+// Read reads what a rental's view is built from, one stream after the other: the
+// process's stream, then, on its bike, only the rental's own records
 // (bikestream.Rental: the bike's tail, or the versions its process recorded), never
-// the bike's whole history.
+// the bike's whole history, then the payment's stream.
+//
+// That is the reverse of the order in which the rental's story is written, so that
+// whatever a read finds, the reads after it find what caused it: the process records
+// its start after the bike was requested and the payment prepared, and its
+// completion after the payment settled and the bike was told; the bike is told after
+// the payment settled. A view therefore never shows a rental ended without the
+// settlement that ended it. Read at once, a payment's stream read just before its
+// cancellation, beside a process's read just after the completion that followed,
+// made a cancelled rental look rejected, a status it never had.
 func Read(ctx context.Context, store eventstore.Store, rentalID string) (Records, error) {
 	bikeID, err := rental.BikeIDOf(rentalID)
 	if err != nil {
 		return Records{}, err
 	}
-	streams := []string{payment.StreamID(payment.ReferenceFor(rentalID)), rentalpayment.StreamID(rentalID)}
-	read := make([][]eventstore.Record, len(streams))
-	errs := make([]error, len(streams))
-	done := make(chan struct{}, len(streams))
-	for i, s := range streams {
-		go func() {
-			read[i], errs[i] = store.Read(ctx, s, 0)
-			done <- struct{}{}
-		}()
-	}
-	for range streams {
-		<-done
-	}
-	if err := errors.Join(errs...); err != nil {
+	var recs Records
+	if recs.Process, err = store.Read(ctx, rentalpayment.StreamID(rentalID), 0); err != nil {
 		return Records{}, err
 	}
-	recs := Records{Payment: read[0], Process: read[1]}
 	if r, ok := store.(bikestream.Reader); ok {
 		recs.Bike, err = bikestream.Rental(ctx, r, rentalID, recs.Process)
 	} else {
 		recs.Bike, err = store.Read(ctx, rental.StreamID(bikeID), 0)
 	}
 	if err != nil {
+		return Records{}, err
+	}
+	if recs.Payment, err = store.Read(ctx, payment.StreamID(payment.ReferenceFor(rentalID)), 0); err != nil {
 		return Records{}, err
 	}
 	return recs, nil

@@ -89,6 +89,24 @@ const Runner = "runner"
 
 // StartWith brings a local stack up as o says (see Start and Options).
 func StartWith(ctx context.Context, o Options) (*Up, error) {
+	o = o.withDefaults()
+	// Every setting is checked before anything starts: a bad one is reported
+	// without an emulator, stripe-mock or table coming up first.
+	getenv := withSettingDefaults(o.Getenv)
+	if err := checkSettings(getenv); err != nil {
+		return nil, err
+	}
+	up := &Up{}
+	if err := up.start(ctx, o, getenv); err != nil {
+		up.Stop()
+		return nil, err
+	}
+	return up, nil
+}
+
+// withDefaults returns o with its zero fields given their defaults, and its
+// Metrics serialized.
+func (o Options) withDefaults() Options {
 	if o.SweepInterval <= 0 {
 		o.SweepInterval = 5 * time.Second
 	}
@@ -101,22 +119,22 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
-	// Every setting is checked before anything starts: a bad one is reported
-	// without an emulator, stripe-mock or table coming up first.
-	getenv := withSettingDefaults(o.Getenv)
-	if err := checkSettings(getenv); err != nil {
-		return nil, err
-	}
-	mode, _ := deadline.ParseMode(getenv(wiring.EnvDeadlineMode)) // checked
 	if o.Metrics == nil {
 		o.Metrics = io.Discard
 	}
 	o.Metrics = &lockedWriter{w: o.Metrics}
-	up := &Up{}
+	return o
+}
+
+// start brings up, in order, stripe-mock if need be, the AWS the stack runs on,
+// its tables and schedules, and its functions, on the settings getenv has checked.
+// What it started is up's to Stop, also when it fails.
+func (up *Up) start(ctx context.Context, o Options, getenv wiring.Getenv) error {
+	mode, _ := deadline.ParseMode(getenv(wiring.EnvDeadlineMode)) // checked
 	progress := o.Progress
 	getenv, stripe, err := withStripe(ctx, getenv, progress)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	up.stripe = stripe
 	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: o.SweepInterval,
@@ -125,24 +143,54 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 	if o.Throttle {
 		throttling, err := TemplateThrottling()
 		if err != nil {
-			up.Stop()
-			return nil, err
+			return err
 		}
 		stack.Throttling = &throttling
 	}
-	endpoint, set := os.LookupEnv("AWS_ENDPOINT_URL")
+	if stack.AWS, err = up.connect(ctx, o); err != nil {
+		return err
+	}
+	up.Direct = stack.AWS
+	if err := CreateTables(ctx, stack.AWS, stack.EventsTable, stack.PendingTable); err != nil {
+		return err
+	}
+	if mode == deadline.ModePrecise {
+		stack.DeadlineGroup = getenv(wiring.EnvDeadlineGroup)
+		fmt.Fprintf(progress, "precise deadlines: one-time schedules in group %s\n", stack.DeadlineGroup)
+		if err := CreateDeadlineGroup(ctx, scheduler.NewFromConfig(stack.AWS), stack.DeadlineGroup); err != nil {
+			return err
+		}
+	}
+	if stack.Functions, err = buildFunctions(ctx, stack.AWS, getenv, o); err != nil {
+		return err
+	}
+	if o.PartAWS != nil {
+		if stack.AWS, err = o.PartAWS(Runner, stack.AWS); err != nil {
+			return err
+		}
+	}
+	up.Stack, up.env = stack, getenv
+	return nil
+}
+
+// connect returns the configuration that reaches the AWS the stack runs on: o.AWS,
+// else o.Emulator's, else AWS_ENDPOINT_URL's when it is set, else that of a moto
+// server it starts. On an emulator it creates the sweep's schedule. It sets how
+// rentalctl reaches the stack.
+func (up *Up) connect(ctx context.Context, o Options) (aws.Config, error) {
 	// Every case but AWS_ENDPOINT_URL's is an emulator, with its dummy credentials
 	// and the sweep's schedule.
 	up.access = operatorAccess{emulatorCreds: true, schedule: true}
-	switch {
+	var cfg aws.Config
+	var err error
+	switch endpoint, set := os.LookupEnv("AWS_ENDPOINT_URL"); {
 	case o.AWS != nil:
-		stack.AWS = *o.AWS
 		up.access.endpoint = aws.ToString(o.AWS.BaseEndpoint)
-		err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
+		cfg = *o.AWS
 	case o.Emulator != "":
 		up.access.endpoint = o.Emulator
-		if stack.AWS, err = emulator.Config(ctx, o.Emulator); err == nil {
-			err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
+		if cfg, err = emulator.Config(ctx, o.Emulator); err != nil {
+			return aws.Config{}, err
 		}
 	case set:
 		up.access = operatorAccess{endpoint: endpoint}
@@ -150,43 +198,26 @@ func StartWith(ctx context.Context, o Options) (*Up, error) {
 		if where == "" {
 			where = "AWS itself (AWS_ENDPOINT_URL is set and empty)"
 		}
-		fmt.Fprintf(progress, "AWS endpoint: %s\n", where)
-		if stack.AWS, err = config.LoadDefaultConfig(ctx); err != nil {
-			err = fmt.Errorf("load AWS configuration: %w", err)
+		fmt.Fprintf(o.Progress, "AWS endpoint: %s\n", where)
+		if cfg, err = config.LoadDefaultConfig(ctx); err != nil {
+			return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 		}
+		return cfg, nil
 	default:
-		fmt.Fprintln(progress, "starting the local AWS emulator (moto_server)...")
+		fmt.Fprintln(o.Progress, "starting the local AWS emulator (moto_server)...")
 		if up.emulator, err = startEmulator(ctx, emulator.WithLogger(o.Logger.With("part", "emulator"))); err != nil {
-			up.Stop()
-			return nil, err
+			return aws.Config{}, err
 		}
-		fmt.Fprintf(progress, "AWS emulator: %s\n", up.emulator.Endpoint)
+		fmt.Fprintf(o.Progress, "AWS emulator: %s\n", up.emulator.Endpoint)
 		up.access.endpoint = up.emulator.Endpoint
-		if stack.AWS, err = up.emulator.Config(ctx); err == nil {
-			err = CreateSweepSchedule(ctx, scheduler.NewFromConfig(stack.AWS))
+		if cfg, err = up.emulator.Config(ctx); err != nil {
+			return aws.Config{}, err
 		}
 	}
-	if err == nil {
-		up.Direct = stack.AWS
-		err = CreateTables(ctx, stack.AWS, stack.EventsTable, stack.PendingTable)
+	if err := CreateSweepSchedule(ctx, scheduler.NewFromConfig(cfg)); err != nil {
+		return aws.Config{}, err
 	}
-	if err == nil && mode == deadline.ModePrecise {
-		stack.DeadlineGroup = getenv(wiring.EnvDeadlineGroup)
-		fmt.Fprintf(progress, "precise deadlines: one-time schedules in group %s\n", stack.DeadlineGroup)
-		err = CreateDeadlineGroup(ctx, scheduler.NewFromConfig(stack.AWS), stack.DeadlineGroup)
-	}
-	if err == nil {
-		stack.Functions, err = buildFunctions(ctx, stack.AWS, getenv, o)
-	}
-	if err == nil && o.PartAWS != nil {
-		stack.AWS, err = o.PartAWS(Runner, stack.AWS)
-	}
-	if err != nil {
-		up.Stop()
-		return nil, err
-	}
-	up.Stack, up.env = stack, getenv
-	return up, nil
+	return cfg, nil
 }
 
 // startEmulator starts moto's server; a test replaces it to see that it is not

@@ -350,165 +350,195 @@ func (t *Template) ref(name string, e Env) (any, error) {
 	return nil, fmt.Errorf("samtemplate: cannot resolve %s", name)
 }
 
+// call evaluates the intrinsic function name with its argument arg in e.
 func (t *Template) call(name string, arg Node, e Env) (any, error) {
-	args := func(n int) ([]any, error) {
-		v, err := t.Eval(arg, e)
-		if err != nil {
-			return nil, err
-		}
-		list, ok := v.([]any)
-		if !ok || (n >= 0 && len(list) != n) {
-			return nil, fmt.Errorf("samtemplate: %s takes %d arguments", name, n)
-		}
-		return list, nil
-	}
 	switch name {
 	case "Ref":
 		return t.ref(arg.Str(), e)
 	case "Condition":
 		return t.Condition(arg.Str(), e)
 	case "Fn::GetAtt":
-		expr := arg.Str()
-		if items := arg.Items(); len(items) == 2 {
-			expr = items[0].Str() + "." + items[1].Str()
-		}
-		if e.Resource != nil {
-			if v, ok := e.Resource(expr); ok {
-				return v, nil
-			}
-		}
-		return nil, fmt.Errorf("samtemplate: cannot resolve Fn::GetAtt %s", expr)
+		return getAtt(arg, e)
 	case "Fn::Sub":
-		text, vars := arg.Str(), map[string]any{}
-		if items := arg.Items(); len(items) == 2 {
-			text = items[0].Str()
-			for _, k := range items[1].Keys() {
-				v, err := t.Eval(items[1].Get(k), e)
-				if err != nil {
-					return nil, err
-				}
-				vars[k] = v
-			}
-		}
-		var err error
-		out := subVar.ReplaceAllStringFunc(text, func(m string) string {
-			name := m[2 : len(m)-1]
-			v, ok := vars[name]
-			if !ok {
-				var e2 error
-				if base, attr, dotted := strings.Cut(name, "."); dotted && !strings.HasPrefix(name, "AWS::") {
-					if e.Resource != nil {
-						if r, found := e.Resource(base + "." + attr); found {
-							v = r
-						}
-					}
-					if v == nil {
-						e2 = fmt.Errorf("samtemplate: cannot resolve %s", name)
-					}
-				} else {
-					v, e2 = t.ref(name, e)
-				}
-				if e2 != nil && err == nil {
-					err = e2
-				}
-			}
-			s, _ := v.(string)
-			return s
-		})
-		return out, err
-	case "Fn::Join":
-		list, err := args(2)
-		if err != nil {
-			return nil, err
-		}
-		sep, _ := list[0].(string)
-		parts, ok := list[1].([]any)
-		if !ok {
-			return nil, errors.New("samtemplate: Fn::Join of no list")
-		}
-		var ss []string
-		for _, p := range parts {
-			s, _ := p.(string)
-			ss = append(ss, s)
-		}
-		return strings.Join(ss, sep), nil
-	case "Fn::Select":
-		list, err := args(2)
-		if err != nil {
-			return nil, err
-		}
-		i, err := strconv.Atoi(fmt.Sprint(list[0]))
-		items, ok := list[1].([]any)
-		if err != nil || !ok || i < 0 || i >= len(items) {
-			return nil, fmt.Errorf("samtemplate: Fn::Select cannot select index %v of %v", list[0], list[1])
-		}
-		return items[i], nil
-	case "Fn::Split":
-		list, err := args(2)
-		if err != nil {
-			return nil, err
-		}
-		sep, _ := list[0].(string)
-		s, ok := list[1].(string)
-		if !ok {
-			return nil, errors.New("samtemplate: Fn::Split of no string")
-		}
-		var out []any
-		for _, p := range strings.Split(s, sep) {
-			out = append(out, p)
-		}
-		return out, nil
+		return t.sub(arg, e)
 	case "Fn::If":
-		items := arg.Items()
-		if len(items) != 3 {
-			return nil, errors.New("samtemplate: Fn::If takes 3 arguments")
-		}
-		ok, err := t.Condition(items[0].Str(), e)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return t.Eval(items[1], e)
-		}
-		return t.Eval(items[2], e)
+		return t.ifThenElse(arg, e)
+	case "Fn::Join":
+		return t.withArgs(name, arg, e, 2, join)
+	case "Fn::Select":
+		return t.withArgs(name, arg, e, 2, selectItem)
+	case "Fn::Split":
+		return t.withArgs(name, arg, e, 2, split)
 	case "Fn::Equals":
-		list, err := args(2)
-		if err != nil {
-			return nil, err
-		}
-		return fmt.Sprint(list[0]) == fmt.Sprint(list[1]), nil
+		return t.withArgs(name, arg, e, 2, equals)
 	case "Fn::Contains": // a rule function
-		list, err := args(2)
-		if err != nil {
-			return nil, err
-		}
-		items, ok := list[0].([]any)
-		if !ok {
-			return nil, errors.New("samtemplate: Fn::Contains of no list")
-		}
-		return slices.Contains(items, list[1]), nil
+		return t.withArgs(name, arg, e, 2, contains)
 	case "Fn::Not", "Fn::And", "Fn::Or":
-		list, err := args(-1)
-		if err != nil {
-			return nil, err
-		}
-		var bs []bool
-		for _, v := range list {
-			b, ok := v.(bool)
-			if !ok {
-				return nil, fmt.Errorf("samtemplate: %s of no condition", name)
-			}
-			bs = append(bs, b)
-		}
-		switch {
-		case name == "Fn::Not" && len(bs) == 1:
-			return !bs[0], nil
-		case name == "Fn::And" && len(bs) >= 2:
-			return !slices.Contains(bs, false), nil
-		case name == "Fn::Or" && len(bs) >= 2:
-			return slices.Contains(bs, true), nil
-		}
-		return nil, fmt.Errorf("samtemplate: %s with %d conditions", name, len(bs))
+		return t.withArgs(name, arg, e, -1, func(list []any) (any, error) { return logical(name, list) })
 	}
 	return nil, fmt.Errorf("samtemplate: cannot evaluate %s", name)
+}
+
+// withArgs evaluates the argument of the function name, a list of n values (any
+// number if n is negative), and applies fn to it.
+func (t *Template) withArgs(name string, arg Node, e Env, n int, fn func(list []any) (any, error)) (any, error) {
+	v, err := t.Eval(arg, e)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := v.([]any)
+	if !ok || (n >= 0 && len(list) != n) {
+		return nil, fmt.Errorf("samtemplate: %s takes %d arguments", name, n)
+	}
+	return fn(list)
+}
+
+// getAtt evaluates Fn::GetAtt, in its short ("Resource.Attribute") or long
+// ([Resource, Attribute]) form, through e.Resource.
+func getAtt(arg Node, e Env) (any, error) {
+	expr := arg.Str()
+	if items := arg.Items(); len(items) == 2 {
+		expr = items[0].Str() + "." + items[1].Str()
+	}
+	if e.Resource != nil {
+		if v, ok := e.Resource(expr); ok {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("samtemplate: cannot resolve Fn::GetAtt %s", expr)
+}
+
+// sub evaluates Fn::Sub, in its short (text) or long ([text, variables]) form:
+// each ${Name} of the text is the variable of that name, else what subRef
+// resolves it to. The first name that cannot be resolved is the error.
+func (t *Template) sub(arg Node, e Env) (any, error) {
+	text, vars := arg.Str(), map[string]any{}
+	if items := arg.Items(); len(items) == 2 {
+		text = items[0].Str()
+		for _, k := range items[1].Keys() {
+			v, err := t.Eval(items[1].Get(k), e)
+			if err != nil {
+				return nil, err
+			}
+			vars[k] = v
+		}
+	}
+	var err error
+	out := subVar.ReplaceAllStringFunc(text, func(m string) string {
+		name := m[2 : len(m)-1]
+		v, ok := vars[name]
+		if !ok {
+			var refErr error
+			if v, refErr = t.subRef(name, e); refErr != nil && err == nil {
+				err = refErr
+			}
+		}
+		s, _ := v.(string)
+		return s
+	})
+	return out, err
+}
+
+// subRef resolves a ${Name} of Fn::Sub that is not one of its variables: a
+// Resource.Attribute through e.Resource, anything else (a parameter, a pseudo
+// parameter such as AWS::Region, a resource) as Ref does.
+func (t *Template) subRef(name string, e Env) (any, error) {
+	if !strings.Contains(name, ".") || strings.HasPrefix(name, "AWS::") {
+		return t.ref(name, e)
+	}
+	if e.Resource != nil {
+		if v, found := e.Resource(name); found && v != nil {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("samtemplate: cannot resolve %s", name)
+}
+
+// ifThenElse evaluates Fn::If: [condition, value if true, value if false].
+func (t *Template) ifThenElse(arg Node, e Env) (any, error) {
+	items := arg.Items()
+	if len(items) != 3 {
+		return nil, errors.New("samtemplate: Fn::If takes 3 arguments")
+	}
+	ok, err := t.Condition(items[0].Str(), e)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return t.Eval(items[1], e)
+	}
+	return t.Eval(items[2], e)
+}
+
+// join evaluates Fn::Join: [separator, list].
+func join(list []any) (any, error) {
+	sep, _ := list[0].(string)
+	parts, ok := list[1].([]any)
+	if !ok {
+		return nil, errors.New("samtemplate: Fn::Join of no list")
+	}
+	var ss []string
+	for _, p := range parts {
+		s, _ := p.(string)
+		ss = append(ss, s)
+	}
+	return strings.Join(ss, sep), nil
+}
+
+// selectItem evaluates Fn::Select: [index, list].
+func selectItem(list []any) (any, error) {
+	i, err := strconv.Atoi(fmt.Sprint(list[0]))
+	items, ok := list[1].([]any)
+	if err != nil || !ok || i < 0 || i >= len(items) {
+		return nil, fmt.Errorf("samtemplate: Fn::Select cannot select index %v of %v", list[0], list[1])
+	}
+	return items[i], nil
+}
+
+// split evaluates Fn::Split: [separator, string].
+func split(list []any) (any, error) {
+	sep, _ := list[0].(string)
+	s, ok := list[1].(string)
+	if !ok {
+		return nil, errors.New("samtemplate: Fn::Split of no string")
+	}
+	var out []any
+	for _, p := range strings.Split(s, sep) {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// equals evaluates Fn::Equals: [value, value], compared as text.
+func equals(list []any) (any, error) { return fmt.Sprint(list[0]) == fmt.Sprint(list[1]), nil }
+
+// contains evaluates the rule function Fn::Contains: [list, value].
+func contains(list []any) (any, error) {
+	items, ok := list[0].([]any)
+	if !ok {
+		return nil, errors.New("samtemplate: Fn::Contains of no list")
+	}
+	return slices.Contains(items, list[1]), nil
+}
+
+// logical evaluates Fn::Not (of one condition), Fn::And and Fn::Or (of two or
+// more).
+func logical(name string, list []any) (any, error) {
+	var bs []bool
+	for _, v := range list {
+		b, ok := v.(bool)
+		if !ok {
+			return nil, fmt.Errorf("samtemplate: %s of no condition", name)
+		}
+		bs = append(bs, b)
+	}
+	switch {
+	case name == "Fn::Not" && len(bs) == 1:
+		return !bs[0], nil
+	case name == "Fn::And" && len(bs) >= 2:
+		return !slices.Contains(bs, false), nil
+	case name == "Fn::Or" && len(bs) >= 2:
+		return slices.Contains(bs, true), nil
+	}
+	return nil, fmt.Errorf("samtemplate: %s with %d conditions", name, len(bs))
 }

@@ -710,78 +710,102 @@ func (c *streamCheck) receipt() (func(eventstore.Record) error, func()) {
 // crossCheck checks what spans streams and tables, once everything was read.
 // recent is the time from which, when not quiet, drift is forgiven.
 func (a *auditor) crossCheck(recent time.Time) {
-	quiet := a.opts.Quiet
-	ids := make([]string, 0, len(a.rentals))
-	for id := range a.rentals {
-		ids = append(ids, id)
+	for _, id := range slices.Sorted(maps.Keys(a.rentals)) {
+		r, s := a.rentals[id], streamsOf(id, a.rentals[id])
+		a.checkProcess(id, r, s)
+		a.checkMoneyKept(id, r, s, recent)
+		a.checkRentalRows(id, r, s, recent)
 	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		r := a.rentals[id]
-		processStream := rentalpayment.StreamID(id)
-		paymentStream := payment.StreamID(payment.ReferenceFor(id))
-		bikeStream := r.bikeStream
-		if bikeStream == "" {
-			if bikeID, err := rental.BikeIDOf(id); err == nil {
-				bikeStream = rental.StreamID(bikeID)
-			}
-		}
-
-		if quiet && r.bikeRequested && r.started == 0 {
-			a.violate(ProcessNotStarted, fmt.Sprintf("rental %s was requested on its bike but its process never recorded RentalPaymentRequested", id), bikeStream, processStream)
-			a.stuck(id)
-		}
-		if quiet && r.started > 0 && r.completed == 0 && r.settlements > 0 {
-			a.violate(ProcessNotCompleted, fmt.Sprintf("the payment of rental %s settled (%s) but its process never recorded its completion", id, r.settlement), processStream, paymentStream)
-			a.stuck(id)
-		}
-		if r.completed > 0 {
-			switch want, settled := rentalpayment.CompletionFor(r.settlement); {
-			case settled && want != r.outcome:
-				a.violate(ProcessOutcomeMismatch, fmt.Sprintf("rental %s completed %q but its payment settled with %s, which means %q", id, r.outcome, r.settlement, want), processStream, paymentStream)
-			case !settled && quiet:
-				a.violate(ProcessOutcomeMismatch, fmt.Sprintf("rental %s completed %q but its payment has not settled", id, r.outcome), processStream, paymentStream)
-			}
-			if quiet {
-				a.checkBikeTold(id, r, bikeStream, processStream)
-			}
-		}
-
-		if !r.lateSuccessAt.IsZero() && !r.refunded && (quiet || r.lateSuccessAt.Before(recent)) {
-			a.violate(MoneyKept, fmt.Sprintf("the provider took the money of rental %s at %s, after its payment was %s, and no refund or refund owed is recorded", id, r.lateSuccessAt.Format(time.RFC3339), r.settlement), paymentStream)
-		}
-		for _, stream := range slices.Sorted(maps.Keys(r.unrefundedMismatches)) {
-			if at := r.unrefundedMismatches[stream]; quiet || at.Before(recent) {
-				a.violate(MoneyKept, fmt.Sprintf("a provider event of %s reported money taken for rental %s on a provider payment that is not the one recorded, and no refund or refund owed is recorded", at.Format(time.RFC3339), id), stream)
-			}
-		}
-		if _, ok := a.open[id]; !ok && r.bikeRequested && r.completed == 0 && (quiet || r.requestedAt.Before(recent)) {
-			a.violate(OpenMissing, fmt.Sprintf("rental %s was requested at %s and its process has not completed, but PendingPayments has no open-process row for it: the sweep would not notice if it stayed stuck", id, r.requestedAt.Format(time.RFC3339)), bikeStream)
-			a.stuck(id)
-		}
-		if _, ok := a.open[id]; ok && r.completed > 0 && (quiet || r.completedAt.Before(recent)) {
-			a.violate(OpenStale, fmt.Sprintf("PendingPayments holds the process of rental %s as open, but it completed (%s) at %s", id, r.outcome, r.completedAt.Format(time.RFC3339)), processStream)
-			a.stuck(id)
-		}
-		if _, ok := a.owed[payment.ReferenceFor(id)]; !ok && r.owesCancellation() && (quiet || r.cancellationOwedAt.Before(recent)) {
-			a.violate(OwedMissing, fmt.Sprintf("the cancellation of payment %s is owed to the provider since %s, but PendingPayments has no owed-cancellation row for it: the sweep would never make it", payment.ReferenceFor(id), r.cancellationOwedAt.Format(time.RFC3339)), paymentStream)
-			a.stuck(id)
-		}
-		if r.prepared && r.settlements == 0 {
-			if _, ok := a.rows[payment.ReferenceFor(id)]; !ok && (quiet || r.preparedAt.Before(recent)) {
-				a.violate(PendingMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but PendingPayments has no outstanding row for it", payment.ReferenceFor(id), r.preparedAt.Format(time.RFC3339)), paymentStream)
-				a.stuck(id)
-			}
-		}
-	}
-
 	a.checkOwedRows(recent)
-	refs := make([]string, 0, len(a.rows))
-	for ref := range a.rows {
-		refs = append(refs, ref)
+	a.checkOutstandingRows(recent)
+}
+
+// rentalStreams names the streams of one rental.
+type rentalStreams struct{ bike, process, payment string }
+
+// streamsOf names the streams of rental id: its bike's is the one read, else the
+// one its id names.
+func streamsOf(id string, r *rentalSummary) rentalStreams {
+	s := rentalStreams{bike: r.bikeStream, process: rentalpayment.StreamID(id), payment: payment.StreamID(payment.ReferenceFor(id))}
+	if s.bike == "" {
+		if bikeID, err := rental.BikeIDOf(id); err == nil {
+			s.bike = rental.StreamID(bikeID)
+		}
 	}
-	slices.Sort(refs)
-	for _, ref := range refs {
+	return s
+}
+
+// checkProcess checks a rental's process against its bike and its payment: that
+// it started, completed once its payment settled, with the settlement's outcome,
+// and that the bike was told.
+func (a *auditor) checkProcess(id string, r *rentalSummary, s rentalStreams) {
+	quiet := a.opts.Quiet
+	if quiet && r.bikeRequested && r.started == 0 {
+		a.violate(ProcessNotStarted, fmt.Sprintf("rental %s was requested on its bike but its process never recorded RentalPaymentRequested", id), s.bike, s.process)
+		a.stuck(id)
+	}
+	if quiet && r.started > 0 && r.completed == 0 && r.settlements > 0 {
+		a.violate(ProcessNotCompleted, fmt.Sprintf("the payment of rental %s settled (%s) but its process never recorded its completion", id, r.settlement), s.process, s.payment)
+		a.stuck(id)
+	}
+	if r.completed == 0 {
+		return
+	}
+	switch want, settled := rentalpayment.CompletionFor(r.settlement); {
+	case settled && want != r.outcome:
+		a.violate(ProcessOutcomeMismatch, fmt.Sprintf("rental %s completed %q but its payment settled with %s, which means %q", id, r.outcome, r.settlement, want), s.process, s.payment)
+	case !settled && quiet:
+		a.violate(ProcessOutcomeMismatch, fmt.Sprintf("rental %s completed %q but its payment has not settled", id, r.outcome), s.process, s.payment)
+	}
+	if quiet {
+		a.checkBikeTold(id, r, s.bike, s.process)
+	}
+}
+
+// checkMoneyKept checks that money the provider took when it should not have, late
+// or on another provider payment, is refunded or owed.
+func (a *auditor) checkMoneyKept(id string, r *rentalSummary, s rentalStreams, recent time.Time) {
+	quiet := a.opts.Quiet
+	if !r.lateSuccessAt.IsZero() && !r.refunded && (quiet || r.lateSuccessAt.Before(recent)) {
+		a.violate(MoneyKept, fmt.Sprintf("the provider took the money of rental %s at %s, after its payment was %s, and no refund or refund owed is recorded", id, r.lateSuccessAt.Format(time.RFC3339), r.settlement), s.payment)
+	}
+	for _, stream := range slices.Sorted(maps.Keys(r.unrefundedMismatches)) {
+		if at := r.unrefundedMismatches[stream]; quiet || at.Before(recent) {
+			a.violate(MoneyKept, fmt.Sprintf("a provider event of %s reported money taken for rental %s on a provider payment that is not the one recorded, and no refund or refund owed is recorded", at.Format(time.RFC3339), id), stream)
+		}
+	}
+}
+
+// checkRentalRows checks that PendingPayments holds the rows a rental's state
+// calls for: its open process, its owed cancellation, its outstanding payment.
+func (a *auditor) checkRentalRows(id string, r *rentalSummary, s rentalStreams, recent time.Time) {
+	quiet := a.opts.Quiet
+	reference := payment.ReferenceFor(id)
+	if _, ok := a.open[id]; !ok && r.bikeRequested && r.completed == 0 && (quiet || r.requestedAt.Before(recent)) {
+		a.violate(OpenMissing, fmt.Sprintf("rental %s was requested at %s and its process has not completed, but PendingPayments has no open-process row for it: the sweep would not notice if it stayed stuck", id, r.requestedAt.Format(time.RFC3339)), s.bike)
+		a.stuck(id)
+	}
+	if _, ok := a.open[id]; ok && r.completed > 0 && (quiet || r.completedAt.Before(recent)) {
+		a.violate(OpenStale, fmt.Sprintf("PendingPayments holds the process of rental %s as open, but it completed (%s) at %s", id, r.outcome, r.completedAt.Format(time.RFC3339)), s.process)
+		a.stuck(id)
+	}
+	if _, ok := a.owed[reference]; !ok && r.owesCancellation() && (quiet || r.cancellationOwedAt.Before(recent)) {
+		a.violate(OwedMissing, fmt.Sprintf("the cancellation of payment %s is owed to the provider since %s, but PendingPayments has no owed-cancellation row for it: the sweep would never make it", reference, r.cancellationOwedAt.Format(time.RFC3339)), s.payment)
+		a.stuck(id)
+	}
+	if r.prepared && r.settlements == 0 {
+		if _, ok := a.rows[reference]; !ok && (quiet || r.preparedAt.Before(recent)) {
+			a.violate(PendingMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but PendingPayments has no outstanding row for it", reference, r.preparedAt.Format(time.RFC3339)), s.payment)
+			a.stuck(id)
+		}
+	}
+}
+
+// checkOutstandingRows reports the outstanding PendingPayments rows of payments
+// that were never prepared or have settled.
+func (a *auditor) checkOutstandingRows(recent time.Time) {
+	quiet := a.opts.Quiet
+	for _, ref := range slices.Sorted(maps.Keys(a.rows)) {
 		row := a.rows[ref]
 		stream := payment.StreamID(ref)
 		var r *rentalSummary

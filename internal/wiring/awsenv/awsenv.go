@@ -92,7 +92,32 @@ func Load(getenv func(string) string) (aws.Config, error) {
 			return aws.Config{}, ErrNoRegion
 		}
 	}
+	var err error
+	if cfg.Credentials, err = envCredentials(getenv); err != nil {
+		return aws.Config{}, err
+	}
+	src, err := endpointSource(getenv)
+	if err != nil {
+		return aws.Config{}, err
+	}
+	if endpoint := getenv(envEndpointURL); endpoint != "" && !src.ignoreEndpoints {
+		cfg.BaseEndpoint = aws.String(endpoint)
+	}
+	cfg.ConfigSources = []any{src}
+	if err := setModes(&cfg, getenv); err != nil {
+		return aws.Config{}, err
+	}
+	if path := getenv(envCABundle); path != "" {
+		if cfg.HTTPClient, err = caBundleClient(path); err != nil {
+			return aws.Config{}, err
+		}
+	}
+	return cfg, nil
+}
 
+// envCredentials returns the static credentials getenv holds, cached as the SDK
+// caches them, or ErrNoCredentials, saying which other source is set if one is.
+func envCredentials(getenv func(string) string) (aws.CredentialsProvider, error) {
 	creds := aws.Credentials{
 		AccessKeyID: getenv(envAccessKeyID), SecretAccessKey: getenv(envSecretAccessKey),
 		SessionToken: getenv(envSessionToken), AccountID: getenv(envAccountID), Source: credentialsSource,
@@ -100,43 +125,49 @@ func Load(getenv func(string) string) (aws.Config, error) {
 	if !creds.HasKeys() {
 		for _, other := range otherCredentials {
 			if getenv(other) != "" {
-				return aws.Config{}, fmt.Errorf("%w; %s is set", ErrNoCredentials, other)
+				return nil, fmt.Errorf("%w; %s is set", ErrNoCredentials, other)
 			}
 		}
-		return aws.Config{}, ErrNoCredentials
+		return nil, ErrNoCredentials
 	}
-	cfg.Credentials = aws.NewCredentialsCache(credentials.StaticCredentialsProvider{
+	return aws.NewCredentialsCache(credentials.StaticCredentialsProvider{
 		Value: creds, Source: []aws.CredentialSource{aws.CredentialSourceEnvVars},
-	})
+	}), nil
+}
 
+// endpointSource reads the endpoint settings the clients ask their configuration
+// sources about: whether configured endpoints are ignored, FIPS and dual-stack.
+func endpointSource(getenv func(string) string) (source, error) {
 	src := source{getenv: getenv}
 	var err error
 	if src.ignoreEndpoints, err = boolSetting(getenv, envIgnoreEndpointURLs); err != nil {
-		return aws.Config{}, err
-	}
-	if endpoint := getenv(envEndpointURL); endpoint != "" && !src.ignoreEndpoints {
-		cfg.BaseEndpoint = aws.String(endpoint)
+		return source{}, err
 	}
 	if src.fips, err = boolSetting(getenv, envUseFIPSEndpoint); err != nil {
-		return aws.Config{}, err
+		return source{}, err
 	}
 	src.fipsSet = getenv(envUseFIPSEndpoint) != ""
 	if src.dualStack, err = boolSetting(getenv, envUseDualStack); err != nil {
-		return aws.Config{}, err
+		return source{}, err
 	}
 	src.dualStackSet = getenv(envUseDualStack) != ""
-	cfg.ConfigSources = []any{src}
+	return src, nil
+}
 
+// setModes sets in cfg the retryer's attempts and mode, the account-id endpoint
+// mode and the defaults mode getenv holds, if it holds them.
+func setModes(cfg *aws.Config, getenv func(string) string) error {
 	if v := getenv(envMaxAttempts); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return aws.Config{}, fmt.Errorf("awsenv: %s=%q: want a whole number of attempts", envMaxAttempts, v)
+			return fmt.Errorf("awsenv: %s=%q: want a whole number of attempts", envMaxAttempts, v)
 		}
 		cfg.RetryMaxAttempts = n
 	}
 	if v := getenv(envRetryMode); v != "" {
+		var err error
 		if cfg.RetryMode, err = aws.ParseRetryMode(v); err != nil {
-			return aws.Config{}, fmt.Errorf("awsenv: %s: %w", envRetryMode, err)
+			return fmt.Errorf("awsenv: %s: %w", envRetryMode, err)
 		}
 	}
 	if v := getenv(envAccountIDEndpoint); v != "" {
@@ -144,12 +175,12 @@ func Load(getenv func(string) string) (aws.Config, error) {
 		case aws.AccountIDEndpointModePreferred, aws.AccountIDEndpointModeRequired, aws.AccountIDEndpointModeDisabled:
 			cfg.AccountIDEndpointMode = m
 		default:
-			return aws.Config{}, fmt.Errorf("awsenv: %s=%q: want preferred, required or disabled", envAccountIDEndpoint, v)
+			return fmt.Errorf("awsenv: %s=%q: want preferred, required or disabled", envAccountIDEndpoint, v)
 		}
 	}
 	if v := getenv(envDefaultsMode); v != "" {
 		if !cfg.DefaultsMode.SetFromString(v) {
-			return aws.Config{}, fmt.Errorf("awsenv: %s=%q: want auto, cross-region, in-region, legacy, mobile or standard", envDefaultsMode, v)
+			return fmt.Errorf("awsenv: %s=%q: want auto, cross-region, in-region, legacy, mobile or standard", envDefaultsMode, v)
 		}
 		// config.LoadDefaultConfig would also ask the instance metadata service for
 		// its region; in Lambda there is none, and the region is the function's.
@@ -158,12 +189,7 @@ func Load(getenv func(string) string) (aws.Config, error) {
 			Region:                cfg.Region,
 		}
 	}
-	if path := getenv(envCABundle); path != "" {
-		if cfg.HTTPClient, err = caBundleClient(path); err != nil {
-			return aws.Config{}, err
-		}
-	}
-	return cfg, nil
+	return nil
 }
 
 func boolSetting(getenv func(string) string, name string) (bool, error) {

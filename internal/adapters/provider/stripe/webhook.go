@@ -93,102 +93,135 @@ func (p *Provider) ParseWebhook(header func(string) string, body []byte, now tim
 	if err := p.verify(sig, body, now); err != nil {
 		return payment.ProviderEvent{}, err
 	}
-	// The signature is valid: what fails from here on is the body. Its member
-	// names are read exactly: encoding/json, which stripe-go decodes with, would
-	// take a member twice (the last one) or in another case, and the service must
-	// read what the signed bytes say, the same way any other reader would.
-	if err := strictjson.CheckNames(body, &stripesdk.Event{}, MaxEventDepth); err != nil {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookMalformed, err)
-	}
-	// The SDK checks
-	// the signature once more (ignoring the timestamp, checked above), that the
-	// body is an event (object "event") and its API version.
-	e, err := webhook.ConstructEventWithOptions(body, sig, p.webhookSecret, webhook.ConstructEventOptions{IgnoreTolerance: true})
+	e, err := p.decodeEvent(sig, body)
 	if err != nil {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: %s", payment.ErrWebhookMalformed, truncate(err.Error(), 300))
-	}
-	if !validEventID(e.ID) {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: the event has no valid id", payment.ErrWebhookMalformed)
-	}
-	if e.Data == nil || len(e.Data.Raw) == 0 {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s has no data.object", payment.ErrWebhookMalformed, e.ID)
+		return payment.ProviderEvent{}, err
 	}
 	sum := sha256.Sum256(body)
 	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, Digest: hex.EncodeToString(sum[:])}
-
 	switch string(e.Type) {
 	case EventPaymentSucceeded, EventPaymentFailed, EventPaymentCanceled:
-		var pi stripesdk.PaymentIntent
-		if err := strictjson.CheckNames(e.Data.Raw, &pi, MaxEventDepth); err != nil {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %w", payment.ErrWebhookMalformed, e.ID, err)
-		}
-		if err := json.Unmarshal(e.Data.Raw, &pi); err != nil {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %s", payment.ErrWebhookMalformed, e.ID, truncate(err.Error(), 200))
-		}
-		if pi.Object != "payment_intent" || !strings.HasPrefix(pi.ID, "pi_") {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %s is not about a PaymentIntent", payment.ErrWebhookMalformed, e.ID, e.Type)
-		}
-		reference, ok := ourReference(pi.Metadata)
-		if !ok {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no reference of this service", payment.ErrWebhookIgnored, e.ID, pi.ID)
-		}
-		if pi.Amount <= 0 || !isCurrency(string(pi.Currency)) {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, pi.ID)
-		}
-		out.Reference, out.PaymentID = reference, pi.ID
-		out.Amount, out.Currency = pi.Amount, strings.ToUpper(string(pi.Currency))
-		switch string(e.Type) {
-		case EventPaymentSucceeded:
-			out.Kind = payment.ProviderSucceeded
-		case EventPaymentFailed:
-			out.Kind = payment.ProviderFailed
-			out.Reason = failureReason(pi.LastPaymentError)
-		default:
-			out.Kind = payment.ProviderCancelled
-		}
-		return out, nil
-
+		return paymentIntentEvent(e, out)
 	case EventChargeRefunded:
-		var ch stripesdk.Charge
-		if err := strictjson.CheckNames(e.Data.Raw, &ch, MaxEventDepth); err != nil {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %w", payment.ErrWebhookMalformed, e.ID, err)
-		}
-		if err := json.Unmarshal(e.Data.Raw, &ch); err != nil {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: data.object: %s", payment.ErrWebhookMalformed, e.ID, truncate(err.Error(), 200))
-		}
-		if ch.Object != "charge" || ch.ID == "" {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %s is not about a charge", payment.ErrWebhookMalformed, e.ID, e.Type)
-		}
-		if !ch.Refunded { // false while the charge is refunded only in part
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s is refunded in part only", payment.ErrWebhookIgnored, e.ID, ch.ID)
-		}
-		if ch.PaymentIntent != nil && strings.HasPrefix(ch.PaymentIntent.ID, "pi_") {
-			out.PaymentID = ch.PaymentIntent.ID
-		}
-		reference, ok := ourReference(ch.Metadata)
-		if !ok && ch.Refunds != nil {
-			for _, r := range ch.Refunds.Data {
-				if r == nil {
-					continue
-				}
-				if reference, ok = ourReference(r.Metadata); ok {
-					break
-				}
-			}
-		}
-		if !ok && out.PaymentID == "" {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has neither a reference of this service nor a PaymentIntent", payment.ErrWebhookIgnored, e.ID, ch.ID)
-		}
-		if ch.Amount <= 0 || !isCurrency(string(ch.Currency)) {
-			return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, ch.ID)
-		}
-		out.Kind, out.Reference = payment.ProviderRefunded, reference
-		out.Amount, out.Currency = ch.Amount, strings.ToUpper(string(ch.Currency))
-		return out, nil
-
+		return chargeRefundedEvent(e, out)
 	default:
 		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %q", payment.ErrWebhookIgnored, e.ID, truncate(string(e.Type), 100))
 	}
+}
+
+// decodeEvent reads the event of a body whose signature verify accepted: what
+// fails from here on is the body, payment.ErrWebhookMalformed.
+func (p *Provider) decodeEvent(sig string, body []byte) (stripesdk.Event, error) {
+	// Its member names are read exactly: encoding/json, which stripe-go decodes
+	// with, would take a member twice (the last one) or in another case, and the
+	// service must read what the signed bytes say, the same way any other reader
+	// would.
+	if err := strictjson.CheckNames(body, &stripesdk.Event{}, MaxEventDepth); err != nil {
+		return stripesdk.Event{}, fmt.Errorf("%w: %w", payment.ErrWebhookMalformed, err)
+	}
+	// The SDK checks the signature once more (ignoring the timestamp, which verify
+	// checked), that the body is an event (object "event") and its API version.
+	e, err := webhook.ConstructEventWithOptions(body, sig, p.webhookSecret, webhook.ConstructEventOptions{IgnoreTolerance: true})
+	if err != nil {
+		return stripesdk.Event{}, fmt.Errorf("%w: %s", payment.ErrWebhookMalformed, truncate(err.Error(), 300))
+	}
+	if !validEventID(e.ID) {
+		return stripesdk.Event{}, fmt.Errorf("%w: the event has no valid id", payment.ErrWebhookMalformed)
+	}
+	if e.Data == nil || len(e.Data.Raw) == 0 {
+		return stripesdk.Event{}, fmt.Errorf("%w: event %s has no data.object", payment.ErrWebhookMalformed, e.ID)
+	}
+	return e, nil
+}
+
+// decodeObject decodes the event's data.object into v, its member names read
+// exactly as the event's are.
+func decodeObject(e stripesdk.Event, v any) error {
+	if err := strictjson.CheckNames(e.Data.Raw, v, MaxEventDepth); err != nil {
+		return fmt.Errorf("%w: event %s: data.object: %w", payment.ErrWebhookMalformed, e.ID, err)
+	}
+	if err := json.Unmarshal(e.Data.Raw, v); err != nil {
+		return fmt.Errorf("%w: event %s: data.object: %s", payment.ErrWebhookMalformed, e.ID, truncate(err.Error(), 200))
+	}
+	return nil
+}
+
+// paymentIntentEvent completes out from an event about a PaymentIntent:
+// payment_intent.succeeded, payment_failed or canceled.
+func paymentIntentEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.ProviderEvent, error) {
+	var pi stripesdk.PaymentIntent
+	if err := decodeObject(e, &pi); err != nil {
+		return payment.ProviderEvent{}, err
+	}
+	if pi.Object != "payment_intent" || !strings.HasPrefix(pi.ID, "pi_") {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %s is not about a PaymentIntent", payment.ErrWebhookMalformed, e.ID, e.Type)
+	}
+	reference, ok := ourReference(pi.Metadata)
+	if !ok {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no reference of this service", payment.ErrWebhookIgnored, e.ID, pi.ID)
+	}
+	if pi.Amount <= 0 || !isCurrency(string(pi.Currency)) {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, pi.ID)
+	}
+	out.Reference, out.PaymentID = reference, pi.ID
+	out.Amount, out.Currency = pi.Amount, strings.ToUpper(string(pi.Currency))
+	switch string(e.Type) {
+	case EventPaymentSucceeded:
+		out.Kind = payment.ProviderSucceeded
+	case EventPaymentFailed:
+		out.Kind = payment.ProviderFailed
+		out.Reason = failureReason(pi.LastPaymentError)
+	default:
+		out.Kind = payment.ProviderCancelled
+	}
+	return out, nil
+}
+
+// chargeRefundedEvent completes out from a charge.refunded event.
+func chargeRefundedEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.ProviderEvent, error) {
+	var ch stripesdk.Charge
+	if err := decodeObject(e, &ch); err != nil {
+		return payment.ProviderEvent{}, err
+	}
+	if ch.Object != "charge" || ch.ID == "" {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %s is not about a charge", payment.ErrWebhookMalformed, e.ID, e.Type)
+	}
+	if !ch.Refunded { // false while the charge is refunded only in part
+		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s is refunded in part only", payment.ErrWebhookIgnored, e.ID, ch.ID)
+	}
+	if ch.PaymentIntent != nil && strings.HasPrefix(ch.PaymentIntent.ID, "pi_") {
+		out.PaymentID = ch.PaymentIntent.ID
+	}
+	reference, ok := chargeReference(&ch)
+	if !ok && out.PaymentID == "" {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has neither a reference of this service nor a PaymentIntent", payment.ErrWebhookIgnored, e.ID, ch.ID)
+	}
+	if ch.Amount <= 0 || !isCurrency(string(ch.Currency)) {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, ch.ID)
+	}
+	out.Kind, out.Reference = payment.ProviderRefunded, reference
+	out.Amount, out.Currency = ch.Amount, strings.ToUpper(string(ch.Currency))
+	return out, nil
+}
+
+// chargeReference returns the reference of this service in a charge's metadata,
+// else in the metadata of the first refund listed on it that holds one.
+func chargeReference(ch *stripesdk.Charge) (string, bool) {
+	if reference, ok := ourReference(ch.Metadata); ok {
+		return reference, true
+	}
+	if ch.Refunds == nil {
+		return "", false
+	}
+	for _, r := range ch.Refunds.Data {
+		if r == nil {
+			continue
+		}
+		if reference, ok := ourReference(r.Metadata); ok {
+			return reference, true
+		}
+	}
+	return "", false
 }
 
 // verify checks the Stripe-Signature header: its timestamp against now within the
