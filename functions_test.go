@@ -23,9 +23,6 @@ const maxFunctionLines = 80
 var longFunctions = []string{
 	"internal/app/command/provider.go ApplyProviderEvent", // being split
 	"internal/app/deadline/sweep.go Sweep",                // being split
-	"cmd/rentalctl/rebuild.go runRebuild",                 // being split
-	"cmd/rentalctl/sweep.go runSweep",                     // being split
-	"cmd/rentalctl/repair.go runRepair",                   // being split
 }
 
 // productCode reports whether the Go file at path (relative to the module root,

@@ -79,7 +79,7 @@ func violation(wing, imp string) string {
 			rel = "."
 		}
 		to := wingOf(rel)
-		if to == wing || slices.Contains(wings[wing], to) || slices.Contains(moving[wing], imp) || (wing == "cmd" && to != "testkit") {
+		if to == wing || slices.Contains(wings[wing], to) || slices.Contains(moving[wing], imp) {
 			return ""
 		}
 		return wing + " may import only " + strings.Join(append([]string{wing}, wings[wing]...), ", ") + ", not " + to

@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bikerental/bikerental/internal/ops/audit"
 )
@@ -64,13 +63,12 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 	case segments < 1:
 		return f.fail(c, "-segments %d: want at least 1", segments)
 	}
-	cfg, err := awsConfig(ctx, c.getenv)
+	stack, err := f.open(ctx, c)
 	if err != nil {
 		return err
 	}
-	source := audit.NewDynamo(dynamodb.NewFromConfig(cfg), eventsTable, pendingTable, audit.WithScanSegments(segments))
 	start := time.Now()
-	report, err := audit.Run(ctx, source, source, audit.Options{
+	report, err := stack.Audit(ctx, audit.Options{
 		Quiet:       quiet,
 		Grace:       grace,
 		Concurrency: concurrency,
@@ -79,33 +77,38 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 				fmt.Fprintf(c.stderr, "%d streams read (%s)\n", done, seconds(time.Since(start)))
 			}
 		},
-	})
+	}, segments)
 	if err != nil {
-		return fmt.Errorf("audit of %s and %s: %w", eventsTable, pendingTable, err)
+		return err
 	}
-
 	if asJSON {
 		if err := c.printJSON(report); err != nil {
 			return err
 		}
 	} else {
-		for _, v := range report.Violations {
-			fmt.Fprintln(c.stdout, v)
-		}
-		found := "no violations"
-		if n := len(report.Violations); n > 0 {
-			found = fmt.Sprintf("%d violations", n)
-		}
-		checks := "quiet checks included"
-		if !report.Quiet {
-			checks = "quiet checks skipped, --quiet runs them"
-		}
-		fmt.Fprintf(c.stdout, "audited %s and %s: %d streams, %d records, %d rentals, %d payments, %d pending rows (%d parked records) in %s: %s (%s)\n",
-			eventsTable, pendingTable, report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows, report.Parked,
-			time.Since(start).Round(time.Millisecond), found, checks)
+		printAudit(c.stdout, report, eventsTable, pendingTable, time.Since(start))
 	}
 	if !report.OK() {
 		return fmt.Errorf("audit: %d %w", len(report.Violations), errViolations)
 	}
 	return nil
+}
+
+// printAudit prints an audit's report for people: a line per violation and a
+// summary line.
+func printAudit(out io.Writer, report audit.Report, eventsTable, pendingTable string, took time.Duration) {
+	for _, v := range report.Violations {
+		fmt.Fprintln(out, v)
+	}
+	found := "no violations"
+	if n := len(report.Violations); n > 0 {
+		found = fmt.Sprintf("%d violations", n)
+	}
+	checks := "quiet checks included"
+	if !report.Quiet {
+		checks = "quiet checks skipped, --quiet runs them"
+	}
+	fmt.Fprintf(out, "audited %s and %s: %d streams, %d records, %d rentals, %d payments, %d pending rows (%d parked records) in %s: %s (%s)\n",
+		eventsTable, pendingTable, report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows, report.Parked,
+		took.Round(time.Millisecond), found, checks)
 }

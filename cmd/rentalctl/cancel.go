@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/process"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 const cancelUsage = `Usage: rentalctl cancel [flags] RENTAL_ID
@@ -26,18 +23,11 @@ Exits 1 if the command could not be carried out, 2 if RENTAL_ID cannot be a
 rental id. Needs dynamodb:Query and dynamodb:PutItem on the Events table.
 `
 
-// cancelResult is what cancel --json prints: the answer of POST
-// /rentals/{id}/cancel-payment.
-type cancelResult struct {
-	RentalID string          `json:"rentalId"`
-	Outcome  process.Outcome `json:"outcome"`
-}
-
 // outcomeSentences say what each outcome means for the rental.
-var outcomeSentences = map[process.Outcome]string{
-	process.OutcomeCancelled:   "the payment was called off; the bike is released once the rental-payment process handles the cancellation",
-	process.OutcomeDeclined:    "the payment was already confirmed, so the rental stands",
-	process.OutcomeNothingToDo: "no payment was waiting: the rental is unknown, its process has ended, or its payment was already cancelled or rejected",
+var outcomeSentences = map[ctl.Outcome]string{
+	ctl.OutcomeCancelled:   "the payment was called off; the bike is released once the rental-payment process handles the cancellation",
+	ctl.OutcomeDeclined:    "the payment was already confirmed, so the rental stands",
+	ctl.OutcomeNothingToDo: "no payment was waiting: the rental is unknown, its process has ended, or its payment was already cancelled or rejected",
 }
 
 func runCancel(ctx context.Context, c *cli, args []string) error {
@@ -45,23 +35,13 @@ func runCancel(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	rentalID, eventsTable, store, asJSON := r.rentalID, r.eventsTable, r.store, r.asJSON
-	provider, err := paymentProvider(ctx, r.cfg, r.flags.lookup)
+	res, err := r.stack.Cancel(ctx, r.rentalID)
 	if err != nil {
-		return configError("cancel", err)
+		return failed("cancel", err)
 	}
-	process, err := wiring.Process(store, command.New(store, command.WithProvider(provider)), r.flags.lookup, c.logger())
-	if err != nil {
-		return configError("cancel", err)
+	if r.asJSON {
+		return c.printJSON(res)
 	}
-	meta := command.Meta{CausationID: "rentalctl:cancel:" + time.Now().UTC().Format(time.RFC3339Nano)}
-	outcome, err := process.CancelRentalPayment(ctx, rentalID, meta)
-	if err != nil {
-		return fmt.Errorf("cancel %s (Events table %s): %w", rentalID, eventsTable, err)
-	}
-	if asJSON {
-		return c.printJSON(cancelResult{RentalID: rentalID, Outcome: outcome})
-	}
-	fmt.Fprintf(c.stdout, "%s: %s: %s\n", rentalID, outcome, outcomeSentences[outcome])
+	fmt.Fprintf(c.stdout, "%s: %s: %s\n", res.RentalID, res.Outcome, outcomeSentences[res.Outcome])
 	return nil
 }

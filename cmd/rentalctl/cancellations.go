@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
-	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 const cancellationsUsage = `Usage: rentalctl cancellations [flags]
@@ -24,19 +22,6 @@ scans; it only reads, and is safe to run at any time.
 Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
 `
 
-// cancellationRow is one owed cancellation in the JSON of cancellations.
-type cancellationRow struct {
-	deadline.OwedCancellation
-	AgeSeconds int64 `json:"ageSeconds"`
-}
-
-// cancellationList is what cancellations --json prints.
-type cancellationList struct {
-	Now           time.Time         `json:"now"`
-	Cancellations []cancellationRow `json:"cancellations"`
-	Count         int               `json:"count"`
-}
-
 func runCancellations(ctx context.Context, c *cli, args []string) error {
 	var (
 		pendingTable string
@@ -45,33 +30,28 @@ func runCancellations(ctx context.Context, c *cli, args []string) error {
 	)
 	f := newFlags("cancellations", cancellationsUsage, c.getenv)
 	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, pendingtable.DefaultShards, "the index write shards of the PendingPayments table")
+	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	projection, err := f.pendingReader(ctx, c, "cancellations")
+	stack, err := f.open(ctx, c, "pending-table")
 	if err != nil {
 		return err
 	}
-	rows, _, err := projection.OwedCancellations(ctx)
+	list, err := stack.Cancellations(ctx)
 	if err != nil {
-		return fmt.Errorf("cancellations: %s: %w", pendingTable, err)
-	}
-	now := time.Now()
-	list := cancellationList{Now: now.UTC(), Cancellations: make([]cancellationRow, len(rows)), Count: len(rows)}
-	for i, r := range rows {
-		list.Cancellations[i] = cancellationRow{OwedCancellation: r, AgeSeconds: int64(seconds(now.Sub(r.OwedAt)) / time.Second)}
+		return failed("cancellations", err)
 	}
 	if asJSON {
 		return c.printJSON(list)
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PAYMENT\tRENTAL\tOWED SINCE\tAGE")
-	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Reference, r.RentalID, timestamp(r.OwedAt), seconds(now.Sub(r.OwedAt)))
+	for _, r := range list.Cancellations {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Reference, r.RentalID, timestamp(r.OwedAt), seconds(list.Now.Sub(r.OwedAt)))
 	}
 	w.Flush()
-	fmt.Fprintf(c.stdout, "%s owed to the provider\n", count(len(rows), "cancellation"))
+	fmt.Fprintf(c.stdout, "%s owed to the provider\n", count(list.Count, "cancellation"))
 	return nil
 }

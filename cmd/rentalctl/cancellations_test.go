@@ -11,6 +11,7 @@ import (
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 // downProvider is a provider that can cancel, while down is false.
@@ -50,7 +51,7 @@ func TestCancellationsListsWhatIsOwedToTheProvider(t *testing.T) {
 	if !strings.Contains(r.stdout, ref) || !strings.Contains(r.stdout, outstanding[0]) || !strings.HasSuffix(r.stdout, "1 cancellation owed to the provider\n") {
 		t.Errorf("cancellations:\n%s", r.stdout)
 	}
-	list := decode[cancellationList](t, must(t, e, "cancellations", "--json"))
+	list := decode[ctl.CancellationList](t, must(t, e, "cancellations", "--json"))
 	if list.Count != 1 || list.Cancellations[0].Reference != ref || list.Cancellations[0].RentalID != outstanding[0] || list.Cancellations[0].OwedAt.IsZero() {
 		t.Errorf("cancellations --json: %+v", list)
 	}
@@ -66,7 +67,7 @@ func TestCancellationsListsWhatIsOwedToTheProvider(t *testing.T) {
 		t.Fatalf("retry: owed %v, %v", owed, err)
 	}
 	settle(t, w, p, outstanding[0])
-	if list := decode[cancellationList](t, must(t, e, "cancellations", "--json")); list.Count != 0 {
+	if list := decode[ctl.CancellationList](t, must(t, e, "cancellations", "--json")); list.Count != 0 {
 		t.Errorf("cancellations after the provider confirmed: %+v", list)
 	}
 }

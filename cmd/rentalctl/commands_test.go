@@ -27,6 +27,7 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ops/audit"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 	"github.com/bikerental/bikerental/internal/testkit/rebuildtest"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
@@ -230,7 +231,7 @@ func TestPendingListsOutstandingPaymentsOldestFirst(t *testing.T) {
 		t.Errorf("deadlines are wrong:\n%s", r.stdout)
 	}
 
-	list := decode[pendingList](t, must(t, e, "pending", "--json"))
+	list := decode[ctl.PendingList](t, must(t, e, "pending", "--json"))
 	if list.Count != 4 || len(list.Payments) != 4 || list.More || list.Limit != defaultListLimit || list.OverdueOnly || list.TimeoutMs != 15*60*1000 {
 		t.Fatalf("pending --json: %+v", list)
 	}
@@ -249,13 +250,13 @@ func TestPendingListsOutstandingPaymentsOldestFirst(t *testing.T) {
 	if strings.Count(r.stdout, "\n") != 4 || !strings.Contains(r.stdout, ghost) || !strings.Contains(r.stdout, old) || !strings.Contains(r.stdout, "2 overdue payments") {
 		t.Errorf("pending --overdue:\n%s\nwant the two overdue payments", r.stdout)
 	}
-	list = decode[pendingList](t, must(t, e, "pending", "-overdue", "-json", "-limit", "1"))
+	list = decode[ctl.PendingList](t, must(t, e, "pending", "-overdue", "-json", "-limit", "1"))
 	if list.Count != 1 || !list.More || !list.OverdueOnly || list.Payments[0].RentalID != ghost {
 		t.Errorf("pending --overdue --limit 1: %+v, want the oldest and more", list)
 	}
 	// The timeout comes from PAYMENT_TIMEOUT, and a flag overrides it.
 	e["PAYMENT_TIMEOUT"] = "1h"
-	list = decode[pendingList](t, must(t, e, "pending", "--overdue", "--json"))
+	list = decode[ctl.PendingList](t, must(t, e, "pending", "--overdue", "--json"))
 	if list.Count != 1 || list.Payments[0].RentalID != ghost || list.TimeoutMs != 3600*1000 {
 		t.Errorf("pending --overdue with PAYMENT_TIMEOUT=1h: %+v, want only the 2h old payment", list)
 	}
@@ -308,14 +309,14 @@ func TestCancelSendsCancelRentalPaymentAndPrintsTheOutcome(t *testing.T) {
 	if view.Status != rentalview.StatusCancelled || !rejected || !strings.HasPrefix(cause, "rentalctl:cancel:") {
 		t.Errorf("history after cancel: status %s, bike told %v, cancellation caused by %q", view.Status, rejected, cause)
 	}
-	if list := decode[pendingList](t, must(t, e, "pending", "--json")); list.Count != 1 || list.Payments[0].RentalID != outstanding[1] {
+	if list := decode[ctl.PendingList](t, must(t, e, "pending", "--json")); list.Count != 1 || list.Payments[0].RentalID != outstanding[1] {
 		t.Errorf("pending after cancel: %+v, want only %s", list, outstanding[1])
 	}
 
 	// Asked again, or for a rental whose process ended or that never was, there is
 	// nothing to do; that is an answer, not a failure.
 	for _, id := range []string{cancelled, rental.NewRentalID("bike3", "AAAAAAAAAAAAAAAAAAAAAA"), rental.NewRentalID("nobike", "AAAAAAAAAAAAAAAAAAAAAA")} {
-		res := decode[cancelResult](t, must(t, e, "cancel", "--json", id))
+		res := decode[ctl.CancelResult](t, must(t, e, "cancel", "--json", id))
 		if res.RentalID != id || res.Outcome != process.OutcomeNothingToDo {
 			t.Errorf("cancel %s: %+v, want nothing-to-do", id, res)
 		}
@@ -369,7 +370,7 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 	// is not needed for a dry run.
 	delete(e, "EVENTS_TABLE")
 	at := now.Add(-90 * time.Minute).UTC().Format(time.RFC3339)
-	dry := decode[dryRunResult](t, must(t, e, "sweep", "--dry-run", "--json", "--at", at))
+	dry := decode[ctl.DryRun](t, must(t, e, "sweep", "--dry-run", "--json", "--at", at))
 	if !dry.DryRun || dry.Count != 1 || dry.Payments[0].RentalID != ghost || dry.More || dry.Now.Format(time.RFC3339) != at {
 		t.Errorf("sweep --dry-run --at %s: %+v", at, dry)
 	}
@@ -442,7 +443,7 @@ func TestRebuildPrintsProgressAndJSON(t *testing.T) {
 	w, outstanding := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	r := must(t, e, "rebuild", "--json")
-	res := decode[rebuildResult](t, r)
+	res := decode[ctl.RebuildResult](t, r)
 	// 5 payment streams, 5 bikes' and 5 processes'.
 	if res.Streams != 15 || res.Records != 29 || res.EventsTable != w.EventsTable || res.PendingTable != w.PendingTable {
 		t.Errorf("rebuild --json: %+v", res)
@@ -538,7 +539,7 @@ func TestRefundsListsWhatIsOwed(t *testing.T) {
 	if !strings.Contains(r.stdout, ref) || !strings.Contains(r.stdout, "15.00 EUR") || !strings.HasSuffix(r.stdout, "\n1 refund owed\n") {
 		t.Errorf("refunds:\n%s", r.stdout)
 	}
-	list := decode[refundList](t, must(t, e, "refunds", "--json"))
+	list := decode[ctl.RefundList](t, must(t, e, "refunds", "--json"))
 	if list.Count != 1 || list.Refunds[0].PaymentReference != ref || list.Refunds[0].RentalID != outstanding[0] {
 		t.Errorf("refunds --json: %+v", list)
 	}
@@ -564,7 +565,7 @@ func TestChangingTheShardCount(t *testing.T) {
 			from, to := fmt.Sprint(leg.from), fmt.Sprint(leg.to)
 			// The table holds the rows under the old count (the first leg records it).
 			must(t, e, "rebuild", "-shards", from, "-reshard")
-			if got := len(decode[pendingList](t, must(t, e, "pending", "--json", "-shards", from)).Payments); got != 8 {
+			if got := len(decode[ctl.PendingList](t, must(t, e, "pending", "--json", "-shards", from)).Payments); got != 8 {
 				t.Fatalf("%d outstanding under %s shards, want 8", got, from)
 			}
 			r := wantStatus(t, 1, e, "rebuild", "-shards", to)
@@ -642,7 +643,7 @@ func TestRepairMendsAStuckRental(t *testing.T) {
 		t.Fatalf("audit of a stuck rental:\n%s", r.stdout)
 	}
 	events := len(w.Read(rentalpayment.StreamID(rentalID)))
-	dry := decode[repairList](t, must(t, e, "repair", "--stuck", "--dry-run", "--json"))
+	dry := decode[ctl.RepairList](t, must(t, e, "repair", "--stuck", "--dry-run", "--json"))
 	if len(dry.Rentals) != 1 || dry.Rentals[0].RentalID != rentalID || len(dry.Rentals[0].Deliveries) != 5 || dry.Rentals[0].Case != repair.CaseStartMissing || len(w.Read(rentalpayment.StreamID(rentalID))) != events {
 		t.Fatalf("repair --stuck --dry-run: %+v", dry)
 	}
@@ -651,7 +652,7 @@ func TestRepairMendsAStuckRental(t *testing.T) {
 		t.Errorf("repair --stuck:\n%s", out.stdout)
 	}
 	must(t, e, "audit", "--quiet")
-	again := decode[repairList](t, must(t, e, "repair", rentalID, "--json"))
+	again := decode[ctl.RepairList](t, must(t, e, "repair", rentalID, "--json"))
 	if again.Rentals[0].Before != rentalview.StatusApproved || again.Rentals[0].After != rentalview.StatusApproved {
 		t.Errorf("a second repair: %+v", again)
 	}

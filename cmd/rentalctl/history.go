@@ -11,11 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
-	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/app/rentalview"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 const historyUsage = `Usage: rentalctl history [flags] RENTAL_ID
@@ -36,20 +32,18 @@ func runHistory(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	rentalID, eventsTable, store, asJSON := r.rentalID, r.eventsTable, r.store, r.asJSON
-	view, err := rentalview.Load(ctx, store, rentalID)
-	view = view.WithoutSecrets() // the client secret is the renter's alone
+	view, err := r.stack.History(ctx, r.rentalID)
 	if err != nil {
-		return fmt.Errorf("history (Events table %s): %w", eventsTable, err)
+		return failed("history", err)
 	}
-	if asJSON {
+	if r.asJSON {
 		return c.printJSON(view)
 	}
 	printHistory(c.stdout, view)
 	return nil
 }
 
-func printHistory(out io.Writer, v rentalview.View) {
+func printHistory(out io.Writer, v ctl.View) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "rental\t%s\n", v.RentalID)
 	fmt.Fprintf(w, "status\t%s\n", v.Status)
@@ -69,7 +63,7 @@ func printHistory(out io.Writer, v rentalview.View) {
 
 // details renders an event's data as key=value pairs, leaving out the ids the
 // header already shows, and what caused it.
-func details(e rentalview.Entry) string {
+func details(e ctl.Entry) string {
 	var fields []string
 	var data map[string]any
 	dec := json.NewDecoder(bytes.NewReader(e.Data))
@@ -113,42 +107,33 @@ func value(v any) string {
 	return string(b)
 }
 
-// rentalRequest is a command about one rental: its id, the Events table, a store on
-// it, and whether --json was given.
+// rentalRequest is a command about one rental: its id, the stack it is on, and
+// whether --json was given.
 type rentalRequest struct {
-	rentalID, eventsTable string
-	store                 *dynamo.Store
-	asJSON                bool
-	flags                 *flags
-	cfg                   aws.Config
+	rentalID string
+	stack    *ctl.Stack
+	asJSON   bool
 }
 
 // parseRentalCommand parses the command line of a command that takes RENTAL_ID and
 // reads (or appends to) the Events table, whose flag describes what it does with it,
-// and opens the store.
+// and opens the stack.
 func parseRentalCommand(ctx context.Context, c *cli, args []string, name, usage, eventsPurpose string) (rentalRequest, error) {
-	var r rentalRequest
+	var (
+		r           rentalRequest
+		eventsTable string
+	)
 	f := newFlags(name, usage, c.getenv)
-	f.eventsTable(&r.eventsTable, eventsPurpose)
+	f.eventsTable(&eventsTable, eventsPurpose)
 	f.jsonFlag(&r.asJSON)
 	pos, err := f.parse(args, c, "RENTAL_ID")
 	if err != nil {
 		return r, err
 	}
-	r.rentalID, r.flags = pos[0], f
+	r.rentalID = pos[0]
 	if err := f.rentalID(c, r.rentalID); err != nil {
 		return r, err
 	}
-	if err := f.require(c, "events-table"); err != nil {
-		return r, err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
-	if err != nil {
-		return r, err
-	}
-	r.cfg = cfg
-	if r.store, err = wiring.EventStore(cfg, f.lookup); err != nil {
-		return r, configError(name, err)
-	}
-	return r, nil
+	r.stack, err = f.open(ctx, c, "events-table")
+	return r, err
 }

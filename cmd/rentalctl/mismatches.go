@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/bikerental/bikerental/internal/ops/mismatch"
 )
 
 const mismatchesUsage = `Usage: rentalctl mismatches [flags]
@@ -27,12 +23,6 @@ table; it only reads, and is safe to run at any time. Needs dynamodb:Scan on the
 Events table.
 `
 
-// mismatchList is what mismatches --json prints.
-type mismatchList struct {
-	Mismatches []mismatch.Mismatch `json:"mismatches"`
-	Count      int                 `json:"count"`
-}
-
 func runMismatches(ctx context.Context, c *cli, args []string) error {
 	var (
 		eventsTable string
@@ -44,23 +34,20 @@ func runMismatches(ctx context.Context, c *cli, args []string) error {
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	if err := f.require(c, "events-table"); err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
+	stack, err := f.open(ctx, c, "events-table")
 	if err != nil {
 		return err
 	}
-	list, err := mismatch.List(ctx, dynamodb.NewFromConfig(cfg), eventsTable)
+	list, err := stack.Mismatches(ctx)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return c.printJSON(mismatchList{Mismatches: list, Count: len(list)})
+		return c.printJSON(list)
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "RECEIVED\tPROVIDER\tEVENT\tKIND\tPAYMENT\tDIFFERS\tEVENT SAYS\tRECORDED\tREFUND")
-	for _, m := range list {
+	for _, m := range list.Mismatches {
 		refund := m.Refund
 		if refund == "" {
 			refund = "-"
@@ -69,7 +56,7 @@ func runMismatches(ctx context.Context, c *cli, args []string) error {
 			strings.Join(m.Fields, ","), money(m.PaymentID, m.Amount, m.Currency), money(m.RecordedPaymentID, m.RecordedAmount, m.RecordedCurrency), refund)
 	}
 	w.Flush()
-	fmt.Fprintf(c.stdout, "%d mismatched provider events\n", len(list))
+	fmt.Fprintf(c.stdout, "%d mismatched provider events\n", list.Count)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 	"github.com/bikerental/bikerental/internal/ops/mismatch"
 )
 
@@ -37,7 +38,7 @@ func TestMismatchesListsProviderEventsThatDidNotMatch(t *testing.T) {
 		!strings.Contains(r.stdout, "other-amount") || !strings.HasSuffix(r.stdout, "\n2 mismatched provider events\n") {
 		t.Errorf("mismatches:\n%s", r.stdout)
 	}
-	list := decode[mismatchList](t, must(t, e, "mismatches", "--json"))
+	list := decode[ctl.MismatchList](t, must(t, e, "mismatches", "--json"))
 	byID := map[string]mismatch.Mismatch{}
 	for _, m := range list.Mismatches {
 		byID[m.EventID] = m

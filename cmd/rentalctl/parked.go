@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
-	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 const parkedUsage = `Usage: rentalctl parked [flags]
@@ -25,13 +23,6 @@ query per shard, and never scans; it only reads, and is safe to run at any time.
 Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
 `
 
-// parkedList is what parked --json prints.
-type parkedList struct {
-	Now    time.Time         `json:"now"`
-	Parked []deadline.Parked `json:"parked"`
-	Count  int               `json:"count"`
-}
-
 func runParked(ctx context.Context, c *cli, args []string) error {
 	var (
 		pendingTable string
@@ -40,35 +31,28 @@ func runParked(ctx context.Context, c *cli, args []string) error {
 	)
 	f := newFlags("parked", parkedUsage, c.getenv)
 	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, pendingtable.DefaultShards, "the index write shards of the PendingPayments table")
+	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	projection, err := f.pendingReader(ctx, c, "parked")
+	stack, err := f.open(ctx, c, "pending-table")
 	if err != nil {
 		return err
 	}
-	// The rows stamped below 0 of the open processes' partitions: the owed
-	// cancellations and the parked records, no open process.
-	backlog, _, err := projection.Backlog(ctx, time.UnixMilli(0))
+	list, err := stack.Parked(ctx)
 	if err != nil {
-		return fmt.Errorf("parked: %s: %w", pendingTable, err)
-	}
-	rows := backlog.Parked
-	list := parkedList{Now: time.Now().UTC(), Parked: rows, Count: len(rows)}
-	if list.Parked == nil {
-		list.Parked = []deadline.Parked{}
+		return failed("parked", err)
 	}
 	if asJSON {
 		return c.printJSON(list)
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CONSUMER\tSTREAM\tVERSION\tDUE")
-	for _, r := range rows {
+	for _, r := range list.Parked {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", r.Consumer, r.StreamID, r.Version, timestamp(r.Due))
 	}
 	w.Flush()
-	fmt.Fprintf(c.stdout, "%s\n", count(len(rows), "parked stream record"))
+	fmt.Fprintf(c.stdout, "%s\n", count(list.Count, "parked stream record"))
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 // TestParkedListsWhatTheSweepRedelivers parks a bike's request for the projector,
@@ -33,7 +34,7 @@ func TestParkedListsWhatTheSweepRedelivers(t *testing.T) {
 	if !strings.Contains(r.stdout, "projector  "+requested.StreamID+"  2") || !strings.HasSuffix(r.stdout, "1 parked stream record\n") {
 		t.Errorf("parked:\n%s", r.stdout)
 	}
-	list := decode[parkedList](t, must(t, e, "parked", "--json"))
+	list := decode[ctl.ParkedList](t, must(t, e, "parked", "--json"))
 	if list.Count != 1 || list.Parked[0].Consumer != eventfilter.Projector || list.Parked[0].StreamID != requested.StreamID || list.Parked[0].Version != requested.Version {
 		t.Errorf("parked --json: %+v", list)
 	}
@@ -42,7 +43,7 @@ func TestParkedListsWhatTheSweepRedelivers(t *testing.T) {
 	if !strings.Contains(sweep.stdout, "found 1 parked stream record: 1 redelivered, 0 still parked\n") {
 		t.Errorf("sweep (%v):\n%s\n%s", sweep.err, sweep.stdout, sweep.stderr)
 	}
-	if list := decode[parkedList](t, must(t, e, "parked", "--json")); list.Count != 0 {
+	if list := decode[ctl.ParkedList](t, must(t, e, "parked", "--json")); list.Count != 0 {
 		t.Errorf("parked after the sweep: %+v", list)
 	}
 }

@@ -7,9 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
-	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 // Listing limits of pending and sweep --dry-run.
@@ -29,46 +27,7 @@ query per shard, and never scans.
 Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
 `
 
-// pendingRow is one payment in the JSON of pending and sweep --dry-run; its first
-// four fields are those of GET /payments/pending.
-type pendingRow struct {
-	PaymentReference string    `json:"paymentReference"`
-	RentalID         string    `json:"rentalId"`
-	PreparedAt       time.Time `json:"preparedAt"`
-	AgeSeconds       int64     `json:"ageSeconds"`
-	Deadline         time.Time `json:"deadline"`
-	Overdue          bool      `json:"overdue"`
-	OverdueSeconds   int64     `json:"overdueSeconds,omitempty"`
-}
-
-// pendingList is what pending --json prints.
-type pendingList struct {
-	Now         time.Time    `json:"now"`
-	TimeoutMs   int64        `json:"timeoutMs"`
-	OverdueOnly bool         `json:"overdueOnly"`
-	Payments    []pendingRow `json:"payments"`
-	Count       int          `json:"count"`
-	Limit       int          `json:"limit"`
-	// More reports that more payments than Limit matched.
-	More bool `json:"more"`
-}
-
-func rowsOf(rows []deadline.Pending, now time.Time, policy deadline.Policy) []pendingRow {
-	out := make([]pendingRow, len(rows))
-	for i, r := range rows {
-		due := policy.Deadline(r.PreparedAt)
-		out[i] = pendingRow{PaymentReference: r.Reference, RentalID: r.RentalID, PreparedAt: r.PreparedAt,
-			AgeSeconds: int64(seconds(now.Sub(r.PreparedAt)) / time.Second), Deadline: due.UTC()}
-		// Overdue as the sweep has it.
-		if policy.Overdue(r.PreparedAt, now) {
-			out[i].Overdue = true
-			out[i].OverdueSeconds = int64(seconds(now.Sub(due)) / time.Second)
-		}
-	}
-	return out
-}
-
-func printRows(out io.Writer, rows []pendingRow, now time.Time) {
+func printRows(out io.Writer, rows []ctl.PendingRow, now time.Time) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PAYMENT\tRENTAL\tPREPARED AT\tAGE\tDEADLINE")
 	for _, r := range rows {
@@ -80,15 +39,6 @@ func printRows(out io.Writer, rows []pendingRow, now time.Time) {
 			seconds(now.Sub(r.PreparedAt)), due)
 	}
 	w.Flush()
-}
-
-// limited trims rows read with a limit of limit+1 to limit, and reports whether
-// there were more.
-func limited(rows []deadline.Pending, limit int) ([]deadline.Pending, bool) {
-	if len(rows) > limit {
-		return rows[:limit], true
-	}
-	return rows, false
 }
 
 func (f *flags) limit(p *int, what string) {
@@ -104,17 +54,18 @@ func (f *flags) checkLimit(c *cli, limit int) error {
 
 func runPending(ctx context.Context, c *cli, args []string) error {
 	var (
-		pendingTable    string
-		shards, limit   int
-		timeout         time.Duration
-		overdue, asJSON bool
+		pendingTable string
+		shards       int
+		timeout      time.Duration
+		q            ctl.PendingQuery
+		asJSON       bool
 	)
 	f := newFlags("pending", pendingUsage, c.getenv)
 	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, pendingtable.DefaultShards, "the index write shards of the PendingPayments table")
-	f.durationEnv(&timeout, "timeout", envTimeout, deadline.DefaultTimeout, "how long a payment may stay outstanding")
-	f.fs.BoolVar(&overdue, "overdue", false, "list only payments past their deadline")
-	f.limit(&limit, "payments")
+	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
+	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
+	f.fs.BoolVar(&q.Overdue, "overdue", false, "list only payments past their deadline")
+	f.limit(&q.Limit, "payments")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {
 		return err
@@ -122,51 +73,38 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	if err := f.require(c, "pending-table"); err != nil {
 		return err
 	}
-	if err := f.checkLimit(c, limit); err != nil {
+	if err := f.checkLimit(c, q.Limit); err != nil {
 		return err
 	}
-	cfg, err := awsConfig(ctx, c.getenv)
+	stack, err := f.open(ctx, c)
 	if err != nil {
 		return err
 	}
-	projection, err := wiring.PendingReader(cfg, f.lookup)
+	list, err := stack.Pending(ctx, q)
 	if err != nil {
-		return configError("pending", err)
+		return failed("pending", err)
 	}
-	policy, err := wiring.DeadlinePolicy(f.lookup)
-	if err != nil {
-		return configError("pending", err)
-	}
-	now := time.Now()
-	var rows []deadline.Pending
-	if overdue {
-		rows, err = projection.Overdue(ctx, policy.Cutoff(now), limit+1)
-	} else {
-		rows, err = projection.List(ctx, limit+1)
-	}
-	if err != nil {
-		return fmt.Errorf("pending: %s: %w", pendingTable, err)
-	}
-	rows, more := limited(rows, limit)
-	list := pendingList{Now: now.UTC(), TimeoutMs: timeout.Milliseconds(), OverdueOnly: overdue,
-		Payments: rowsOf(rows, now, policy), Count: len(rows), Limit: limit, More: more}
 	if asJSON {
 		return c.printJSON(list)
 	}
+	printPending(c.stdout, list, timeout)
+	return nil
+}
 
+// printPending prints pending's list for people: timeout is PAYMENT_TIMEOUT.
+func printPending(out io.Writer, list ctl.PendingList, timeout time.Duration) {
 	what := "outstanding"
-	if overdue {
+	if list.OverdueOnly {
 		what = "overdue"
 	}
-	if len(rows) == 0 {
-		fmt.Fprintf(c.stdout, "no %s payments (payments time out after %s)\n", what, timeout)
-		return nil
+	if list.Count == 0 {
+		fmt.Fprintf(out, "no %s payments (payments time out after %s)\n", what, timeout)
+		return
 	}
-	printRows(c.stdout, list.Payments, now)
-	fmt.Fprintf(c.stdout, "%s, the oldest %s old (payments time out after %s)\n",
-		count(len(rows), what+" payment"), seconds(now.Sub(rows[0].PreparedAt)), timeout)
-	if more {
-		fmt.Fprintf(c.stdout, "listed only the oldest %s; there are more (raise -limit to see them)\n", count(limit, "payment"))
+	printRows(out, list.Payments, list.Now)
+	fmt.Fprintf(out, "%s, the oldest %s old (payments time out after %s)\n",
+		count(list.Count, what+" payment"), seconds(list.Now.Sub(list.Payments[0].PreparedAt)), timeout)
+	if list.More {
+		fmt.Fprintf(out, "listed only the oldest %s; there are more (raise -limit to see them)\n", count(list.Limit, "payment"))
 	}
-	return nil
 }

@@ -5,10 +5,6 @@ import (
 	"fmt"
 	"text/tabwriter"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/bikerental/bikerental/internal/ops/refund"
 )
 
 const refundsUsage = `Usage: rentalctl refunds [flags]
@@ -24,12 +20,6 @@ it only reads, and is safe to run at any time. Needs dynamodb:Scan on the Events
 table.
 `
 
-// refundList is what refunds --json prints.
-type refundList struct {
-	Refunds []refund.Owed `json:"refunds"`
-	Count   int           `json:"count"`
-}
-
 func runRefunds(ctx context.Context, c *cli, args []string) error {
 	var (
 		eventsTable string
@@ -41,32 +31,26 @@ func runRefunds(ctx context.Context, c *cli, args []string) error {
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	if err := f.require(c, "events-table"); err != nil {
-		return err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
+	stack, err := f.open(ctx, c, "events-table")
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	owed, err := refund.List(ctx, dynamodb.NewFromConfig(cfg), eventsTable, func(scanned int) {
+	list, err := stack.Refunds(ctx, func(scanned int) {
 		fmt.Fprintf(c.stderr, "%s scanned (%s)\n", count(scanned, "event"), seconds(time.Since(start)))
 	})
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		if owed == nil {
-			owed = []refund.Owed{}
-		}
-		return c.printJSON(refundList{Refunds: owed, Count: len(owed)})
+		return c.printJSON(list)
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PAYMENT\tRENTAL\tPROVIDER PAYMENT\tAMOUNT\tOWED SINCE")
-	for _, o := range owed {
+	for _, o := range list.Refunds {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d.%02d %s\t%s\n", o.PaymentReference, o.RentalID, o.PaymentID, o.Amount/100, o.Amount%100, o.Currency, timestamp(o.OwedSince))
 	}
 	w.Flush()
-	fmt.Fprintf(c.stdout, "%s owed\n", count(len(owed), "refund"))
+	fmt.Fprintf(c.stdout, "%s owed\n", count(list.Count, "refund"))
 	return nil
 }

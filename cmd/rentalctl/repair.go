@@ -2,18 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"strings"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/eventfilter"
-	"github.com/bikerental/bikerental/internal/app/repair"
-	"github.com/bikerental/bikerental/internal/ops/audit"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 const repairUsage = `Usage: rentalctl repair [flags] RENTAL_ID
@@ -47,12 +40,6 @@ Events table, UpdateItem on PendingPayments, the payment provider's secret), and
 for --stuck what rentalctl audit needs.
 `
 
-// repairList is what repair --json prints.
-type repairList struct {
-	DryRun  bool            `json:"dryRun"`
-	Rentals []repair.Result `json:"rentals"`
-}
-
 func runRepair(ctx context.Context, c *cli, args []string) error {
 	var (
 		eventsTable, pendingTable string
@@ -79,65 +66,26 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 		}
 		ids = pos
 	}
-	cfg, store, err := f.bothTables(ctx, c, "repair")
+	stack, err := f.open(ctx, c, "events-table", "pending-table")
 	if err != nil {
 		return err
 	}
-	provider, err := paymentProvider(ctx, cfg, f.lookup)
+	repairs, err := stack.Repairs(ctx)
 	if err != nil {
-		return configError("repair", err)
-	}
-	process, err := wiring.Process(store, command.New(store, command.WithProvider(provider)), f.lookup, c.logger())
-	if err != nil {
-		return configError("repair", err)
-	}
-	projection, err := wiring.Projection(cfg, f.lookup)
-	if err != nil {
-		return configError("repair", err)
-	}
-	if err := projection.CheckShards(ctx); err != nil {
-		return err
+		return failed("repair", err)
 	}
 	if stuck {
-		source := audit.NewDynamo(dynamodb.NewFromConfig(cfg), eventsTable, pendingTable)
-		// With the quiet checks: a rental still in flight may be reported too, and
-		// repairing it does what its consumers are about to do, no more.
-		report, err := audit.Run(ctx, source, source, audit.Options{Quiet: true, Now: time.Now})
+		found, err := repairs.Stuck(ctx)
 		if err != nil {
-			return fmt.Errorf("audit before the repair: %w", err)
+			return err
 		}
-		seen := map[string]bool{}
-		for _, v := range report.Violations {
-			if v.Rental != "" && !seen[v.Rental] {
-				seen[v.Rental] = true
-				ids = append(ids, v.Rental)
-			}
-		}
+		ids = append(ids, found...)
 	}
-	r := &repair.Repairer{Store: store, Consumers: map[string]repair.Handler{
-		eventfilter.Process: process.Handle, eventfilter.Projector: projection.Apply,
-	}}
-	out := repairList{DryRun: dryRun, Rentals: []repair.Result{}}
-	var errs []error
-	for _, id := range ids {
-		res, err := r.Repair(ctx, id, dryRun)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out.Rentals = append(out.Rentals, res)
+	out, repairErr := repairs.Repair(ctx, ids, dryRun, func(id string, res ctl.RepairResult) {
 		if !asJSON {
-			var what []string
-			for _, d := range res.Deliveries {
-				what = append(what, fmt.Sprintf("%s<-%s v%d", d.Consumer, d.Type, d.Version))
-			}
-			verb := "repaired"
-			if dryRun {
-				verb = "would deliver"
-			}
-			fmt.Fprintf(c.stdout, "%s (%s): %s -> %s, %s %d records: %s\n", id, res.Case, res.Before, res.After, verb, len(res.Deliveries), strings.Join(what, ", "))
+			printRepair(c.stdout, id, res, dryRun)
 		}
-	}
+	})
 	if asJSON {
 		if err := c.printJSON(out); err != nil {
 			return err
@@ -145,7 +93,21 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 	} else if stuck {
 		fmt.Fprintf(c.stdout, "%s\n", count(len(ids), "stuck rental"))
 	}
-	return errors.Join(errs...)
+	return repairErr
+}
+
+// printRepair prints a rental's repair for people: its case, its status before and
+// after, and the records delivered (or, with a dry run, that would be).
+func printRepair(out io.Writer, id string, res ctl.RepairResult, dryRun bool) {
+	var what []string
+	for _, d := range res.Deliveries {
+		what = append(what, fmt.Sprintf("%s<-%s v%d", d.Consumer, d.Type, d.Version))
+	}
+	verb := "repaired"
+	if dryRun {
+		verb = "would deliver"
+	}
+	fmt.Fprintf(out, "%s (%s): %s -> %s, %s %d records: %s\n", id, res.Case, res.Before, res.After, verb, len(res.Deliveries), strings.Join(what, ", "))
 }
 
 // stuckFlag reports whether the command line asks for --stuck, which takes no

@@ -14,18 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
-	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
-	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/operatorenv"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
 // Environment variables rentalctl reads itself, besides those internal/wiring reads
@@ -199,7 +191,7 @@ func helpOf(ctx context.Context, cmd subcommand, c *cli) error {
 
 // flags is one command's flag set. Flags that stand for an environment variable
 // default to it and, once parsed, override it in lookup, which is what the command
-// hands to internal/wiring.
+// hands to internal/ops/ctl.
 type flags struct {
 	fs     *flag.FlagSet
 	usage  string // the command's description, printed before its flags
@@ -380,44 +372,24 @@ func (f *flags) rentalID(c *cli, id string) error {
 	return nil
 }
 
-// bothTables is what the commands that read the Events table and write
-// PendingPayments start with: both named, the AWS configuration, the event store.
-func (f *flags) bothTables(ctx context.Context, c *cli, command string) (aws.Config, *dynamo.Store, error) {
-	if err := f.require(c, "events-table", "pending-table"); err != nil {
-		return aws.Config{}, nil, err
-	}
-	cfg, err := awsConfig(ctx, c.getenv)
-	if err != nil {
-		return aws.Config{}, nil, err
-	}
-	store, err := wiring.EventStore(cfg, f.lookup)
-	if err != nil {
-		return aws.Config{}, nil, configError(command, err)
-	}
-	return cfg, store, nil
-}
-
-// pendingReader is what the commands that only read PendingPayments start with: the
-// table named, the AWS configuration, the projection to read it through.
-func (f *flags) pendingReader(ctx context.Context, c *cli, command string) (*pendingtable.Projection, error) {
-	if err := f.require(c, "pending-table"); err != nil {
+// open checks that the tables the command needs (named by their flags) were given,
+// and opens the stack the command works on, with the flags in place of the
+// variables they stand for.
+func (f *flags) open(ctx context.Context, c *cli, tables ...string) (*ctl.Stack, error) {
+	if err := f.require(c, tables...); err != nil {
 		return nil, err
 	}
-	cfg, err := awsConfig(ctx, c.getenv)
-	if err != nil {
-		return nil, err
-	}
-	projection, err := wiring.PendingReader(cfg, f.lookup)
-	if err != nil {
-		return nil, configError(command, err)
-	}
-	return projection, nil
+	return ctl.Open(ctx, f.lookup, c.logger())
 }
 
-// configError marks an error from internal/wiring, which only ever fails on
-// settings, as a usage error.
-func configError(name string, err error) error {
-	return fmt.Errorf("%w: %s: %w", errUsage, name, err)
+// failed is what a command returns for an error of internal/ops/ctl: a setting the
+// service refuses is a usage error, naming the command; any other error is
+// returned as it is.
+func failed(name string, err error) error {
+	if ctl.IsSettings(err) {
+		return fmt.Errorf("%w: %s: %w", errUsage, name, err)
+	}
+	return err
 }
 
 // logger is what the service's parts log through: warnings and errors, as text on
@@ -439,39 +411,10 @@ func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.
 // seconds rounds d to the second, for people to read.
 func seconds(d time.Duration) time.Duration { return d.Round(time.Second) }
 
-// awsConfig loads the SDK's default configuration, with the region, endpoint and
-// static credentials that getenv gives overriding what the SDK found itself; with
-// os.Getenv that changes nothing, and tests can point rentalctl elsewhere without
-// touching the process's environment.
-func awsConfig(ctx context.Context, getenv func(string) string) (aws.Config, error) {
-	var opts []func(*config.LoadOptions) error
-	if region := getenv(operatorenv.AWSRegion); region != "" {
-		opts = append(opts, config.WithRegion(region))
-	}
-	if endpoint := getenv(operatorenv.AWSEndpoint); endpoint != "" {
-		opts = append(opts, config.WithBaseEndpoint(endpoint))
-	}
-	if id, secret := getenv(operatorenv.AWSKeyID), getenv(operatorenv.AWSSecretKey); id != "" && secret != "" {
-		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, secret, getenv(operatorenv.AWSSession))))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	return cfg, nil
-}
-
 // count says how many of noun there are: "1 payment", "2 payments".
 func count(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// paymentProvider is the payment provider PAYMENT_PROVIDER names, which the
-// commands that cancel or repair reach as the functions do.
-func paymentProvider(ctx context.Context, cfg aws.Config, getenv func(string) string) (command.PaymentProvider, error) {
-	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secretsmanager.NewFromConfig(cfg) }, getenv)
-	return pay.Provider, err
 }

@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
-	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -35,18 +34,6 @@ again) or a stuck rental was left unrepaired. Needs dynamodb:Query on the Pendin
 what cancel needs on the Events table.
 `
 
-// dryRunResult is what sweep --dry-run --json prints.
-type dryRunResult struct {
-	DryRun    bool         `json:"dryRun"`
-	Now       time.Time    `json:"now"`
-	Cutoff    time.Time    `json:"cutoff"`
-	TimeoutMs int64        `json:"timeoutMs"`
-	Payments  []pendingRow `json:"payments"`
-	Count     int          `json:"count"`
-	Limit     int          `json:"limit"`
-	More      bool         `json:"more"`
-}
-
 func runSweep(ctx context.Context, c *cli, args []string) error {
 	var (
 		eventsTable, pendingTable, at string
@@ -58,10 +45,10 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	f := newFlags("sweep", sweepUsage, c.getenv)
 	f.eventsTable(&eventsTable, "the process reads and appends to (not needed with --dry-run)")
 	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, pendingtable.DefaultShards, "the index write shards of the PendingPayments table")
-	f.durationEnv(&timeout, "timeout", envTimeout, deadline.DefaultTimeout, "how long a payment may stay outstanding")
-	f.intEnv(&concurrency, "concurrency", envConcurrency, deadline.DefaultConcurrency, "how many cancellations to send at once")
-	f.durationEnv(&grace, "stuck-grace", wiring.EnvStuckGrace, deadline.DefaultGrace, "how long past the timeout a rental's process may stay open before it is stuck")
+	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
+	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
+	f.intEnv(&concurrency, "concurrency", envConcurrency, ctl.DefaultConcurrency, "how many cancellations to send at once")
+	f.durationEnv(&grace, "stuck-grace", wiring.EnvStuckGrace, ctl.DefaultGrace, "how long past the timeout a rental's process may stay open before it is stuck")
 	f.stringEnv(&stuckRepair, "stuck-repair", wiring.EnvStuckRepair, "auto (repair the stuck rentals that need no operator) or off (count them) (default auto)")
 	f.fs.StringVar(&at, "at", "", "sweep as of this time, RFC 3339, not in the future (default now)")
 	f.fs.BoolVar(&dryRun, "dry-run", false, "only list the payments the sweep would cancel")
@@ -70,16 +57,9 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	now := time.Now()
-	if at != "" {
-		t, err := time.Parse(time.RFC3339, at)
-		if err != nil {
-			return f.fail(c, "-at %q: want an RFC 3339 time such as 2026-11-29T10:00:00Z", at)
-		}
-		if t.After(now) {
-			return f.fail(c, "-at %s is in the future (the clock says %s): sweeping ahead of time would give up on payments before their deadline", at, timestamp(now))
-		}
-		now = t
+	now, err := sweepTime(f, c, at)
+	if err != nil {
+		return err
 	}
 	required := []string{"pending-table"}
 	if !dryRun {
@@ -91,75 +71,71 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	if err := f.checkLimit(c, limit); err != nil {
 		return err
 	}
-	cfg, err := awsConfig(ctx, c.getenv)
+	stack, err := f.open(ctx, c)
 	if err != nil {
 		return err
 	}
 	if dryRun {
-		projection, err := wiring.PendingReader(cfg, f.lookup)
-		if err != nil {
-			return configError("sweep", err)
-		}
-		policy, err := wiring.DeadlinePolicy(f.lookup)
-		if err != nil {
-			return configError("sweep", err)
-		}
-		return sweepDryRun(ctx, c, projection, now, policy, limit, asJSON)
+		return sweepDryRun(ctx, c, stack, now, limit, timeout, asJSON)
 	}
-
-	logger := c.logger()
-	provider, err := paymentProvider(ctx, cfg, f.lookup)
-	if err != nil {
-		return configError("sweep", err)
+	sum, err := stack.Sweep(ctx, now)
+	if ctl.IsSettings(err) {
+		return failed("sweep", err)
 	}
-	s, err := wiring.Core(cfg, f.lookup, logger, command.WithProvider(provider))
-	if err != nil {
-		return configError("sweep", err)
-	}
-	sweeper, err := wiring.Sweeper(s.Projection, s.Process, f.lookup, logger, nil)
-	if err != nil {
-		return configError("sweep", err)
-	}
-	repairs, err := wiring.StuckRepairs(s, cfg, f.lookup)
-	if err != nil {
-		return configError("sweep", err)
-	}
-	if repairs != nil {
-		sweeper.Repairer = repairs
-	}
-	sweeper.Retrier = s.Commands
-	redelivery, parked, err := wiring.Redelivery(s, cfg, f.lookup)
-	if err != nil {
-		return configError("sweep", err)
-	}
-	sweeper.Redeliverer, sweeper.Parked = redelivery, parked
-	sum, sweepErr := sweeper.Sweep(ctx, now)
 	if asJSON {
 		if err := c.printJSON(sum); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(c.stdout, "swept as of %s: payments prepared before %s are overdue (timeout %s)\n",
-			timestamp(sum.Now), timestamp(sum.Cutoff), timeout)
-		fmt.Fprintf(c.stdout, "found %s: %d cancelled, %d declined, %d nothing to do, %d failed\n",
-			count(sum.Found, "overdue payment"), sum.Cancelled, sum.Declined, sum.NothingToDo, sum.Failed)
-		fmt.Fprintf(c.stdout, "read %s", count(sum.ItemsRead, "index item"))
-		if sum.Found > 0 {
-			fmt.Fprintf(c.stdout, "; the oldest payment was overdue by %s", seconds(sum.OldestOverdue))
-		}
-		fmt.Fprintln(c.stdout)
-		fmt.Fprintf(c.stdout, "found %s (open since before %s): %d repaired, %d left for an operator\n",
-			count(sum.Stuck, "stuck rental"), timestamp(sum.StuckCutoff), sum.StuckRepaired, sum.StuckLeft)
-		fmt.Fprintf(c.stdout, "found %s owed to the provider: %d made, %d still owed\n",
-			count(sum.CancellationsOwed, "cancellation"), sum.CancellationsMade, sum.CancellationsLeft)
-		if sum.Parked > 0 {
-			fmt.Fprintf(c.stdout, "found %s: %d redelivered, %d still parked\n",
-				count(sum.Parked, "parked stream record"), sum.Redelivered, sum.RedeliveriesLeft)
-		}
-		if sum.Incomplete {
-			fmt.Fprintln(c.stdout, "stopped early for its deadline: the next sweep does the rest")
-		}
+		printSweep(c.stdout, sum, timeout)
 	}
+	return sweepStatus(sum, err)
+}
+
+// sweepTime is the time to sweep as of: now, or --at, which must not be in the
+// future.
+func sweepTime(f *flags, c *cli, at string) (time.Time, error) {
+	now := time.Now()
+	if at == "" {
+		return now, nil
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return time.Time{}, f.fail(c, "-at %q: want an RFC 3339 time such as 2026-11-29T10:00:00Z", at)
+	}
+	if t.After(now) {
+		return time.Time{}, f.fail(c, "-at %s is in the future (the clock says %s): sweeping ahead of time would give up on payments before their deadline", at, timestamp(now))
+	}
+	return t, nil
+}
+
+// printSweep prints what a sweep did for people: timeout is PAYMENT_TIMEOUT.
+func printSweep(out io.Writer, sum ctl.Summary, timeout time.Duration) {
+	fmt.Fprintf(out, "swept as of %s: payments prepared before %s are overdue (timeout %s)\n",
+		timestamp(sum.Now), timestamp(sum.Cutoff), timeout)
+	fmt.Fprintf(out, "found %s: %d cancelled, %d declined, %d nothing to do, %d failed\n",
+		count(sum.Found, "overdue payment"), sum.Cancelled, sum.Declined, sum.NothingToDo, sum.Failed)
+	fmt.Fprintf(out, "read %s", count(sum.ItemsRead, "index item"))
+	if sum.Found > 0 {
+		fmt.Fprintf(out, "; the oldest payment was overdue by %s", seconds(sum.OldestOverdue))
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "found %s (open since before %s): %d repaired, %d left for an operator\n",
+		count(sum.Stuck, "stuck rental"), timestamp(sum.StuckCutoff), sum.StuckRepaired, sum.StuckLeft)
+	fmt.Fprintf(out, "found %s owed to the provider: %d made, %d still owed\n",
+		count(sum.CancellationsOwed, "cancellation"), sum.CancellationsMade, sum.CancellationsLeft)
+	if sum.Parked > 0 {
+		fmt.Fprintf(out, "found %s: %d redelivered, %d still parked\n",
+			count(sum.Parked, "parked stream record"), sum.Redelivered, sum.RedeliveriesLeft)
+	}
+	if sum.Incomplete {
+		fmt.Fprintln(out, "stopped early for its deadline: the next sweep does the rest")
+	}
+}
+
+// sweepStatus is what sweep returns after its summary: the sweep's error, or a
+// failure for what it left undone, which the next sweep tries again.
+func sweepStatus(sum ctl.Summary, sweepErr error) error {
 	switch {
 	case sweepErr != nil:
 		return fmt.Errorf("sweep: %w", sweepErr)
@@ -173,30 +149,27 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
-// sweepDryRun lists what a sweep as of now would send CancelRentalPayment for.
-func sweepDryRun(ctx context.Context, c *cli, projection *pendingtable.Projection, now time.Time, policy deadline.Policy, limit int, asJSON bool) error {
-	timeout, cutoff := policy.PaymentTimeout(), policy.Cutoff(now)
-	rows, err := projection.Overdue(ctx, cutoff, limit+1)
+// sweepDryRun lists what a sweep as of now would send CancelRentalPayment for:
+// timeout is PAYMENT_TIMEOUT.
+func sweepDryRun(ctx context.Context, c *cli, stack *ctl.Stack, now time.Time, limit int, timeout time.Duration, asJSON bool) error {
+	res, err := stack.SweepDryRun(ctx, now, limit)
 	if err != nil {
-		return fmt.Errorf("sweep --dry-run: %w", err)
+		return failed("sweep", err)
 	}
-	rows, more := limited(rows, limit)
-	res := dryRunResult{DryRun: true, Now: now.UTC(), Cutoff: cutoff.UTC(), TimeoutMs: timeout.Milliseconds(),
-		Payments: rowsOf(rows, now, policy), Count: len(rows), Limit: limit, More: more}
 	if asJSON {
 		return c.printJSON(res)
 	}
 	fmt.Fprintf(c.stdout, "dry run, nothing sent: a sweep as of %s gives up on payments prepared before %s (timeout %s)\n",
-		timestamp(now), timestamp(cutoff), timeout)
-	if len(rows) == 0 {
+		timestamp(now), timestamp(res.Cutoff), timeout)
+	if res.Count == 0 {
 		fmt.Fprintln(c.stdout, "it would find no overdue payments")
 		return nil
 	}
 	printRows(c.stdout, res.Payments, now)
-	if more {
+	if res.More {
 		fmt.Fprintf(c.stdout, "it would send CancelRentalPayment for more than %s; only the oldest are listed (raise -limit to see them)\n", count(limit, "payment"))
 		return nil
 	}
-	fmt.Fprintf(c.stdout, "it would send CancelRentalPayment for %s\n", count(len(rows), "payment"))
+	fmt.Fprintf(c.stdout, "it would send CancelRentalPayment for %s\n", count(res.Count, "payment"))
 	return nil
 }

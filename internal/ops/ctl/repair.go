@@ -1,0 +1,97 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/repair"
+	"github.com/bikerental/bikerental/internal/ops/audit"
+	"github.com/bikerental/bikerental/internal/wiring"
+)
+
+// RepairResult is what the repair of one rental did, or with a dry run would do.
+type RepairResult = repair.Result
+
+// RepairList is what repair did.
+type RepairList struct {
+	DryRun  bool           `json:"dryRun"`
+	Rentals []RepairResult `json:"rentals"`
+}
+
+// Repairs delivers rentals' records again to the handlers the stream consumers
+// run: the rental-payment process and the projector.
+type Repairs struct {
+	stack    *Stack
+	repairer *repair.Repairer
+}
+
+// Repairs opens the event store, the process (with its payment provider) and the
+// PendingPayments projection as the projector writes it, and checks that the
+// table's shard count is the settings'.
+func (s *Stack) Repairs(ctx context.Context) (*Repairs, error) {
+	store, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	process, err := s.process(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	projection, err := wiring.Projection(s.cfg, s.getenv)
+	if err != nil {
+		return nil, settings(err)
+	}
+	if err := projection.CheckShards(ctx); err != nil {
+		return nil, err
+	}
+	return &Repairs{stack: s, repairer: &repair.Repairer{Store: store, Consumers: map[string]repair.Handler{
+		eventfilter.Process: process.Handle, eventfilter.Projector: projection.Apply,
+	}}}, nil
+}
+
+// Stuck returns the rentals the auditor reports stuck, each once, in the order of
+// the audit's report. It runs an audit, a scan of both tables, with the checks that
+// need a quiet service: a rental still in flight may be reported too, and
+// repairing it does what its consumers are about to do, no more.
+func (r *Repairs) Stuck(ctx context.Context) ([]string, error) {
+	s := r.stack
+	source := audit.NewDynamo(dynamodb.NewFromConfig(s.cfg), s.eventsTable(), s.pendingTable())
+	report, err := audit.Run(ctx, source, source, audit.Options{Quiet: true, Now: time.Now})
+	if err != nil {
+		return nil, fmt.Errorf("audit before the repair: %w", err)
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, v := range report.Violations {
+		if v.Rental != "" && !seen[v.Rental] {
+			seen[v.Rental] = true
+			ids = append(ids, v.Rental)
+		}
+	}
+	return ids, nil
+}
+
+// Repair repairs each of the rentals in turn (with dryRun, only says what it would
+// deliver) and calls done, if not nil, after each one repaired. A rental whose
+// repair fails does not stop the others: the errors are joined.
+func (r *Repairs) Repair(ctx context.Context, rentalIDs []string, dryRun bool, done func(rentalID string, res RepairResult)) (RepairList, error) {
+	out := RepairList{DryRun: dryRun, Rentals: []RepairResult{}}
+	var errs []error
+	for _, id := range rentalIDs {
+		res, err := r.repairer.Repair(ctx, id, dryRun)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out.Rentals = append(out.Rentals, res)
+		if done != nil {
+			done(id, res)
+		}
+	}
+	return out, errors.Join(errs...)
+}
