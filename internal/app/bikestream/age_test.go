@@ -155,9 +155,9 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 		return cost{tot.Calls, tot.ReadUnits}
 	}
 	type row struct {
-		age                           int
+		age                                 int
 		request, approve, view, flag, retrn cost
-		again                         cost
+		again                               cost
 	}
 	var rows []row
 	for _, age := range ages(t) {
