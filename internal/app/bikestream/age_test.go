@@ -221,6 +221,9 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 				if err != nil || v.Status != rentalview.StatusReturned || v.Renter != "old-renter" || len(v.History) < 3 {
 					t.Errorf("age %d: the view of %s: %+v, %v; want it returned, with its three bike events", age, o, v, err)
 				}
+				if late := v.Overdue; o == old[0] && (late == nil || late.LateSeconds == nil || *late.LateSeconds != 3600) {
+					t.Errorf("age %d: the first rental, returned an hour late, shows %+v", age, late)
+				}
 			}
 		}
 		rows = append(rows, r)
