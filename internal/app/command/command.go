@@ -62,9 +62,10 @@ func WithMaxPending(n int) Option {
 // WithEventIDs sets how event ids are made (random UUIDs by default).
 func WithEventIDs(newID func() string) Option { return func(h *Handler) { h.newID = newID } }
 
-// New returns a Handler on store.
+// New returns a Handler on store. Without WithProvider it executes bike commands
+// only: every payment command is refused with ErrNoProvider.
 func New(store eventstore.Store, opts ...Option) *Handler {
-	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, provider: defaultProvider, cancelRetry: DefaultCancelRetry}
+	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, cancelRetry: DefaultCancelRetry}
 	for _, o := range opts {
 		o(h)
 	}
@@ -141,8 +142,12 @@ func rentalOfCommand(c rental.Command) string {
 // guarantees as Bike. PreparePayment creates the payment at the provider first and
 // records the provider's payment id; CancelPayment asks the provider first and is
 // declined with payment.ErrPaymentAlreadyConfirmed when the payment already
-// succeeded there.
+// succeeded there. A Handler without a provider refuses every payment command with
+// ErrNoProvider.
 func (h *Handler) Payment(ctx context.Context, c payment.Command, meta Meta) (Result[payment.Payment], error) {
+	if err := h.needProvider(fmt.Sprintf("%T", c)); err != nil {
+		return Result[payment.Payment]{}, err
+	}
 	ref, err := referenceOf(c)
 	if err != nil {
 		return Result[payment.Payment]{}, err

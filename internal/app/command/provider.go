@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
@@ -39,12 +38,22 @@ type ReferenceFinder interface {
 	ReferenceOf(ctx context.Context, paymentID string) (string, error)
 }
 
-// WithProvider sets the payment provider (the generic provider, which only calls
-// back, by default).
+// WithProvider sets the payment provider. A Handler has none unless it is given
+// one: wiring picks it.
 func WithProvider(p PaymentProvider) Option { return func(h *Handler) { h.provider = p } }
 
-// defaultProvider is the provider of a Handler configured with none.
-var defaultProvider PaymentProvider = generic.Provider{}
+// ErrNoProvider reports a payment command sent to a Handler built without a payment
+// provider (WithProvider): it is refused, and nothing is read or recorded.
+var ErrNoProvider = errors.New("command: no payment provider configured (WithProvider): payment commands are refused")
+
+// needProvider is ErrNoProvider, wrapped with what was refused, for a Handler built
+// without a provider, and nil otherwise.
+func (h *Handler) needProvider(what string) error {
+	if h.provider == nil {
+		return fmt.Errorf("%w: %s", ErrNoProvider, what)
+	}
+	return nil
+}
 
 // ErrProviderEventReused reports a provider event id seen before with another
 // content: it is refused, and nothing is applied.
@@ -224,6 +233,9 @@ func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (payme
 // cancellation is still owed afterwards. For a payment with no cancellation owed
 // it does nothing, so it is safe to call twice, late and from anywhere.
 func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta Meta) (owed bool, err error) {
+	if err := h.needProvider("retry cancellation of " + reference); err != nil {
+		return false, err
+	}
 	s, _, err := h.LoadPayment(ctx, reference)
 	if err != nil || !s.CancellationDue() {
 		return false, err
@@ -258,6 +270,9 @@ var ErrCancellationStillOwed = errors.New("command: the cancellation is still ow
 // a payment with no refund due, so it is safe to call twice and from every path
 // that sees a late success.
 func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (payment.Payment, error) {
+	if err := h.needProvider("refund " + reference); err != nil {
+		return payment.Payment{}, err
+	}
 	s, _, err := h.LoadPayment(ctx, reference)
 	if err != nil || !s.RefundDue() {
 		return s, err
@@ -296,6 +311,9 @@ func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (paym
 // that cannot answer makes ApplyProviderEvent return its error, with nothing
 // recorded, so that the provider delivers the event again.
 func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEvent, meta Meta) (ProviderResult, error) {
+	if err := h.needProvider("provider event " + ev.EventID); err != nil {
+		return ProviderResult{}, err
+	}
 	store, ok := h.store.(eventstore.MultiStreamStore)
 	if !ok {
 		return ProviderResult{}, ErrNeedsMultiStreamStore

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/process"
@@ -56,7 +57,7 @@ func NewWorld(t testing.TB) *World {
 		PendingTable: emulatortest.CreateTable(t, client, schema.PendingPayments, "pending"),
 		Store:        dynamo.New(client, events),
 	}
-	w.Commands = command.New(w.Store)
+	w.Commands = command.New(w.Store, command.WithProvider(generic.Provider{}))
 	var err error
 	w.Process, err = process.New(process.Config{
 		Store: w.Store, Commands: w.Commands, Mode: process.RecordByAppend,
