@@ -92,6 +92,18 @@ func (RentalPaymentRequested) EventType() string { return TypeRequested }
 // EventType returns TypeCompleted.
 func (RentalPaymentProcessCompleted) EventType() string { return TypeCompleted }
 
+// RentalOf returns the rental an event of the process belongs to, "" for one it
+// does not know.
+func RentalOf(e Event) string {
+	switch e := e.(type) {
+	case RentalPaymentRequested:
+		return e.RentalID
+	case RentalPaymentProcessCompleted:
+		return e.RentalID
+	}
+	return ""
+}
+
 // CompletionFor returns how the process ends after a payment settles with an event
 // of settlementType (payment.Settles): approved on a confirmation, rejected or
 // cancelled on those; false for an event that settles nothing.
