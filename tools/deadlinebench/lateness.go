@@ -193,15 +193,16 @@ func Lateness(ctx context.Context, cfg LatenessConfig) (LatenessReport, error) {
 	quiet.Store(true)
 
 	store := dynamo.New(dynamodb.NewFromConfig(up.AWS), up.EventsTable)
+	prepared, cancelled := payment.PaymentPrepared{}.EventType(), payment.PaymentCancelled{}.EventType()
 	late := make([]time.Duration, 0, len(refs))
 	released := make([]time.Duration, 0, len(refs))
 	for _, ref := range refs {
-		at, err := recordedAt(ctx, store, payment.StreamID(ref), "PaymentPrepared", "PaymentCancelled")
+		at, err := recordedAt(ctx, store, payment.StreamID(ref), prepared, cancelled)
 		if err != nil {
 			return rep, withCause(ctx, err)
 		}
-		due := at["PaymentPrepared"].Add(cfg.Timeout)
-		late = append(late, at["PaymentCancelled"].Sub(due))
+		due := at[prepared].Add(cfg.Timeout)
+		late = append(late, at[cancelled].Sub(due))
 		rentalID, _ := payment.RentalIDFor(ref)
 		done, err := recordedAt(ctx, store, rentalpayment.StreamID(rentalID), rentalpayment.TypeCompleted)
 		if err != nil {
@@ -344,12 +345,12 @@ func newWatcher(ctx context.Context, cfg aws.Config, eventsTable string, logger 
 				if err != nil {
 					continue // not an event of a payment this run made
 				}
-				switch r.Type {
-				case "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
+				switch {
+				case payment.Settles(r.Type):
 					if _, seen := w.settled[r.StreamID]; !seen {
 						w.settled[r.StreamID] = r.Type
 					}
-				case rentalpayment.TypeCompleted:
+				case rentalpayment.Ends(r.Type):
 					w.completed[r.StreamID] = true
 				}
 			}
@@ -389,7 +390,7 @@ func (w *watcher) waitCancelled(ctx context.Context, refs []string) error {
 			rentalID, _ := payment.RentalIDFor(ref)
 			how, settled := w.settled[payment.StreamID(ref)]
 			switch {
-			case settled && how != "PaymentCancelled":
+			case settled && how != payment.PaymentCancelled{}.EventType():
 				wrong = append(wrong, ref+" ("+how+")")
 			case !settled || !w.completed[rentalpayment.StreamID(rentalID)]:
 				outstanding = append(outstanding, ref)

@@ -387,7 +387,7 @@ func seed(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slo
 	}
 	var prepared []eventstore.Record
 	for _, r := range rec.records {
-		if r.Type == "PaymentPrepared" {
+		if r.Type == (payment.PaymentPrepared{}).EventType() {
 			prepared = append(prepared, r)
 		}
 	}
@@ -514,7 +514,7 @@ func sweepCallsCeiling(ctx context.Context, cfg aws.Config, table, run string, r
 			}
 		}
 		r := eventstore.Record{StreamID: scratch + strconv.Itoa(i), Version: 1, Event: eventstore.Event{
-			ID: ident.UUID(), Type: "PaymentCancelled", RecordedAt: time.Now(),
+			ID: ident.UUID(), Type: payment.PaymentCancelled{}.EventType(), RecordedAt: time.Now(),
 			Data:          []byte(`{"reference":"` + payment.ReferenceFor(rentals[i]) + `"}`),
 			Tags:          []string{"payment:" + payment.ReferenceFor(rentals[i]), "rental:" + rentals[i]},
 			CorrelationID: rentals[i], CausationID: "deadlinebench-ceiling",

@@ -502,7 +502,7 @@ func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (deadline.Summ
 	if err != nil {
 		return deadline.Summary{}, err
 	}
-	if len(records) == 0 || records[0].Type != "PaymentPrepared" {
+	if len(records) == 0 || records[0].Type != (payment.PaymentPrepared{}).EventType() {
 		return deadline.Summary{}, fmt.Errorf("rentalcost: payment %s was not prepared", ref)
 	}
 	prepared := records[0].RecordedAt
@@ -609,7 +609,7 @@ func (b *Bench) ended(rentalID, ref string, want rentalview.Status) condition {
 		if err != nil {
 			return false, "", err
 		}
-		if n := len(records); n == 0 || records[n-1].Type != rentalpayment.TypeCompleted {
+		if n := len(records); n == 0 || !rentalpayment.Ends(records[n-1].Type) {
 			return false, "the process has not completed", nil
 		}
 		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{

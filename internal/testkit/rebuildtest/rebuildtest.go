@@ -95,7 +95,7 @@ func (w *World) Rent(bikeID string, how Settlement) string {
 			w.T.Fatal(err)
 		}
 	}
-	w.handle(rental.StreamID(bikeID), "BikeRequested")
+	w.handle(rental.StreamID(bikeID), rental.BikeRequested{}.EventType())
 
 	ref := payment.ReferenceFor(rentalID)
 	var settle payment.Command
@@ -164,7 +164,7 @@ func (w *World) Pending(p *pendingtable.Projection) []string {
 	var ids []string
 	for _, r := range rows {
 		prepared := w.PaymentOf(r.RentalID)
-		if len(prepared) == 0 || prepared[0].Type != "PaymentPrepared" {
+		if len(prepared) == 0 || prepared[0].Type != (payment.PaymentPrepared{}).EventType() {
 			w.T.Fatalf("row %s: no PaymentPrepared in its stream", r.Reference)
 		}
 		if want := prepared[0].RecordedAt.Truncate(time.Millisecond); !r.PreparedAt.Equal(want) {
