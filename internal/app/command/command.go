@@ -1,7 +1,8 @@
 // Package command executes the bike and payment commands: it loads the command's
 // stream from the event store, decides with the domain's pure decider, and appends
-// the resulting events with optimistic concurrency, retrying conflicts. The HTTP API
-// and the rental-payment process both send their commands through it.
+// the resulting events with optimistic concurrency, retrying conflicts (Runner). The
+// HTTP API and the rental-payment process both send their commands through it, and
+// the process records its own events through a Runner of its decider.
 package command
 
 import (

@@ -105,7 +105,6 @@ const (
 // Process is the rental-payment process. It is safe for concurrent use; every
 // method is idempotent, because deliveries and commands arrive at least once.
 type Process struct {
-	store    eventstore.Store
 	commands Commands
 	// streams runs the process's own streams: the one load, decide and append of
 	// package command.
@@ -141,7 +140,7 @@ func New(cfg Config) (*Process, error) {
 	if cfg.Retry.MaxAttempts == 0 {
 		cfg.Retry = eventstore.DefaultRetryPolicy
 	}
-	p := &Process{store: cfg.Store, commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, metrics: cfg.Metrics, service: cfg.MetricsService,
+	p := &Process{commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, metrics: cfg.Metrics, service: cfg.MetricsService,
 		streams: command.Runner[rentalpayment.State, rentalpayment.Event, rentalpayment.Command]{Decider: processes, Store: cfg.Store, Retry: cfg.Retry, NewID: ident.UUID}}
 	if mode == RecordByCommand {
 		p.recorder = commandRecorder{p}
