@@ -48,9 +48,8 @@ var wings = map[string][]string{
 }
 
 // moving lists the imports that break the table until the commits that move them
-// land: the default provider into wiring, the sweep's trigger into deadline.
+// land: the sweep's trigger into deadline.
 var moving = map[string][]string{
-	"app":      {module + "/internal/adapters/provider/generic"},
 	"adapters": {module + "/internal/ports/lambda/sweeptrigger"},
 }
 

@@ -2,10 +2,9 @@ package eventstore
 
 import "context"
 
-// Backoff waits before attempt+1 of a command that met a concurrency conflict on
-// attempt, as Execute does between its attempts, for callers that run their own
-// load, decide and append over several streams. It returns ctx's error if ctx ends
-// first.
+// Backoff waits before attempt+1 of something that failed on attempt and may pass
+// if tried again, with the jittered exponential backoff Execute uses between its
+// attempts. It returns ctx's error if ctx ends first.
 func (p RetryPolicy) Backoff(ctx context.Context, attempt int) error {
 	return sleep(ctx, backoff(p, attempt))
 }

@@ -84,6 +84,49 @@ func ExecuteFrom(ctx context.Context, store Store, streamID string, history []Re
 	}
 }
 
+// StreamsDecider decides one attempt of a command over several streams: it reads
+// what it decides on afresh, and returns what to append to each stream, at the
+// version it read there. Returning no appends means there is nothing to append.
+// ExecuteStreams calls it again after a conflict, so anything it does besides
+// reading must be safe to do again, or done once by the decider itself.
+type StreamsDecider func(ctx context.Context) ([]StreamAppend, error)
+
+// ExecuteStreams is Execute for a command whose decision spans several streams:
+// read, decide, and append every stream's part in one AppendStreams, all or
+// nothing. When the append meets a concurrency conflict it calls decide again,
+// which reads again, up to policy.MaxAttempts times with the same backoff as
+// Execute, then returns an error matching both ErrRetriesExhausted and
+// ErrConcurrency. An error from decide is returned as it is and nothing is
+// appended. It returns the records appended (none if decide returned no appends).
+func ExecuteStreams(ctx context.Context, store MultiStreamStore, decide StreamsDecider, policy RetryPolicy) ([]Record, error) {
+	if policy.MaxAttempts < 1 {
+		policy.MaxAttempts = 1
+	}
+	for attempt := 1; ; attempt++ {
+		parts, err := decide(ctx)
+		if err != nil || len(parts) == 0 {
+			return nil, err
+		}
+		appended, err := store.AppendStreams(ctx, parts...)
+		if err == nil {
+			return appended, nil
+		}
+		if !errors.Is(err, ErrConcurrency) {
+			return nil, err
+		}
+		if attempt >= policy.MaxAttempts {
+			streams := make([]string, len(parts))
+			for i, p := range parts {
+				streams[i] = p.StreamID
+			}
+			return nil, fmt.Errorf("%w (%d attempts on streams %q): %w", ErrRetriesExhausted, attempt, streams, err)
+		}
+		if err := sleep(ctx, backoff(policy, attempt)); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // backoff returns a delay drawn uniformly from [0, min(MaxDelay, BaseDelay*2^(attempt-1))]
 // ("full jitter"), which spreads out writers that collided on the same version.
 func backoff(p RetryPolicy, attempt int) time.Duration {

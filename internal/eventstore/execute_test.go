@@ -121,3 +121,75 @@ func TestMemoryRefusesAVersionBeyondTheEnd(t *testing.T) {
 		t.Fatalf("append at 3 to an empty stream: err = %v, want ErrConcurrency", err)
 	}
 }
+
+// TestExecuteStreamsDecidesAgainAfterAConflict: a conflict on any of the streams
+// makes ExecuteStreams call the decider again, which reads again and appends at
+// the new versions; both streams are written together, once.
+func TestExecuteStreamsDecidesAgainAfterAConflict(t *testing.T) {
+	mem := eventstore.NewMemory()
+	ctx := context.Background()
+	decisions := 0
+	appended, err := eventstore.ExecuteStreams(ctx, mem, func(ctx context.Context) ([]eventstore.StreamAppend, error) {
+		decisions++
+		a, err := mem.Read(ctx, "a", 0)
+		if err != nil {
+			return nil, err
+		}
+		if decisions == 1 { // another writer gets in between our read and our append
+			if _, err := mem.Append(ctx, "b", 0, eventstoretest.Event("Other", `1`)); err != nil {
+				return nil, err
+			}
+			return []eventstore.StreamAppend{
+				{StreamID: "a", ExpectedVersion: int64(len(a)), Events: []eventstore.Event{eventstoretest.Event("Mine", `1`)}},
+				{StreamID: "b", ExpectedVersion: 0, Events: []eventstore.Event{eventstoretest.Event("Mine", `2`)}},
+			}, nil
+		}
+		b, err := mem.Read(ctx, "b", 0)
+		if err != nil {
+			return nil, err
+		}
+		return []eventstore.StreamAppend{
+			{StreamID: "a", ExpectedVersion: int64(len(a)), Events: []eventstore.Event{eventstoretest.Event("Mine", `1`)}},
+			{StreamID: "b", ExpectedVersion: int64(len(b)), Events: []eventstore.Event{eventstoretest.Event("Mine", `2`)}},
+		}, nil
+	}, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if decisions != 2 || len(appended) != 2 || appended[0].StreamID != "a" || appended[0].Version != 1 || appended[1].StreamID != "b" || appended[1].Version != 2 {
+		t.Errorf("%d decisions, appended %+v; want 2, a at 1 and b at 2", decisions, appended)
+	}
+}
+
+// TestExecuteStreamsGivesUpOrStops: a conflict on every attempt ends after
+// MaxAttempts with an error matching ErrRetriesExhausted and ErrConcurrency; a
+// decider's error, or no appends, ends it at once with nothing written.
+func TestExecuteStreamsGivesUpOrStops(t *testing.T) {
+	mem := eventstore.NewMemory()
+	ctx := context.Background()
+	if _, err := mem.Append(ctx, "a", 0, eventstoretest.Event("Other", `1`)); err != nil {
+		t.Fatal(err)
+	}
+	decisions := 0
+	stale := func(context.Context) ([]eventstore.StreamAppend, error) {
+		decisions++
+		return []eventstore.StreamAppend{{StreamID: "a", ExpectedVersion: 0, Events: []eventstore.Event{eventstoretest.Event("Mine", `1`)}}}, nil
+	}
+	_, err := eventstore.ExecuteStreams(ctx, mem, stale, fast)
+	if !errors.Is(err, eventstore.ErrRetriesExhausted) || !errors.Is(err, eventstore.ErrConcurrency) || decisions != fast.MaxAttempts {
+		t.Fatalf("err = %v after %d decisions, want ErrRetriesExhausted and ErrConcurrency after %d", err, decisions, fast.MaxAttempts)
+	}
+	refused := errors.New("refused")
+	for name, decide := range map[string]eventstore.StreamsDecider{
+		"refused": func(context.Context) ([]eventstore.StreamAppend, error) { return nil, refused },
+		"nothing": func(context.Context) ([]eventstore.StreamAppend, error) { return nil, nil },
+	} {
+		appended, err := eventstore.ExecuteStreams(ctx, mem, decide, fast)
+		if (name == "refused") != errors.Is(err, refused) || (name == "nothing" && err != nil) || len(appended) != 0 {
+			t.Errorf("%s: appended %d, err = %v", name, len(appended), err)
+		}
+	}
+	if recs, _ := mem.Read(ctx, "a", 0); len(recs) != 1 {
+		t.Errorf("stream a holds %d records, want 1", len(recs))
+	}
+}

@@ -61,7 +61,8 @@ var ErrNoPendingTable = fmt.Errorf("%w: %s", ErrMissingSetting, EnvPendingTable)
 type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
 // ProcessFunction builds the rental-payment process's stream handler, its commands
-// configured by opts (the payment provider, in wiring/paymentfn, which the mains use).
+// configured by opts (Commands: the payment provider, in wiring/paymentfn, which the
+// mains use; the generic provider when opts set none).
 // It checks its settings (CheckProcess) before it creates any client.
 func ProcessFunction(opts ...command.Option) Builder {
 	return func(ctx context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
@@ -86,7 +87,7 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 		return nil, err
 	}
 	// Its metrics go to stdout in Embedded Metric Format.
-	process, err := Process(store, command.New(store, opts...), getenv, logger, func(c *process.Config) {
+	process, err := Process(store, Commands(store, opts...), getenv, logger, func(c *process.Config) {
 		c.Metrics, c.MetricsService = emf.NewWriter(stdout), service
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
@@ -251,15 +252,23 @@ type Service struct {
 	API        *httpapi.API
 }
 
+// Commands returns the command handler on store, configured by opts, with the
+// generic provider (which only calls back) unless opts set another: the payment
+// provider is picked here, never by package command.
+func Commands(store eventstore.Store, opts ...command.Option) *command.Handler {
+	return command.New(store, append([]command.Option{command.WithProvider(generic.Provider{})}, opts...)...)
+}
+
 // Core wires the parts every function shares: the event store, the command handler,
 // the rental-payment process and (when PENDING_TABLE is set) the projection. It
-// needs no secret. opts configure the command handler.
+// needs no secret. opts configure the command handler (Commands: the generic
+// provider unless they set one).
 func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger, opts ...command.Option) (*Service, error) {
 	store, err := EventStore(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	commands := command.New(store, opts...)
+	commands := Commands(store, opts...)
 	process, err := Process(store, commands, getenv, logger)
 	if err != nil {
 		return nil, err

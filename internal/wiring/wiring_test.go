@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
@@ -82,7 +83,7 @@ func TestRentalPriceTakesTheCurrencyInAnyCase(t *testing.T) {
 // refused by the payment, on every request).
 func TestALowerCaseCurrencyPreparesPayments(t *testing.T) {
 	store := eventstore.NewMemory()
-	commands := command.New(store)
+	commands := command.New(store, command.WithProvider(generic.Provider{}))
 	process, err := wiring.Process(store, commands, env(map[string]string{wiring.EnvRentalCurrency: "eur"}), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -105,4 +106,40 @@ func TestALowerCaseCurrencyPreparesPayments(t *testing.T) {
 	if err != nil || p.Currency != "EUR" || p.Amount != wiring.DefaultPrice.Amount {
 		t.Errorf("payment %+v, %v; want %d EUR", p, err, wiring.DefaultPrice.Amount)
 	}
+}
+
+// TestCommandsPickTheGenericProvider: the handler wiring builds prepares payments
+// with the generic provider when it is given none, and with the one it is given.
+func TestCommandsPickTheGenericProvider(t *testing.T) {
+	ctx := context.Background()
+	ref := payment.ReferenceFor("b1_AAAAAAAAAAAAAAAAAAAAAA")
+	prepare := payment.PreparePayment{Reference: ref, PaymentID: "x", Amount: 1500, Currency: "EUR"}
+	res, err := wiring.Commands(eventstore.NewMemory()).Payment(ctx, prepare, command.Meta{})
+	if err != nil {
+		t.Fatalf("prepare with the default provider: %v", err)
+	}
+	if want, _ := (generic.Provider{}).CreatePayment(ctx, ref, 1500, "EUR"); res.State.PaymentID != want.PaymentID {
+		t.Errorf("payment id %q, want the generic provider's %q", res.State.PaymentID, want.PaymentID)
+	}
+	var asked bool
+	picked := command.WithProvider(providerFunc(func() { asked = true }))
+	if _, err := wiring.Commands(eventstore.NewMemory(), picked).Payment(ctx, prepare, command.Meta{}); err != nil || !asked {
+		t.Errorf("prepare with the provider given: err = %v, provider asked: %v", err, asked)
+	}
+}
+
+// providerFunc is the generic provider that calls asked on every payment it creates.
+type providerFunc func()
+
+func (f providerFunc) CreatePayment(ctx context.Context, reference string, amount int64, currency string) (payment.Created, error) {
+	f()
+	return generic.Provider{}.CreatePayment(ctx, reference, amount, currency)
+}
+
+func (providerFunc) CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, error) {
+	return generic.Provider{}.CancelPayment(ctx, paymentID)
+}
+
+func (providerFunc) RefundPayment(ctx context.Context, paymentID, reference string) (string, error) {
+	return generic.Provider{}.RefundPayment(ctx, paymentID, reference)
 }

@@ -84,38 +84,15 @@ type LatenessReport struct {
 // any request; with one outstanding request per renter, the stack's limit of
 // outstanding requests per renter (MAX_PENDING_PER_RENTER) never refuses one.
 func Lateness(ctx context.Context, cfg LatenessConfig) (LatenessReport, error) {
-	mode, err := deadline.ParseMode(cfg.Mode)
-	switch {
-	case err != nil:
+	mode, cfg, err := cfg.checked()
+	if err != nil {
 		return LatenessReport{}, err
-	case cfg.Rentals < 1:
-		return LatenessReport{}, fmt.Errorf("rentals %d: want at least 1", cfg.Rentals)
-	case cfg.Spread < 0:
-		return LatenessReport{}, fmt.Errorf("spread %s: want zero or more", cfg.Spread)
-	case cfg.Timeout <= 0 || cfg.Interval <= 0:
-		return LatenessReport{}, fmt.Errorf("timeout %s and interval %s: want positive durations", cfg.Timeout, cfg.Interval)
 	}
-	if cfg.Wait <= 0 {
-		cfg.Wait = cfg.Timeout + 3*cfg.Interval + time.Minute
-	}
-	logger, progress := cfg.Logger, cfg.Progress
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := cfg.Progress
 	quiet := new(atomic.Bool)
-	logger = slog.New(gate{logger.Handler(), quiet})
+	logger := slog.New(gate{cfg.Logger.Handler(), quiet})
 	run := runID()
-	getenv := Env(map[string]string{
-		wiring.EnvPaymentTimeout: cfg.Timeout.String(),
-		wiring.EnvDeadlineMode:   mode,
-	}, cfg.Getenv, map[string]string{
-		wiring.EnvEventsTable:   "deadlinebench-events-" + run,
-		wiring.EnvPendingTable:  "deadlinebench-pending-" + run,
-		wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
-	})
+	getenv := cfg.env(mode, run)
 	rep := LatenessReport{Mode: mode, Rentals: cfg.Rentals, Timeout: cfg.Timeout, Interval: cfg.Interval, Spread: cfg.Spread}
 
 	up, err := local.Start(ctx, getenv, cfg.Interval, logger, progress)
@@ -159,25 +136,7 @@ func Lateness(ctx context.Context, cfg LatenessConfig) (LatenessReport, error) {
 	defer stopWatching()
 
 	fmt.Fprintf(progress, "API: %s; mode %s, payment timeout %s, sweep interval %s\n", base, mode, cfg.Timeout, cfg.Interval)
-	client := &http.Client{Timeout: 30 * time.Second}
-	tokens := &auth.Tokens{BaseURL: base, Client: client}
-	operator, err := tokens.Operator(ctx, "dlb-"+run+"-ops")
-	if err != nil {
-		return rep, withCause(ctx, err)
-	}
-	bikes := make([]string, cfg.Rentals)
-	renters := make([]string, cfg.Rentals) // each bike's renter's token
-	for i := range bikes {
-		bikes[i] = fmt.Sprintf("dlb-%s-%d", run, i)
-		if err := call(ctx, client, operator, http.MethodPut, base+"/bikes/"+bikes[i], nil, http.StatusCreated, nil); err != nil {
-			return rep, withCause(ctx, err)
-		}
-		if renters[i], err = tokens.Renter(ctx, "renter-"+bikes[i]); err != nil {
-			return rep, withCause(ctx, err)
-		}
-	}
-	fmt.Fprintf(progress, "registered %d bikes; requesting them over %s...\n", len(bikes), cfg.Spread)
-	refs, err := requestAll(ctx, client, base, bikes, renters, cfg.Spread)
+	refs, err := rentAll(ctx, base, run, cfg)
 	if err != nil {
 		return rep, withCause(ctx, err)
 	}
@@ -192,28 +151,104 @@ func Lateness(ctx context.Context, cfg LatenessConfig) (LatenessReport, error) {
 	// does interrupt is of no interest.
 	quiet.Store(true)
 
-	store := dynamo.New(dynamodb.NewFromConfig(up.AWS), up.EventsTable)
-	late := make([]time.Duration, 0, len(refs))
-	released := make([]time.Duration, 0, len(refs))
-	for _, ref := range refs {
-		at, err := recordedAt(ctx, store, payment.StreamID(ref), "PaymentPrepared", "PaymentCancelled")
-		if err != nil {
-			return rep, withCause(ctx, err)
-		}
-		due := at["PaymentPrepared"].Add(cfg.Timeout)
-		late = append(late, at["PaymentCancelled"].Sub(due))
-		rentalID, _ := payment.RentalIDFor(ref)
-		done, err := recordedAt(ctx, store, rentalpayment.StreamID(rentalID), rentalpayment.TypeCompleted)
-		if err != nil {
-			return rep, withCause(ctx, err)
-		}
-		released = append(released, done[rentalpayment.TypeCompleted].Sub(due))
+	late, released, err := lateness(ctx, dynamo.New(dynamodb.NewFromConfig(up.AWS), up.EventsTable), refs, cfg.Timeout)
+	if err != nil {
+		return rep, withCause(ctx, err)
 	}
 	if rep.Lateness, err = Summarize(late); err != nil {
 		return rep, err
 	}
 	rep.Released, err = Summarize(released)
 	return rep, err
+}
+
+// checked returns cfg's deadline mode and cfg with its defaults (Wait, Logger,
+// Progress), or why cfg cannot run.
+func (cfg LatenessConfig) checked() (string, LatenessConfig, error) {
+	mode, err := deadline.ParseMode(cfg.Mode)
+	switch {
+	case err != nil:
+		return "", cfg, err
+	case cfg.Rentals < 1:
+		return "", cfg, fmt.Errorf("rentals %d: want at least 1", cfg.Rentals)
+	case cfg.Spread < 0:
+		return "", cfg, fmt.Errorf("spread %s: want zero or more", cfg.Spread)
+	case cfg.Timeout <= 0 || cfg.Interval <= 0:
+		return "", cfg, fmt.Errorf("timeout %s and interval %s: want positive durations", cfg.Timeout, cfg.Interval)
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = cfg.Timeout + 3*cfg.Interval + time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	return mode, cfg, nil
+}
+
+// env is the local stack's settings for run: the configured timeout and mode
+// over cfg.Getenv, tables of the run's own, and the local webhook secret unless
+// cfg.Getenv sets them.
+func (cfg LatenessConfig) env(mode, run string) wiring.Getenv {
+	return Env(map[string]string{
+		wiring.EnvPaymentTimeout: cfg.Timeout.String(),
+		wiring.EnvDeadlineMode:   mode,
+	}, cfg.Getenv, map[string]string{
+		wiring.EnvEventsTable:   "deadlinebench-events-" + run,
+		wiring.EnvPendingTable:  "deadlinebench-pending-" + run,
+		wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
+	})
+}
+
+// rentAll registers cfg.Rentals bikes of run through the API at base, with an
+// operator's token, fetches a token for each bike's renter, and then requests
+// every bike over cfg.Spread (requestAll). It returns the payment references.
+func rentAll(ctx context.Context, base, run string, cfg LatenessConfig) ([]string, error) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	tokens := &auth.Tokens{BaseURL: base, Client: client}
+	operator, err := tokens.Operator(ctx, "dlb-"+run+"-ops")
+	if err != nil {
+		return nil, err
+	}
+	bikes := make([]string, cfg.Rentals)
+	renters := make([]string, cfg.Rentals) // each bike's renter's token
+	for i := range bikes {
+		bikes[i] = fmt.Sprintf("dlb-%s-%d", run, i)
+		if err := call(ctx, client, operator, http.MethodPut, base+"/bikes/"+bikes[i], nil, http.StatusCreated, nil); err != nil {
+			return nil, err
+		}
+		if renters[i], err = tokens.Renter(ctx, "renter-"+bikes[i]); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(cfg.Progress, "registered %d bikes; requesting them over %s...\n", len(bikes), cfg.Spread)
+	return requestAll(ctx, client, base, bikes, renters, cfg.Spread)
+}
+
+// lateness reads from store, for each payment of refs, how long after its
+// deadline (PaymentPrepared's recorded time plus timeout) it was cancelled and its
+// rental's process completed.
+func lateness(ctx context.Context, store eventstore.Store, refs []string, timeout time.Duration) (late, released []time.Duration, err error) {
+	prepared, cancelled := payment.PaymentPrepared{}.EventType(), payment.PaymentCancelled{}.EventType()
+	late = make([]time.Duration, 0, len(refs))
+	released = make([]time.Duration, 0, len(refs))
+	for _, ref := range refs {
+		at, err := recordedAt(ctx, store, payment.StreamID(ref), prepared, cancelled)
+		if err != nil {
+			return nil, nil, err
+		}
+		due := at[prepared].Add(timeout)
+		late = append(late, at[cancelled].Sub(due))
+		rentalID, _ := payment.RentalIDFor(ref)
+		done, err := recordedAt(ctx, store, rentalpayment.StreamID(rentalID), rentalpayment.TypeCompleted)
+		if err != nil {
+			return nil, nil, err
+		}
+		released = append(released, done[rentalpayment.TypeCompleted].Sub(due))
+	}
+	return late, released, nil
 }
 
 // recordedAt reads a stream from the event store and returns the recorded time of
@@ -344,12 +379,12 @@ func newWatcher(ctx context.Context, cfg aws.Config, eventsTable string, logger 
 				if err != nil {
 					continue // not an event of a payment this run made
 				}
-				switch r.Type {
-				case "PaymentConfirmed", "PaymentRejected", "PaymentCancelled":
+				switch {
+				case payment.Settles(r.Type):
 					if _, seen := w.settled[r.StreamID]; !seen {
 						w.settled[r.StreamID] = r.Type
 					}
-				case rentalpayment.TypeCompleted:
+				case rentalpayment.Ends(r.Type):
 					w.completed[r.StreamID] = true
 				}
 			}
@@ -389,7 +424,7 @@ func (w *watcher) waitCancelled(ctx context.Context, refs []string) error {
 			rentalID, _ := payment.RentalIDFor(ref)
 			how, settled := w.settled[payment.StreamID(ref)]
 			switch {
-			case settled && how != "PaymentCancelled":
+			case settled && how != payment.PaymentCancelled{}.EventType():
 				wrong = append(wrong, ref+" ("+how+")")
 			case !settled || !w.completed[rentalpayment.StreamID(rentalID)]:
 				outstanding = append(outstanding, ref)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
@@ -334,7 +335,7 @@ func (r *recording) remember(recs []eventstore.Record, err error) ([]eventstore.
 // the live service would have left: full histories and one index row per payment.
 func seed(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, run string, n int, preparedAt time.Time) (rentalIDs []string, err error) {
 	rec := &recording{Memory: eventstore.NewMemoryWithClock(func() time.Time { return preparedAt })}
-	commands := command.New(rec)
+	commands := command.New(rec, command.WithProvider(generic.Provider{}))
 	process, err := wiring.Process(rec, commands, getenv, logger)
 	if err != nil {
 		return nil, err
@@ -386,7 +387,7 @@ func seed(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slo
 	}
 	var prepared []eventstore.Record
 	for _, r := range rec.records {
-		if r.Type == "PaymentPrepared" {
+		if r.Type == (payment.PaymentPrepared{}).EventType() {
 			prepared = append(prepared, r)
 		}
 	}
@@ -513,7 +514,7 @@ func sweepCallsCeiling(ctx context.Context, cfg aws.Config, table, run string, r
 			}
 		}
 		r := eventstore.Record{StreamID: scratch + strconv.Itoa(i), Version: 1, Event: eventstore.Event{
-			ID: ident.UUID(), Type: "PaymentCancelled", RecordedAt: time.Now(),
+			ID: ident.UUID(), Type: payment.PaymentCancelled{}.EventType(), RecordedAt: time.Now(),
 			Data:          []byte(`{"reference":"` + payment.ReferenceFor(rentals[i]) + `"}`),
 			Tags:          []string{"payment:" + payment.ReferenceFor(rentals[i]), "rental:" + rentals[i]},
 			CorrelationID: rentals[i], CausationID: "deadlinebench-ceiling",

@@ -68,7 +68,9 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 )
 
 // Intent is what a renter means to do with a rental once its payment is prepared.
@@ -594,7 +596,7 @@ func (g *gen) rental(ctx context.Context, rng *rand.Rand, renter string, seq int
 	}
 	id := accepted.RentalID
 	view, ok := g.waitRental(ctx, token, id, func(v rentalView) bool {
-		return v.has("RentalPaymentRequested") || calledOff(v.Status)
+		return v.has(rentalpayment.TypeRequested) || calledOff(v.Status)
 	})
 	if !ok {
 		return false
@@ -651,7 +653,7 @@ func (g *gen) request(ctx context.Context, rng *rand.Rand, renter, token string,
 				if errors.Is(err, errNotFound) {
 					return false, nil
 				}
-				return err == nil && v.has("BikeRequested"), err
+				return err == nil && v.has(rental.BikeRequested{}.EventType()), err
 			}})
 		if err != nil {
 			return rentalAccepted{}, false
@@ -731,15 +733,15 @@ func (g *gen) webhook(ctx context.Context, token, ref, eventType, reason string)
 	id := strings.TrimPrefix(ref, "rp_")
 	eventID := newEventID()
 	body, _ := json.Marshal(generic.Event{ID: eventID, Type: eventType, PaymentReference: ref, Reason: reason})
-	settles, want := "PaymentRejected", paymentRejected
+	settles, want := payment.PaymentRejected{}.EventType(), paymentRejected
 	if eventType == generic.TypeSucceeded {
-		settles, want = "PaymentConfirmed", paymentConfirmed
+		settles, want = payment.PaymentConfirmed{}.EventType(), paymentConfirmed
 	}
 	ans, err := g.send(ctx, call{method: http.MethodPost, path: webhookPath, route: "POST " + webhookPath, body: body,
 		header: func() http.Header {
 			return http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign(g.cfg.WebhookSecret, body, time.Now())}}
 		},
-		effect: g.recorded(token, id, settles, "PaymentSucceededAfterCancellation")})
+		effect: g.recorded(token, id, settles, payment.PaymentSucceededAfterCancellation{}.EventType())})
 	if err != nil {
 		g.stuckOn(ctx, id)
 		return false
@@ -817,7 +819,7 @@ func (g *gen) confirm(ctx context.Context, token string, r rentalAccepted) (appr
 	// effect it is refused as bike-not-rented, or ends whichever rental the bike is
 	// in by then. After an unclean answer or a 503 it is sent again only once the
 	// rental's history shows that it did not take effect.
-	returned := g.recorded(g.operator, r.RentalID, "BikeReturned")
+	returned := g.recorded(g.operator, r.RentalID, rental.BikeReturned{}.EventType())
 	for attempt := 0; ; attempt++ {
 		var b bikeView
 		ans, err := g.send(ctx, call{method: http.MethodPost, path: "/bikes/" + r.BikeID + "/return", route: "POST /bikes/{id}/return",
@@ -881,7 +883,7 @@ func (g *gen) recorded(token, id string, eventTypes ...string) func(context.Cont
 func (g *gen) cancel(ctx context.Context, id string) {
 	var c struct{ RentalID, Outcome string }
 	ans, err := g.send(ctx, call{method: http.MethodPost, path: "/rentals/" + id + "/cancel-payment", route: "POST /rentals/{id}/cancel-payment",
-		token: g.operator, effect: g.recorded(g.operator, id, "PaymentCancelled")})
+		token: g.operator, effect: g.recorded(g.operator, id, payment.PaymentCancelled{}.EventType())})
 	if err != nil || !g.expect(ans, &c, func() bool {
 		return c.RentalID == id && (c.Outcome == "cancelled" || c.Outcome == "declined" || c.Outcome == "nothing-to-do")
 	}, http.StatusOK) {

@@ -393,44 +393,9 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 		return m, err
 	}
 
-	final := rentalview.StatusCancelled
-	switch path {
-	case Approved:
-		receipt, err := b.webhook(ctx, ref, generic.TypeSucceeded, "", payment.StatusConfirmed)
-		if err != nil {
-			return m, err
-		}
-		streams = append(streams, receipt)
-		if err := b.settle(ctx, "the approval", streams, b.status(m.RentalID, rentalview.StatusApproved)); err != nil {
-			return m, err
-		}
-		if err := b.expect(ctx, ops, http.MethodPost, "/bikes/"+bikeID+"/return", nil, http.StatusOK, nil); err != nil {
-			return m, err
-		}
-		final = rentalview.StatusReturned
-	case Rejected:
-		receipt, err := b.webhook(ctx, ref, generic.TypeFailed, "insufficient funds", payment.StatusRejected)
-		if err != nil {
-			return m, err
-		}
-		streams = append(streams, receipt)
-		final = rentalview.StatusRejected
-	case TimedOut:
-		sum, err := b.sweepWhenOverdue(ctx, ref)
-		if err != nil {
-			return m, err
-		}
-		m.Sweep = &sum
-	case Cancelled:
-		var out httpapi.CancelPaymentResult
-		if err := b.expect(ctx, ops, http.MethodPost, "/rentals/"+m.RentalID+"/cancel-payment", nil, http.StatusOK, &out); err != nil {
-			return m, err
-		}
-		if out.Outcome != process.OutcomeCancelled {
-			return m, fmt.Errorf("rentalcost: cancel-payment answered %q, want %q", out.Outcome, process.OutcomeCancelled)
-		}
-	default:
-		return m, fmt.Errorf("rentalcost: unknown path %q", path)
+	streams, final, err := b.takePath(ctx, path, &m, bikeID, ops, streams)
+	if err != nil {
+		return m, err
 	}
 	if err := b.settle(ctx, "the rental's end", streams, b.ended(m.RentalID, ref, final)); err != nil {
 		return m, err
@@ -459,6 +424,55 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 		return m, fmt.Errorf("rentalcost: %d stream records went to the dead-letter destination", len(dl))
 	}
 	return m, nil
+}
+
+// takePath takes the rental m along path once its payment is prepared: the
+// provider's success or failure, the sweep once the payment is overdue, or an
+// operator's cancellation, and for an approved rental the bike's return. It
+// returns the streams the rental appends to, a provider event's receipt among
+// them, and the rental's status at the end.
+func (b *Bench) takePath(ctx context.Context, path Path, m *Measurement, bikeID, ops string, streams []string) ([]string, rentalview.Status, error) {
+	ref := payment.ReferenceFor(m.RentalID)
+	final := rentalview.StatusCancelled
+	switch path {
+	case Approved:
+		receipt, err := b.webhook(ctx, ref, generic.TypeSucceeded, "", payment.StatusConfirmed)
+		if err != nil {
+			return nil, "", err
+		}
+		streams = append(streams, receipt)
+		if err := b.settle(ctx, "the approval", streams, b.status(m.RentalID, rentalview.StatusApproved)); err != nil {
+			return nil, "", err
+		}
+		if err := b.expect(ctx, ops, http.MethodPost, "/bikes/"+bikeID+"/return", nil, http.StatusOK, nil); err != nil {
+			return nil, "", err
+		}
+		final = rentalview.StatusReturned
+	case Rejected:
+		receipt, err := b.webhook(ctx, ref, generic.TypeFailed, "insufficient funds", payment.StatusRejected)
+		if err != nil {
+			return nil, "", err
+		}
+		streams = append(streams, receipt)
+		final = rentalview.StatusRejected
+	case TimedOut:
+		sum, err := b.sweepWhenOverdue(ctx, ref)
+		if err != nil {
+			return nil, "", err
+		}
+		m.Sweep = &sum
+	case Cancelled:
+		var out httpapi.CancelPaymentResult
+		if err := b.expect(ctx, ops, http.MethodPost, "/rentals/"+m.RentalID+"/cancel-payment", nil, http.StatusOK, &out); err != nil {
+			return nil, "", err
+		}
+		if out.Outcome != process.OutcomeCancelled {
+			return nil, "", fmt.Errorf("rentalcost: cancel-payment answered %q, want %q", out.Outcome, process.OutcomeCancelled)
+		}
+	default:
+		return nil, "", fmt.Errorf("rentalcost: unknown path %q", path)
+	}
+	return streams, final, nil
 }
 
 // floor computes the least the rental's writes can cost, from what it stored.
@@ -502,7 +516,7 @@ func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (deadline.Summ
 	if err != nil {
 		return deadline.Summary{}, err
 	}
-	if len(records) == 0 || records[0].Type != "PaymentPrepared" {
+	if len(records) == 0 || records[0].Type != (payment.PaymentPrepared{}).EventType() {
 		return deadline.Summary{}, fmt.Errorf("rentalcost: payment %s was not prepared", ref)
 	}
 	prepared := records[0].RecordedAt
@@ -609,7 +623,7 @@ func (b *Bench) ended(rentalID, ref string, want rentalview.Status) condition {
 		if err != nil {
 			return false, "", err
 		}
-		if n := len(records); n == 0 || records[n-1].Type != rentalpayment.TypeCompleted {
+		if n := len(records); n == 0 || !rentalpayment.Ends(records[n-1].Type) {
 			return false, "the process has not completed", nil
 		}
 		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{

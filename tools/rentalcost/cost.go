@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 )
@@ -183,7 +184,7 @@ func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 	// below keep no projection and are compared without them.
 	opening := 0.0
 	for _, e := range m.Events {
-		if e.Type == "BikeRequested" || e.Type == rentalpayment.TypeCompleted {
+		if e.Type == (rental.BikeRequested{}).EventType() || rentalpayment.Ends(e.Type) {
 			opening++
 		}
 	}

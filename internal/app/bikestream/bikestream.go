@@ -102,7 +102,7 @@ func rentalRecords(ctx context.Context, r Reader, bikeID, rentalID string, tail,
 			return nil, err
 		}
 	}
-	if len(process) == 0 || process[0].Type != rentalpayment.TypeRequested {
+	if len(process) == 0 || !rentalpayment.Starts(process[0].Type) {
 		// No process: the bike never held the rental. A held rental's process starts
 		// before the bike can move on (only the process approves or rejects), and
 		// until then the rental is the bike's newest record, in the tail.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -74,7 +75,7 @@ func bikeWithRentals(b *testing.B, h *command.Handler, bikeID string, rentals in
 // one again, the provider's retried webhook.
 func BenchmarkPayment(b *testing.B) {
 	b.Run("prepare/new-stream", func(b *testing.B) {
-		h := command.New(eventstore.NewMemory())
+		h := command.New(eventstore.NewMemory(), command.WithProvider(generic.Provider{}))
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -87,7 +88,7 @@ func BenchmarkPayment(b *testing.B) {
 		}
 	})
 	b.Run("confirm-repeated", func(b *testing.B) {
-		h := command.New(eventstore.NewMemory())
+		h := command.New(eventstore.NewMemory(), command.WithProvider(generic.Provider{}))
 		ref := payment.ReferenceFor(rental.NewRentalID("b1", "AAAAAAAAAAAAAAAAAAAAAA"))
 		if _, err := h.Payment(ctx, payment.PreparePayment{Reference: ref, PaymentID: "pay_1", Amount: 1500, Currency: "EUR"}, command.Meta{}); err != nil {
 			b.Fatal(err)

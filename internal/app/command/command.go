@@ -1,12 +1,12 @@
 // Package command executes the bike and payment commands: it loads the command's
 // stream from the event store, decides with the domain's pure decider, and appends
-// the resulting events with optimistic concurrency, retrying conflicts. The HTTP API
-// and the rental-payment process both send their commands through it.
+// the resulting events with optimistic concurrency, retrying conflicts (Runner). The
+// HTTP API and the rental-payment process both send their commands through it, and
+// the process records its own events through a Runner of its decider.
 package command
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -67,9 +67,10 @@ func WithMaxPending(n int) Option {
 // WithEventIDs sets how event ids are made (random UUIDs by default).
 func WithEventIDs(newID func() string) Option { return func(h *Handler) { h.newID = newID } }
 
-// New returns a Handler on store.
+// New returns a Handler on store. Without WithProvider it executes bike commands
+// only: every payment command is refused with ErrNoProvider.
 func New(store eventstore.Store, opts ...Option) *Handler {
-	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, provider: defaultProvider, cancelRetry: DefaultCancelRetry}
+	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, cancelRetry: DefaultCancelRetry}
 	for _, o := range opts {
 		o(h)
 	}
@@ -129,11 +130,11 @@ func (h *Handler) loadBike(ctx context.Context, bikeID, rentalID string) (rental
 	if err != nil {
 		return rental.Bike{}, nil, err
 	}
-	events, err := decodeAll(bikes, records)
+	bike, err := runner(h, bikes).Fold(records)
 	if err != nil {
 		return rental.Bike{}, nil, err
 	}
-	return rental.Fold(events), records, nil
+	return bike, records, nil
 }
 
 // rentalOfCommand returns the rental a bike command names, "" for none.
@@ -157,8 +158,12 @@ func rentalOfCommand(c rental.Command) string {
 // guarantees as Bike. PreparePayment creates the payment at the provider first and
 // records the provider's payment id; CancelPayment asks the provider first and is
 // declined with payment.ErrPaymentAlreadyConfirmed when the payment already
-// succeeded there.
+// succeeded there. A Handler without a provider refuses every payment command with
+// ErrNoProvider.
 func (h *Handler) Payment(ctx context.Context, c payment.Command, meta Meta) (Result[payment.Payment], error) {
+	if err := h.needProvider(fmt.Sprintf("%T", c)); err != nil {
+		return Result[payment.Payment]{}, err
+	}
 	ref, err := referenceOf(c)
 	if err != nil {
 		return Result[payment.Payment]{}, err
@@ -181,7 +186,8 @@ func (h *Handler) LoadBike(ctx context.Context, bikeID string) (rental.Bike, []e
 
 // LoadPayment returns a payment's state and its stream's records.
 func (h *Handler) LoadPayment(ctx context.Context, reference string) (payment.Payment, []eventstore.Record, error) {
-	return load(ctx, h.store, payments, payment.StreamID(reference))
+	l, err := runner(h, payments).Load(ctx, payment.StreamID(reference))
+	return l.State, l.Records, err
 }
 
 func bikeOf(c rental.Command) (string, error) {
@@ -228,21 +234,11 @@ func referenceOf(c payment.Command) (string, error) {
 	return "", fmt.Errorf("%w: unknown command %T", payment.ErrInvalidCommand, c)
 }
 
-// domain is what run needs of a decider package.
-type domain[S any, E interface{ EventType() string }, C any] struct {
-	fold   func([]E) S
-	evolve func(S, E) S
-	decide func(S, C) ([]E, error)
-	decode func(string, []byte) (E, error)
-	tags   func(E) []string
-	// rental returns the rental an event belongs to, the default correlation id.
-	rental func(E) string
-}
-
-var bikes = domain[rental.Bike, rental.Event, rental.Command]{
-	fold: rental.Fold, evolve: rental.Evolve, decide: rental.Decide, decode: rental.DecodeEvent,
-	rental: rental.RentalOf,
-	tags: func(e rental.Event) []string {
+// bikes, payments and renters are the deciders the handler runs.
+var bikes = Decider[rental.Bike, rental.Event, rental.Command]{
+	Fold: rental.Fold, Evolve: rental.Evolve, Decide: rental.Decide, Decode: rental.DecodeEvent,
+	Rental: rental.RentalOf,
+	Tags: func(e rental.Event) []string {
 		rentalID := rental.RentalOf(e)
 		bikeID, _ := rental.BikeIDOf(rentalID)
 		if b, ok := e.(rental.BikeRegistered); ok {
@@ -257,13 +253,13 @@ var bikes = domain[rental.Bike, rental.Event, rental.Command]{
 	},
 }
 
-var payments = domain[payment.Payment, payment.Event, payment.Command]{
-	fold: payment.Fold, evolve: payment.Evolve, decide: payment.Decide, decode: payment.DecodeEvent,
-	rental: func(e payment.Event) string {
+var payments = Decider[payment.Payment, payment.Event, payment.Command]{
+	Fold: payment.Fold, Evolve: payment.Evolve, Decide: payment.Decide, Decode: payment.DecodeEvent,
+	Rental: func(e payment.Event) string {
 		rentalID, _ := payment.RentalIDFor(payment.ReferenceOf(e))
 		return rentalID
 	},
-	tags: func(e payment.Event) []string {
+	Tags: func(e payment.Event) []string {
 		ref := payment.ReferenceOf(e)
 		tags := make([]string, 1, 2)
 		tags[0] = "payment:" + ref
@@ -274,81 +270,17 @@ var payments = domain[payment.Payment, payment.Event, payment.Command]{
 	},
 }
 
-// decodeAll turns records into a domain's events, failing on the first it cannot read.
-func decodeAll[S any, E interface{ EventType() string }, C any](d domain[S, E, C], records []eventstore.Record) ([]E, error) {
-	events := make([]E, len(records))
-	for i, r := range records {
-		e, err := d.decode(r.Type, r.Data)
-		if err != nil {
-			return nil, fmt.Errorf("%w: stream %q version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
-		}
-		events[i] = e
-	}
-	return events, nil
+// runner is the Runner of d on the handler's store, with its retries and event ids.
+func runner[S any, E Event, C any](h *Handler, d Decider[S, E, C]) Runner[S, E, C] {
+	return Runner[S, E, C]{Decider: d, Store: h.store, Retry: h.policy, NewID: h.newID}
 }
 
-func load[S any, E interface{ EventType() string }, C any](ctx context.Context, store eventstore.Store, d domain[S, E, C], stream string) (S, []eventstore.Record, error) {
-	var zero S
-	records, err := store.Read(ctx, stream, 0)
-	if err != nil {
-		return zero, nil, err
-	}
-	events, err := decodeAll(d, records)
-	if err != nil {
-		return zero, nil, err
-	}
-	return d.fold(events), records, nil
-}
-
-func run[S any, E interface{ EventType() string }, C any](ctx context.Context, h *Handler, d domain[S, E, C], stream string, c C, meta Meta) (Result[S], error) {
-	history, err := h.store.Read(ctx, stream, 0)
-	if err != nil {
-		return Result[S]{}, err
-	}
-	return runFrom(ctx, h, d, stream, history, c, meta)
+// run executes c on stream through d's Runner.
+func run[S any, E Event, C any](ctx context.Context, h *Handler, d Decider[S, E, C], stream string, c C, meta Meta) (Result[S], error) {
+	return runner(h, d).Run(ctx, stream, c, meta)
 }
 
 // runFrom is run on a history the caller has just read.
-func runFrom[S any, E interface{ EventType() string }, C any](ctx context.Context, h *Handler, d domain[S, E, C], stream string, history []eventstore.Record, c C, meta Meta) (Result[S], error) {
-	var after S
-	_, appended, err := eventstore.ExecuteFrom(ctx, h.store, stream, history, func(history []eventstore.Record) ([]eventstore.Event, error) {
-		events, err := decodeAll(d, history)
-		if err != nil {
-			return nil, err
-		}
-		state := d.fold(events)
-		decided, err := d.decide(state, c)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range decided {
-			state = d.evolve(state, e)
-		}
-		after = state
-		return encode(h, d, decided, meta)
-	}, h.policy)
-	if err != nil {
-		return Result[S]{}, err
-	}
-	return Result[S]{State: after, Appended: appended}, nil
-}
-
-// encode turns a domain's decided events into events to append, tied to meta.
-func encode[S any, E interface{ EventType() string }, C any](h *Handler, d domain[S, E, C], decided []E, meta Meta) ([]eventstore.Event, error) {
-	out := make([]eventstore.Event, len(decided))
-	for i, e := range decided {
-		data, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("command: encode %s: %w", e.EventType(), err)
-		}
-		correlation := meta.CorrelationID
-		if correlation == "" {
-			correlation = d.rental(e)
-		}
-		out[i] = eventstore.Event{
-			ID: h.newID(), Type: e.EventType(), Data: data, Tags: d.tags(e),
-			CorrelationID: correlation, CausationID: meta.CausationID,
-		}
-	}
-	return out, nil
+func runFrom[S any, E Event, C any](ctx context.Context, h *Handler, d Decider[S, E, C], stream string, history []eventstore.Record, c C, meta Meta) (Result[S], error) {
+	return runner(h, d).RunFrom(ctx, stream, history, c, meta)
 }

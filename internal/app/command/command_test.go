@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -21,7 +22,7 @@ var ctx = context.Background()
 func TestEventsCarryTagsCorrelationAndCausation(t *testing.T) {
 	store := eventstore.NewMemory()
 	n := 0
-	h := command.New(store, command.WithEventIDs(func() string { n++; return fmt.Sprintf("evt-%d", n) }))
+	h := command.New(store, command.WithProvider(generic.Provider{}), command.WithEventIDs(func() string { n++; return fmt.Sprintf("evt-%d", n) }))
 	if _, err := h.Bike(ctx, rental.RegisterBike{BikeID: "b1"}, command.Meta{CausationID: "request:1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
@@ -39,12 +38,22 @@ type ReferenceFinder interface {
 	ReferenceOf(ctx context.Context, paymentID string) (string, error)
 }
 
-// WithProvider sets the payment provider (the generic provider, which only calls
-// back, by default).
+// WithProvider sets the payment provider. A Handler has none unless it is given
+// one: wiring picks it.
 func WithProvider(p PaymentProvider) Option { return func(h *Handler) { h.provider = p } }
 
-// defaultProvider is the provider of a Handler configured with none.
-var defaultProvider PaymentProvider = generic.Provider{}
+// ErrNoProvider reports a payment command sent to a Handler built without a payment
+// provider (WithProvider): it is refused, and nothing is read or recorded.
+var ErrNoProvider = errors.New("command: no payment provider configured (WithProvider): payment commands are refused")
+
+// needProvider is ErrNoProvider, wrapped with what was refused, for a Handler built
+// without a provider, and nil otherwise.
+func (h *Handler) needProvider(what string) error {
+	if h.provider == nil {
+		return fmt.Errorf("%w: %s", ErrNoProvider, what)
+	}
+	return nil
+}
 
 // ErrProviderEventReused reports a provider event id seen before with another
 // content: it is refused, and nothing is applied.
@@ -224,6 +233,9 @@ func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (payme
 // cancellation is still owed afterwards. For a payment with no cancellation owed
 // it does nothing, so it is safe to call twice, late and from anywhere.
 func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta Meta) (owed bool, err error) {
+	if err := h.needProvider("retry cancellation of " + reference); err != nil {
+		return false, err
+	}
 	s, _, err := h.LoadPayment(ctx, reference)
 	if err != nil || !s.CancellationDue() {
 		return false, err
@@ -258,6 +270,9 @@ var ErrCancellationStillOwed = errors.New("command: the cancellation is still ow
 // a payment with no refund due, so it is safe to call twice and from every path
 // that sees a late success.
 func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (payment.Payment, error) {
+	if err := h.needProvider("refund " + reference); err != nil {
+		return payment.Payment{}, err
+	}
 	s, _, err := h.LoadPayment(ctx, reference)
 	if err != nil || !s.RefundDue() {
 		return s, err
@@ -296,116 +311,190 @@ func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (paym
 // that cannot answer makes ApplyProviderEvent return its error, with nothing
 // recorded, so that the provider delivers the event again.
 func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEvent, meta Meta) (ProviderResult, error) {
+	if err := h.needProvider("provider event " + ev.EventID); err != nil {
+		return ProviderResult{}, err
+	}
 	store, ok := h.store.(eventstore.MultiStreamStore)
 	if !ok {
 		return ProviderResult{}, ErrNeedsMultiStreamStore
 	}
-	if ev.EventID == "" || len(ev.EventID) > payment.MaxEventIDLength {
-		return ProviderResult{}, fmt.Errorf("%w: provider event id must be 1 to %d bytes", payment.ErrWebhookMalformed, payment.MaxEventIDLength)
-	}
-	if ev.Reference == "" && ev.PaymentID != "" {
-		finder, ok := h.provider.(ReferenceFinder)
-		if !ok {
-			return ProviderResult{}, fmt.Errorf("%w: the event names no payment reference", payment.ErrPaymentNotFound)
-		}
-		ref, err := finder.ReferenceOf(ctx, ev.PaymentID)
-		if err != nil {
-			return ProviderResult{}, err
-		}
-		ev.Reference = ref
-	}
-	if _, err := payment.RentalIDFor(ev.Reference); err != nil {
-		return ProviderResult{}, fmt.Errorf("%w: %w", payment.ErrPaymentNotFound, err)
-	}
-	receiptStream := ReceiptStreamID(ev.Provider, ev.EventID)
-	if err := eventstore.ValidateStreamID(receiptStream); err != nil {
-		return ProviderResult{}, fmt.Errorf("%w: provider event id %q", payment.ErrWebhookMalformed, ev.EventID)
+	ev, err := h.identify(ctx, ev)
+	if err != nil {
+		return ProviderResult{}, err
 	}
 	if meta.CausationID == "" {
 		meta.CausationID = providerCausationID(ev.Provider, ev.EventID)
 	}
-	askedProvider, succeededAtProvider := false, false
-	for attempt := 1; ; attempt++ {
-		receipts, err := store.Read(ctx, receiptStream, 0)
-		if err != nil {
-			return ProviderResult{}, err
-		}
-		if len(receipts) > 0 {
-			return h.redelivered(ctx, ev, receiptStream, receipts, meta)
-		}
-		s, records, err := h.LoadPayment(ctx, ev.Reference)
-		if err != nil {
-			return ProviderResult{}, err
-		}
-		if s.Status == "" || s.Status == payment.StatusNone {
-			return ProviderResult{}, fmt.Errorf("%w: %s", payment.ErrPaymentNotFound, ev.Reference)
-		}
-		if m, ok := mismatchOf(s, ev, h.providerName()); ok {
-			res, err := h.recordMismatch(ctx, m, receiptStream, meta)
-			if errors.Is(err, eventstore.ErrConcurrency) {
-				continue // another delivery recorded it first: answer as a redelivery
-			}
-			return res, err
-		}
-		decided, err := payment.Decide(s, commandFor(ev))
-		if errors.Is(err, payment.ErrPaymentAlreadyConfirmed) {
-			decided, err = nil, nil // a failure or cancellation reported after the success: acknowledged, changes nothing
-		}
-		if err != nil {
-			return ProviderResult{}, err
-		}
-		if rejects(decided) {
-			if !askedProvider {
-				// Cancelled once per call (brief failures tried again, as any
-				// cancellation): a conflict below decides again on what the provider
-				// already said.
-				outcome, _, err := h.cancelAtProvider(ctx, s.PaymentID)
-				switch {
-				case outcome == payment.AlreadySucceeded:
-					succeededAtProvider = true
-				case err != nil:
-					return ProviderResult{}, fmt.Errorf("command: cancel payment %s at the provider before rejecting it: %w", ev.Reference, err)
-				}
-				askedProvider = true
-			}
-			if succeededAtProvider {
-				decided = nil // the success wins: its own event confirms the payment
-			}
-		}
-		after := s
-		for _, e := range decided {
-			after = payment.Evolve(after, e)
-		}
-		receipt, err := h.receiptEvent(ProviderEventReceived{Provider: ev.Provider, EventID: ev.EventID, Kind: ev.Kind, Reference: ev.Reference, Digest: ev.Digest}, meta)
-		if err != nil {
-			return ProviderResult{}, err
-		}
-		parts := []eventstore.StreamAppend{{StreamID: receiptStream, Events: []eventstore.Event{receipt}}}
-		if len(decided) > 0 {
-			events, err := encode(h, payments, decided, meta)
-			if err != nil {
-				return ProviderResult{}, err
-			}
-			parts = append(parts, eventstore.StreamAppend{StreamID: payment.StreamID(ev.Reference), ExpectedVersion: lastVersion(records), Events: events})
-		}
-		_, err = store.AppendStreams(ctx, parts...)
-		if err == nil {
-			if after.RefundDue() {
-				refunded, err := h.Refund(ctx, ev.Reference, meta)
-				return ProviderResult{Payment: refunded}, err
-			}
-			return ProviderResult{Payment: after}, nil
-		}
-		if !errors.Is(err, eventstore.ErrConcurrency) {
-			return ProviderResult{}, err
-		}
-		if attempt >= h.policy.MaxAttempts {
-			return ProviderResult{}, fmt.Errorf("%w (%d attempts on provider event %s): %w", eventstore.ErrRetriesExhausted, attempt, ev.EventID, err)
-		}
-		if err := h.policy.Backoff(ctx, attempt); err != nil {
-			return ProviderResult{}, err
-		}
+	a := &application{h: h, ev: ev, receiptStream: ReceiptStreamID(ev.Provider, ev.EventID), meta: meta}
+	if _, err := eventstore.ExecuteStreams(ctx, store, a.attempt, h.policy); err != nil {
+		return ProviderResult{}, err
 	}
+	if a.answered {
+		return a.answer, a.err
+	}
+	if a.after.RefundDue() {
+		refunded, err := h.Refund(ctx, ev.Reference, meta)
+		return ProviderResult{Payment: refunded}, err
+	}
+	return ProviderResult{Payment: a.after}, nil
+}
+
+// identify checks what names a provider event's payment and its receipt: an event
+// id of 1 to payment.MaxEventIDLength bytes that fits a receipt's stream id (else
+// payment.ErrWebhookMalformed), and a reference of one of our rentals' payments,
+// found from the provider's payment id when the event names only that (else
+// payment.ErrPaymentNotFound). It returns ev with its reference.
+func (h *Handler) identify(ctx context.Context, ev payment.ProviderEvent) (payment.ProviderEvent, error) {
+	if ev.EventID == "" || len(ev.EventID) > payment.MaxEventIDLength {
+		return ev, fmt.Errorf("%w: provider event id must be 1 to %d bytes", payment.ErrWebhookMalformed, payment.MaxEventIDLength)
+	}
+	if ev.Reference == "" && ev.PaymentID != "" {
+		finder, ok := h.provider.(ReferenceFinder)
+		if !ok {
+			return ev, fmt.Errorf("%w: the event names no payment reference", payment.ErrPaymentNotFound)
+		}
+		ref, err := finder.ReferenceOf(ctx, ev.PaymentID)
+		if err != nil {
+			return ev, err
+		}
+		ev.Reference = ref
+	}
+	if _, err := payment.RentalIDFor(ev.Reference); err != nil {
+		return ev, fmt.Errorf("%w: %w", payment.ErrPaymentNotFound, err)
+	}
+	if err := eventstore.ValidateStreamID(ReceiptStreamID(ev.Provider, ev.EventID)); err != nil {
+		return ev, fmt.Errorf("%w: provider event id %q", payment.ErrWebhookMalformed, ev.EventID)
+	}
+	return ev, nil
+}
+
+// application is one ApplyProviderEvent: its attempts, and what they found out.
+type application struct {
+	h             *Handler
+	ev            payment.ProviderEvent
+	receiptStream string
+	meta          Meta
+	// askedProvider and succeededAtProvider keep what the provider said of a
+	// cancellation before a rejection, so that it is asked once per call.
+	askedProvider, succeededAtProvider bool
+	// after is the payment after what the last attempt decided.
+	after payment.Payment
+	// answered says that an attempt answered without appending: answer and err.
+	answered bool
+	answer   ProviderResult
+	err      error
+}
+
+// attempt is one attempt of the application, from fresh reads: a receipt already
+// stored answers as a redelivery, and an event that does not match its payment is
+// recorded as a mismatch, both without appending here; otherwise it returns the
+// receipt and what the event changes in the payment, to be appended together.
+func (a *application) attempt(ctx context.Context) ([]eventstore.StreamAppend, error) {
+	receipts, err := a.h.store.Read(ctx, a.receiptStream, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(receipts) > 0 {
+		return nil, a.answerWith(a.h.redelivered(ctx, a.ev, a.receiptStream, receipts, a.meta))
+	}
+	s, records, err := a.h.LoadPayment(ctx, a.ev.Reference)
+	if err != nil {
+		return nil, err
+	}
+	if s.Status == "" || s.Status == payment.StatusNone {
+		return nil, fmt.Errorf("%w: %s", payment.ErrPaymentNotFound, a.ev.Reference)
+	}
+	if m, ok := mismatchOf(s, a.ev, a.h.providerName()); ok {
+		return nil, a.answerWith(a.recordMismatch(ctx, m))
+	}
+	decided, err := a.decide(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	a.after = s
+	for _, e := range decided {
+		a.after = payment.Evolve(a.after, e)
+	}
+	return a.appends(records, decided)
+}
+
+// answerWith ends the application with res and err, appending nothing more.
+func (a *application) answerWith(res ProviderResult, err error) error {
+	a.answered, a.answer, a.err = true, res, err
+	return nil
+}
+
+// recordMismatch records m as the event's receipt; when another delivery stored
+// a receipt first, it answers as that redelivery.
+func (a *application) recordMismatch(ctx context.Context, m ProviderEventMismatched) (ProviderResult, error) {
+	res, err := a.h.recordMismatch(ctx, m, a.receiptStream, a.meta)
+	if !errors.Is(err, eventstore.ErrConcurrency) {
+		return res, err
+	}
+	receipts, readErr := a.h.store.Read(ctx, a.receiptStream, 0)
+	switch {
+	case readErr != nil:
+		return ProviderResult{}, readErr
+	case len(receipts) == 0:
+		return ProviderResult{}, err
+	}
+	return a.h.redelivered(ctx, a.ev, a.receiptStream, receipts, a.meta)
+}
+
+// decide is what the event changes in payment s: what payment.Decide says of its
+// command, nothing for a failure or cancellation reported after the success, and
+// nothing for a failure of a payment that succeeded at the provider meanwhile
+// (cancelFirst).
+func (a *application) decide(ctx context.Context, s payment.Payment) ([]payment.Event, error) {
+	decided, err := payment.Decide(s, commandFor(a.ev))
+	if errors.Is(err, payment.ErrPaymentAlreadyConfirmed) {
+		return nil, nil // acknowledged, changes nothing
+	}
+	if err != nil || !rejects(decided) {
+		return decided, err
+	}
+	succeeded, err := a.cancelFirst(ctx, s.PaymentID)
+	if err != nil || succeeded {
+		return nil, err // on a success, its own event confirms the payment
+	}
+	return decided, nil
+}
+
+// cancelFirst cancels a failed payment at the provider before its rejection is
+// recorded, once per call (brief failures tried again, as any cancellation): a
+// later attempt decides again on what the provider already said. It reports
+// whether the provider said the payment already succeeded.
+func (a *application) cancelFirst(ctx context.Context, paymentID string) (succeeded bool, err error) {
+	if !a.askedProvider {
+		outcome, _, err := a.h.cancelAtProvider(ctx, paymentID)
+		switch {
+		case outcome == payment.AlreadySucceeded:
+			a.succeededAtProvider = true
+		case err != nil:
+			return false, fmt.Errorf("command: cancel payment %s at the provider before rejecting it: %w", a.ev.Reference, err)
+		}
+		a.askedProvider = true
+	}
+	return a.succeededAtProvider, nil
+}
+
+// appends are the event's receipt and, when it changes the payment (decided, on
+// records), the payment's events, to be written together.
+func (a *application) appends(records []eventstore.Record, decided []payment.Event) ([]eventstore.StreamAppend, error) {
+	ev := a.ev
+	receipt, err := a.h.receiptEvent(ProviderEventReceived{Provider: ev.Provider, EventID: ev.EventID, Kind: ev.Kind, Reference: ev.Reference, Digest: ev.Digest}, a.meta)
+	if err != nil {
+		return nil, err
+	}
+	parts := []eventstore.StreamAppend{{StreamID: a.receiptStream, Events: []eventstore.Event{receipt}}}
+	if len(decided) > 0 {
+		events, err := runner(a.h, payments).Encode(decided, a.meta)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, eventstore.StreamAppend{StreamID: payment.StreamID(ev.Reference), ExpectedVersion: lastVersion(records), Events: events})
+	}
+	return parts, nil
 }
 
 // redelivered answers a delivery of an event whose receipt is stored: the same

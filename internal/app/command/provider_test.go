@@ -13,6 +13,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -244,7 +245,7 @@ func TestNothingIsRecordedBeforeTheProviderAgreed(t *testing.T) {
 	if recs, _ := store.Read(context.Background(), payment.StreamID(ref), 0); len(recs) != 0 {
 		t.Fatalf("recorded %d events before the provider accepted", len(recs))
 	}
-	if _, err := command.New(store).Payment(context.Background(), payment.PreparePayment{Reference: ref, PaymentID: "x", Amount: 1500, Currency: "EUR"}, command.Meta{}); err != nil {
+	if _, err := command.New(store, command.WithProvider(generic.Provider{})).Payment(context.Background(), payment.PreparePayment{Reference: ref, PaymentID: "x", Amount: 1500, Currency: "EUR"}, command.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := command.New(store, command.WithProvider(failing{})).Payment(context.Background(), payment.CancelPayment{Reference: ref}, command.Meta{}); err == nil {
@@ -252,5 +253,44 @@ func TestNothingIsRecordedBeforeTheProviderAgreed(t *testing.T) {
 	}
 	if recs, _ := store.Read(context.Background(), payment.StreamID(ref), 0); len(recs) != 1 {
 		t.Fatalf("a refused cancellation recorded %d events", len(recs)-1)
+	}
+}
+
+// TestAHandlerWithoutAProviderRefusesPayments: the provider is chosen where the
+// handler is built; one built with none refuses every payment command with
+// ErrNoProvider and records nothing, and still executes bike commands.
+func TestAHandlerWithoutAProviderRefusesPayments(t *testing.T) {
+	ctx := context.Background()
+	store := eventstore.NewMemory()
+	h := command.New(store)
+	ref := payment.ReferenceFor("b1_AAAAAAAAAAAAAAAAAAAAAA")
+	for name, send := range map[string]func() error{
+		"prepare": func() error {
+			_, err := h.Payment(ctx, payment.PreparePayment{Reference: ref, PaymentID: "x", Amount: 1500, Currency: "EUR"}, command.Meta{})
+			return err
+		},
+		"confirm": func() error {
+			_, err := h.Payment(ctx, payment.ConfirmPayment{Reference: ref}, command.Meta{})
+			return err
+		},
+		"refund": func() error { _, err := h.Refund(ctx, ref, command.Meta{}); return err },
+		"retry cancellation": func() error {
+			_, err := h.RetryCancellation(ctx, ref, command.Meta{})
+			return err
+		},
+		"provider event": func() error {
+			_, err := h.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: generic.Name, EventID: "evt-1", Kind: payment.ProviderSucceeded, Reference: ref}, command.Meta{})
+			return err
+		},
+	} {
+		if err := send(); !errors.Is(err, command.ErrNoProvider) {
+			t.Errorf("%s: err = %v, want ErrNoProvider", name, err)
+		}
+	}
+	if recs, _ := store.Read(ctx, payment.StreamID(ref), 0); len(recs) != 0 {
+		t.Errorf("refused payment commands recorded %d events", len(recs))
+	}
+	if _, err := h.Bike(ctx, rental.RegisterBike{BikeID: "b1"}, command.Meta{}); err != nil {
+		t.Errorf("a bike command: %v", err)
 	}
 }

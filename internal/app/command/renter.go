@@ -11,15 +11,15 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-var renters = domain[renter.State, renter.Event, renter.OpenRequest]{
-	fold: renter.Fold, evolve: renter.Evolve, decide: renter.Decide, decode: renter.DecodeEvent,
-	rental: func(e renter.Event) string {
+var renters = Decider[renter.State, renter.Event, renter.OpenRequest]{
+	Fold: renter.Fold, Evolve: renter.Evolve, Decide: renter.Decide, Decode: renter.DecodeEvent,
+	Rental: func(e renter.Event) string {
 		if r, ok := e.(renter.RentalRequested); ok {
 			return r.RentalID
 		}
 		return ""
 	},
-	tags: func(e renter.Event) []string {
+	Tags: func(e renter.Event) []string {
 		r, _ := e.(renter.RentalRequested)
 		return []string{"renter:" + r.Renter, "rental:" + r.RentalID}
 	},
@@ -38,68 +38,74 @@ type renterStore interface {
 
 // requestBike decides a RequestBike on the bike and, when the bike takes it, on the
 // renter, and appends both decisions in one write, retrying conflicts on either
-// stream from fresh reads.
+// stream from fresh reads (eventstore.ExecuteStreams).
 func (h *Handler) requestBike(ctx context.Context, c rental.RequestBike, meta Meta) (Result[rental.Bike], error) {
 	store, ok := h.store.(renterStore)
 	if !ok {
 		return Result[rental.Bike]{}, ErrNeedsMultiStreamStore
 	}
-	bikeStream, renterStream := rental.StreamID(c.BikeID), renter.StreamID(c.Renter)
-	for attempt := 1; ; attempt++ {
-		bike, bikeRecords, err := h.loadBike(ctx, c.BikeID, c.RentalID)
-		if err != nil {
-			return Result[rental.Bike]{}, err
-		}
-		decided, err := rental.Decide(bike, c)
-		if err != nil || len(decided) == 0 {
-			// A refusal, or a repeat of a request that took effect: it was counted then.
-			return Result[rental.Bike]{State: bike}, err
-		}
-		state, renterVersion, err := h.loadRenter(ctx, store, c.Renter)
-		if err != nil {
-			return Result[rental.Bike]{}, err
-		}
-		settled, err := h.settled(ctx, state.Candidates, bike)
-		if err != nil {
-			return Result[rental.Bike]{}, err
-		}
-		opened, err := renter.Decide(state, renter.OpenRequest{
-			Renter: c.Renter, RentalID: c.RentalID, BikeID: c.BikeID, MaxPending: h.maxPending, Settled: settled,
-		})
-		if err != nil {
-			return Result[rental.Bike]{State: bike}, err
-		}
-		after := bike
-		for _, e := range decided {
-			after = rental.Evolve(after, e)
-		}
-		parts := make([]eventstore.StreamAppend, 0, 2)
-		bikeEvents, err := encode(h, bikes, decided, meta)
-		if err != nil {
-			return Result[rental.Bike]{}, err
-		}
-		parts = append(parts, eventstore.StreamAppend{StreamID: bikeStream, ExpectedVersion: lastVersion(bikeRecords), Events: bikeEvents})
-		if len(opened) > 0 {
-			renterEvents, err := encode(h, renters, opened, meta)
-			if err != nil {
-				return Result[rental.Bike]{}, err
-			}
-			parts = append(parts, eventstore.StreamAppend{StreamID: renterStream, ExpectedVersion: renterVersion, Events: renterEvents})
-		}
-		appended, err := store.AppendStreams(ctx, parts...)
-		if err == nil {
-			return Result[rental.Bike]{State: after, Appended: appended}, nil
-		}
-		if !errors.Is(err, eventstore.ErrConcurrency) {
-			return Result[rental.Bike]{}, err
-		}
-		if attempt >= h.policy.MaxAttempts {
-			return Result[rental.Bike]{}, fmt.Errorf("%w (%d attempts on streams %q and %q): %w", eventstore.ErrRetriesExhausted, attempt, bikeStream, renterStream, err)
-		}
-		if err := h.policy.Backoff(ctx, attempt); err != nil {
-			return Result[rental.Bike]{}, err
-		}
+	// after is the bike as the last attempt decided it; decided says that attempt
+	// decided, so that an error is the store's.
+	var after rental.Bike
+	decided := false
+	appended, err := eventstore.ExecuteStreams(ctx, store, func(ctx context.Context) (parts []eventstore.StreamAppend, err error) {
+		after, parts, err = h.decideRequest(ctx, store, c, meta)
+		decided = err == nil
+		return parts, err
+	}, h.policy)
+	switch {
+	case err != nil && decided:
+		return Result[rental.Bike]{}, err
+	case err != nil:
+		return Result[rental.Bike]{State: after}, err
 	}
+	return Result[rental.Bike]{State: after, Appended: appended}, nil
+}
+
+// decideRequest is one attempt of requestBike, from fresh reads: the bike after
+// the request, and the bike's and the renter's appends, none for a repeat of a
+// request that took effect (it was counted then). A refusal, by the bike or by the
+// renter's limit, is returned with the bike as it was read.
+func (h *Handler) decideRequest(ctx context.Context, store renterStore, c rental.RequestBike, meta Meta) (rental.Bike, []eventstore.StreamAppend, error) {
+	bike, bikeRecords, err := h.loadBike(ctx, c.BikeID, c.RentalID)
+	if err != nil {
+		return rental.Bike{}, nil, err
+	}
+	decided, err := rental.Decide(bike, c)
+	if err != nil || len(decided) == 0 {
+		return bike, nil, err
+	}
+	state, renterVersion, err := h.loadRenter(ctx, store, c.Renter)
+	if err != nil {
+		return rental.Bike{}, nil, err
+	}
+	settled, err := h.settled(ctx, state.Candidates, bike)
+	if err != nil {
+		return rental.Bike{}, nil, err
+	}
+	opened, err := renter.Decide(state, renter.OpenRequest{
+		Renter: c.Renter, RentalID: c.RentalID, BikeID: c.BikeID, MaxPending: h.maxPending, Settled: settled,
+	})
+	if err != nil {
+		return bike, nil, err
+	}
+	after := bike
+	for _, e := range decided {
+		after = rental.Evolve(after, e)
+	}
+	bikeEvents, err := runner(h, bikes).Encode(decided, meta)
+	if err != nil {
+		return rental.Bike{}, nil, err
+	}
+	parts := []eventstore.StreamAppend{{StreamID: rental.StreamID(c.BikeID), ExpectedVersion: lastVersion(bikeRecords), Events: bikeEvents}}
+	if len(opened) > 0 {
+		renterEvents, err := runner(h, renters).Encode(opened, meta)
+		if err != nil {
+			return rental.Bike{}, nil, err
+		}
+		parts = append(parts, eventstore.StreamAppend{StreamID: renter.StreamID(c.Renter), ExpectedVersion: renterVersion, Events: renterEvents})
+	}
+	return after, parts, nil
 }
 
 // loadRenter returns a renter's state and the version it was read at, from the
@@ -109,11 +115,11 @@ func (h *Handler) loadRenter(ctx context.Context, store eventstore.BackwardReade
 	if err != nil || len(records) == 0 {
 		return renter.State{}, 0, err
 	}
-	events, err := decodeAll(renters, records)
+	s, err := runner(h, renters).Fold(records)
 	if err != nil {
 		return renter.State{}, 0, err
 	}
-	return renter.Fold(events), records[0].Version, nil
+	return s, records[0].Version, nil
 }
 
 // settled returns the candidates whose bikes say they are no longer outstanding:
@@ -141,13 +147,6 @@ func (h *Handler) settled(ctx context.Context, candidates []string, current rent
 		}
 	}
 	return out, nil
-}
-
-func lastVersion(records []eventstore.Record) int64 {
-	if n := len(records); n > 0 {
-		return records[n-1].Version
-	}
-	return 0
 }
 
 // MaxRentalsPage is the most rentals RenterRentals returns at once.
@@ -178,7 +177,7 @@ func (h *Handler) RenterRentals(ctx context.Context, name string, before int64, 
 	if err != nil {
 		return nil, err
 	}
-	events, err := decodeAll(renters, records)
+	events, err := runner(h, renters).DecodeAll(records)
 	if err != nil {
 		return nil, err
 	}

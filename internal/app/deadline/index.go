@@ -127,8 +127,8 @@ type Open struct {
 }
 
 // PaymentChange is what a record of the Events table means for a payment's deadline:
-// the payment was prepared (Settled is empty), or it settled, and how ("confirmed",
-// "rejected" or "cancelled").
+// the payment was prepared (Settled is empty), or it settled, and how: the status
+// it settled in (payment.StatusConfirmed, StatusRejected or StatusCancelled).
 type PaymentChange struct {
 	Reference string
 	Settled   string

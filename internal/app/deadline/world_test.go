@@ -15,6 +15,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
@@ -75,7 +76,7 @@ func newWorld(t testing.TB, shards int, opts ...command.Option) *world {
 		t.Fatal(err)
 	}
 	w := &world{t: t, client: client, store: dynamo.New(client, eventsTable), pending: pending, events: eventsTable, processLog: &lockedBuffer{}}
-	w.commands = command.New(w.store, opts...)
+	w.commands = command.New(w.store, append([]command.Option{command.WithProvider(generic.Provider{})}, opts...)...)
 	var err error
 	w.process, err = process.New(process.Config{Store: w.store, Commands: w.commands, Price: process.Price{Amount: 1500, Currency: "EUR"},
 		Logger: slog.New(slog.NewJSONHandler(w.processLog, nil)), MetricsService: "bikerental-test", Metrics: emf.NewWriter(w.processLog)})

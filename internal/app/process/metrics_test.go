@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -28,7 +29,7 @@ func TestAMismatchedProviderEventIsAMetric(t *testing.T) {
 	}{{payment.ProviderSucceeded, 1}, {payment.ProviderFailed, 1}, {payment.ProviderRefunded, 0}} {
 		var logs, metrics bytes.Buffer
 		store := eventstore.NewMemory()
-		p, err := process.New(process.Config{Store: store, Commands: command.New(store), Price: price,
+		p, err := process.New(process.Config{Store: store, Commands: command.New(store, command.WithProvider(generic.Provider{})), Price: price,
 			Logger: slog.New(slog.NewJSONHandler(&logs, nil)), MetricsService: "bikerental-test", Metrics: emf.NewWriter(&metrics)})
 		if err != nil {
 			t.Fatal(err)

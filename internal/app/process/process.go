@@ -105,15 +105,24 @@ const (
 // Process is the rental-payment process. It is safe for concurrent use; every
 // method is idempotent, because deliveries and commands arrive at least once.
 type Process struct {
-	store    eventstore.Store
 	commands Commands
+	// streams runs the process's own streams: the one load, decide and append of
+	// package command.
+	streams  command.Runner[rentalpayment.State, rentalpayment.Event, rentalpayment.Command]
 	recorder recorder
 	price    Price
 	logger   *slog.Logger
 	retry    eventstore.RetryPolicy
-	newID    func() string
 	metrics  *emf.Writer
 	service  string
+}
+
+// processes is the process's decider as the runner uses it: its events are tagged
+// with, and correlated by, their rental.
+var processes = command.Decider[rentalpayment.State, rentalpayment.Event, rentalpayment.Command]{
+	Fold: rentalpayment.Fold, Evolve: rentalpayment.Evolve, Decide: rentalpayment.Decide, Decode: rentalpayment.DecodeEvent,
+	Rental: rentalpayment.RentalOf,
+	Tags:   func(e rentalpayment.Event) []string { return []string{"rental:" + rentalpayment.RentalOf(e)} },
 }
 
 // New returns the process for cfg.
@@ -131,7 +140,8 @@ func New(cfg Config) (*Process, error) {
 	if cfg.Retry.MaxAttempts == 0 {
 		cfg.Retry = eventstore.DefaultRetryPolicy
 	}
-	p := &Process{store: cfg.Store, commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, newID: ident.UUID, metrics: cfg.Metrics, service: cfg.MetricsService}
+	p := &Process{commands: cfg.Commands, price: cfg.Price, logger: cfg.Logger, retry: cfg.Retry, metrics: cfg.Metrics, service: cfg.MetricsService,
+		streams: command.Runner[rentalpayment.State, rentalpayment.Event, rentalpayment.Command]{Decider: processes, Store: cfg.Store, Retry: cfg.Retry, NewID: ident.UUID}}
 	if mode == RecordByCommand {
 		p.recorder = commandRecorder{p}
 	} else {
@@ -140,31 +150,24 @@ func New(cfg Config) (*Process, error) {
 	return p, nil
 }
 
-// Snapshot is the process's state as read from its stream, with the version it was
-// read at. Only Process.load makes a usable one, so nothing can record an event
+// Snapshot is the process's state as read from its stream, with what it was read
+// from. Only Process.load makes a usable one, so nothing can record an event
 // without having read the state that event is guarded by.
 type Snapshot struct {
-	State   rentalpayment.State
-	stream  string
-	version int64
-	read    bool
+	State  rentalpayment.State
+	loaded command.Loaded[rentalpayment.State]
 }
 
 func (p *Process) load(ctx context.Context, rentalID string) (Snapshot, error) {
-	stream := rentalpayment.StreamID(rentalID)
-	records, err := p.store.Read(ctx, stream, 0)
+	l, err := p.streams.Load(ctx, rentalpayment.StreamID(rentalID))
 	if err != nil {
 		return Snapshot{}, err
 	}
-	s, err := fold(rentalID, records)
-	if err != nil {
-		return Snapshot{}, err
+	s := l.State
+	if s.RentalID == "" {
+		s.RentalID = rentalID
 	}
-	version := int64(0)
-	if n := len(records); n > 0 {
-		version = records[n-1].Version
-	}
-	return Snapshot{State: s, stream: stream, version: version, read: true}, nil
+	return Snapshot{State: s, loaded: l}, nil
 }
 
 // recorder writes the process's own events, by one of the two mechanisms.
@@ -172,42 +175,15 @@ type recorder interface {
 	record(ctx context.Context, rentalID string, snap Snapshot, c rentalpayment.Command, meta command.Meta) error
 }
 
-// fold decodes a process's records and folds them: the state the decider decides on.
-func fold(rentalID string, records []eventstore.Record) (rentalpayment.State, error) {
-	events := make([]rentalpayment.Event, len(records))
-	for i, r := range records {
-		e, err := rentalpayment.DecodeEvent(r.Type, r.Data)
-		if err != nil {
-			return rentalpayment.State{}, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
-		}
-		events[i] = e
-	}
-	s := rentalpayment.Fold(events)
-	if s.RentalID == "" {
-		s.RentalID = rentalID
-	}
-	return s, nil
-}
-
 // errUnread is what recording from a Snapshot that did not come from a read gets.
-var errUnread = errors.New("rentalpayment: refusing to record without having read the process state")
+var errUnread = command.ErrUnread
 
-// appendRecorder appends at the version of the snapshot the reaction read.
+// appendRecorder appends at the version of the snapshot the reaction read
+// (command.Runner.RunOnce): a writer that appended meanwhile makes it fail.
 type appendRecorder struct{ p *Process }
 
 func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapshot, c rentalpayment.Command, meta command.Meta) error {
-	if !snap.read {
-		return errUnread
-	}
-	decided, err := rentalpayment.Decide(snap.State, c)
-	if err != nil || len(decided) == 0 {
-		return err
-	}
-	events, err := a.p.encode(rentalID, decided, meta)
-	if err != nil {
-		return err
-	}
-	_, err = a.p.store.Append(ctx, snap.stream, snap.version, events...)
+	_, err := a.p.streams.RunOnce(ctx, snap.loaded, c, correlated(rentalID, meta))
 	return err
 }
 
@@ -215,7 +191,7 @@ func (a appendRecorder) record(ctx context.Context, rentalID string, snap Snapsh
 type commandRecorder struct{ p *Process }
 
 func (c commandRecorder) record(ctx context.Context, rentalID string, snap Snapshot, cmd rentalpayment.Command, meta command.Meta) error {
-	if !snap.read {
+	if !snap.loaded.Read() {
 		return errUnread
 	}
 	return c.p.HandleRecording(ctx, rentalID, cmd, meta)
@@ -223,37 +199,19 @@ func (c commandRecorder) record(ctx context.Context, rentalID string, snap Snaps
 
 // HandleRecording is the command handler of RecordPaymentRequested and
 // RecordProcessCompleted, the only writer of the process's stream in command mode:
-// it reads the stream, decides, and appends, retrying concurrency conflicts.
-// Recording what is already recorded succeeds and appends nothing.
+// it reads the stream, decides, and appends, retrying concurrency conflicts
+// (command.Runner.Run). Recording what is already recorded succeeds and appends
+// nothing.
 func (p *Process) HandleRecording(ctx context.Context, rentalID string, cmd rentalpayment.Command, meta command.Meta) error {
-	_, _, err := eventstore.Execute(ctx, p.store, rentalpayment.StreamID(rentalID), func(history []eventstore.Record) ([]eventstore.Event, error) {
-		s, err := fold(rentalID, history)
-		if err != nil {
-			return nil, err
-		}
-		decided, err := rentalpayment.Decide(s, cmd)
-		if err != nil {
-			return nil, err
-		}
-		return p.encode(rentalID, decided, meta)
-	}, p.retry)
+	_, err := p.streams.Run(ctx, rentalpayment.StreamID(rentalID), cmd, correlated(rentalID, meta))
 	return err
 }
 
-func (p *Process) encode(rentalID string, decided []rentalpayment.Event, meta command.Meta) ([]eventstore.Event, error) {
-	out := make([]eventstore.Event, len(decided))
-	for i, e := range decided {
-		data, err := json.Marshal(e)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = eventstore.Event{
-			ID: p.newID(), Type: e.EventType(), Data: data,
-			Tags:          []string{"rental:" + rentalID},
-			CorrelationID: rentalID, CausationID: meta.CausationID,
-		}
-	}
-	return out, nil
+// correlated is meta for the process's own events, which are always correlated by
+// their rental.
+func correlated(rentalID string, meta command.Meta) command.Meta {
+	meta.CorrelationID = rentalID
+	return meta
 }
 
 // Handle reacts to one event record of the Events table: BikeRequested starts the

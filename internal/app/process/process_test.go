@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
@@ -77,7 +78,7 @@ type world struct {
 func newWorld(t *testing.T, mode process.RecordingMode, wrap func(process.Commands) process.Commands) *world {
 	t.Helper()
 	w := &world{t: t, store: &feed{Store: eventstore.NewMemory()}}
-	w.commands = command.New(w.store)
+	w.commands = command.New(w.store, command.WithProvider(generic.Provider{}))
 	var cmds process.Commands = w.commands
 	if wrap != nil {
 		cmds = wrap(cmds)

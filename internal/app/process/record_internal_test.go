@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -16,7 +17,7 @@ import (
 func TestNoRecordingWithoutARead(t *testing.T) {
 	for _, mode := range []RecordingMode{RecordByAppend, RecordByCommand} {
 		store := eventstore.NewMemory()
-		p, err := New(Config{Store: store, Commands: command.New(store), Mode: mode, Price: Price{Amount: 1, Currency: "EUR"}})
+		p, err := New(Config{Store: store, Commands: command.New(store, command.WithProvider(generic.Provider{})), Mode: mode, Price: Price{Amount: 1, Currency: "EUR"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +36,7 @@ func TestNoRecordingWithoutARead(t *testing.T) {
 // concurrency conflict instead of writing a second start.
 func TestAppendModeIsGuardedByTheVersionRead(t *testing.T) {
 	store := eventstore.NewMemory()
-	p, _ := New(Config{Store: store, Commands: command.New(store), Mode: RecordByAppend, Price: Price{Amount: 1, Currency: "EUR"}})
+	p, _ := New(Config{Store: store, Commands: command.New(store, command.WithProvider(generic.Provider{})), Mode: RecordByAppend, Price: Price{Amount: 1, Currency: "EUR"}})
 	ctx := context.Background()
 	const rentalID = "b1_AAAAAAAAAAAAAAAAAAAAAA"
 	stale, err := p.load(ctx, rentalID)
@@ -60,7 +61,7 @@ func TestAppendModeIsGuardedByTheVersionRead(t *testing.T) {
 // appends nothing, for the start and for the end.
 func TestCommandModeRecordsWhatIsAlreadyRecordedOnce(t *testing.T) {
 	store := eventstore.NewMemory()
-	p, _ := New(Config{Store: store, Commands: command.New(store), Mode: RecordByCommand, Price: Price{Amount: 1, Currency: "EUR"}})
+	p, _ := New(Config{Store: store, Commands: command.New(store, command.WithProvider(generic.Provider{})), Mode: RecordByCommand, Price: Price{Amount: 1, Currency: "EUR"}})
 	ctx := context.Background()
 	const rentalID = "b1_AAAAAAAAAAAAAAAAAAAAAA"
 	start := rentalpayment.RecordPaymentRequested{RentalPaymentRequested: rentalpayment.RentalPaymentRequested{RentalID: rentalID, BikeID: "b1", Renter: "alice", Amount: 1, Currency: "EUR"}}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
@@ -36,7 +37,7 @@ func TestDrivenByRealStreamRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		store := dynamo.New(client, table)
-		commands := command.New(store)
+		commands := command.New(store, command.WithProvider(generic.Provider{}))
 		process, err := process.New(process.Config{Store: store, Commands: commands, Mode: mode, Price: price})
 		if err != nil {
 			t.Fatal(err)

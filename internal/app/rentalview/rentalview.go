@@ -207,8 +207,8 @@ func Of(rentalID string, recs Records) (View, error) {
 	}
 	processStarted, processEnded := false, false
 	for _, r := range records[2] {
-		processStarted = processStarted || r.Type == rentalpayment.TypeRequested
-		processEnded = processEnded || r.Type == rentalpayment.TypeCompleted
+		processStarted = processStarted || rentalpayment.Starts(r.Type)
+		processEnded = processEnded || rentalpayment.Ends(r.Type)
 		v.History = append(v.History, entry(r))
 	}
 	// Events of one stream are in version order; across streams, order by time.

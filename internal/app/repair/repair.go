@@ -220,9 +220,9 @@ func caseOf(records []eventstore.Record) Case {
 			prepared = true
 		case payment.Settles(r.Type):
 			settled = true
-		case r.Type == rentalpayment.TypeRequested:
+		case rentalpayment.Starts(r.Type):
 			started = true
-		case r.Type == rentalpayment.TypeCompleted:
+		case rentalpayment.Ends(r.Type):
 			completed = true
 		}
 	}

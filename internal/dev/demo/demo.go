@@ -40,6 +40,9 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 )
 
 // Config says where the stack is and how to talk to it.
@@ -71,18 +74,27 @@ const (
 
 // The events each rental's history must contain, in this order.
 var (
-	aliceTrail = []string{"BikeRequested", "PaymentPrepared", "RentalPaymentRequested", "PaymentConfirmed",
-		"RequestApproved", "RentalPaymentProcessCompleted", "BikeReturned"}
-	bobTrail = []string{"BikeRequested", "PaymentPrepared", "RentalPaymentRequested", "PaymentCancelled",
-		"RequestRejected", "RentalPaymentProcessCompleted"}
+	aliceTrail = types(rental.BikeRequested{}, payment.PaymentPrepared{}, rentalpayment.RentalPaymentRequested{}, payment.PaymentConfirmed{},
+		rental.RequestApproved{}, rentalpayment.RentalPaymentProcessCompleted{}, rental.BikeReturned{})
+	bobTrail = types(rental.BikeRequested{}, payment.PaymentPrepared{}, rentalpayment.RentalPaymentRequested{}, payment.PaymentCancelled{},
+		rental.RequestRejected{}, rentalpayment.RentalPaymentProcessCompleted{})
 	// carolTrail is Bob's, then the success that came too late and the refund: owed
 	// with the generic provider, which cannot refund; requested from Stripe, then
 	// confirmed by it.
 	carolTrail = map[string][]string{
-		generic.Name: append(slices.Clone(bobTrail), "PaymentSucceededAfterCancellation", "RefundOwed"),
-		stripe.Name:  append(slices.Clone(bobTrail), "PaymentSucceededAfterCancellation", "RefundRequested", "PaymentRefunded"),
+		generic.Name: append(slices.Clone(bobTrail), types(payment.PaymentSucceededAfterCancellation{}, payment.RefundOwed{})...),
+		stripe.Name:  append(slices.Clone(bobTrail), types(payment.PaymentSucceededAfterCancellation{}, payment.RefundRequested{}, payment.PaymentRefunded{})...),
 	}
 )
+
+// types returns the stored types of events, in order.
+func types(events ...interface{ EventType() string }) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = e.EventType()
+	}
+	return out
+}
 
 // Run tells the story against cfg.BaseURL and returns nil only if every step had
 // the expected outcome. Each run uses new bikes, so it can run again against the
@@ -398,7 +410,7 @@ func (d *demo) confirm(ctx context.Context) error {
 	if err := same("Alice's rental after the forged call", v.Status, "awaiting-payment"); err != nil {
 		return err
 	}
-	if v.has("PaymentConfirmed") {
+	if v.has(payment.PaymentConfirmed{}.EventType()) {
 		return errors.New("the forged webhook confirmed the payment")
 	}
 	d.say("Still awaiting payment. Now the genuine call, signed with the shared secret:")
@@ -423,7 +435,7 @@ func (d *demo) payment(ctx context.Context, r rentalAccepted) (paymentView, erro
 	}
 	p := v.Payment
 	switch {
-	case p == nil || p.Status != "prepared":
+	case p == nil || p.Status != string(payment.StatusPrepared):
 		return paymentView{}, fmt.Errorf("GET /rentals/%s: want a prepared payment, got %+v", r.RentalID, p)
 	case d.stripe && (!strings.HasPrefix(p.PaymentID, "pi_") || p.ClientSecret == ""):
 		return paymentView{}, fmt.Errorf("GET /rentals/%s: want a PaymentIntent (pi_...) and its client secret, got paymentId %q and %s (is the stack's PAYMENT_PROVIDER stripe?)",
@@ -438,7 +450,7 @@ func (d *demo) payment(ctx context.Context, r rentalAccepted) (paymentView, erro
 			Amount   int64  `json:"amount"`
 			Currency string `json:"currency"`
 		}
-		if e.Type == "PaymentPrepared" && json.Unmarshal(e.Data, &prepared) == nil {
+		if e.Type == (payment.PaymentPrepared{}).EventType() && json.Unmarshal(e.Data, &prepared) == nil {
 			p.amount, p.currency = prepared.Amount, strings.ToLower(prepared.Currency)
 		}
 	}
@@ -633,13 +645,13 @@ func (d *demo) checkLate(v rentalView, refund string) error {
 	if v.Payment == nil {
 		return errors.New("no payment shown on Carol's rental")
 	}
-	if err := same("Carol's payment status", v.Payment.Status, "cancelled"); err != nil {
+	if err := same("Carol's payment status", v.Payment.Status, string(payment.StatusCancelled)); err != nil {
 		return err
 	}
 	if err := same("Carol's refund", v.Payment.Refund, refund); err != nil {
 		return err
 	}
-	for _, t := range []string{"RequestApproved", "PaymentConfirmed"} {
+	for _, t := range types(rental.RequestApproved{}, payment.PaymentConfirmed{}) {
 		if v.has(t) {
 			return fmt.Errorf("the late payment of Carol's rental led to %s: the bike was handed over for it", t)
 		}

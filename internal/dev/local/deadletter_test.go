@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
@@ -68,7 +69,7 @@ func TestADeadLetteredRentalIsRepairedFromTheEventStore(t *testing.T) {
 	cfg, logger := stack.AWS, stack.Logger
 
 	store := dynamo.New(emulatortest.DynamoDB(t), events)
-	commands := command.New(store)
+	commands := command.New(store, command.WithProvider(generic.Provider{}))
 	rentalID := rental.NewRentalID("held", "AAAAAAAAAAAAAAAAAAAAAA")
 	for _, c := range []rental.Command{rental.RegisterBike{BikeID: "held"}, rental.RequestBike{BikeID: "held", Renter: "renter-held", RentalID: rentalID}} {
 		if _, err := commands.Bike(ctx, c, command.Meta{}); err != nil {
@@ -142,7 +143,7 @@ func TestADeadLetteredRentalIsFoundAndRepairedByTheSweep(t *testing.T) {
 	cfg := stack.AWS
 
 	store := dynamo.New(emulatortest.DynamoDB(t), events)
-	commands := command.New(store)
+	commands := command.New(store, command.WithProvider(generic.Provider{}))
 	rentalID := rental.NewRentalID("paid", "AAAAAAAAAAAAAAAAAAAAAA")
 	for _, c := range []rental.Command{rental.RegisterBike{BikeID: "paid"}, rental.RequestBike{BikeID: "paid", Renter: "renter-paid", RentalID: rentalID}} {
 		if _, err := commands.Bike(ctx, c, command.Meta{}); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/dev/auth"
@@ -79,7 +80,7 @@ func TestGatewayAnswers500WhenTheFunctionFails(t *testing.T) {
 // sent, as API Gateway delivers them.
 func TestSignedWebhookOverHTTP(t *testing.T) {
 	verifier, _ := webhook.NewVerifier([]byte(local.DefaultWebhookSecret), webhook.DefaultTolerance)
-	a := httpapi.New(httpapi.Config{Commands: command.New(eventstore.NewMemory()), Webhook: verifier})
+	a := httpapi.New(httpapi.Config{Commands: command.New(eventstore.NewMemory(), command.WithProvider(generic.Provider{})), Webhook: verifier})
 	srv := httptest.NewServer(local.Gateway{Function: local.InProcess(a.Handle)})
 	defer srv.Close()
 	body := "{ \"id\": \"evt-1\", \"type\": \"payment.failed\", \"paymentReference\": \"rp_b1_AAAAAAAAAAAAAAAAAAAAAA\", \"reason\" : \"card declined\" }"
@@ -126,7 +127,7 @@ func TestGatewayPlaysTheJWTAuthorizer(t *testing.T) {
 	}
 	verifier, _ := webhook.NewVerifier([]byte(local.DefaultWebhookSecret), webhook.DefaultTolerance)
 	store := eventstore.NewMemory()
-	a := httpapi.New(httpapi.Config{Commands: command.New(store), Webhook: verifier})
+	a := httpapi.New(httpapi.Config{Commands: command.New(store, command.WithProvider(generic.Provider{})), Webhook: verifier})
 	srv := httptest.NewServer(local.Gateway{Function: local.InProcess(a.Handle), Authorizer: authorizer})
 	defer srv.Close()
 

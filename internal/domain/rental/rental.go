@@ -470,42 +470,56 @@ func Decide(s Bike, c Command) ([]Event, error) {
 		return nil, ErrNoPendingRequest
 
 	case ReturnBike:
-		if c.RentalID != "" && !(s.Status == StatusRented && s.RentalID == c.RentalID) {
-			if r, ok := s.Rentals[c.RentalID]; ok && r.Outcome == OutcomeReturned {
-				return nil, nil // a retry of a return that already took effect
-			}
-			return nil, ErrNotActiveRental
-		}
-		if s.Status != StatusRented {
-			return nil, ErrBikeNotRented
-		}
-		returned := BikeReturned{BikeID: s.ID, Renter: s.Renter, RentalID: s.RentalID}
-		if !s.DueAt.IsZero() {
-			if c.At.IsZero() {
-				return nil, fmt.Errorf("rental: %w: the return of rental %s, flagged overdue, needs the time it happened", ErrInvalidCommand, s.RentalID)
-			}
-			returned.Late = lateness(s.DueAt, c.At)
-		}
-		return []Event{returned}, nil
+		return s.returnBike(c)
 
 	case FlagOverdueReturn:
-		switch {
-		case s.Rentals[c.RentalID].Outcome == OutcomeReturned:
-			return nil, ErrRentalReturned
-		case s.Status != StatusRented || s.RentalID != c.RentalID:
-			return nil, ErrNotActiveRental
-		case !s.DueAt.IsZero():
-			return nil, nil // flagged already
-		case c.ApprovedAt.IsZero() || c.Period <= 0 || c.At.IsZero():
-			return nil, fmt.Errorf("rental: %w: flagging rental %s needs its approval time, a positive rental period and the time now", ErrInvalidCommand, c.RentalID)
-		}
-		due := ReturnDue(c.ApprovedAt, c.Period)
-		if c.At.Before(due) {
-			return nil, fmt.Errorf("%w: rental %s is due back at %s", ErrReturnNotDue, c.RentalID, due.UTC().Format(time.RFC3339))
-		}
-		return []Event{ReturnOverdue{BikeID: s.ID, Renter: s.Renter, RentalID: c.RentalID, ApprovedAt: c.ApprovedAt, DueAt: due, FlaggedAt: c.At}}, nil
+		return s.flagOverdue(c)
 	}
 	return nil, fmt.Errorf("rental: %w: unknown command %T", ErrInvalidCommand, c)
+}
+
+// returnBike decides a return: the current rental's, recording how late it came
+// back when it had been flagged overdue; a retry of a return that took effect is
+// nothing.
+func (s Bike) returnBike(c ReturnBike) ([]Event, error) {
+	if c.RentalID != "" && !(s.Status == StatusRented && s.RentalID == c.RentalID) {
+		if r, ok := s.Rentals[c.RentalID]; ok && r.Outcome == OutcomeReturned {
+			return nil, nil // a retry of a return that already took effect
+		}
+		return nil, ErrNotActiveRental
+	}
+	if s.Status != StatusRented {
+		return nil, ErrBikeNotRented
+	}
+	returned := BikeReturned{BikeID: s.ID, Renter: s.Renter, RentalID: s.RentalID}
+	if !s.DueAt.IsZero() {
+		if c.At.IsZero() {
+			return nil, fmt.Errorf("rental: %w: the return of rental %s, flagged overdue, needs the time it happened", ErrInvalidCommand, s.RentalID)
+		}
+		returned.Late = lateness(s.DueAt, c.At)
+	}
+	return []Event{returned}, nil
+}
+
+// flagOverdue decides FlagOverdueReturn: ReturnOverdue once for the bike's current
+// rental past its due time; declined when it was returned, is not current, or is
+// not due yet.
+func (s Bike) flagOverdue(c FlagOverdueReturn) ([]Event, error) {
+	switch {
+	case s.Rentals[c.RentalID].Outcome == OutcomeReturned:
+		return nil, ErrRentalReturned
+	case s.Status != StatusRented || s.RentalID != c.RentalID:
+		return nil, ErrNotActiveRental
+	case !s.DueAt.IsZero():
+		return nil, nil // flagged already
+	case c.ApprovedAt.IsZero() || c.Period <= 0 || c.At.IsZero():
+		return nil, fmt.Errorf("rental: %w: flagging rental %s needs its approval time, a positive rental period and the time now", ErrInvalidCommand, c.RentalID)
+	}
+	due := ReturnDue(c.ApprovedAt, c.Period)
+	if c.At.Before(due) {
+		return nil, fmt.Errorf("%w: rental %s is due back at %s", ErrReturnNotDue, c.RentalID, due.UTC().Format(time.RFC3339))
+	}
+	return []Event{ReturnOverdue{BikeID: s.ID, Renter: s.Renter, RentalID: c.RentalID, ApprovedAt: c.ApprovedAt, DueAt: due, FlaggedAt: c.At}}, nil
 }
 
 // pending reports whether renter's request under rentalID is the bike's current,

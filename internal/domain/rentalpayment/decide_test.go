@@ -71,3 +71,19 @@ func TestDecodeEventRoundTrips(t *testing.T) {
 		t.Error("bad JSON: no error")
 	}
 }
+
+// TestStartsAndEnds: the process starts with its payment requested and ends with
+// its completion, and no other event type does either.
+func TestStartsAndEnds(t *testing.T) {
+	for _, typ := range append(rentalpayment.EventTypes(), "PaymentConfirmed", "BikeRequested", "") {
+		if got, want := rentalpayment.Starts(typ), typ == (rentalpayment.RentalPaymentRequested{}).EventType(); got != want {
+			t.Errorf("Starts(%q) = %v, want %v", typ, got, want)
+		}
+		if got, want := rentalpayment.Ends(typ), typ == (rentalpayment.RentalPaymentProcessCompleted{}).EventType(); got != want {
+			t.Errorf("Ends(%q) = %v, want %v", typ, got, want)
+		}
+	}
+	if got := rentalpayment.RentalOf(rentalpayment.RentalPaymentProcessCompleted{RentalID: "r"}); got != "r" {
+		t.Errorf("RentalOf = %q, want r", got)
+	}
+}

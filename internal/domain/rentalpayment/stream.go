@@ -92,6 +92,26 @@ func (RentalPaymentRequested) EventType() string { return TypeRequested }
 // EventType returns TypeCompleted.
 func (RentalPaymentProcessCompleted) EventType() string { return TypeCompleted }
 
+// Starts reports whether an event of eventType starts a process: it asked for the
+// rental's payment (RentalPaymentRequested).
+func Starts(eventType string) bool { return eventType == TypeRequested }
+
+// Ends reports whether an event of eventType ends a process
+// (RentalPaymentProcessCompleted).
+func Ends(eventType string) bool { return eventType == TypeCompleted }
+
+// RentalOf returns the rental an event of the process belongs to, "" for one it
+// does not know.
+func RentalOf(e Event) string {
+	switch e := e.(type) {
+	case RentalPaymentRequested:
+		return e.RentalID
+	case RentalPaymentProcessCompleted:
+		return e.RentalID
+	}
+	return ""
+}
+
 // CompletionFor returns how the process ends after a payment settles with an event
 // of settlementType (payment.Settles): approved on a confirmation, rejected or
 // cancelled on those; false for an event that settles nothing.

@@ -17,7 +17,7 @@ func Bench(b *testing.B, newStore NewStore) {
 		b.ReportAllocs()
 		v := int64(0)
 		for b.Loop() {
-			if _, err := s.Append(ctx, "bench", v, Event("BikeRequested", payload)); err != nil {
+			if _, err := s.Append(ctx, "bench", v, Event("ItemRequested", payload)); err != nil {
 				b.Fatal(err)
 			}
 			v++
@@ -30,7 +30,7 @@ func Bench(b *testing.B, newStore NewStore) {
 		events := make([]eventstore.Event, 10)
 		for b.Loop() {
 			for i := range events {
-				events[i] = Event("BikeRequested", payload)
+				events[i] = Event("ItemRequested", payload)
 			}
 			if _, err := s.Append(ctx, "bench", v, events...); err != nil {
 				b.Fatal(err)
@@ -44,7 +44,7 @@ func Bench(b *testing.B, newStore NewStore) {
 			for v := int64(0); v < int64(n); v += 10 {
 				events := make([]eventstore.Event, 10)
 				for i := range events {
-					events[i] = Event("BikeRequested", payload)
+					events[i] = Event("ItemRequested", payload)
 				}
 				if _, err := s.Append(ctx, "bench", v, events...); err != nil {
 					b.Fatal(err)

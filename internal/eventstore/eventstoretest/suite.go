@@ -144,7 +144,7 @@ func testRoundTrip(t *testing.T, s eventstore.Store) {
 	at := time.Date(2026, 3, 14, 15, 9, 26, 535897932, time.FixedZone("CET", 3600))
 	in := []eventstore.Event{{
 		ID:            "3f1c9a6e-0d7b-4a51-9a55-2b1f0c7e8d42",
-		Type:          "BikeRequested",
+		Type:          "ItemRequested",
 		Data:          json.RawMessage(`{"bikeId":"b-1","renter":"Zoë Ångström ✓","nested":{"n":[1,2.5,null,true]}}`),
 		Tags:          []string{"rental:r-1", "bike:b-1"},
 		RecordedAt:    at,
@@ -152,7 +152,7 @@ func testRoundTrip(t *testing.T, s eventstore.Store) {
 		CausationID:   "cmd-1",
 	}, {
 		ID:   "second",
-		Type: "RequestApproved",
+		Type: "ItemApproved",
 		Data: json.RawMessage(`{}`),
 	}}
 	appended := mustAppend(t, s, "bike-b-1", 0, in...)

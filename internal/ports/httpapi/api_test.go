@@ -80,7 +80,7 @@ func newHarness(t *testing.T, store eventstore.Store, canceller httpapi.Cancelle
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, store: store, commands: command.New(store, opts...), logs: &syncBuffer{}, now: time.Now()}
+	h := &harness{t: t, store: store, commands: command.New(store, append([]command.Option{command.WithProvider(generic.Provider{})}, opts...)...), logs: &syncBuffer{}, now: time.Now()}
 	h.api = httpapi.New(httpapi.Config{
 		Commands:  h.commands,
 		Webhook:   verifier,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -31,7 +32,7 @@ func benchAPI(b *testing.B) (*API, *command.Handler) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	commands := command.New(eventstore.NewMemory())
+	commands := command.New(eventstore.NewMemory(), command.WithProvider(generic.Provider{}))
 	return New(Config{Commands: commands, Webhook: verifier, Logger: slog.New(slog.DiscardHandler)}), commands
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
@@ -41,7 +42,7 @@ const fuzzRequestID = "fuzz-request-1"
 func fuzzWorld(t *testing.T) (*httpapi.API, *syncBuffer) {
 	t.Helper()
 	store := eventstore.NewMemory()
-	commands := command.New(store)
+	commands := command.New(store, command.WithProvider(generic.Provider{}))
 	ctx := context.Background()
 	for _, c := range []rental.Command{
 		rental.RegisterBike{BikeID: "fb1"},

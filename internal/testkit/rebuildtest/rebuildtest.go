@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/process"
@@ -56,7 +57,7 @@ func NewWorld(t testing.TB) *World {
 		PendingTable: emulatortest.CreateTable(t, client, schema.PendingPayments, "pending"),
 		Store:        dynamo.New(client, events),
 	}
-	w.Commands = command.New(w.Store)
+	w.Commands = command.New(w.Store, command.WithProvider(generic.Provider{}))
 	var err error
 	w.Process, err = process.New(process.Config{
 		Store: w.Store, Commands: w.Commands, Mode: process.RecordByAppend,
@@ -94,7 +95,7 @@ func (w *World) Rent(bikeID string, how Settlement) string {
 			w.T.Fatal(err)
 		}
 	}
-	w.handle(rental.StreamID(bikeID), "BikeRequested")
+	w.handle(rental.StreamID(bikeID), rental.BikeRequested{}.EventType())
 
 	ref := payment.ReferenceFor(rentalID)
 	var settle payment.Command
@@ -163,7 +164,7 @@ func (w *World) Pending(p *pendingtable.Projection) []string {
 	var ids []string
 	for _, r := range rows {
 		prepared := w.PaymentOf(r.RentalID)
-		if len(prepared) == 0 || prepared[0].Type != "PaymentPrepared" {
+		if len(prepared) == 0 || prepared[0].Type != (payment.PaymentPrepared{}).EventType() {
 			w.T.Fatalf("row %s: no PaymentPrepared in its stream", r.Reference)
 		}
 		if want := prepared[0].RecordedAt.Truncate(time.Millisecond); !r.PreparedAt.Equal(want) {

@@ -274,7 +274,7 @@ func aCancellationIsOwedUntilSettled(t *testing.T, s Subject) {
 	if got := openIDs(t, s, t0.Add(time.Hour)); len(got) != 0 {
 		t.Errorf("owed cancellations listed as open processes: %v", got)
 	}
-	if err := s.Apply(ctx, eventstore.Record{StreamID: "payment-x", Version: 3, Event: eventstore.Event{ID: "5", Type: "CancellationOwedAtProvider", Data: []byte(`[`), RecordedAt: t0}}); !errors.Is(err, eventstore.ErrCorruptRecord) {
+	if err := s.Apply(ctx, eventstore.Record{StreamID: "payment-x", Version: 3, Event: eventstore.Event{ID: "5", Type: payment.CancellationOwedAtProvider{}.EventType(), Data: []byte(`[`), RecordedAt: t0}}); !errors.Is(err, eventstore.ErrCorruptRecord) {
 		t.Errorf("a corrupt CancellationOwedAtProvider: %v, want ErrCorruptRecord", err)
 	}
 }
@@ -282,14 +282,14 @@ func aCancellationIsOwedUntilSettled(t *testing.T, s Subject) {
 func otherRecords(t *testing.T, s Subject) {
 	data, _ := json.Marshal(payment.PaymentPrepared{Reference: "not-a-rental", PaymentID: "p"})
 	apply(t, s,
-		eventstore.Record{StreamID: "bike-x", Version: 1, Event: eventstore.Event{ID: "1", Type: "BikeRegistered", Data: []byte(`{"bikeId":"x"}`), RecordedAt: t0}},
-		eventstore.Record{StreamID: "payment-not-a-rental", Version: 1, Event: eventstore.Event{ID: "2", Type: "PaymentPrepared", Data: data, RecordedAt: t0}})
+		eventstore.Record{StreamID: "bike-x", Version: 1, Event: eventstore.Event{ID: "1", Type: rental.BikeRegistered{}.EventType(), Data: []byte(`{"bikeId":"x"}`), RecordedAt: t0}},
+		eventstore.Record{StreamID: "payment-not-a-rental", Version: 1, Event: eventstore.Event{ID: "2", Type: payment.PaymentPrepared{}.EventType(), Data: data, RecordedAt: t0}})
 	if got := overdue(t, s, time.Time{}); len(got) != 0 {
 		t.Errorf("overdue %v after records that are not a rental's payment", got)
 	}
 	for _, r := range []eventstore.Record{
-		{StreamID: "payment-x", Version: 1, Event: eventstore.Event{ID: "3", Type: "PaymentPrepared", Data: []byte(`{`), RecordedAt: t0}},
-		{StreamID: "bike-x", Version: 2, Event: eventstore.Event{ID: "4", Type: "BikeRequested", Data: []byte(`{"rentalId":""}`), RecordedAt: t0}},
+		{StreamID: "payment-x", Version: 1, Event: eventstore.Event{ID: "3", Type: payment.PaymentPrepared{}.EventType(), Data: []byte(`{`), RecordedAt: t0}},
+		{StreamID: "bike-x", Version: 2, Event: eventstore.Event{ID: "4", Type: rental.BikeRequested{}.EventType(), Data: []byte(`{"rentalId":""}`), RecordedAt: t0}},
 	} {
 		if err := s.Apply(ctx, r); !errors.Is(err, eventstore.ErrCorruptRecord) {
 			t.Errorf("%s %s: %v, want ErrCorruptRecord", r.Type, r.Data, err)
@@ -304,7 +304,7 @@ func otherRecords(t *testing.T, s Subject) {
 func aParkedRecordIsKept(t *testing.T, s Subject) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	r := eventstore.Record{StreamID: payment.StreamID(payment.ReferenceFor(id("pk"))), Version: 3,
-		Event: eventstore.Event{ID: "pk-3", Type: "PaymentConfirmed", Data: []byte(`{}`), RecordedAt: at}}
+		Event: eventstore.Event{ID: "pk-3", Type: payment.PaymentConfirmed{}.EventType(), Data: []byte(`{}`), RecordedAt: at}}
 	parked := func() []deadline.Parked {
 		t.Helper()
 		b, _, err := s.Backlog(ctx, at.Add(time.Hour))

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -40,7 +41,7 @@ func BenchmarkHandleBatch(b *testing.B) {
 	ctx := context.Background()
 	newProcess := func(b *testing.B) *process.Process {
 		store := eventstore.NewMemory()
-		p, err := process.New(process.Config{Store: store, Commands: command.New(store),
+		p, err := process.New(process.Config{Store: store, Commands: command.New(store, command.WithProvider(generic.Provider{})),
 			Price: process.Price{Amount: 1500, Currency: "EUR"}, Logger: logger})
 		if err != nil {
 			b.Fatal(err)
