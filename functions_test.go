@@ -21,7 +21,7 @@ const maxFunctionLines = 80
 // maxFunctionLines, as "path/to/file.go Name" (methods by their name alone), each
 // with the reason it is kept whole.
 var longFunctions = []string{
-	"internal/app/deadline/sweep.go Sweep",                // being split
+	"internal/app/deadline/sweep.go Sweep", // being split
 }
 
 // productCode reports whether the Go file at path (relative to the module root,
