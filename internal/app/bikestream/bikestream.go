@@ -157,7 +157,7 @@ func about(recs []eventstore.Record, rentalID string) ([]eventstore.Record, erro
 		}
 		e, err := rental.DecodeEvent(rec.Type, rec.Data)
 		if err != nil {
-			return nil, fmt.Errorf("bikestream: %w: %s version %d: %w", eventstore.ErrCorruptRecord, rec.StreamID, rec.Version, err)
+			return nil, fmt.Errorf("bikestream: %w", eventstore.Corrupt(rec, err))
 		}
 		if rental.RentalOf(e) == rentalID {
 			out = append(out, rec)

@@ -138,9 +138,9 @@ func (h *Handler) recordMismatch(ctx context.Context, m ProviderEventMismatched,
 // that took it, unless its stream (records, from version 1) already records the
 // refund or its being owed: safe to call twice. It returns the mismatch.
 func (h *Handler) finishMismatch(ctx context.Context, stream string, records []eventstore.Record, meta Meta) (ProviderEventMismatched, error) {
-	var m ProviderEventMismatched
-	if err := json.Unmarshal(records[0].Data, &m); err != nil {
-		return m, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, stream, err)
+	m, err := eventstore.Decode[ProviderEventMismatched](records[0], DecodeEvent)
+	if err != nil {
+		return m, err
 	}
 	if !m.RefundDue || len(records) > 1 {
 		return m, nil

@@ -121,7 +121,7 @@ func approvedAt(records []eventstore.Record, rentalID string) (time.Time, error)
 		}
 		e, err := rental.DecodeEvent(r.Type, r.Data)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("%w: stream %q version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+			return time.Time{}, eventstore.Corrupt(r, err)
 		}
 		if rental.RentalOf(e) == rentalID {
 			return r.RecordedAt, nil

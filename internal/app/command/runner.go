@@ -91,7 +91,7 @@ func (r Runner[S, E, C]) DecodeAll(records []eventstore.Record) ([]E, error) {
 	for i, rec := range records {
 		e, err := r.Decider.Decode(rec.Type, rec.Data)
 		if err != nil {
-			return nil, fmt.Errorf("%w: stream %q version %d: %w", eventstore.ErrCorruptRecord, rec.StreamID, rec.Version, err)
+			return nil, eventstore.Corrupt(rec, err)
 		}
 		events[i] = e
 	}

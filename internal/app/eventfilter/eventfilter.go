@@ -73,7 +73,7 @@ func Wakes(consumer, eventType string) bool {
 // define them, sorted: what each consumer must have decided on.
 func EventTypes() []string {
 	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(), rentalpayment.EventTypes(),
-		[]string{command.ProviderEventReceived{}.EventType()}, command.MismatchEventTypes())
+		command.EventTypes())
 	sort.Strings(types)
 	return types
 }

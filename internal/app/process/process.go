@@ -7,7 +7,6 @@ package process
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -225,13 +224,13 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 	var react func() error
 	switch {
 	case r.Type == rental.BikeRequested{}.EventType():
-		e, err := decoded[rental.BikeRequested](r, rental.DecodeEvent)
+		e, err := eventstore.Decode[rental.BikeRequested](r, rental.DecodeEvent)
 		if err != nil {
 			return err
 		}
 		react = func() error { return p.onBikeRequested(ctx, r, e) }
 	case payment.Settles(r.Type):
-		e, err := decoded[payment.Event](r, payment.DecodeEvent)
+		e, err := eventstore.Decode[payment.Event](r, payment.DecodeEvent)
 		if err != nil {
 			return err
 		}
@@ -239,28 +238,28 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 	case r.Type == payment.PaymentSucceededAfterCancellation{}.EventType():
 		// The money arrived for a rental that did not get its bike: it goes back.
 		// The webhook that recorded it refunds too; this is the retried path.
-		e, err := decoded[payment.PaymentSucceededAfterCancellation](r, payment.DecodeEvent)
+		e, err := eventstore.Decode[payment.PaymentSucceededAfterCancellation](r, payment.DecodeEvent)
 		if err != nil {
 			return err
 		}
 		_, err = p.commands.Refund(ctx, e.Reference, command.Meta{CorrelationID: r.CorrelationID, CausationID: r.ID})
 		return err
 	case r.Type == payment.RefundOwed{}.EventType():
-		e, err := decoded[payment.RefundOwed](r, payment.DecodeEvent)
+		e, err := eventstore.Decode[payment.RefundOwed](r, payment.DecodeEvent)
 		if err != nil {
 			return err
 		}
 		p.refundOwed(ctx, r, e)
 		return nil
 	case r.Type == command.ProviderEventMismatched{}.EventType():
-		var e command.ProviderEventMismatched
-		if err := json.Unmarshal(r.Data, &e); err != nil {
-			return fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		e, err := eventstore.Decode[command.ProviderEventMismatched](r, command.DecodeEvent)
+		if err != nil {
+			return err
 		}
 		p.mismatched(ctx, r, e)
 		return nil
 	case r.Type == payment.CancellationOwedAtProvider{}.EventType():
-		e, err := decoded[payment.CancellationOwedAtProvider](r, payment.DecodeEvent)
+		e, err := eventstore.Decode[payment.CancellationOwedAtProvider](r, payment.DecodeEvent)
 		if err != nil {
 			return err
 		}
@@ -376,22 +375,6 @@ func (p *Process) onBikeRequested(ctx context.Context, r eventstore.Record, e re
 		RentalID: e.RentalID, BikeID: e.BikeID, Renter: e.Renter, Amount: prepare.Amount, Currency: prepare.Currency,
 		BikeVersion: r.Version,
 	}}, meta)
-}
-
-// decoded is r's event as its owner's decoder reads it (decode: the owner's
-// DecodeEvent), as a T; a record that does not decode is an error wrapping
-// eventstore.ErrCorruptRecord.
-func decoded[T any, E any](r eventstore.Record, decode func(string, []byte) (E, error)) (T, error) {
-	var zero T
-	e, err := decode(r.Type, r.Data)
-	if err != nil {
-		return zero, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
-	}
-	t, ok := any(e).(T)
-	if !ok {
-		return zero, fmt.Errorf("%w: %s version %d: a %s is not a %T", eventstore.ErrCorruptRecord, r.StreamID, r.Version, r.Type, zero)
-	}
-	return t, nil
 }
 
 func (p *Process) onPaymentSettled(ctx context.Context, r eventstore.Record, e payment.Event) error {

@@ -174,7 +174,7 @@ func Of(rentalID string, recs Records) (View, error) {
 	for _, r := range records[0] {
 		e, err := rental.DecodeEvent(r.Type, r.Data)
 		if err != nil {
-			return View{}, fmt.Errorf("rentalview: %w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+			return View{}, fmt.Errorf("rentalview: %w", eventstore.Corrupt(r, err))
 		}
 		bikeEvents = append(bikeEvents, e)
 		if rental.RentalOf(e) == rentalID {
@@ -195,7 +195,7 @@ func Of(rentalID string, recs Records) (View, error) {
 	for _, r := range records[1] {
 		e, err := payment.DecodeEvent(r.Type, r.Data)
 		if err != nil {
-			return View{}, fmt.Errorf("rentalview: %w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+			return View{}, fmt.Errorf("rentalview: %w", eventstore.Corrupt(r, err))
 		}
 		paymentEvents = append(paymentEvents, e)
 		v.History = append(v.History, entry(r))

@@ -8,7 +8,6 @@ package audit
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -678,8 +677,8 @@ func (c *streamCheck) receipt() (func(eventstore.Record) error, func()) {
 	apply := func(r eventstore.Record) error {
 		switch r.Type {
 		case command.ProviderEventMismatched{}.EventType():
-			var m command.ProviderEventMismatched
-			if err := json.Unmarshal(r.Data, &m); err != nil {
+			m, err := eventstore.Decode[command.ProviderEventMismatched](r, command.DecodeEvent)
+			if err != nil {
 				return err
 			}
 			id, err := payment.RentalIDFor(m.Reference)

@@ -6,7 +6,6 @@ package mismatch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -113,14 +112,11 @@ func List(ctx context.Context, db Scanner, table string) ([]Mismatch, error) {
 
 // add takes one record of a mismatch stream into the listing.
 func add(r eventstore.Record, byStream map[string]*Mismatch, refunds map[string]Mismatch) error {
-	corrupt := func(err error) error {
-		return fmt.Errorf("mismatch: %w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
-	}
 	switch r.Type {
 	case command.ProviderEventMismatched{}.EventType():
-		var e command.ProviderEventMismatched
-		if err := json.Unmarshal(r.Data, &e); err != nil {
-			return corrupt(err)
+		e, err := eventstore.Decode[command.ProviderEventMismatched](r, command.DecodeEvent)
+		if err != nil {
+			return fmt.Errorf("mismatch: %w", err)
 		}
 		rentalID, _ := payment.RentalIDFor(e.Reference)
 		m := &Mismatch{Provider: e.Provider, EventID: e.EventID, Kind: e.Kind, PaymentReference: e.Reference, RentalID: rentalID,
@@ -132,15 +128,14 @@ func add(r eventstore.Record, byStream map[string]*Mismatch, refunds map[string]
 		}
 		byStream[r.StreamID] = m
 	case command.MismatchRefundRequested{}.EventType():
-		var e command.MismatchRefundRequested
-		if err := json.Unmarshal(r.Data, &e); err != nil {
-			return corrupt(err)
+		e, err := eventstore.Decode[command.MismatchRefundRequested](r, command.DecodeEvent)
+		if err != nil {
+			return fmt.Errorf("mismatch: %w", err)
 		}
 		refunds[r.StreamID] = Mismatch{Refund: RefundRequested, RefundID: e.RefundID}
 	case command.MismatchRefundOwed{}.EventType():
-		var e command.MismatchRefundOwed
-		if err := json.Unmarshal(r.Data, &e); err != nil {
-			return corrupt(err)
+		if _, err := eventstore.Decode[command.MismatchRefundOwed](r, command.DecodeEvent); err != nil {
+			return fmt.Errorf("mismatch: %w", err)
 		}
 		refunds[r.StreamID] = Mismatch{Refund: RefundOwed}
 	}
