@@ -47,10 +47,9 @@ var wings = map[string][]string{
 }
 
 // moving lists the imports that break the table until the commits that move them
-// land: the default provider into wiring, the sweep's trigger into deadline.
+// land: the default provider into wiring.
 var moving = map[string][]string{
-	"app":      {module + "/internal/adapters/provider/generic"},
-	"adapters": {module + "/internal/ports/lambda/sweeptrigger"},
+	"app": {module + "/internal/adapters/provider/generic"},
 }
 
 // pure is the wings that import the standard library only, and no input or

@@ -1,5 +1,10 @@
 package wiring
 
+import (
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+)
+
 // Environment variables of precise deadlines, read by the projector.
 const (
 	// EnvDeadlineMode is "sweep" (the default: the periodic sweep alone) or "precise"
@@ -14,3 +19,14 @@ const (
 	// EnvDeadlineDLQ is the ARN of the SQS queue for invocations Scheduler gives up on.
 	EnvDeadlineDLQ = "DEADLINE_DLQ_ARN"
 )
+
+// DeadlineKinds returns the service's kinds of deadline under DeadlinePolicy, their
+// commands sent to r: the one declaration the projector, the sweep, the one-time
+// schedules and the CLI share.
+func DeadlineKinds(getenv Getenv, r deadlinekinds.Receivers) (deadline.Kinds, error) {
+	policy, err := DeadlinePolicy(getenv)
+	if err != nil {
+		return deadline.Kinds{}, err
+	}
+	return deadlinekinds.Declare(policy, r)
+}

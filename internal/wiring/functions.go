@@ -20,7 +20,6 @@ import (
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/lib/emf"
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
-	"github.com/bikerental/bikerental/internal/ports/lambda/sweeptrigger"
 	"github.com/bikerental/bikerental/internal/wiring/awsenv"
 )
 
@@ -151,13 +150,13 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	}
 	sweeper.Redeliverer, sweeper.Parked = redelivery, parked
 	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
-		trigger, err := sweeptrigger.Parse(input)
+		trigger, err := deadline.ParseTrigger(input, sweeper.Kinds)
 		if err != nil {
 			return deadline.Summary{}, err
 		}
 		clock := time.Now()
-		if trigger.OnePayment() {
-			return sweeper.SweepOne(ctx, trigger.RentalID, trigger.PaymentReference, clock)
+		if trigger.OneRow() {
+			return sweeper.SweepOne(ctx, trigger.Kind, trigger.Key, clock)
 		}
 		now, err := trigger.Now(clock)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/app/repair"
@@ -173,7 +174,7 @@ const DefaultMetricsService = "bikerental"
 // configured by DeadlinePolicy and SWEEP_CONCURRENCY, writing each sweep's metrics
 // to metrics (if not nil) with the dimension MetricsService. It reports stuck
 // rentals and repairs none; set its Repairer (StuckRepairs) for that.
-func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics *emf.Writer) (*deadline.Sweeper, error) {
+func Sweeper(projection *pendingtable.Projection, process deadlinekinds.Canceller, getenv Getenv, logger *slog.Logger, metrics *emf.Writer) (*deadline.Sweeper, error) {
 	policy, err := DeadlinePolicy(getenv)
 	if err != nil {
 		return nil, err
@@ -182,7 +183,11 @@ func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, ge
 	if err != nil {
 		return nil, err
 	}
-	s := &deadline.Sweeper{Index: projection, Canceller: process, Policy: policy, Concurrency: concurrency, Logger: logger}
+	kinds, err := deadlinekinds.Declare(policy, deadlinekinds.Receivers{Canceller: process})
+	if err != nil {
+		return nil, err
+	}
+	s := &deadline.Sweeper{Index: projection, Canceller: process, Kinds: kinds, Policy: policy, Concurrency: concurrency, Logger: logger}
 	if metrics != nil {
 		service, err := MetricsService(getenv)
 		if err != nil {

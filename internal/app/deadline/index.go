@@ -35,6 +35,10 @@ type Index interface {
 	// Get returns the outstanding payment with the given reference; ok is false when
 	// it is not outstanding (never projected, or settled).
 	Get(ctx context.Context, reference string) (row Pending, ok bool, err error)
+	// Row returns the outstanding row of kind k about subject, with a strongly
+	// consistent read; ok is false when it is not outstanding (never opened, or
+	// settled).
+	Row(ctx context.Context, k Kind, subject string) (row Row, ok bool, err error)
 	// OwedCancellations returns every payment whose cancellation is owed to the
 	// provider, oldest first, and how many items it read. It never scans, and
 	// reads no open process.

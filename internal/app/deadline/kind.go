@@ -40,7 +40,8 @@ type Kind struct {
 	Change func(r eventstore.Record) (c Change, ok bool, err error)
 	// Act sends the kind's command for an overdue row, naming cause as what caused
 	// it, and says what its receiver did; detail is a short word for the log (a
-	// repair's case, say), or empty.
+	// repair's case, say), or empty. Nil where nothing is sent (the projector's
+	// kinds): the sweep then only reports the kind's overdue rows.
 	Act func(ctx context.Context, row Row, cause string) (o Outcome, detail string, err error)
 	// Valid reports whether the subject of a key read back from the table is one the
 	// kind makes; nil accepts any non-empty subject.
@@ -139,8 +140,8 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 		if k.Name == "" || strings.Trim(k.Name, "abcdefghijklmnopqrstuvwxyz") != "" {
 			errs = append(errs, fmt.Errorf("deadline: kind %q: want a name of lower-case letters", k.Name))
 		}
-		if k.Prefix == "" || k.After <= 0 || k.Change == nil || k.Act == nil {
-			errs = append(errs, fmt.Errorf("deadline: kind %q: want a prefix, a positive duration, Change and Act", k.Name))
+		if k.Prefix == "" || k.After <= 0 || k.Change == nil {
+			errs = append(errs, fmt.Errorf("deadline: kind %q: want a prefix, a positive duration and Change", k.Name))
 		}
 		for _, o := range kinds[:i] {
 			switch {

@@ -247,3 +247,25 @@ func (m *Memory) Postpone(_ context.Context, p Parked, due time.Time) error {
 	}
 	return nil
 }
+
+// Row implements Index: the payments' lane holds the outstanding payments, by key,
+// the others the open processes, by subject.
+func (m *Memory) Row(_ context.Context, k Kind, subject string) (Row, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var since time.Time
+	if k.Lane.Prefix == "" {
+		p, ok := m.payments[k.Key(subject)]
+		if !ok || p.settled {
+			return Row{}, false, nil
+		}
+		since = p.row.PreparedAt
+	} else {
+		o, ok := m.open[subject]
+		if !ok || o.completed {
+			return Row{}, false, nil
+		}
+		since = o.row.RequestedAt
+	}
+	return Row{Kind: k.Name, Subject: subject, Since: since, Due: k.DueAt(since)}, true, nil
+}

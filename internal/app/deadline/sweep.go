@@ -84,6 +84,8 @@ type Sweeper struct {
 	// PendingPayments table (pendingtable.Projection) in the service.
 	Index     Index
 	Canceller Canceller
+	// Kinds are the kinds of deadline the sweep covers, with their commands.
+	Kinds Kinds
 	// Policy says when a payment is overdue and when a rental is stuck.
 	Policy      Policy
 	Concurrency int           // commands in flight at once

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -106,16 +107,18 @@ func TestSweepOneWaitsForTheDeadlineAndFindsNothingSettled(t *testing.T) {
 	ref := payment.ReferenceFor(id)
 	preparedAt := time.Now().Add(-2 * time.Second)
 	fake := &recording{}
-	s := &deadline.Sweeper{Index: memoryWith(t, map[string]time.Time{id: preparedAt}, nil), Canceller: fake, Policy: deadline.Policy{Timeout: 2*time.Second + 200*time.Millisecond}}
-	sum, err := s.SweepOne(ctx, id, ref, time.Now())
+	policy := deadline.Policy{Timeout: 2*time.Second + 200*time.Millisecond}
+	kinds := deadlinekinds.MustDeclare(policy, deadlinekinds.Receivers{Canceller: fake})
+	s := &deadline.Sweeper{Index: memoryWith(t, map[string]time.Time{id: preparedAt}, nil), Canceller: fake, Kinds: kinds, Policy: policy}
+	sum, err := s.SweepOne(ctx, deadlinekinds.Payment, ref, time.Now())
 	if err != nil || sum.Found != 1 || sum.Cancelled != 1 || !sum.Now.After(preparedAt.Add(2*time.Second+200*time.Millisecond)) {
 		t.Fatalf("SweepOne %+v, %v; want it to wait for the deadline, then cancel", sum, err)
 	}
-	if sum, err := s.SweepOne(ctx, id, payment.ReferenceFor(rental.NewRentalID("other", "AAAAAAAAAAAAAAAAAAAAAA")), time.Now()); err == nil {
-		t.Errorf("a reference of another rental: %+v, no error", sum)
+	if sum, err := s.SweepOne(ctx, deadlinekinds.Stuck, ref, time.Now()); err == nil {
+		t.Errorf("a payment's key named as another kind's: %+v, no error", sum)
 	}
-	none := &deadline.Sweeper{Index: deadline.NewMemory(1), Canceller: fake}
-	if sum, err := none.SweepOne(ctx, id, ref, time.Now()); err != nil || sum.Found != 0 {
+	none := &deadline.Sweeper{Index: deadline.NewMemory(1), Canceller: fake, Kinds: kinds}
+	if sum, err := none.SweepOne(ctx, deadlinekinds.Payment, ref, time.Now()); err != nil || sum.Found != 0 {
 		t.Errorf("SweepOne of a payment not outstanding: %+v, %v; want nothing found", sum, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
@@ -158,5 +159,7 @@ func (w *world) sweeper(c deadline.Canceller) *deadline.Sweeper {
 	if c == nil {
 		c = w.process
 	}
-	return &deadline.Sweeper{Index: w.projection, Canceller: c, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
+	policy := deadline.Policy{Timeout: 15 * time.Minute}
+	return &deadline.Sweeper{Index: w.projection, Canceller: c, Kinds: deadlinekinds.MustDeclare(policy, deadlinekinds.Receivers{Canceller: c}),
+		Policy: policy, Logger: slog.New(slog.DiscardHandler)}
 }

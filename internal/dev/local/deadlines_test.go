@@ -20,11 +20,12 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/ident"
-	"github.com/bikerental/bikerental/internal/ports/lambda/sweeptrigger"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -183,9 +184,9 @@ func TestPreciseDeadlineFiresOnTime(t *testing.T) {
 	if s.ActionAfterCompletion != types.ActionAfterCompletionDelete || s.Target.DeadLetterConfig == nil || s.Target.RetryPolicy == nil {
 		t.Errorf("schedule %+v: want deletion after completion, a retry policy and a dead-letter queue", s)
 	}
-	var input sweeptrigger.Trigger
-	if err := json.Unmarshal([]byte(aws.ToString(s.Target.Input)), &input); err != nil || input.RentalID != rentalID || input.PaymentReference != ref {
-		t.Errorf("schedule input %s (%v): want rental %s, payment %s", aws.ToString(s.Target.Input), err, rentalID, ref)
+	var input deadline.Trigger
+	if err := json.Unmarshal([]byte(aws.ToString(s.Target.Input)), &input); err != nil || input.Kind != deadlinekinds.Payment || input.Key != ref || ref != payment.ReferenceFor(rentalID) {
+		t.Errorf("schedule input %s (%v): want the payment row %s of rental %s", aws.ToString(s.Target.Input), err, ref, rentalID)
 	}
 	if status := p.status(rentalID); status != "awaiting-payment" {
 		t.Fatalf("rental %s before its deadline %v", status, at)

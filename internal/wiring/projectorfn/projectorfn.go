@@ -18,6 +18,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/onetime"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -113,7 +114,7 @@ func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
 		TargetARN:     set.target,
 		RoleARN:       set.role,
 		DeadLetterARN: set.deadDLQ,
-		Policy:        set.policy,
+		Kinds:         deadline.MustKinds(deadlinekinds.PaymentKind(set.policy, nil)),
 	}, nil
 }
 
