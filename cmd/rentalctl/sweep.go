@@ -8,6 +8,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -125,9 +126,11 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 		return configError("sweep", err)
 	}
 	if repairs != nil {
-		sweeper.Repairer = repairs
+		if err := wiring.Repairing(sweeper, s.Process, repairs, f.lookup); err != nil {
+			return configError("sweep", err)
+		}
 	}
-	sweeper.Retrier = s.Commands
+	sweeper.Retrier = deadlinekinds.Retrier(s.Commands)
 	redelivery, parked, err := wiring.Redelivery(s, cfg, f.lookup)
 	if err != nil {
 		return configError("sweep", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/lib/emf"
@@ -141,9 +142,11 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 		return nil, err
 	}
 	if repairs != nil {
-		sweeper.Repairer = repairs
+		if err := Repairing(sweeper, s.Process, repairs, getenv); err != nil {
+			return nil, err
+		}
 	}
-	sweeper.Retrier = s.Commands // the cancellations owed to the provider
+	sweeper.Retrier = deadlinekinds.Retrier(s.Commands) // the cancellations owed to the provider
 	redelivery, parked, err := Redelivery(s, cfg, getenv)
 	if err != nil {
 		return nil, err

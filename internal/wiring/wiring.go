@@ -144,7 +144,11 @@ func projection(cfg aws.Config, getenv Getenv, writes bool) (*pendingtable.Proje
 	if err != nil {
 		return nil, fmt.Errorf("wiring: %w", err)
 	}
-	return p, nil
+	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		return nil, err
+	}
+	return p.WithKinds(kinds), nil
 }
 
 // DeadlinePolicy returns the rule of when a payment is overdue and a rental stuck,
@@ -173,7 +177,7 @@ const DefaultMetricsService = "bikerental"
 // Sweeper returns the sweep over projection, sending its commands to process,
 // configured by DeadlinePolicy and SWEEP_CONCURRENCY, writing each sweep's metrics
 // to metrics (if not nil) with the dimension MetricsService. It reports stuck
-// rentals and repairs none; set its Repairer (StuckRepairs) for that.
+// rentals and repairs none; make it repair them with Repairing (StuckRepairs).
 func Sweeper(projection *pendingtable.Projection, process deadlinekinds.Canceller, getenv Getenv, logger *slog.Logger, metrics *emf.Writer) (*deadline.Sweeper, error) {
 	policy, err := DeadlinePolicy(getenv)
 	if err != nil {
@@ -187,7 +191,7 @@ func Sweeper(projection *pendingtable.Projection, process deadlinekinds.Cancelle
 	if err != nil {
 		return nil, err
 	}
-	s := &deadline.Sweeper{Index: projection, Canceller: process, Kinds: kinds, Policy: policy, Concurrency: concurrency, Logger: logger}
+	s := &deadline.Sweeper{Index: projection.WithKinds(kinds), Kinds: kinds, Concurrency: concurrency, Logger: logger}
 	if metrics != nil {
 		service, err := MetricsService(getenv)
 		if err != nil {
@@ -198,6 +202,17 @@ func Sweeper(projection *pendingtable.Projection, process deadlinekinds.Cancelle
 		})
 	}
 	return s, nil
+}
+
+// Repairing makes sweeper repair the stuck rentals it finds through repairs, and
+// still send process the other kinds' commands.
+func Repairing(sweeper *deadline.Sweeper, process deadlinekinds.Canceller, repairs deadlinekinds.StuckRepairer, getenv Getenv) error {
+	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{Canceller: process, Repairer: repairs})
+	if err != nil {
+		return err
+	}
+	sweeper.Kinds = kinds
+	return nil
 }
 
 // StuckRepairs returns what repairs the stuck rentals a sweep finds, through the

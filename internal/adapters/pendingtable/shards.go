@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -83,28 +83,37 @@ func (p *Projection) SetShards(ctx context.Context) error {
 	return nil
 }
 
-// Reshard moves the row a record created to its shard under the projection's
-// count: a payment's outstanding row after its PaymentPrepared, a rental's open
-// process after its BikeRequested, a cancellation owed to the provider after its
-// CancellationOwedAtProvider. A settled payment's, a completed process's or a
-// settled cancellation's marker, a row already there, and every other record are left as they are.
+// Reshard moves the rows a record opened to their shard under the projection's
+// count: a row of a kind after its opening record (a payment's after its
+// PaymentPrepared, a rental's open process after its BikeRequested), a cancellation
+// owed to the provider after its CancellationOwedAtProvider. A settled row's or
+// cancellation's marker, a row already there, and every other record are left as
+// they are.
 func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
-	var key, shard string
-	if c, ok, err := deadline.ProcessChangeOf(r); err != nil || ok {
-		if err != nil || c.Completed {
-			return err
-		}
-		key, shard = OpenKey(c.RentalID), p.openShardOf(c.RentalID)
-	} else if c, ok, err := deadline.CancellationChangeOf(r); err != nil || ok {
+	if c, ok, err := deadlinekinds.CancellationChangeOf(r); err != nil || ok {
 		if err != nil || c.Settled {
 			return err
 		}
-		key, shard = OwedKey(c.Reference), p.owedShardOf(c.Reference)
-	} else if c, ok, err := deadline.PaymentChangeOf(r); err != nil || !ok || c.Settled != "" {
-		return err
-	} else {
-		key, shard = c.Reference, p.ShardOf(c.Reference)
+		return p.moveTo(ctx, OwedKey(c.Reference), p.owedShardOf(c.Reference))
 	}
+	changes, err := p.kinds.Changes(r)
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if c.Settled {
+			continue
+		}
+		if err := p.moveTo(ctx, c.Kind.Key(c.Subject), p.shardOf(c.Kind, c.Subject)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveTo moves the outstanding row at key to shard, unless it is there already or
+// is a marker.
+func (p *Projection) moveTo(ctx context.Context, key, shard string) error {
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
 		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},

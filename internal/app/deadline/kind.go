@@ -50,11 +50,31 @@ type Kind struct {
 	// settlement then applies only when its record is later than what the row
 	// reflects, and the row keeps how it settled (Change.How) by the latest.
 	Ordered bool
+	// OneAtATime sends the kind's commands one at a time, oldest first (a repair's),
+	// rather than with the sweep's concurrency.
+	OneAtATime bool
+	// Tally says which of the summary's top-level counts (those the sweep reported
+	// before kinds) the kind's rows add to, if any.
+	Tally Tally
 	// Yields names the kinds whose row for the same subject, found overdue by the
 	// same sweep, makes this kind's row wait for the next one: their command is under
 	// way, and may settle this row too.
 	Yields []string
 }
+
+// Tally names a group of the summary's top-level counts.
+type Tally int
+
+// Tallies.
+const (
+	// TallyNone: the kind's rows are counted in its own summary only.
+	TallyNone Tally = iota
+	// TallyDue: Found, Cancelled, Declined, NothingToDo, Failed and OldestOverdue,
+	// and Cutoff.
+	TallyDue
+	// TallyStuck: Stuck, StuckRepaired and StuckLeft, and StuckCutoff.
+	TallyStuck
+)
 
 // Lane is a set of the index's write-sharded partitions: shard s of a lane is the
 // partition Prefix+s. A row of a lane is stamped in the index with its due time

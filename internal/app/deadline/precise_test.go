@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -78,8 +79,7 @@ func TestSweepOne(t *testing.T) {
 		t.Errorf("early, 15 minutes before its deadline: %v, want ErrNotYetDue", err)
 	}
 	// Fired early with time to wait: it waits for the deadline, then cancels.
-	s.Policy.Timeout = 2 * time.Second
-	s.Kinds = deadlinekinds.MustDeclare(s.Policy, deadlinekinds.Receivers{Canceller: w.process})
+	s.Kinds = deadlinekinds.MustDeclare(deadline.Policy{Timeout: 2 * time.Second}, deadlinekinds.Receivers{Canceller: w.process})
 	start := time.Now()
 	row, _, err := w.projection.Get(ctx, payment.ReferenceFor(early))
 	if err != nil {
@@ -105,7 +105,7 @@ func TestSummaryJSONHasOldestOverdueInMilliseconds(t *testing.T) {
 		t.Errorf("summary JSON %s: want oldestOverdueMs 1500 and found 2", b)
 	}
 	var out deadline.Summary
-	if err := json.Unmarshal(b, &out); err != nil || out != in {
+	if err := json.Unmarshal(b, &out); err != nil || !reflect.DeepEqual(out, in) {
 		t.Errorf("round trip: %+v, %v; want %+v", out, err, in)
 	}
 }

@@ -73,7 +73,7 @@ type Receivers struct {
 func PaymentKind(p deadline.Policy, c Canceller) deadline.Kind {
 	k := deadline.Kind{
 		Name: Payment, Prefix: PaymentPrefix, Lane: PaymentLane(p), After: p.PaymentTimeout(),
-		Change: PaymentChange, Valid: ident.Valid, Ordered: true,
+		Change: paymentChange, Valid: ident.Valid, Ordered: true, Tally: deadline.TallyDue,
 	}
 	if c != nil {
 		k.Act = func(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
@@ -100,7 +100,7 @@ func PaymentKind(p deadline.Policy, c Canceller) deadline.Kind {
 func StuckKind(p deadline.Policy, r StuckRepairer) deadline.Kind {
 	k := deadline.Kind{
 		Name: Stuck, Prefix: StuckPrefix, Lane: BacklogLane(p), After: p.PaymentTimeout() + p.StuckGrace(),
-		Change: ProcessChange, Valid: ident.Valid, Yields: []string{Payment},
+		Change: processChange, Valid: ident.Valid, Yields: []string{Payment}, Tally: deadline.TallyStuck, OneAtATime: true,
 	}
 	if r != nil {
 		k.Act = func(ctx context.Context, row deadline.Row, _ string) (deadline.Outcome, string, error) {
@@ -131,10 +131,10 @@ func MustDeclare(p deadline.Policy, r Receivers) deadline.Kinds {
 	return ks
 }
 
-// PaymentChange is the payment due's Change: PaymentPrepared opens, a settling
+// paymentChange is the payment due's Change: PaymentPrepared opens, a settling
 // event settles, with how; payments of no rental are no row of it.
-func PaymentChange(r eventstore.Record) (deadline.Change, bool, error) {
-	c, ok, err := deadline.PaymentChangeOf(r)
+func paymentChange(r eventstore.Record) (deadline.Change, bool, error) {
+	c, ok, err := PaymentChangeOf(r)
 	if err != nil || !ok {
 		return deadline.Change{}, false, err
 	}
@@ -145,10 +145,10 @@ func PaymentChange(r eventstore.Record) (deadline.Change, bool, error) {
 	return deadline.Change{Subject: rentalID, Settled: c.Settled != "", How: c.Settled}, true, nil
 }
 
-// ProcessChange is the process stuck's Change: BikeRequested opens, the process's
+// processChange is the process stuck's Change: BikeRequested opens, the process's
 // completion settles.
-func ProcessChange(r eventstore.Record) (deadline.Change, bool, error) {
-	c, ok, err := deadline.ProcessChangeOf(r)
+func processChange(r eventstore.Record) (deadline.Change, bool, error) {
+	c, ok, err := ProcessChangeOf(r)
 	if err != nil || !ok {
 		return deadline.Change{}, false, err
 	}
@@ -159,4 +159,19 @@ func ProcessChange(r eventstore.Record) (deadline.Change, bool, error) {
 	return ch, true, nil
 }
 
+// Retrier makes h, a *command.Handler, a deadline.CancellationRetrier.
+func Retrier(h interface {
+	RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
+}) deadline.CancellationRetrier {
+	return retrier{h}
+}
 
+type retrier struct {
+	h interface {
+		RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
+	}
+}
+
+func (r retrier) RetryCancellation(ctx context.Context, reference, cause string) (bool, error) {
+	return r.h.RetryCancellation(ctx, reference, command.Meta{CausationID: cause})
+}
