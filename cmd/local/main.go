@@ -13,8 +13,8 @@
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
 // (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
-// PAYMENT_TIMEOUT (15m), SWEEP_INTERVAL (5s), RECORDING_MODE, RENTAL_PRICE_CENTS,
-// RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
+// PAYMENT_TIMEOUT (15m), RENTAL_PERIOD (2h), SWEEP_INTERVAL (5s), RECORDING_MODE,
+// RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
 // per payment, which this runner fires when due), LOG_FORMAT (text, or json),
 // LOG_LEVEL (info, or debug: also the sweeps that found nothing; warn, error),
 // AWS_ENDPOINT_URL, and every other setting of the functions (PAYMENT_PROVIDER,
@@ -41,7 +41,7 @@ import (
 // usage is what -h prints.
 const usage = `Usage: %s
 
-Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, LOG_FORMAT, LOG_LEVEL, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
+Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, RENTAL_PERIOD, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, LOG_FORMAT, LOG_LEVEL, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
 `
 
 func main() {

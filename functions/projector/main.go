@@ -3,7 +3,7 @@
 // DEADLINE_MODE=precise the payments' one-time schedules.
 //
 // Environment: PENDING_TABLE, PENDING_SHARDS, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT,
-// STREAM_CONCURRENCY and the DEADLINE_* settings; see internal/wiring.
+// RENTAL_PERIOD, STREAM_CONCURRENCY and the DEADLINE_* settings; see internal/wiring.
 package main
 
 import (

@@ -4,7 +4,7 @@
 // than the clock.
 //
 // Environment: EVENTS_TABLE, PENDING_TABLE, PENDING_SHARDS, PAYMENT_TIMEOUT,
-// SWEEP_CONCURRENCY, RECORDING_MODE; see internal/wiring.
+// RENTAL_PERIOD, SWEEP_CONCURRENCY, RECORDING_MODE; see internal/wiring.
 package main
 
 import (

@@ -213,18 +213,25 @@ func CheckProcess(getenv Getenv) error {
 }
 
 // CheckProjection validates the settings of the projection the projector writes:
-// PENDING_TABLE (required), PENDING_SHARDS and SETTLED_MARKER_TTL; the projector's
-// own STREAM_CONCURRENCY is checked by its function (StreamBatch).
+// PENDING_TABLE (required), PENDING_SHARDS, SETTLED_MARKER_TTL and RENTAL_PERIOD
+// (the return deadlines' due time); the projector's own STREAM_CONCURRENCY is
+// checked by its function (StreamBatch).
 func CheckProjection(getenv Getenv) error {
-	_, err := pending(getenv, true, true)
+	if _, err := pending(getenv, true, true); err != nil {
+		return err
+	}
+	_, err := RentalPeriod(getenv)
 	return err
 }
 
 // CheckSweep validates the settings the sweep function reads: Core's, with
 // PENDING_TABLE required, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT, STUCK_GRACE,
-// SWEEP_CONCURRENCY, METRICS_SERVICE and STUCK_REPAIR.
+// RENTAL_PERIOD, SWEEP_CONCURRENCY, METRICS_SERVICE and STUCK_REPAIR.
 func CheckSweep(getenv Getenv) error {
 	if err := CheckCore(getenv); err != nil {
+		return err
+	}
+	if _, err := RentalPeriod(getenv); err != nil {
 		return err
 	}
 	if _, err := pending(getenv, true, true); err != nil {

@@ -34,8 +34,9 @@ func suffix(tag string, i int) string {
 }
 
 // seed writes a bike's stream as the service would have after prior approved and
-// returned rentals (registered, then requested, approved, returned for each),
-// straight into the Events table: the stream is what the
+// returned rentals (registered, then requested, approved, returned for each; the
+// first one flagged overdue before its return), straight into the Events table:
+// the stream is what the
 // new code must serve, whatever wrote it. The first rental also gets its process's
 // stream, recording the bike's version; the second (when there is one) gets a
 // process that started before the version was recorded, as every process did before
@@ -54,7 +55,14 @@ func seed(t testing.TB, client *dynamodb.Client, table string, store *dynamo.Sto
 		ids = append(ids, id)
 		add(rental.BikeRequested{BikeID: bikeID, Renter: "old-renter", RentalID: id})
 		add(rental.RequestApproved{BikeID: bikeID, Renter: "old-renter", RentalID: id})
-		add(rental.BikeReturned{BikeID: bikeID, Renter: "old-renter", RentalID: id})
+		returned := rental.BikeReturned{BikeID: bikeID, Renter: "old-renter", RentalID: id}
+		if i == 0 {
+			approved := time.Now().UTC().Add(-3 * time.Hour)
+			due := rental.ReturnDue(approved, rental.DefaultPeriod)
+			add(rental.ReturnOverdue{BikeID: bikeID, Renter: "old-renter", RentalID: id, ApprovedAt: approved, DueAt: due, FlaggedAt: due.Add(time.Minute)})
+			returned.Late = rental.Lateness{DueAt: due, ReturnedAt: due.Add(time.Hour), Seconds: 3600}
+		}
+		add(returned)
 	}
 	// Unconditional batch writes of the items the store would have written: the
 	// emulator takes a transaction of 99 conditional puts in seconds.
@@ -133,7 +141,9 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 	cfg := emulatortest.Config(t)
 	cfg.APIOptions = append(cfg.APIOptions, counter.Middleware("command"))
 	counted := dynamo.New(dynamodb.NewFromConfig(cfg), table)
-	commands := command.New(counted)
+	// The handler's clock is past every new rental's due time, so that each is
+	// flagged overdue before its return.
+	commands := command.New(counted, command.WithClock(func() time.Time { return time.Now().Add(rental.DefaultPeriod + time.Minute) }))
 
 	measure := func(what string, op func() error) cost {
 		t.Helper()
@@ -145,9 +155,9 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 		return cost{tot.Calls, tot.ReadUnits}
 	}
 	type row struct {
-		age                           int
-		request, approve, view, retrn cost
-		again                         cost
+		age                                 int
+		request, approve, view, flag, retrn cost
+		again                               cost
 	}
 	var rows []row
 	for _, age := range ages(t) {
@@ -171,6 +181,13 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 			v, err := rentalview.Load(ctx, counted, id)
 			if err == nil && (v.Renter != renterName || len(v.History) != 2) {
 				err = fmt.Errorf("view %+v, want its request and approval", v)
+			}
+			return err
+		})
+		r.flag = measure("flag", func() error {
+			got, err := commands.FlagOverdueReturn(ctx, id, command.Meta{})
+			if err == nil && got.Outcome != command.OverdueFlagged {
+				err = fmt.Errorf("flag: %+v, want flagged", got)
 			}
 			return err
 		})
@@ -204,20 +221,23 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 				if err != nil || v.Status != rentalview.StatusReturned || v.Renter != "old-renter" || len(v.History) < 3 {
 					t.Errorf("age %d: the view of %s: %+v, %v; want it returned, with its three bike events", age, o, v, err)
 				}
+				if late := v.Overdue; o == old[0] && (late == nil || late.LateSeconds == nil || *late.LateSeconds != 3600) {
+					t.Errorf("age %d: the first rental, returned an hour late, shows %+v", age, late)
+				}
 			}
 		}
 		rows = append(rows, r)
 	}
 
 	var out strings.Builder
-	fmt.Fprintln(&out, "| earlier rentals of the bike | request | approval | view | return | a repeat of the first rental's request |")
-	fmt.Fprintln(&out, "| --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(&out, "| earlier rentals of the bike | request | approval | view | overdue flag | return | a repeat of the first rental's request |")
+	fmt.Fprintln(&out, "| --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
 		again := "-"
 		if r.age > 0 {
 			again = r.again.String()
 		}
-		fmt.Fprintf(&out, "| %d | %s | %s | %s | %s | %s |\n", r.age, r.request, r.approve, r.view, r.retrn, again)
+		fmt.Fprintf(&out, "| %d | %s | %s | %s | %s | %s | %s |\n", r.age, r.request, r.approve, r.view, r.flag, r.retrn, again)
 	}
 	t.Logf("what a new rental's bike commands and view read, by the bike's age:\n%s", out.String())
 
@@ -225,16 +245,16 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 	// under 4 KB, one read unit. The request reads the bike's tail and the renter's
 	// newest event and appends both in one transaction; on a bike with more than
 	// TailSize events it also reads the stream of the process its rental id would
-	// have, to know the id was never used. The approval and the return read the tail
-	// and append; the view reads the payment's and the process's streams and the
+	// have, to know the id was never used. The approval, the overdue flag and the
+	// return read the tail and append; the view reads the payment's and the process's streams and the
 	// rental's records on its bike.
-	want := map[string]cost{"approve": {2, 1}, "view": {3, 3}, "return": {2, 1}}
+	want := map[string]cost{"approve": {2, 1}, "view": {3, 3}, "flag": {2, 1}, "return": {2, 1}}
 	for _, r := range rows {
 		wantRequest := cost{3, 2}
 		if r.age > 0 {
 			wantRequest = cost{4, 3}
 		}
-		for name, got := range map[string]cost{"request": r.request, "approve": r.approve, "view": r.view, "return": r.retrn} {
+		for name, got := range map[string]cost{"request": r.request, "approve": r.approve, "view": r.view, "flag": r.flag, "return": r.retrn} {
 			w := want[name]
 			if name == "request" {
 				w = wantRequest
@@ -243,7 +263,7 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 				t.Errorf("%d earlier rentals: %s %s, want %s", r.age, name, got, w)
 			}
 		}
-		// The tail, the process's stream, and the rental's three versions on its bike.
+		// The tail, the process's stream, and the rental's four versions on its bike.
 		if r.age > 0 && r.again != (cost{3, 3}) {
 			t.Errorf("%d earlier rentals: the first rental's repeated request read %s, want 3 calls, 3 read units", r.age, r.again)
 		}

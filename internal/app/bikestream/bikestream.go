@@ -9,8 +9,8 @@
 // an earlier rental (a retried request, a redelivered approval, a late return) reads
 // that rental's records: the rental-payment process records, in its first event, the
 // version of the BikeRequested it started from, and a rental's records on its bike
-// are that version and the (at most two) versions after it, since the bike holds no
-// other rental meanwhile.
+// are that version and the (at most three) versions after it, since the bike holds
+// no other rental meanwhile.
 package bikestream
 
 import (
@@ -31,14 +31,15 @@ type Reader interface {
 	eventstore.BackwardReader
 }
 
-// TailSize is how many of a bike's newest records a command reads: enough that a
-// new bike's whole stream (registered, requested, approved, returned) is one read,
-// which then needs no lookup of a rental it has not seen.
+// TailSize is how many of a bike's newest records a command reads: enough for every
+// record of the bike's current rental (requested, approved, flagged overdue) and,
+// on a new bike, its whole stream (registered, requested, approved, returned) in one
+// read, which then needs no lookup of a rental it has not seen.
 const TailSize = 4
 
 // rentalSpan is how many versions a rental's records span on its bike: requested,
-// approved or rejected, returned.
-const rentalSpan = 3
+// approved or rejected, flagged overdue (rental.ReturnOverdue), returned.
+const rentalSpan = 4
 
 // legacyPage is the page size of the backward search for a rental whose process
 // recorded no bike version (it started before versions were recorded).

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/bikestream"
@@ -146,5 +147,51 @@ func TestConcurrentRequestsOnALongHistoryHaveOneWinner(t *testing.T) {
 		if _, err := h.Bike(ctx, rental.RejectRequest{BikeID: "busy", Renter: bike.Renter, RentalID: winner}, command.Meta{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestAFlaggedRentalsRecordsAreFoundByKey: a rental whose return was flagged overdue
+// spans four versions on its bike (requested, approved, overdue, returned); found by
+// key long after, it has all four, so a repeated return of it is answered as done.
+func TestAFlaggedRentalsRecordsAreFoundByKey(t *testing.T) {
+	m := eventstore.NewMemory()
+	late := func() time.Time { return time.Now().Add(rental.DefaultPeriod + time.Minute) }
+	h := command.New(m, command.WithClock(late))
+	if _, err := h.Bike(ctx, rental.RegisterBike{BikeID: "b1"}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 5 {
+		id := rental.NewRentalID("b1", suffix("late", i))
+		renter := "renter-" + id
+		res, err := h.Bike(ctx, rental.RequestBike{BikeID: "b1", Renter: renter, RentalID: id}, command.Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(rentalpayment.RentalPaymentRequested{RentalID: id, BikeID: "b1", Renter: renter, BikeVersion: res.Appended[0].Version})
+		if _, err := m.Append(ctx, rentalpayment.StreamID(id), 0, eventstore.Event{ID: "s-" + id, Type: rentalpayment.TypeRequested, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Bike(ctx, rental.ApproveRequest{BikeID: "b1", Renter: renter, RentalID: id}, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := h.FlagOverdueReturn(ctx, id, command.Meta{}); err != nil || got.Outcome != command.OverdueFlagged {
+			t.Fatalf("flag: %+v, %v", got, err)
+		}
+		if _, err := h.Bike(ctx, rental.ReturnBike{BikeID: "b1", RentalID: id}, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	want := []string{"BikeRequested", "RequestApproved", "ReturnOverdue", "BikeReturned"}
+	recs, err := bikestream.Rental(ctx, m, ids[0], nil)
+	if err != nil || !slices.Equal(typesOf(recs), want) {
+		t.Errorf("the first rental's records %v, %v; want %v", typesOf(recs), err, want)
+	}
+	if res, err := h.Bike(ctx, rental.ReturnBike{BikeID: "b1", RentalID: ids[0]}, command.Meta{}); err != nil || len(res.Appended) != 0 {
+		t.Errorf("a repeated return of the first rental: %+v, %v; want it answered as done", res, err)
+	}
+	if got, err := h.FlagOverdueReturn(ctx, ids[0], command.Meta{}); err != nil || got.Reason != command.OverdueReturned {
+		t.Errorf("a late flag of the first rental: %+v, %v; want declined, returned", got, err)
 	}
 }

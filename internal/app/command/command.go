@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/app/bikestream"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -44,6 +45,10 @@ type Handler struct {
 	provider   PaymentProvider
 	// cancelRetry bounds the retries of a cancellation the provider did not answer.
 	cancelRetry eventstore.RetryPolicy
+	// rentalPeriod and now are what FlagOverdueReturn and ReturnBike are decided
+	// with (overdue.go); zero values mean rental.DefaultPeriod and time.Now.
+	rentalPeriod time.Duration
+	now          func() time.Time
 }
 
 // Option configures a Handler.
@@ -84,13 +89,22 @@ func (h *Handler) Store() eventstore.Store { return h.store }
 // BikeRequested and the renter's RentalRequested are appended together, each at the
 // version it was decided on, so that two requests by one renter that read the same
 // renter state can never both succeed.
+//
+// A ReturnBike is stamped with the handler's clock, and FlagOverdueReturn decided
+// as FlagOverdueReturn (the method) says, which maps its refusals to outcomes.
 func (h *Handler) Bike(ctx context.Context, c rental.Command, meta Meta) (Result[rental.Bike], error) {
 	bikeID, err := bikeOf(c)
 	if err != nil {
 		return Result[rental.Bike]{}, err
 	}
-	if req, ok := c.(rental.RequestBike); ok {
-		return h.requestBike(ctx, req, meta)
+	switch cmd := c.(type) {
+	case rental.RequestBike:
+		return h.requestBike(ctx, cmd, meta)
+	case rental.FlagOverdueReturn:
+		return h.flagOverdue(ctx, bikeID, cmd, meta)
+	case rental.ReturnBike:
+		cmd.At = h.clock() // what a late return's lateness is measured with
+		c = cmd
 	}
 	history, err := h.bikeHistory(ctx, bikeID, rentalOfCommand(c))
 	if err != nil {
@@ -132,6 +146,8 @@ func rentalOfCommand(c rental.Command) string {
 	case rental.RejectRequest:
 		return c.RentalID
 	case rental.ReturnBike:
+		return c.RentalID
+	case rental.FlagOverdueReturn:
 		return c.RentalID
 	}
 	return ""
@@ -180,6 +196,12 @@ func bikeOf(c rental.Command) (string, error) {
 		return c.BikeID, nil
 	case rental.ReturnBike:
 		return c.BikeID, nil
+	case rental.FlagOverdueReturn:
+		bikeID, err := rental.BikeIDOf(c.RentalID)
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", rental.ErrInvalidCommand, err)
+		}
+		return bikeID, nil
 	}
 	return "", fmt.Errorf("%w: unknown command %T", rental.ErrInvalidCommand, c)
 }

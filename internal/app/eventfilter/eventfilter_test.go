@@ -18,6 +18,7 @@ var decided = map[string]map[string]bool{
 	"RequestApproved": {eventfilter.Process: false, eventfilter.Projector: false},
 	"RequestRejected": {eventfilter.Process: false, eventfilter.Projector: false},
 	"BikeReturned":    {eventfilter.Process: false, eventfilter.Projector: false},
+	"ReturnOverdue":   {eventfilter.Process: false, eventfilter.Projector: false},
 	// payment
 	"PaymentPrepared":                   {eventfilter.Process: false, eventfilter.Projector: true},
 	"PaymentConfirmed":                  {eventfilter.Process: true, eventfilter.Projector: true},

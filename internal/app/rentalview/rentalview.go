@@ -29,6 +29,7 @@ const (
 	StatusRequested       Status = "requested"        // the bike is held, no payment yet
 	StatusAwaitingPayment Status = "awaiting-payment" // a payment is prepared
 	StatusApproved        Status = "approved"         // paid, the renter has the bike
+	StatusOverdue         Status = "overdue"          // approved, and the bike was not back by its due time
 	StatusReturned        Status = "returned"         // approved and the bike came back
 	StatusRejecting       Status = "rejecting"        // the payment was refused; the bike is being released
 	StatusRejected        Status = "rejected"         // the payment was refused, the bike is free, the process ended
@@ -44,7 +45,21 @@ type View struct {
 	Status           Status   `json:"status"`
 	PaymentReference string   `json:"paymentReference"`
 	Payment          *Payment `json:"payment,omitempty"`
+	Overdue          *Overdue `json:"overdue,omitempty"`
 	History          []Entry  `json:"history"`
+}
+
+// Overdue is what a rental whose return was flagged overdue (rental.ReturnOverdue)
+// shows of it: when the bike was due, and, once it came back, how late.
+type Overdue struct {
+	// DueAt is when the bike was due back: its approval's time plus the rental period.
+	DueAt time.Time `json:"dueAt"`
+	// FlaggedAt is when the return was flagged overdue.
+	FlaggedAt time.Time `json:"flaggedAt,omitzero"`
+	// ReturnedAt is when the bike came back, once it did.
+	ReturnedAt *time.Time `json:"returnedAt,omitempty"`
+	// LateSeconds is how late it came back, in whole seconds, once it did.
+	LateSeconds *int64 `json:"lateSeconds,omitempty"`
 }
 
 // Payment is what the rental's payment stands at: how a client pays it, and where
@@ -165,12 +180,15 @@ func Of(rentalID string, recs Records) (View, error) {
 		bikeEvents = append(bikeEvents, e)
 		if rental.RentalOf(e) == rentalID {
 			v.History = append(v.History, entry(r))
+			v.Overdue = overdue(v.Overdue, e)
 		}
 	}
-	rec, ok := rental.Fold(bikeEvents).Rentals[rentalID]
+	bike := rental.Fold(bikeEvents)
+	rec, ok := bike.Rentals[rentalID]
 	if !ok {
 		return View{}, fmt.Errorf("%w: %s", ErrNotFound, rentalID)
 	}
+	flagged := rec.Outcome == rental.OutcomeApproved && bike.RentalID == rentalID && !bike.DueAt.IsZero()
 	v.Renter = rec.Renter
 	paymentStatus := payment.StatusNone
 	var pay payment.Payment
@@ -196,7 +214,7 @@ func Of(rentalID string, recs Records) (View, error) {
 	}
 	// Events of one stream are in version order; across streams, order by time.
 	sort.SliceStable(v.History, func(i, j int) bool { return v.History[i].At.Before(v.History[j].At) })
-	v.Status = status(rec.Outcome, paymentStatus, processStarted, processEnded)
+	v.Status = status(rec.Outcome, flagged, paymentStatus, processStarted, processEnded)
 	if v.Payment != nil && pay.Payable() && v.Status == StatusAwaitingPayment {
 		v.Payment.ClientSecret = pay.ClientSecret // an ended payment offers nothing to pay with
 	}
@@ -207,11 +225,13 @@ func Of(rentalID string, recs Records) (View, error) {
 // whole story is told: the bike released (RequestRejected) and, when the process
 // had started, its completion recorded. Until then it is cancelling or rejecting,
 // so that whoever sees cancelled can request the bike again at once.
-func status(bike rental.Outcome, pay payment.Status, processStarted, processEnded bool) Status {
+func status(bike rental.Outcome, flagged bool, pay payment.Status, processStarted, processEnded bool) Status {
 	ended := bike == rental.OutcomeRejected && (processEnded || !processStarted)
 	switch {
 	case bike == rental.OutcomeReturned:
 		return StatusReturned
+	case bike == rental.OutcomeApproved && flagged:
+		return StatusOverdue
 	case bike == rental.OutcomeApproved:
 		return StatusApproved
 	case pay == payment.StatusCancelled && ended:
@@ -226,6 +246,28 @@ func status(bike rental.Outcome, pay payment.Status, processStarted, processEnde
 		return StatusAwaitingPayment
 	}
 	return StatusRequested
+}
+
+// overdue returns o updated by the rental's bike event e: its flag says when the
+// bike was due, and a late return how late it came back.
+func overdue(o *Overdue, e rental.Event) *Overdue {
+	switch e := e.(type) {
+	case rental.ReturnOverdue:
+		if o == nil {
+			o = &Overdue{}
+		}
+		o.DueAt, o.FlaggedAt = e.DueAt, e.FlaggedAt
+	case rental.BikeReturned:
+		if e.Late.DueAt.IsZero() {
+			return o
+		}
+		if o == nil {
+			o = &Overdue{DueAt: e.Late.DueAt}
+		}
+		returned, late := e.Late.ReturnedAt, e.Late.Seconds
+		o.ReturnedAt, o.LateSeconds = &returned, &late
+	}
+	return o
 }
 
 // entry is one record of the history. The client secret of a PaymentPrepared

@@ -48,6 +48,7 @@ func TestABadSettingStartsNothing(t *testing.T) {
 		{"shards", "PENDING_SHARDS", "0"},
 		{"payment timeout", "PAYMENT_TIMEOUT", "soon"},
 		{"stuck grace", "STUCK_GRACE", "-1m"},
+		{"rental period", "RENTAL_PERIOD", "0"},
 		{"sweep concurrency", "SWEEP_CONCURRENCY", "many"},
 		{"stuck repair", "STUCK_REPAIR", "sometimes"},
 		{"deadline mode", "DEADLINE_MODE", "exact"},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/domain/eventtype"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -37,6 +38,12 @@ var (
 	// ErrNotActiveRental is returned by ReturnBike with a rental id when that rental
 	// is neither the bike's active rental nor one already returned.
 	ErrNotActiveRental = errors.New("rental is not the bike's active rental")
+	// ErrRentalReturned is returned by FlagOverdueReturn for a rental whose bike
+	// was returned: it is not overdue any more.
+	ErrRentalReturned = errors.New("rental's bike was returned")
+	// ErrReturnNotDue is returned by FlagOverdueReturn before the rental's return is
+	// due (approval time plus the rental period).
+	ErrReturnNotDue = errors.New("rental's return is not due yet")
 	// ErrInvalidRentalID is returned by BikeIDOf for a string that is not a rental
 	// id made by NewRentalID.
 	ErrInvalidRentalID = errors.New("not a valid rental id")
@@ -99,6 +106,14 @@ const (
 	OutcomeReturned  Outcome = "returned"
 )
 
+// DefaultPeriod is how long an approved rental lasts when no rental period is
+// configured: its bike is due back two hours after the approval.
+const DefaultPeriod = 2 * time.Hour
+
+// ReturnDue returns when the bike of a rental approved at approvedAt is due back, for
+// a rental period of period: the one rule of a rental's due time.
+func ReturnDue(approvedAt time.Time, period time.Duration) time.Time { return approvedAt.Add(period) }
+
 // Rental is what the bike remembers of one rental, so that repeated commands
 // about an already settled rental can be recognised.
 type Rental struct {
@@ -107,7 +122,9 @@ type Rental struct {
 }
 
 // Bike is the state of one bike's stream. RentalID and Renter describe the
-// current pending or active rental and are empty while the bike is available.
+// current pending or active rental and are empty while the bike is available;
+// DueAt is set while the current rental is flagged overdue (ReturnOverdue): when its
+// bike was due back.
 // Rentals holds the rentals the folded events mention, by rental id: every rental
 // the bike has seen after a whole stream, the current one and the one a command
 // names after bikestream.History. Evolve never mutates a Rentals map it was given,
@@ -118,6 +135,7 @@ type Bike struct {
 	Status     Status
 	RentalID   string
 	Renter     string
+	DueAt      time.Time
 	Rentals    map[string]Rental
 }
 
@@ -152,10 +170,40 @@ type RequestRejected struct {
 }
 
 // BikeReturned records that the renter of an approved rental returned the bike.
+// Late is set when the rental had been flagged overdue (ReturnOverdue), and is
+// absent from the returns recorded before rentals could be.
 type BikeReturned struct {
-	BikeID   string `json:"bikeId"`
-	Renter   string `json:"renter"`
-	RentalID string `json:"rentalId"`
+	BikeID   string   `json:"bikeId"`
+	Renter   string   `json:"renter"`
+	RentalID string   `json:"rentalId"`
+	Late     Lateness `json:"late,omitzero"`
+}
+
+// Lateness is how late an overdue rental's bike came back.
+type Lateness struct {
+	// DueAt is when the bike was due back (ReturnOverdue.DueAt).
+	DueAt time.Time `json:"dueAt"`
+	// ReturnedAt is when it came back.
+	ReturnedAt time.Time `json:"returnedAt"`
+	// Seconds is ReturnedAt minus DueAt in whole seconds, rounded down, never negative.
+	Seconds int64 `json:"seconds"`
+}
+
+// lateness is how late a bike due at due came back at returned.
+func lateness(due, returned time.Time) Lateness {
+	return Lateness{DueAt: due, ReturnedAt: returned, Seconds: max(0, int64(returned.Sub(due)/time.Second))}
+}
+
+// ReturnOverdue records that the bike of the current, approved rental was not back
+// by its due time: ApprovedAt (when RequestApproved was recorded) plus the rental
+// period. It is recorded at most once per rental; the bike stays rented.
+type ReturnOverdue struct {
+	BikeID     string    `json:"bikeId"`
+	Renter     string    `json:"renter"`
+	RentalID   string    `json:"rentalId"`
+	ApprovedAt time.Time `json:"approvedAt"`
+	DueAt      time.Time `json:"dueAt"`
+	FlaggedAt  time.Time `json:"flaggedAt"`
 }
 
 // EventType returns "BikeRegistered".
@@ -173,6 +221,9 @@ func (RequestRejected) EventType() string { return "RequestRejected" }
 // EventType returns "BikeReturned".
 func (BikeReturned) EventType() string { return "BikeReturned" }
 
+// EventType returns "ReturnOverdue".
+func (ReturnOverdue) EventType() string { return "ReturnOverdue" }
+
 // RentalOf returns the rental id an event concerns, or "" for an event about the
 // bike alone (BikeRegistered).
 func RentalOf(e Event) string {
@@ -185,6 +236,8 @@ func RentalOf(e Event) string {
 		return e.RentalID
 	case BikeReturned:
 		return e.RentalID
+	case ReturnOverdue:
+		return e.RentalID
 	}
 	return ""
 }
@@ -196,6 +249,7 @@ var events = eventtype.Declare[Event]("rental",
 	eventtype.Of[RequestApproved](),
 	eventtype.Of[RequestRejected](),
 	eventtype.Of[BikeReturned](),
+	eventtype.Of[ReturnOverdue](),
 )
 
 // EventTypes returns the type name of every event of this package, in a new slice.
@@ -241,17 +295,36 @@ type RejectRequest struct {
 // ReturnBike asks to end the bike's active rental. With RentalID it asks to end that
 // rental only: a repeat after the rental was returned does nothing, even if the bike
 // has been rented again since, and a rental that is not the active one is refused.
-// Without it, it ends whichever rental is active.
+// Without it, it ends whichever rental is active. At is when the bike came back: the
+// command side's clock, which a return of a rental flagged overdue needs to record
+// how late it was.
 type ReturnBike struct {
-	BikeID   string `json:"bikeId"`
-	RentalID string `json:"rentalId,omitempty"`
+	BikeID   string    `json:"bikeId"`
+	RentalID string    `json:"rentalId,omitempty"`
+	At       time.Time `json:"at,omitzero"`
 }
 
-func (RegisterBike) isCommand()   {}
-func (RequestBike) isCommand()    {}
-func (ApproveRequest) isCommand() {}
-func (RejectRequest) isCommand()  {}
-func (ReturnBike) isCommand()     {}
+// FlagOverdueReturn asks to record that the current rental RentalID is overdue:
+// its bike was due back at ApprovedAt (when its RequestApproved was recorded) plus
+// Period, and At (the command side's clock) is past it. It is declined when the bike
+// was returned meanwhile (ErrRentalReturned), when RentalID is not the bike's
+// current, approved rental (ErrNotActiveRental, or ErrBikeNotRegistered on a bike
+// never registered), or before the due time (ErrReturnNotDue); repeating it once
+// it took effect changes nothing. The sender names the rental alone: the command
+// side fills in ApprovedAt, Period and At.
+type FlagOverdueReturn struct {
+	RentalID   string        `json:"rentalId"`
+	ApprovedAt time.Time     `json:"approvedAt,omitzero"`
+	Period     time.Duration `json:"period,omitempty"`
+	At         time.Time     `json:"at,omitzero"`
+}
+
+func (RegisterBike) isCommand()      {}
+func (RequestBike) isCommand()       {}
+func (ApproveRequest) isCommand()    {}
+func (RejectRequest) isCommand()     {}
+func (ReturnBike) isCommand()        {}
+func (FlagOverdueReturn) isCommand() {}
 
 // Fold applies events in order to the initial state, an unregistered Bike. The
 // events may be any suffix of the bike's stream, optionally preceded by earlier
@@ -291,26 +364,35 @@ func evolve(s Bike, e Event, owned bool) Bike {
 		}
 	case BikeRequested:
 		s = markRegistered(s, e.BikeID)
-		s.Status, s.RentalID, s.Renter = StatusRequested, e.RentalID, e.Renter
+		s.Status, s.RentalID, s.Renter, s.DueAt = StatusRequested, e.RentalID, e.Renter, time.Time{}
 		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeRequested})
 	case RequestApproved:
 		s = markRegistered(s, e.BikeID)
 		if !stale(e.RentalID) {
-			s.Status, s.RentalID, s.Renter = StatusRented, e.RentalID, e.Renter
+			s.Status, s.RentalID, s.Renter, s.DueAt = StatusRented, e.RentalID, e.Renter, time.Time{}
 		}
 		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeApproved})
 	case RequestRejected:
 		s = markRegistered(s, e.BikeID)
 		if !stale(e.RentalID) {
-			s.Status, s.RentalID, s.Renter = StatusAvailable, "", ""
+			s.Status, s.RentalID, s.Renter, s.DueAt = StatusAvailable, "", "", time.Time{}
 		}
 		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeRejected})
 	case BikeReturned:
 		s = markRegistered(s, e.BikeID)
 		if !stale(e.RentalID) {
-			s.Status, s.RentalID, s.Renter = StatusAvailable, "", ""
+			s.Status, s.RentalID, s.Renter, s.DueAt = StatusAvailable, "", "", time.Time{}
 		}
 		s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeReturned})
+	case ReturnOverdue:
+		// Only the current, approved rental is ever flagged: a flag of one already
+		// seen that is not current (a fold of a rental's records, then the tail)
+		// tells nothing the state does not know.
+		s = markRegistered(s, e.BikeID)
+		if !stale(e.RentalID) {
+			s.Status, s.RentalID, s.Renter, s.DueAt = StatusRented, e.RentalID, e.Renter, e.DueAt
+			s.Rentals = with(s.Rentals, owned, e.RentalID, Rental{e.Renter, OutcomeApproved})
+		}
 	}
 	return s
 }
@@ -397,7 +479,31 @@ func Decide(s Bike, c Command) ([]Event, error) {
 		if s.Status != StatusRented {
 			return nil, ErrBikeNotRented
 		}
-		return []Event{BikeReturned{BikeID: s.ID, Renter: s.Renter, RentalID: s.RentalID}}, nil
+		returned := BikeReturned{BikeID: s.ID, Renter: s.Renter, RentalID: s.RentalID}
+		if !s.DueAt.IsZero() {
+			if c.At.IsZero() {
+				return nil, fmt.Errorf("rental: %w: the return of rental %s, flagged overdue, needs the time it happened", ErrInvalidCommand, s.RentalID)
+			}
+			returned.Late = lateness(s.DueAt, c.At)
+		}
+		return []Event{returned}, nil
+
+	case FlagOverdueReturn:
+		switch {
+		case s.Rentals[c.RentalID].Outcome == OutcomeReturned:
+			return nil, ErrRentalReturned
+		case s.Status != StatusRented || s.RentalID != c.RentalID:
+			return nil, ErrNotActiveRental
+		case !s.DueAt.IsZero():
+			return nil, nil // flagged already
+		case c.ApprovedAt.IsZero() || c.Period <= 0 || c.At.IsZero():
+			return nil, fmt.Errorf("rental: %w: flagging rental %s needs its approval time, a positive rental period and the time now", ErrInvalidCommand, c.RentalID)
+		}
+		due := ReturnDue(c.ApprovedAt, c.Period)
+		if c.At.Before(due) {
+			return nil, fmt.Errorf("%w: rental %s is due back at %s", ErrReturnNotDue, c.RentalID, due.UTC().Format(time.RFC3339))
+		}
+		return []Event{ReturnOverdue{BikeID: s.ID, Renter: s.Renter, RentalID: c.RentalID, ApprovedAt: c.ApprovedAt, DueAt: due, FlaggedAt: c.At}}, nil
 	}
 	return nil, fmt.Errorf("rental: %w: unknown command %T", ErrInvalidCommand, c)
 }
@@ -422,6 +528,12 @@ func validate(s Bike, c Command) error {
 	switch c := c.(type) {
 	case RegisterBike:
 		bikeID = c.BikeID
+	case FlagOverdueReturn:
+		owner, err := BikeIDOf(c.RentalID)
+		if err != nil {
+			return fmt.Errorf("rentalId: %w", err)
+		}
+		bikeID = owner
 	case ReturnBike:
 		bikeID = c.BikeID
 		if c.RentalID != "" {

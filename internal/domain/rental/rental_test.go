@@ -243,7 +243,7 @@ func TestFoldIsEvolveInOrder(t *testing.T) {
 	}
 }
 
-var allEvents = []Event{registered, requested1, approved1, rejected1, returned1}
+var allEvents = []Event{registered, requested1, approved1, rejected1, returned1, overdue1}
 
 func TestEventTypes(t *testing.T) {
 	var names []string
