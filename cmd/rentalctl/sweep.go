@@ -125,10 +125,12 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return configError("sweep", err)
 	}
+	receivers := deadlinekinds.Receivers{Canceller: s.Process, Flagger: s.Commands}
 	if repairs != nil {
-		if err := wiring.Repairing(sweeper, s.Process, repairs, f.lookup); err != nil {
-			return configError("sweep", err)
-		}
+		receivers.Repairer = repairs
+	}
+	if err := wiring.Receiving(sweeper, receivers, f.lookup); err != nil {
+		return configError("sweep", err)
 	}
 	sweeper.Retrier = deadlinekinds.Retrier(s.Commands)
 	redelivery, parked, err := wiring.Redelivery(s, cfg, f.lookup)

@@ -20,13 +20,39 @@ const (
 	EnvDeadlineDLQ = "DEADLINE_DLQ_ARN"
 )
 
-// DeadlineKinds returns the service's kinds of deadline under DeadlinePolicy, their
-// commands sent to r: the one declaration the projector, the sweep, the one-time
-// schedules and the CLI share.
+// DeadlineKinds returns the service's kinds of deadline under DeadlinePolicy and
+// RENTAL_PERIOD, their commands sent to r: the one declaration the projector, the
+// sweep, the one-time schedules and the CLI share.
 func DeadlineKinds(getenv Getenv, r deadlinekinds.Receivers) (deadline.Kinds, error) {
 	policy, err := DeadlinePolicy(getenv)
 	if err != nil {
 		return deadline.Kinds{}, err
 	}
-	return deadlinekinds.Declare(policy, r)
+	period, err := RentalPeriod(getenv)
+	if err != nil {
+		return deadline.Kinds{}, err
+	}
+	return deadlinekinds.Declare(policy, r, deadlinekinds.WithRentalPeriod(period))
+}
+
+// PreciseKinds are the kinds whose rows get a one-time schedule in precise mode:
+// the payment due and the return due, whose commands are worth sending on time.
+func PreciseKinds(getenv Getenv) (deadline.Kinds, error) {
+	all, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		return deadline.Kinds{}, err
+	}
+	payment, _ := all.ByName(deadlinekinds.Payment)
+	ret, _ := all.ByName(deadlinekinds.Return)
+	return deadline.NewKinds(payment, ret)
+}
+
+// Receiving makes sweeper send its kinds' commands to r.
+func Receiving(sweeper *deadline.Sweeper, r deadlinekinds.Receivers, getenv Getenv) error {
+	kinds, err := DeadlineKinds(getenv, r)
+	if err != nil {
+		return err
+	}
+	sweeper.Kinds = kinds
+	return nil
 }

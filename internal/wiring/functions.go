@@ -146,10 +146,12 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err != nil {
 		return nil, err
 	}
+	receivers := deadlinekinds.Receivers{Canceller: s.Process, Flagger: s.Commands}
 	if repairs != nil {
-		if err := Repairing(sweeper, s.Process, repairs, getenv); err != nil {
-			return nil, err
-		}
+		receivers.Repairer = repairs
+	}
+	if err := Receiving(sweeper, receivers, getenv); err != nil {
+		return nil, err
 	}
 	sweeper.Retrier = deadlinekinds.Retrier(s.Commands) // the cancellations owed to the provider
 	redelivery, parked, err := Redelivery(s, cfg, getenv)

@@ -144,11 +144,7 @@ func projection(cfg aws.Config, getenv Getenv, writes bool) (*pendingtable.Proje
 	if err != nil {
 		return nil, fmt.Errorf("wiring: %w", err)
 	}
-	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
-	if err != nil {
-		return nil, err
-	}
-	return p.WithKinds(kinds), nil
+	return p, nil
 }
 
 // DeadlinePolicy returns the rule of when a payment is overdue and a rental stuck,
@@ -175,19 +171,16 @@ func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 const DefaultMetricsService = "bikerental"
 
 // Sweeper returns the sweep over projection, sending its commands to process,
-// configured by DeadlinePolicy and SWEEP_CONCURRENCY, writing each sweep's metrics
-// to metrics (if not nil) with the dimension MetricsService. It reports stuck
-// rentals and repairs none; make it repair them with Repairing (StuckRepairs).
+// configured by DeadlineKinds and SWEEP_CONCURRENCY, writing each sweep's metrics
+// to metrics (if not nil) with the dimension MetricsService. It reports the stuck
+// rentals and overdue returns it finds and sends them nothing; Receiving makes it
+// send every kind's command.
 func Sweeper(projection *pendingtable.Projection, process deadlinekinds.Canceller, getenv Getenv, logger *slog.Logger, metrics *emf.Writer) (*deadline.Sweeper, error) {
-	policy, err := DeadlinePolicy(getenv)
-	if err != nil {
-		return nil, err
-	}
 	concurrency, err := intSetting(getenv, EnvSweepConcurrency, deadline.DefaultConcurrency)
 	if err != nil {
 		return nil, err
 	}
-	kinds, err := deadlinekinds.Declare(policy, deadlinekinds.Receivers{Canceller: process})
+	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{Canceller: process})
 	if err != nil {
 		return nil, err
 	}
@@ -202,17 +195,6 @@ func Sweeper(projection *pendingtable.Projection, process deadlinekinds.Cancelle
 		})
 	}
 	return s, nil
-}
-
-// Repairing makes sweeper repair the stuck rentals it finds through repairs, and
-// still send process the other kinds' commands.
-func Repairing(sweeper *deadline.Sweeper, process deadlinekinds.Canceller, repairs deadlinekinds.StuckRepairer, getenv Getenv) error {
-	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{Canceller: process, Repairer: repairs})
-	if err != nil {
-		return err
-	}
-	sweeper.Kinds = kinds
-	return nil
 }
 
 // StuckRepairs returns what repairs the stuck rentals a sweep finds, through the

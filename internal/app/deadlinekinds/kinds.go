@@ -1,19 +1,22 @@
 // Package deadlinekinds declares the service's kinds of deadline over the domain's
 // events and commands: a payment due (PaymentPrepared, settled by its confirmation,
 // rejection or cancellation; CancelRentalPayment), a process stuck (BikeRequested,
-// settled by the process's completion; the repair). Package deadline's machinery
+// settled by the process's completion; the repair) and a return due
+// (RequestApproved, settled by BikeReturned or ReturnOverdue; FlagOverdueReturn). Package deadline's machinery
 // works over them without knowing what they are about
 // (docs/decisions/0018-deadline-kinds.md).
 package deadlinekinds
 
 import (
 	"context"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
@@ -64,6 +67,7 @@ type StuckRepairer interface {
 type Receivers struct {
 	Canceller Canceller
 	Repairer  StuckRepairer
+	Flagger   Flagger
 }
 
 // PaymentKind is the payment due: PaymentPrepared opens a rental's payment's row,
@@ -117,14 +121,28 @@ func StuckKind(p deadline.Policy, r StuckRepairer) deadline.Kind {
 	return k
 }
 
-// Declare returns the service's kinds under policy p, their commands sent to r.
-func Declare(p deadline.Policy, r Receivers) (deadline.Kinds, error) {
-	return deadline.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer))
+// Declare returns the service's kinds under policy p, their commands sent to r: the
+// payment due, the process stuck and the return due, whose rental period is
+// rental.DefaultPeriod unless an option says otherwise.
+func Declare(p deadline.Policy, r Receivers, opts ...Option) (deadline.Kinds, error) {
+	o := options{period: rental.DefaultPeriod}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return deadline.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer), ReturnKind(p, o.period, r.Flagger))
 }
 
+// Option changes a declaration.
+type Option func(*options)
+
+type options struct{ period time.Duration }
+
+// WithRentalPeriod sets how long an approved rental lasts (RENTAL_PERIOD).
+func WithRentalPeriod(d time.Duration) Option { return func(o *options) { o.period = d } }
+
 // MustDeclare is Declare for a policy known to be valid (tests).
-func MustDeclare(p deadline.Policy, r Receivers) deadline.Kinds {
-	ks, err := Declare(p, r)
+func MustDeclare(p deadline.Policy, r Receivers, opts ...Option) deadline.Kinds {
+	ks, err := Declare(p, r, opts...)
 	if err != nil {
 		panic(err)
 	}

@@ -116,12 +116,10 @@ func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
 func (m *Memory) LanePages(_ context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func(deadline.LanePage) bool) (int, error) {
 	m.mu.Lock()
 	var p deadline.LanePage
-	var stamps []int64
 	for _, row := range m.rows {
 		if !row.settled && row.kind.Lane == lane && m.shardOf(row.subject) == shard && (cutoff.IsZero() || row.stamp < cutoff.UnixMilli()) {
 			since := row.kind.SinceOf(row.stamp)
 			p.Rows = append(p.Rows, deadline.Row{Kind: row.kind.Name, Subject: row.subject, Since: since, Due: row.kind.DueAt(since)})
-			stamps = append(stamps, row.stamp)
 		}
 	}
 	if lane.Prefix == deadlinekinds.BacklogLane(deadline.Policy{}).Prefix {

@@ -1,0 +1,150 @@
+package indextest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// KindSubject is an index under test over kinds it was made with, and the
+// projection that writes it.
+type KindSubject interface {
+	deadline.Index
+	Apply(ctx context.Context, r eventstore.Record) error
+}
+
+// Two kinds declared here alone, over records of their own: the machinery knows
+// nothing of what a kind is about. A "Lent" record opens a loan's row, due an hour
+// later; "Returned" settles it. A "Watched" record opens a watch's row in the same
+// lane, due a day later; "Unwatched" settles it.
+var (
+	lane  = deadline.Lane{Prefix: "t-", Offset: time.Hour}
+	loan  = deadline.Kind{Name: "loan", Prefix: "loan#", Lane: lane, After: time.Hour, Change: change("Lent", "Returned")}
+	watch = deadline.Kind{Name: "watch", Prefix: "watch#", Lane: lane, After: 24 * time.Hour, Change: change("Watched", "Unwatched")}
+	// TestKinds are the kinds the contract's cases run with.
+	TestKinds = deadline.MustKinds(loan, watch)
+)
+
+func change(opens, settles string) func(eventstore.Record) (deadline.Change, bool, error) {
+	return func(r eventstore.Record) (deadline.Change, bool, error) {
+		if r.Type != opens && r.Type != settles {
+			return deadline.Change{}, false, nil
+		}
+		subject, ok := strings.CutPrefix(string(r.Data), "subject:")
+		if !ok || subject == "" {
+			return deadline.Change{}, false, fmt.Errorf("%w: %s", eventstore.ErrCorruptRecord, r.Data)
+		}
+		return deadline.Change{Subject: subject, Settled: r.Type == settles, How: strings.ToLower(settles)}, true, nil
+	}
+}
+
+func record(typ, subject string, version int64, at time.Time) eventstore.Record {
+	return eventstore.Record{StreamID: "things-" + subject, Version: version,
+		Event: eventstore.Event{ID: fmt.Sprintf("%s-%s-%d", typ, subject, version), Type: typ, Data: []byte("subject:" + subject), RecordedAt: at}}
+}
+
+// RunKinds runs the contract of any kind's rows, each case on a fresh index from
+// newSubject over TestKinds.
+func RunKinds(t *testing.T, newSubject func(t *testing.T, kinds deadline.Kinds) KindSubject) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, s KindSubject)
+	}{
+		{"ARowIsDueAfterItsKindsDurationUntilSettled", aRowIsDueUntilSettled},
+		{"ASettledRowNeverComesBack", aSettledRowNeverComesBack},
+		{"KindsShareALaneInDueOrder", kindsShareALane},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newSubject(t, TestKinds)) })
+	}
+}
+
+func applyAll(t *testing.T, s KindSubject, recs ...eventstore.Record) {
+	t.Helper()
+	for _, r := range recs {
+		if err := s.Apply(ctx, r); err != nil {
+			t.Fatalf("apply %s %s: %v", r.Type, r.Data, err)
+		}
+	}
+}
+
+// due returns the rows of the lane overdue at now, from every shard, checking each
+// shard's are in due order.
+func due(t *testing.T, s KindSubject, now time.Time) []deadline.Row {
+	t.Helper()
+	var out []deadline.Row
+	for shard := range s.Shards() {
+		var last time.Time
+		if _, err := s.LanePages(ctx, lane, shard, lane.Cutoff(now), func(p deadline.LanePage) bool {
+			for _, r := range p.Rows {
+				if r.Due.Before(last) {
+					t.Errorf("shard %d: %s due %v after one due %v", shard, r.Subject, r.Due, last)
+				}
+				last = r.Due
+				out = append(out, r)
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline.SortRows(out)
+	return out
+}
+
+func aRowIsDueUntilSettled(t *testing.T, s KindSubject) {
+	applyAll(t, s, record("Lent", "a", 1, t0))
+	want := deadline.Row{Kind: "loan", Subject: "a", Since: t0, Due: t0.Add(time.Hour)}
+	if got := due(t, s, t0.Add(time.Hour)); len(got) != 0 {
+		t.Errorf("at its due time: %+v, want nothing overdue", got)
+	}
+	if got := due(t, s, t0.Add(time.Hour+time.Millisecond)); len(got) != 1 || got[0] != want {
+		t.Errorf("a millisecond later: %+v, want [%+v]", got, want)
+	}
+	if row, ok, err := s.Row(ctx, loan, "a"); err != nil || !ok || row != want {
+		t.Errorf("Row: %+v, %v, %v; want %+v", row, ok, err, want)
+	}
+	applyAll(t, s, record("Returned", "a", 2, t0.Add(time.Minute)))
+	if got := due(t, s, t0.Add(48*time.Hour)); len(got) != 0 {
+		t.Errorf("settled: %+v, want nothing", got)
+	}
+	if _, ok, err := s.Row(ctx, loan, "a"); err != nil || ok {
+		t.Errorf("Row of a settled row: %v, %v", ok, err)
+	}
+	if _, ok, err := s.Row(ctx, watch, "a"); err != nil || ok {
+		t.Errorf("Row of another kind's: %v, %v", ok, err)
+	}
+}
+
+func aSettledRowNeverComesBack(t *testing.T, s KindSubject) {
+	applyAll(t, s,
+		record("Lent", "b", 1, t0), record("Returned", "b", 2, t0.Add(time.Minute)),
+		record("Lent", "b", 1, t0),                                                  // redelivered, or replayed
+		record("Returned", "c", 2, t0.Add(time.Minute)), record("Lent", "c", 1, t0), // out of order
+		record("Lent", "d", 1, t0), record("Lent", "d", 1, t0.Add(time.Hour))) // duplicated, later: the first stands
+	got := due(t, s, t0.Add(48*time.Hour))
+	if len(got) != 1 || got[0].Subject != "d" || !got[0].Since.Equal(t0) {
+		t.Errorf("overdue %+v, want only d, opened at %v", got, t0)
+	}
+	if err := s.Apply(ctx, eventstore.Record{StreamID: "x", Version: 1, Event: eventstore.Event{Type: "Lent", Data: []byte("nonsense")}}); err == nil {
+		t.Error("a record that does not decode was accepted")
+	}
+}
+
+func kindsShareALane(t *testing.T, s KindSubject) {
+	applyAll(t, s, record("Watched", "w", 1, t0.Add(-23*time.Hour-40*time.Minute)), record("Lent", "l", 1, t0.Add(-30*time.Minute)),
+		record("Lent", "m", 1, t0))
+	got := due(t, s, t0.Add(31*time.Minute))
+	var kinds []string
+	for _, r := range got {
+		kinds = append(kinds, r.Kind+":"+r.Subject)
+	}
+	if want := []string{"watch:w", "loan:l"}; !slices.Equal(kinds, want) {
+		t.Errorf("overdue %v, want %v: by due time, each with its kind", kinds, want)
+	}
+}
