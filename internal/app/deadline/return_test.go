@@ -2,6 +2,7 @@ package deadline_test
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/lib/emf"
+	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 )
 
 // clock is a settable clock for the command handler, which judges by its own
@@ -63,7 +66,9 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 	kinds := deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{Canceller: w.process, Flagger: w.commands})
 	ret, _ := kinds.ByName(deadlinekinds.Return)
 	late, due := w.approve("ret-late", ret)
-	s := &deadline.Sweeper{Index: w.projection, Kinds: kinds, Logger: slog.New(slog.DiscardHandler)}
+	var metrics lockedBuffer
+	s := &deadline.Sweeper{Index: w.projection, Kinds: kinds, Logger: slog.New(slog.DiscardHandler),
+		Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })}
 
 	// At the due time exactly, nothing is overdue.
 	sum, err := s.Sweep(ctx, due)
@@ -77,6 +82,10 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 	k, _ := sum.Kind(deadlinekinds.Return)
 	if err != nil || k.Found != 1 || k.Acted != 1 || k.OldestOverdue != time.Millisecond || sum.Found != 0 || sum.Stuck != 0 {
 		t.Fatalf("a millisecond late: %+v (%+v), %v; want the late return flagged, nothing else", k, sum, err)
+	}
+	if lines := strings.Split(strings.TrimSpace(metrics.String()), "\n"); len(lines) != 2 ||
+		!strings.Contains(lines[0], `"OverdueReturns":0`) || !strings.Contains(lines[1], `"OverdueReturns":1,`) || !strings.Contains(lines[1], `"ReturnRowsActed":1,`) {
+		t.Errorf("metrics %s: want OverdueReturns 0, then 1, and the return acted on", metrics.String())
 	}
 	w.pumpUntil("the flagged return to leave the index", func() bool {
 		_, ok, err := w.projection.Row(ctx, ret, late)
