@@ -153,7 +153,7 @@ func runRebuild(ctx context.Context, c *cli, args []string) (err error) {
 			err = errors.Join(err, fmt.Errorf("release the rebuild lock (it expires by itself): %w", rerr))
 		}
 	}()
-	projection, err := wiring.Projection(fenced, f.lookup)
+	projection, err := wiring.DeadlineProjection(fenced, f.lookup)
 	if err != nil {
 		return configError("rebuild", err)
 	}

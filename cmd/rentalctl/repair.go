@@ -91,7 +91,7 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return configError("repair", err)
 	}
-	projection, err := wiring.Projection(cfg, f.lookup)
+	projection, err := wiring.DeadlineProjection(cfg, f.lookup)
 	if err != nil {
 		return configError("repair", err)
 	}

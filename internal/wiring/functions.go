@@ -135,6 +135,11 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err != nil {
 		return nil, err
 	}
+	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		return nil, err
+	}
+	s.Projection = s.Projection.WithKinds(kinds) // its repairs write rows of every kind
 	sweeper, err := Sweeper(s.Projection, s.Process, getenv, logger, emf.NewWriter(stdout))
 	if err != nil {
 		return nil, err

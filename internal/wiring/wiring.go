@@ -129,6 +129,21 @@ func Projection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error)
 	return projection(cfg, getenv, true)
 }
 
+// DeadlineProjection is Projection over the kinds of deadline as DeadlineKinds
+// declares them, from PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD: for every
+// writer of rows (the projector, a rebuild, a repair), whose stamps depend on them.
+func DeadlineProjection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
+	p, err := Projection(cfg, getenv)
+	if err != nil || p == nil {
+		return p, err
+	}
+	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		return nil, err
+	}
+	return p.WithKinds(kinds), nil
+}
+
 // PendingReader returns the PendingPayments projection for functions that only read
 // it (the API and the sweep), or nil if PENDING_TABLE is not set.
 func PendingReader(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/onetime"
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
@@ -123,18 +122,13 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err := Check(getenv); err != nil {
 		return nil, err
 	}
-	projection, err := wiring.Projection(cfg, getenv)
+	projection, err := wiring.DeadlineProjection(cfg, getenv)
 	if err == nil && projection == nil {
 		err = wiring.ErrNoPendingTable
 	}
 	if err != nil {
 		return nil, err
 	}
-	kinds, err := wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{})
-	if err != nil {
-		return nil, err
-	}
-	projection = projection.WithKinds(kinds)
 	timers, err := Timers(cfg, getenv)
 	if err != nil {
 		return nil, err
