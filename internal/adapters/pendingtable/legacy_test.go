@@ -61,7 +61,9 @@ func TestRowsOfTodaysShapeAreReadSweptAndSettled(t *testing.T) {
 		}
 	}
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	n := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
 	prepared := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	pay, open, done := rental.NewRentalID("old-pay", "AAAAAAAAAAAAAAAAAAAAAA"), rental.NewRentalID("old-open", "AAAAAAAAAAAAAAAAAAAAAA"), rental.NewRentalID("old-done", "AAAAAAAAAAAAAAAAAAAAAA")
 	ref := payment.ReferenceFor(pay)
