@@ -3,6 +3,7 @@ package pendingtable
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -50,8 +51,9 @@ func (p *Projection) Row(ctx context.Context, k deadline.Kind, subject string) (
 	if err != nil {
 		return deadline.Row{}, false, fmt.Errorf("deadline: read %s row %s: %w", k.Name, key, err)
 	}
-	if _, pending := out.Item[schema.PendingDueShard]; !pending {
-		return deadline.Row{}, false, nil // absent, or a settled row's marker
+	shard, pending := out.Item[schema.PendingDueShard].(*types.AttributeValueMemberS)
+	if !pending || strings.TrimRight(shard.Value, "0123456789") != k.Lane.Prefix {
+		return deadline.Row{}, false, nil // absent, a settled row's marker, or another kind's row
 	}
 	_, ms, err := stamped(out.Item, k.Name+" row", false)
 	if err != nil {

@@ -109,7 +109,11 @@ func (p *Projection) decodeLaneRow(item map[string]types.AttributeValue) (laneRo
 	if err != nil {
 		return laneRow{}, err
 	}
-	kind, subject, ok := p.kinds.OfKey(k)
+	shard, _ := item[schema.PendingDueShard].(*types.AttributeValueMemberS)
+	if shard == nil {
+		return laneRow{}, fmt.Errorf("deadline: row %q has no %s", k, schema.PendingDueShard)
+	}
+	kind, subject, ok := p.kinds.OfLaneKey(shard.Value, k)
 	if !ok {
 		return laneRow{}, fmt.Errorf("deadline: row %q: not a key of any kind", k)
 	}

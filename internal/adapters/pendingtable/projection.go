@@ -180,8 +180,9 @@ func (p *Projection) shardOf(k deadline.Kind, subject string) string {
 
 // opened creates the row of kind k about subject, stamped from the record's time,
 // unless a row or marker already stands at its key: the same row, or the marker of a
-// settled one, which a late or replayed opening never reopens. It says whether the
-// row is outstanding after it.
+// settled one, which a late or replayed opening never reopens. A kind that takes
+// over another's row moves that kind's outstanding row into its own lane,
+// restamped, in the same write. It says whether the row is outstanding after it.
 func (p *Projection) opened(ctx context.Context, k deadline.Kind, subject string, r eventstore.Record) (bool, error) {
 	key := k.Key(subject)
 	set := "SET #rental = :rental, #at = :at, #shard = :shard"
@@ -198,12 +199,18 @@ func (p *Projection) opened(ctx context.Context, k deadline.Kind, subject string
 		names["#v"] = schema.PendingVersion
 		values[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.Version, 10)}
 	}
+	// Only the first event of a row creates it: anything already there is this very
+	// row, or the marker of one that has settled; or, for a kind that takes over
+	// another's row, that kind's outstanding row, which it moves.
+	cond := "attribute_not_exists(#ref)"
+	if taken, ok := p.kinds.ByName(k.Takes); ok {
+		cond += " OR begins_with(#shard, :taken)"
+		values[":taken"] = &types.AttributeValueMemberS{Value: taken.Lane.Prefix}
+	}
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(p.table),
-		Key:       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
-		// Only the first event of a row creates it: anything already there is this
-		// very row, or the marker of one that has settled.
-		ConditionExpression:       aws.String("attribute_not_exists(#ref)"),
+		TableName:                 aws.String(p.table),
+		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		ConditionExpression:       aws.String(cond),
 		UpdateExpression:          aws.String(set),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
@@ -257,7 +264,10 @@ func ignoreFailedCondition(err error, ref string) error {
 // prepared before the cutoff (all of them for a zero cutoff), calling fn for each
 // page. It returns how many items DynamoDB read.
 func (p *Projection) query(ctx context.Context, shard string, before time.Time, limit int32, fn func([]deadline.Pending) bool) (int, error) {
-	return queryIndex(ctx, p, shard, before, limit, decodePending, fn)
+	return queryIndex(ctx, p, shard, before, limit, decodePending, func(rows []deadline.Pending) bool {
+		// The lane's rows of other kinds (the returns due) are not payments.
+		return fn(slices.DeleteFunc(rows, func(r deadline.Pending) bool { return r.Reference == "" }))
+	})
 }
 
 // queryIndex reads the index partition shard, oldest first, rows stamped before the
@@ -319,6 +329,9 @@ func decodePending(item map[string]types.AttributeValue) (deadline.Pending, erro
 	}
 	k, rentalID, ok := paymentKinds.OfKey(ref.Value)
 	if !ok || k.Name != deadlinekinds.Payment {
+		if _, _, other := lanesKinds.OfLaneKey("0", ref.Value); other {
+			return deadline.Pending{}, nil // a row of another kind in the payments' lane
+		}
 		return deadline.Pending{}, fmt.Errorf("deadline: pending row %s: not a rental's payment", ref.Value)
 	}
 	return deadline.Pending{Reference: ref.Value, RentalID: rentalID, PreparedAt: time.UnixMilli(ms).UTC()}, nil
@@ -349,5 +362,9 @@ func (p *Projection) List(ctx context.Context, limit int) ([]deadline.Pending, e
 	return all, nil
 }
 
-// paymentKinds tell a payment's row by its key.
-var paymentKinds = deadline.MustKinds(deadlinekinds.PaymentKind(deadline.Policy{}, nil))
+// paymentKinds tell a payment's row by its key, and lanesKinds the rows of the
+// payments' lane.
+var (
+	paymentKinds = deadline.MustKinds(deadlinekinds.PaymentKind(deadline.Policy{}, nil))
+	lanesKinds   = deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{})
+)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -94,7 +95,7 @@ func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 		if err != nil || c.Settled {
 			return err
 		}
-		return p.moveTo(ctx, OwedKey(c.Reference), p.owedShardOf(c.Reference))
+		return p.moveTo(ctx, OwedKey(c.Reference), p.owedShardOf(c.Reference), OpenShardPrefix)
 	}
 	changes, err := p.kinds.Changes(r)
 	if err != nil {
@@ -104,23 +105,37 @@ func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 		if c.Settled {
 			continue
 		}
-		if err := p.moveTo(ctx, c.Kind.Key(c.Subject), p.shardOf(c.Kind, c.Subject)); err != nil {
+		if err := p.moveTo(ctx, c.Kind.Key(c.Subject), p.shardOf(c.Kind, c.Subject), c.Kind.Lane.Prefix); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// moveTo moves the outstanding row at key to shard, unless it is there already or
-// is a marker.
-func (p *Projection) moveTo(ctx context.Context, key, shard string) error {
+// moveTo moves the outstanding row at key to shard, in the lane of the given
+// prefix, unless it is there already, is a marker, or is in another lane (a row
+// another kind took over, or has yet to).
+func (p *Projection) moveTo(ctx context.Context, key, shard, lane string) error {
+	cond := "attribute_exists(#shard) AND #shard <> :shard"
+	values := map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: shard}}
+	if lane != "" {
+		cond += " AND begins_with(#shard, :lane)"
+		values[":lane"] = &types.AttributeValueMemberS{Value: lane}
+	}
+	for i, other := range p.kinds.Lanes() {
+		if other.Prefix != lane && other.Prefix != "" && strings.HasPrefix(other.Prefix, lane) {
+			n := fmt.Sprintf(":other%d", i)
+			cond += " AND NOT begins_with(#shard, " + n + ")"
+			values[n] = &types.AttributeValueMemberS{Value: other.Prefix}
+		}
+	}
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
 		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
-		ConditionExpression:       aws.String("attribute_exists(#shard) AND #shard <> :shard"),
+		ConditionExpression:       aws.String(cond),
 		UpdateExpression:          aws.String("SET #shard = :shard"),
 		ExpressionAttributeNames:  map[string]string{"#shard": schema.PendingDueShard},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: shard}},
+		ExpressionAttributeValues: values,
 	})
 	return ignoreFailedCondition(err, key)
 }

@@ -25,8 +25,9 @@ type Kind struct {
 	// ASCII letters, unique among the declared kinds.
 	Name string
 	// Prefix starts the table key of every row of the kind; the rest of the key is the
-	// row's subject (Row.Subject). No declared kind's prefix starts another's, so a
-	// key says its kind.
+	// row's subject (Row.Subject). No declared kind's prefix starts another's in the
+	// same lane, so a key and its lane say its kind; kinds in different lanes may
+	// share a prefix, and then their rows a key (Takes).
 	Prefix string
 	// Lane is the index partitions the kind's rows are kept in. Kinds share a lane
 	// only if their lanes are equal.
@@ -56,6 +57,14 @@ type Kind struct {
 	// Tally says which of the summary's top-level counts (those the sweep reported
 	// before kinds) the kind's rows add to, if any.
 	Tally Tally
+	// Takes names the kind whose outstanding row, at the same key in another lane,
+	// this kind's opening takes over: one write moves the row into this kind's lane,
+	// restamped, and settles the other kind's deadline (the return due takes over
+	// the process stuck when the bike is approved). A row of this kind, or a settled
+	// marker, is never taken over. The taken kind then does not settle the row
+	// itself (its Change reports no settlement for the record that implies the
+	// takeover).
+	Takes string
 	// Yields names the kinds whose row for the same subject, found overdue by the
 	// same sweep, makes this kind's row wait for the next one: their command is under
 	// way, and may settle this row too.
@@ -167,11 +176,24 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 			switch {
 			case o.Name == k.Name:
 				errs = append(errs, fmt.Errorf("deadline: kind %q declared twice", k.Name))
-			case strings.HasPrefix(o.Prefix, k.Prefix) || strings.HasPrefix(k.Prefix, o.Prefix):
+			case o.Lane.Prefix == k.Lane.Prefix && (strings.HasPrefix(o.Prefix, k.Prefix) || strings.HasPrefix(k.Prefix, o.Prefix)):
+				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q: key prefixes %q and %q overlap in one lane", o.Name, k.Name, o.Prefix, k.Prefix))
+			case o.Prefix != k.Prefix && (strings.HasPrefix(o.Prefix, k.Prefix) || strings.HasPrefix(k.Prefix, o.Prefix)):
 				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q: key prefixes %q and %q overlap", o.Name, k.Name, o.Prefix, k.Prefix))
 			case o.Lane.Prefix == k.Lane.Prefix && o.Lane != k.Lane:
 				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q share lane %q with offsets %s and %s", o.Name, k.Name, k.Lane.Prefix, o.Lane.Offset, k.Lane.Offset))
 			}
+		}
+	}
+	for _, k := range kinds {
+		if k.Takes == "" {
+			continue
+		}
+		// A set may leave the taken kind out (precise mode's, which only arms and
+		// disarms schedules); a projection is given every kind.
+		i := slices.IndexFunc(kinds, func(o Kind) bool { return o.Name == k.Takes })
+		if i >= 0 && (kinds[i].Prefix != k.Prefix || kinds[i].Lane.Prefix == k.Lane.Prefix || kinds[i].Lane.Prefix == "") {
+			errs = append(errs, fmt.Errorf("deadline: kind %q takes over %q: want a declared kind of the same prefix in another lane, whose lane's prefix is not empty", k.Name, k.Takes))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -213,17 +235,37 @@ func (ks Kinds) ByName(name string) (Kind, bool) {
 }
 
 // OfKey returns the kind of a table key and the key's subject; ok is false for a
-// key of no declared kind, or whose subject the kind does not make.
+// key of no declared kind, or whose subject the kind does not make. Where kinds
+// share the key's prefix, it is the first of them: OfLaneKey tells them apart.
 func (ks Kinds) OfKey(key string) (k Kind, subject string, ok bool) {
 	for _, k := range ks.list {
-		if s, found := strings.CutPrefix(key, k.Prefix); found {
-			if s == "" || (k.Valid != nil && !k.Valid(s)) {
-				return Kind{}, "", false
-			}
+		if s, ok := k.SubjectOf(key); ok {
 			return k, s, true
 		}
 	}
 	return Kind{}, "", false
+}
+
+// OfLaneKey is OfKey for a row kept in the partition shard (a lane's prefix and a
+// number).
+func (ks Kinds) OfLaneKey(shard, key string) (k Kind, subject string, ok bool) {
+	lane := strings.TrimRight(shard, "0123456789")
+	for _, k := range ks.list {
+		if s, ok := k.SubjectOf(key); ok && k.Lane.Prefix == lane {
+			return k, s, true
+		}
+	}
+	return Kind{}, "", false
+}
+
+// SubjectOf returns the subject of a key of the kind; ok is false for a key of
+// another prefix, or a subject the kind does not make.
+func (k Kind) SubjectOf(key string) (string, bool) {
+	s, found := strings.CutPrefix(key, k.Prefix)
+	if !found || s == "" || (k.Valid != nil && !k.Valid(s)) {
+		return "", false
+	}
+	return s, true
 }
 
 // Lanes returns the lanes of the kinds, each once, in the order of the kinds.

@@ -21,8 +21,9 @@ func (s *Sweeper) SweepOne(ctx context.Context, kind, key string, now time.Time)
 		logger = slog.Default()
 	}
 	sum := Summary{Now: now.UTC()}
-	k, subject, ok := s.Kinds.OfKey(key)
-	if !ok || k.Name != kind {
+	k, ok := s.Kinds.ByName(kind)
+	subject, valid := k.SubjectOf(key)
+	if !ok || !valid {
 		return sum, fmt.Errorf("deadline: %q is no row of kind %q", key, kind)
 	}
 	sum.Cutoff, sum.RentalID = k.Lane.Cutoff(now).UTC(), subject

@@ -45,8 +45,8 @@ func ParseTrigger(input []byte, kinds Kinds) (Trigger, error) {
 		t.Kind, t.Key = k.Name, t.PaymentReference
 	}
 	if t.Kind != "" || t.Key != "" {
-		k, _, ok := kinds.OfKey(t.Key)
-		if !ok || k.Name != t.Kind {
+		k, ok := kinds.ByName(t.Kind)
+		if _, valid := k.SubjectOf(t.Key); !ok || !valid {
 			return Trigger{}, fmt.Errorf("deadline: one-row trigger names kind %q and key %q, which is no row of that kind", t.Kind, t.Key)
 		}
 	}

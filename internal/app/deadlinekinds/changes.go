@@ -79,6 +79,8 @@ func PaymentChangeOf(r eventstore.Record) (c PaymentChange, ok bool, err error) 
 type ProcessChange struct {
 	RentalID  string
 	Completed bool
+	// Approved marks a completion whose outcome is approved.
+	Approved bool
 }
 
 // ProcessChangeOf decodes a record that opens or completes a rental's process; ok is
@@ -95,7 +97,8 @@ func ProcessChangeOf(r eventstore.Record) (c ProcessChange, ok bool, err error) 
 	case rentalpayment.TypeCompleted:
 		var e rentalpayment.Event
 		if e, err = rentalpayment.DecodeEvent(r.Type, r.Data); err == nil {
-			id, c.Completed = e.(rentalpayment.RentalPaymentProcessCompleted).RentalID, true
+			done := e.(rentalpayment.RentalPaymentProcessCompleted)
+			id, c.Completed, c.Approved = done.RentalID, true, done.Outcome == rentalpayment.CompletedApproved
 		}
 	default:
 		return ProcessChange{}, false, nil

@@ -164,10 +164,11 @@ func paymentChange(r eventstore.Record) (deadline.Change, bool, error) {
 }
 
 // processChange is the process stuck's Change: BikeRequested opens, the process's
-// completion settles.
+// completion settles, but an approved one: the approval it follows (RequestApproved)
+// settles the row by taking it over as the return due.
 func processChange(r eventstore.Record) (deadline.Change, bool, error) {
 	c, ok, err := ProcessChangeOf(r)
-	if err != nil || !ok {
+	if err != nil || !ok || c.Approved {
 		return deadline.Change{}, false, err
 	}
 	ch := deadline.Change{Subject: c.RentalID, Settled: c.Completed}

@@ -15,8 +15,11 @@ import (
 // Return is the return-due kind's name.
 const Return = "return"
 
-// ReturnPrefix starts the key of a return-due row; the rest is the rental id.
-const ReturnPrefix = "return-"
+// ReturnPrefix starts the key of a return-due row; the rest is the rental id. It is
+// the process stuck's: the return due takes the rental's row over when the bike is
+// approved (deadline.Kind.Takes), in the payments' lane, so that one write ends the
+// one deadline and opens the other (docs/decisions/0018-deadline-kinds.md).
+var ReturnPrefix = StuckPrefix
 
 // Flagger sends FlagOverdueReturn to a rental's bike; *command.Handler is one.
 type Flagger interface {
@@ -28,13 +31,14 @@ type Flagger interface {
 // (BikeReturned) or the return's being flagged overdue (ReturnOverdue) settles it;
 // overdue, FlagOverdueReturn asks the bike to record ReturnOverdue, which it
 // declines when the bike came back meanwhile, the rental is not the bike's current
-// one, or it is not due by the bike's own clock. Its rows are in the backlog's lane,
-// stamped with their due time less the lane's offset.
+// one, or it is not due by the bike's own clock. Its row is the rental's
+// process-stuck row, taken over by the approval and moved into the payments' lane,
+// stamped with its due time less the lane's offset.
 func ReturnKind(p deadline.Policy, period time.Duration, f Flagger) deadline.Kind {
 	if period <= 0 {
 		period = rental.DefaultPeriod
 	}
-	k := deadline.Kind{Name: Return, Prefix: ReturnPrefix, Lane: BacklogLane(p), After: period, Change: returnChange, Valid: ident.Valid}
+	k := deadline.Kind{Name: Return, Prefix: ReturnPrefix, Lane: PaymentLane(p), After: period, Change: returnChange, Valid: ident.Valid, Takes: Stuck}
 	if f != nil {
 		k.Act = func(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
 			flag, err := f.FlagOverdueReturn(ctx, row.Subject, command.Meta{CausationID: cause})

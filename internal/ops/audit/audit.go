@@ -71,6 +71,9 @@ type PendingRow struct {
 	Outstanding bool
 	// PreparedAt is the row's prepared-at time, zero when it has none.
 	PreparedAt time.Time
+	// Shard is the row's due shard, empty when it has none: its lane tells apart
+	// the kinds whose rows share a key (a process stuck and a return due).
+	Shard string
 }
 
 // Invariant codes, stable across releases: scripts may match on them.
@@ -267,6 +270,9 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 			a.parked++ // a stream record waiting for its redelivery: expected work
 			return nil
 		}
+		if a.kindRow(a.kinds, row) {
+			return nil // a row of another kind of deadline
+		}
 		if id, ok := strings.CutPrefix(row.Reference, rentalpayment.StreamID("")); ok {
 			a.open[id] = row // a rental's open process
 			return nil
@@ -274,9 +280,6 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 		if ref, ok := strings.CutPrefix(row.Reference, payment.StreamID("")); ok {
 			a.owed[ref] = row // a cancellation owed to the provider
 			return nil
-		}
-		if a.kindRow(a.kinds, row) {
-			return nil // a row of another kind of deadline
 		}
 		a.rows[row.Reference] = row
 		return nil

@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
@@ -51,8 +52,9 @@ type deadlineKey struct{ kind, key, subject string }
 // kindRow files an outstanding row of the table under its kind, if it is one of
 // kinds', and says whether it was.
 func (a *auditor) kindRow(kinds []deadline.Kind, row PendingRow) bool {
+	lane := strings.TrimRight(row.Shard, "0123456789")
 	for _, k := range kinds {
-		if _, subject, ok := deadline.MustKinds(k).OfKey(row.Reference); ok {
+		if subject, ok := k.SubjectOf(row.Reference); ok && row.Shard != "" && k.Lane.Prefix == lane {
 			a.kindRows[deadlineKey{k.Name, row.Reference, subject}] = row
 			return true
 		}

@@ -105,8 +105,10 @@ func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
 		switch {
 		case !exists:
 			m.rows[key] = &memoryRow{kind: c.Kind, subject: c.Subject, stamp: c.Kind.Stamp(r.RecordedAt), version: r.Version, settled: c.Settled}
+		case !c.Settled && !row.settled && c.Kind.Takes != "" && row.kind.Name == c.Kind.Takes:
+			row.kind, row.stamp = c.Kind, c.Kind.Stamp(r.RecordedAt) // taken over
 		case c.Settled && (!c.Kind.Ordered || row.version < r.Version):
-			row.version, row.settled = r.Version, true
+			row.kind, row.version, row.settled = c.Kind, r.Version, true
 		}
 	}
 	return nil
@@ -151,7 +153,7 @@ func (m *Memory) Row(_ context.Context, k deadline.Kind, subject string) (deadli
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	row, ok := m.rows[k.Key(subject)]
-	if !ok || row.settled {
+	if !ok || row.settled || row.kind.Name != k.Name {
 		return deadline.Row{}, false, nil
 	}
 	since := k.SinceOf(row.stamp)
