@@ -647,7 +647,7 @@ func TestRepairMendsAStuckRental(t *testing.T) {
 		t.Fatalf("repair --stuck --dry-run: %+v", dry)
 	}
 	out := must(t, e, "repair", "--stuck")
-	if !strings.Contains(out.stdout, rentalID+" (start-missing): awaiting-payment -> approved, repaired 6 records") || !strings.HasSuffix(out.stdout, "\n1 stuck rental\n") {
+	if !strings.Contains(out.stdout, rentalID+" (start-missing): awaiting-payment -> approved, repaired 7 records") || !strings.HasSuffix(out.stdout, "\n1 stuck rental\n") {
 		t.Errorf("repair --stuck:\n%s", out.stdout)
 	}
 	must(t, e, "audit", "--quiet")
