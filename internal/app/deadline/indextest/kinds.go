@@ -16,6 +16,7 @@ import (
 // projection that writes it.
 type KindSubject interface {
 	deadline.Index
+	deadline.Lister
 	Apply(ctx context.Context, r eventstore.Record) error
 }
 
@@ -59,6 +60,7 @@ func RunKinds(t *testing.T, newSubject func(t *testing.T, kinds deadline.Kinds) 
 		{"ARowIsDueAfterItsKindsDurationUntilSettled", aRowIsDueUntilSettled},
 		{"ASettledRowNeverComesBack", aSettledRowNeverComesBack},
 		{"KindsShareALaneInDueOrder", kindsShareALane},
+		{"TheListShowsTheOverdueFirstByKind", theListShowsTheOverdueFirst},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newSubject(t, TestKinds)) })
 	}
@@ -146,5 +148,34 @@ func kindsShareALane(t *testing.T, s KindSubject) {
 	}
 	if want := []string{"watch:w", "loan:l"}; !slices.Equal(kinds, want) {
 		t.Errorf("overdue %v, want %v: by due time, each with its kind", kinds, want)
+	}
+}
+
+func theListShowsTheOverdueFirst(t *testing.T, s KindSubject) {
+	applyAll(t, s, record("Watched", "w", 1, t0.Add(-23*time.Hour-40*time.Minute)), record("Lent", "l", 1, t0.Add(-30*time.Minute)),
+		record("Lent", "m", 1, t0), record("Lent", "n", 1, t0.Add(-2*time.Hour)), record("Returned", "n", 2, t0))
+	now := t0.Add(31 * time.Minute)
+	yes, no := true, false
+	for _, c := range []struct {
+		q    deadline.Query
+		want []string
+	}{
+		{deadline.Query{Now: now, Limit: 10}, []string{"watch:w", "loan:l", "loan:m"}},
+		{deadline.Query{Now: now, Limit: 2}, []string{"watch:w", "loan:l"}},
+		{deadline.Query{Kind: "loan", Now: now, Limit: 10}, []string{"loan:l", "loan:m"}},
+		{deadline.Query{Kind: "loan", Overdue: &yes, Now: now, Limit: 10}, []string{"loan:l"}},
+		{deadline.Query{Overdue: &no, Now: now, Limit: 10}, []string{"loan:m"}},
+	} {
+		rows, err := s.Deadlines(ctx, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Kind+":"+r.Subject)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Deadlines(%+v) = %v, want %v", c.q, got, c.want)
+		}
 	}
 }
