@@ -657,3 +657,23 @@ func TestRepairMendsAStuckRental(t *testing.T) {
 	}
 	wantStatus(t, 2, e, "repair") // neither a rental id nor --stuck
 }
+
+// TestPendingListsAKindOfDeadline: pending --kind lists the rows of that kind, as
+// GET /deadlines answers them; an unknown kind is a usage error.
+func TestPendingListsAKindOfDeadline(t *testing.T) {
+	w, outstanding := world(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	must(t, e, "rebuild")
+	returns := decode[kindList](t, must(t, e, "pending", "--kind", "return", "--json"))
+	if returns.Count != 1 || returns.Deadlines[0].Kind != "return" || returns.Deadlines[0].Overdue || !strings.HasPrefix(returns.Deadlines[0].RentalID, "bike3_") {
+		t.Errorf("pending --kind return: %+v, want the approved rental's return, not overdue", returns)
+	}
+	payments := decode[kindList](t, must(t, e, "pending", "--kind", "payment", "--json"))
+	if payments.Count != len(outstanding) || payments.Deadlines[0].RentalID != outstanding[0] {
+		t.Errorf("pending --kind payment: %+v, want the outstanding payments %v", payments, outstanding)
+	}
+	if r := must(t, e, "pending", "--kind", "return", "--overdue"); !strings.Contains(r.stdout, "0 return deadlines") {
+		t.Errorf("pending --kind return --overdue:\n%s\nwant none", r.stdout)
+	}
+	wantStatus(t, 2, e, "pending", "--kind", "bikes")
+}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/ports/httpapi"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -23,7 +27,9 @@ const pendingUsage = `Usage: rentalctl pending [flags]
 Lists outstanding payments from the PendingPayments table, oldest first: each one's
 payment reference, rental, when it was prepared, its age, and its deadline (the
 time it was prepared plus PAYMENT_TIMEOUT). With --overdue, only the payments past
-their deadline: those the next sweep gives up on. It reads the table's index, a
+their deadline: those the next sweep gives up on. With --kind (payment, return or
+stuck), the to-do list of that kind of deadline instead, overdue first: each row's
+rental, due time and age, as GET /deadlines answers. It reads the table's index, a
 query per shard, and never scans.
 
 Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
@@ -84,7 +90,7 @@ func printRows(out io.Writer, rows []pendingRow, now time.Time) {
 
 // limited trims rows read with a limit of limit+1 to limit, and reports whether
 // there were more.
-func limited(rows []deadline.Pending, limit int) ([]deadline.Pending, bool) {
+func limited[T any](rows []T, limit int) ([]T, bool) {
 	if len(rows) > limit {
 		return rows[:limit], true
 	}
@@ -108,12 +114,14 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 		shards, limit   int
 		timeout         time.Duration
 		overdue, asJSON bool
+		kind            string
 	)
 	f := newFlags("pending", pendingUsage, c.getenv)
 	f.pendingTable(&pendingTable, "to read")
 	f.intEnv(&shards, "shards", envShards, pendingtable.DefaultShards, "the index write shards of the PendingPayments table")
 	f.durationEnv(&timeout, "timeout", envTimeout, deadline.DefaultTimeout, "how long a payment may stay outstanding")
 	f.fs.BoolVar(&overdue, "overdue", false, "list only payments past their deadline")
+	f.fs.StringVar(&kind, "kind", "", "list the rows of this kind of deadline (payment, return or stuck) instead")
 	f.limit(&limit, "payments")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {
@@ -125,6 +133,9 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	if err := f.checkLimit(c, limit); err != nil {
 		return err
 	}
+	if kind != "" && !slices.Contains(httpapi.DeadlineKinds, kind) {
+		return f.fail(c, "-kind %q: want one of %s", kind, strings.Join(httpapi.DeadlineKinds, ", "))
+	}
 	cfg, err := awsConfig(ctx, c.getenv)
 	if err != nil {
 		return err
@@ -132,6 +143,9 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	projection, err := wiring.PendingReader(cfg, f.lookup)
 	if err != nil {
 		return configError("pending", err)
+	}
+	if kind != "" {
+		return pendingKind(ctx, c, f, projection, kind, overdue, limit, asJSON)
 	}
 	policy, err := wiring.DeadlinePolicy(f.lookup)
 	if err != nil {
@@ -167,6 +181,55 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 		count(len(rows), what+" payment"), seconds(now.Sub(rows[0].PreparedAt)), timeout)
 	if more {
 		fmt.Fprintf(c.stdout, "listed only the oldest %s; there are more (raise -limit to see them)\n", count(limit, "payment"))
+	}
+	return nil
+}
+
+// kindList is what pending --kind --json prints: GET /deadlines's rows.
+type kindList struct {
+	Now         time.Time          `json:"now"`
+	Kind        string             `json:"kind"`
+	OverdueOnly bool               `json:"overdueOnly"`
+	Deadlines   []httpapi.Deadline `json:"deadlines"`
+	Count       int                `json:"count"`
+	Limit       int                `json:"limit"`
+	More        bool               `json:"more"`
+}
+
+// pendingKind lists the rows of one kind of deadline, the overdue first.
+func pendingKind(ctx context.Context, c *cli, f *flags, projection *pendingtable.Projection, kind string, overdue bool, limit int, asJSON bool) error {
+	kinds, err := wiring.DeadlineKinds(f.lookup, deadlinekinds.Receivers{})
+	if err != nil {
+		return configError("pending", err)
+	}
+	now := time.Now()
+	q := deadline.Query{Kind: kind, Now: now, Limit: limit + 1}
+	if overdue {
+		q.Overdue = &overdue
+	}
+	rows, err := projection.WithKinds(kinds).Deadlines(ctx, q)
+	if err != nil {
+		return fmt.Errorf("pending: %w", err)
+	}
+	rows, more := limited(rows, limit)
+	list := kindList{Now: now.UTC(), Kind: kind, OverdueOnly: overdue, Deadlines: make([]httpapi.Deadline, len(rows)), Count: len(rows), Limit: limit, More: more}
+	for i, r := range rows {
+		list.Deadlines[i] = httpapi.Deadline{Kind: r.Kind, RentalID: r.Subject, DueAt: r.Due.UTC(), AgeSeconds: int64(now.Sub(r.Since) / time.Second), Overdue: r.Due.Before(now)}
+	}
+	if asJSON {
+		return c.printJSON(list)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "KIND\tRENTAL\tDUE\tAGE\tOVERDUE")
+	for _, d := range list.Deadlines {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\n", d.Kind, d.RentalID, d.DueAt.Format(time.RFC3339), time.Duration(d.AgeSeconds)*time.Second, d.Overdue)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%s\n", count(len(rows), kind+" deadline"))
+	if more {
+		fmt.Fprintf(c.stdout, "listed only %s; there are more (raise -limit to see them)\n", count(limit, "row"))
 	}
 	return nil
 }
