@@ -16,6 +16,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadline/indextest"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
@@ -109,5 +110,57 @@ func TestRowsOfTodaysShapeAreReadSweptAndSettled(t *testing.T) {
 	}
 	if _, ok, err := p.Get(ctx, payment.ReferenceFor(done)); err != nil || ok {
 		t.Errorf("a replayed PaymentPrepared reopened a settled payment of today's shape: %v, %v", ok, err)
+	}
+}
+
+// TestReshardKeepsATakenRowInItsLane: resharding replays a row's opening records;
+// the opening of a kind whose row another kind took over must not move the row
+// back into its own lane, and the taker's moves it to its shard under the new count.
+func TestReshardKeepsATakenRowInItsLane(t *testing.T) {
+	ctx := context.Background()
+	client := emulatortest.DynamoDB(t)
+	table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+	before, err := pendingtable.New(client, table, 16, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := pendingtable.New(client, table, 1, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after = before.WithKinds(indextest.TestKinds), after.WithKinds(indextest.TestKinds)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	rec := func(typ string, v int64) eventstore.Record {
+		return eventstore.Record{StreamID: "things-x", Version: v, Event: eventstore.Event{ID: typ, Type: typ, Data: []byte("subject:x"), RecordedAt: at}}
+	}
+	for _, r := range []eventstore.Record{rec("Held", 1), rec("Handed", 2)} {
+		if err := before.Apply(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := func(prefix string) []deadline.Row {
+		t.Helper()
+		var out []deadline.Row
+		for _, l := range indextest.TestKinds.Lanes() {
+			if l.Prefix != prefix {
+				continue
+			}
+			if _, err := after.LanePages(ctx, l, 0, time.Time{}, func(p deadline.LanePage) bool { out = append(out, p.Rows...); return true }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	// The hold's opening last, as after a rebuild interrupted and run again.
+	for _, r := range []eventstore.Record{rec("Handed", 2), rec("Held", 1)} {
+		if err := after.Reshard(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rows("h-"); len(got) != 0 {
+		t.Errorf("the holds' lane after resharding: %+v, want nothing: the hold was taken over", got)
+	}
+	if got := rows("t-"); len(got) != 1 || got[0].Kind != "handover" || got[0].Subject != "x" {
+		t.Errorf("the loans' lane after resharding: %+v, want the handover on shard 0", got)
 	}
 }

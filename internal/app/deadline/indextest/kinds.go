@@ -28,8 +28,15 @@ var (
 	lane  = deadline.Lane{Prefix: "t-", Offset: time.Hour}
 	loan  = deadline.Kind{Name: "loan", Prefix: "loan#", Lane: lane, After: time.Hour, Change: change("Lent", "Returned")}
 	watch = deadline.Kind{Name: "watch", Prefix: "watch#", Lane: lane, After: 24 * time.Hour, Change: change("Watched", "Unwatched")}
+	// A "Held" record opens a hold's row ("item#"), due two hours later, in a lane
+	// of its own; "Released" settles it. "Handed" opens a handover's row, due a
+	// day later, in the loans' lane, taking over the item's hold if it is still
+	// outstanding; "Collected" settles it.
+	holds    = deadline.Lane{Prefix: "h-", Offset: 2 * time.Hour}
+	hold     = deadline.Kind{Name: "hold", Prefix: "item#", Lane: holds, After: 2 * time.Hour, Change: change("Held", "Released")}
+	handover = deadline.Kind{Name: "handover", Prefix: "item#", Lane: lane, After: 24 * time.Hour, Change: change("Handed", "Collected"), Takes: "hold"}
 	// TestKinds are the kinds the contract's cases run with.
-	TestKinds = deadline.MustKinds(loan, watch)
+	TestKinds = deadline.MustKinds(loan, watch, hold, handover)
 )
 
 func change(opens, settles string) func(eventstore.Record) (deadline.Change, bool, error) {
@@ -61,6 +68,7 @@ func RunKinds(t *testing.T, newSubject func(t *testing.T, kinds deadline.Kinds) 
 		{"ASettledRowNeverComesBack", aSettledRowNeverComesBack},
 		{"KindsShareALaneInDueOrder", kindsShareALane},
 		{"TheListShowsTheOverdueFirstByKind", theListShowsTheOverdueFirst},
+		{"AKindTakesAnotherKindsRowOver", aKindTakesAnotherKindsRowOver},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newSubject(t, TestKinds)) })
 	}
@@ -177,5 +185,51 @@ func theListShowsTheOverdueFirst(t *testing.T, s KindSubject) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("Deadlines(%+v) = %v, want %v", c.q, got, c.want)
 		}
+	}
+}
+
+// everything returns every outstanding row of every lane, as kind:subject.
+func everything(t *testing.T, s KindSubject) []string {
+	t.Helper()
+	var out []string
+	for _, l := range TestKinds.Lanes() {
+		for shard := range s.Shards() {
+			if _, err := s.LanePages(ctx, l, shard, time.Time{}, func(p deadline.LanePage) bool {
+				for _, r := range p.Rows {
+					out = append(out, r.Kind+":"+r.Subject)
+				}
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func aKindTakesAnotherKindsRowOver(t *testing.T, s KindSubject) {
+	applyAll(t, s, record("Held", "x", 1, t0), record("Held", "z", 1, t0), record("Released", "z", 2, t0))
+	if got, want := everything(t, s), []string{"hold:x"}; !slices.Equal(got, want) {
+		t.Fatalf("held: %v, want %v", got, want)
+	}
+	applyAll(t, s, record("Handed", "x", 2, t0.Add(time.Hour)),
+		record("Held", "x", 1, t0),                    // replayed: the handover stays
+		record("Handed", "x", 2, t0.Add(2*time.Hour)), // duplicated, later: the first stands
+		record("Handed", "y", 1, t0.Add(time.Hour)),   // nothing to take over: opened
+		record("Handed", "z", 3, t0.Add(time.Hour)))   // a settled hold is not taken over
+	if got, want := everything(t, s), []string{"handover:x", "handover:y"}; !slices.Equal(got, want) {
+		t.Fatalf("handed: %v, want %v", got, want)
+	}
+	row, ok, err := s.Row(ctx, handover, "x")
+	if err != nil || !ok || !row.Since.Equal(t0.Add(time.Hour)) || !row.Due.Equal(t0.Add(25*time.Hour)) {
+		t.Errorf("Row(handover, x) = %+v, %v, %v; want handed at %v, due a day later", row, ok, err, t0.Add(time.Hour))
+	}
+	if _, ok, err := s.Row(ctx, hold, "x"); err != nil || ok {
+		t.Errorf("Row(hold, x) after the takeover: %v, %v; want none", ok, err)
+	}
+	applyAll(t, s, record("Collected", "x", 3, t0.Add(3*time.Hour)), record("Handed", "x", 2, t0.Add(time.Hour)), record("Held", "x", 1, t0))
+	if got, want := everything(t, s), []string{"handover:y"}; !slices.Equal(got, want) {
+		t.Errorf("collected, then replayed: %v, want %v", got, want)
 	}
 }
