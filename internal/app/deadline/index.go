@@ -70,6 +70,12 @@ type OwedCancellation struct {
 	OwedAt    time.Time `json:"owedAt"`
 }
 
+// Pending, Open and Backlog are the rows of the first two kinds the service declared
+// (deadlinekinds: a payment due, a process stuck) in the shapes the operator API and
+// the CLI read them in before kinds existed (GET /payments/pending); the sweep reads
+// Row. OwedCancellation and Parked are the backlog the sweep works off besides the
+// kinds' rows.
+
 // Pending is one outstanding payment.
 type Pending struct {
 	Reference  string    `json:"paymentReference"`

@@ -4,9 +4,9 @@ import (
 	"fmt"
 )
 
-// Deadline modes: how overdue payments are noticed.
+// Deadline modes: how overdue rows are noticed.
 const (
-	// ModeSweep finds overdue payments with the periodic sweep alone.
+	// ModeSweep finds overdue rows with the periodic sweep alone.
 	ModeSweep = "sweep"
 	// ModePrecise also gives every outstanding payment an EventBridge Scheduler
 	// one-time schedule at its deadline, which invokes the sweep function for that one
