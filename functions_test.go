@@ -20,9 +20,7 @@ const maxFunctionLines = 80
 // longFunctions are the functions of the product code allowed more than
 // maxFunctionLines, as "path/to/file.go Name" (methods by their name alone), each
 // with the reason it is kept whole.
-var longFunctions = []string{
-	"internal/app/deadline/sweep.go Sweep", // being split
-}
+var longFunctions = []string{}
 
 // productCode reports whether the Go file at path (relative to the module root,
 // slash-separated) is product code: not a test, and in internal/ (but for the test

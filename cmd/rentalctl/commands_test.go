@@ -648,7 +648,7 @@ func TestRepairMendsAStuckRental(t *testing.T) {
 		t.Fatalf("repair --stuck --dry-run: %+v", dry)
 	}
 	out := must(t, e, "repair", "--stuck")
-	if !strings.Contains(out.stdout, rentalID+" (start-missing): awaiting-payment -> approved, repaired 6 records") || !strings.HasSuffix(out.stdout, "\n1 stuck rental\n") {
+	if !strings.Contains(out.stdout, rentalID+" (start-missing): awaiting-payment -> approved, repaired 7 records") || !strings.HasSuffix(out.stdout, "\n1 stuck rental\n") {
 		t.Errorf("repair --stuck:\n%s", out.stdout)
 	}
 	must(t, e, "audit", "--quiet")
@@ -657,4 +657,24 @@ func TestRepairMendsAStuckRental(t *testing.T) {
 		t.Errorf("a second repair: %+v", again)
 	}
 	wantStatus(t, 2, e, "repair") // neither a rental id nor --stuck
+}
+
+// TestPendingListsAKindOfDeadline: pending --kind lists the rows of that kind, as
+// GET /deadlines answers them; an unknown kind is a usage error.
+func TestPendingListsAKindOfDeadline(t *testing.T) {
+	w, outstanding := world(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	must(t, e, "rebuild")
+	returns := decode[ctl.KindList](t, must(t, e, "pending", "--kind", "return", "--json"))
+	if returns.Count != 1 || returns.Deadlines[0].Kind != "return" || returns.Deadlines[0].Overdue || !strings.HasPrefix(returns.Deadlines[0].RentalID, "bike3_") {
+		t.Errorf("pending --kind return: %+v, want the approved rental's return, not overdue", returns)
+	}
+	payments := decode[ctl.KindList](t, must(t, e, "pending", "--kind", "payment", "--json"))
+	if payments.Count != len(outstanding) || payments.Deadlines[0].RentalID != outstanding[0] {
+		t.Errorf("pending --kind payment: %+v, want the outstanding payments %v", payments, outstanding)
+	}
+	if r := must(t, e, "pending", "--kind", "return", "--overdue"); !strings.Contains(r.stdout, "0 return deadlines") {
+		t.Errorf("pending --kind return --overdue:\n%s\nwant none", r.stdout)
+	}
+	wantStatus(t, 2, e, "pending", "--kind", "bikes")
 }

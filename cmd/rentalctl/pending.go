@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -21,7 +23,9 @@ const pendingUsage = `Usage: rentalctl pending [flags]
 Lists outstanding payments from the PendingPayments table, oldest first: each one's
 payment reference, rental, when it was prepared, its age, and its deadline (the
 time it was prepared plus PAYMENT_TIMEOUT). With --overdue, only the payments past
-their deadline: those the next sweep gives up on. It reads the table's index, a
+their deadline: those the next sweep gives up on. With --kind (payment, return or
+stuck), the to-do list of that kind of deadline instead, overdue first: each row's
+rental, due time and age, as GET /deadlines answers. It reads the table's index, a
 query per shard, and never scans.
 
 Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
@@ -59,12 +63,14 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 		timeout      time.Duration
 		q            ctl.PendingQuery
 		asJSON       bool
+		kind         string
 	)
 	f := newFlags("pending", pendingUsage, c.getenv)
 	f.pendingTable(&pendingTable, "to read")
 	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
 	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
 	f.fs.BoolVar(&q.Overdue, "overdue", false, "list only payments past their deadline")
+	f.fs.StringVar(&kind, "kind", "", "list the rows of this kind of deadline (payment, return or stuck) instead")
 	f.limit(&q.Limit, "payments")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {
@@ -76,9 +82,15 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	if err := f.checkLimit(c, q.Limit); err != nil {
 		return err
 	}
+	if kind != "" && !slices.Contains(ctl.DeadlineKinds, kind) {
+		return f.fail(c, "-kind %q: want one of %s", kind, strings.Join(ctl.DeadlineKinds, ", "))
+	}
 	stack, err := f.open(ctx, c)
 	if err != nil {
 		return err
+	}
+	if kind != "" {
+		return pendingKind(ctx, c, stack, kind, q, asJSON)
 	}
 	list, err := stack.Pending(ctx, q)
 	if err != nil {
@@ -107,4 +119,28 @@ func printPending(out io.Writer, list ctl.PendingList, timeout time.Duration) {
 	if list.More {
 		fmt.Fprintf(out, "listed only the oldest %s; there are more (raise -limit to see them)\n", count(list.Limit, "payment"))
 	}
+}
+
+// pendingKind prints the rows of one kind of deadline, the overdue first.
+func pendingKind(ctx context.Context, c *cli, stack *ctl.Stack, kind string, q ctl.PendingQuery, asJSON bool) error {
+	list, err := stack.Deadlines(ctx, kind, q)
+	if err != nil {
+		return failed("pending", err)
+	}
+	if asJSON {
+		return c.printJSON(list)
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "KIND\tRENTAL\tDUE\tAGE\tOVERDUE")
+	for _, d := range list.Deadlines {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\n", d.Kind, d.RentalID, d.DueAt.Format(time.RFC3339), time.Duration(d.AgeSeconds)*time.Second, d.Overdue)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "%s\n", count(list.Count, kind+" deadline"))
+	if list.More {
+		fmt.Fprintf(c.stdout, "listed only %s; there are more (raise -limit to see them)\n", count(list.Limit, "row"))
+	}
+	return nil
 }

@@ -95,6 +95,8 @@ command's flags override it:
   PAYMENT_TIMEOUT               how long a payment may stay outstanding (15m)
   STUCK_GRACE, STUCK_REPAIR     when a rental is stuck (10m past the timeout), and
                                 whether a sweep repairs it (auto)
+  RENTAL_PERIOD                 how long an approved rental lasts before its return
+                                is overdue (2h)
   SWEEP_CONCURRENCY             how many cancellations a sweep sends at once (8)
   RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY
                                 the rental-payment process's settings

@@ -16,11 +16,11 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/lib/emf"
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
-	"github.com/bikerental/bikerental/internal/ports/lambda/sweeptrigger"
 	"github.com/bikerental/bikerental/internal/wiring/awsenv"
 )
 
@@ -136,6 +136,11 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err != nil {
 		return nil, err
 	}
+	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		return nil, err
+	}
+	s.Projection = s.Projection.WithKinds(kinds) // its repairs write rows of every kind
 	sweeper, err := Sweeper(s.Projection, s.Process, getenv, logger, emf.NewWriter(stdout))
 	if err != nil {
 		return nil, err
@@ -147,23 +152,27 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err != nil {
 		return nil, err
 	}
+	receivers := deadlinekinds.Receivers{Canceller: s.Process, Flagger: s.Commands}
 	if repairs != nil {
-		sweeper.Repairer = repairs
+		receivers.Repairer = repairs
 	}
-	sweeper.Retrier = s.Commands // the cancellations owed to the provider
+	if err := Receiving(sweeper, receivers, getenv); err != nil {
+		return nil, err
+	}
+	sweeper.Retrier = deadlinekinds.Retrier(s.Commands) // the cancellations owed to the provider
 	redelivery, parked, err := Redelivery(s, cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
 	sweeper.Redeliverer, sweeper.Parked = redelivery, parked
 	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
-		trigger, err := sweeptrigger.Parse(input)
+		trigger, err := deadline.ParseTrigger(input, sweeper.Kinds)
 		if err != nil {
 			return deadline.Summary{}, err
 		}
 		clock := time.Now()
-		if trigger.OnePayment() {
-			return sweeper.SweepOne(ctx, trigger.RentalID, trigger.PaymentReference, clock)
+		if trigger.OneRow() {
+			return sweeper.SweepOne(ctx, trigger.Kind, trigger.Key, clock)
 		}
 		now, err := trigger.Now(clock)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/app/repair"
@@ -129,6 +130,21 @@ func Projection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error)
 	return projection(cfg, getenv, true)
 }
 
+// DeadlineProjection is Projection over the kinds of deadline as DeadlineKinds
+// declares them, from PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD: for every
+// writer of rows (the projector, a rebuild, a repair), whose stamps depend on them.
+func DeadlineProjection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
+	p, err := Projection(cfg, getenv)
+	if err != nil || p == nil {
+		return p, err
+	}
+	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		return nil, err
+	}
+	return p.WithKinds(kinds), nil
+}
+
 // PendingReader returns the PendingPayments projection for functions that only read
 // it (the API and the sweep), or nil if PENDING_TABLE is not set.
 func PendingReader(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
@@ -171,19 +187,20 @@ func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 const DefaultMetricsService = "bikerental"
 
 // Sweeper returns the sweep over projection, sending its commands to process,
-// configured by DeadlinePolicy and SWEEP_CONCURRENCY, writing each sweep's metrics
-// to metrics (if not nil) with the dimension MetricsService. It reports stuck
-// rentals and repairs none; set its Repairer (StuckRepairs) for that.
-func Sweeper(projection *pendingtable.Projection, process deadline.Canceller, getenv Getenv, logger *slog.Logger, metrics *emf.Writer) (*deadline.Sweeper, error) {
-	policy, err := DeadlinePolicy(getenv)
-	if err != nil {
-		return nil, err
-	}
+// configured by DeadlineKinds and SWEEP_CONCURRENCY, writing each sweep's metrics
+// to metrics (if not nil) with the dimension MetricsService. It reports the stuck
+// rentals and overdue returns it finds and sends them nothing; Receiving makes it
+// send every kind's command.
+func Sweeper(projection *pendingtable.Projection, process deadlinekinds.Canceller, getenv Getenv, logger *slog.Logger, metrics *emf.Writer) (*deadline.Sweeper, error) {
 	concurrency, err := intSetting(getenv, EnvSweepConcurrency, deadline.DefaultConcurrency)
 	if err != nil {
 		return nil, err
 	}
-	s := &deadline.Sweeper{Index: projection, Canceller: process, Policy: policy, Concurrency: concurrency, Logger: logger}
+	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{Canceller: process})
+	if err != nil {
+		return nil, err
+	}
+	s := &deadline.Sweeper{Index: projection.WithKinds(kinds), Kinds: kinds, Concurrency: concurrency, Logger: logger}
 	if metrics != nil {
 		service, err := MetricsService(getenv)
 		if err != nil {

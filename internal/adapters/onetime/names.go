@@ -7,14 +7,14 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/ident"
 )
 
-// ScheduleName returns the name of a payment's one-time schedule: its reference,
-// which the service makes at most 62 characters of [A-Za-z0-9_-], or a name derived
-// from it if it is longer than Scheduler's 64.
-func ScheduleName(reference string) string {
-	if len(reference) <= 64 {
-		return reference
+// ScheduleName returns the name of a row's one-time schedule: its key (a payment's
+// is its reference, which the service makes at most 62 characters of
+// [A-Za-z0-9_-]), or a name derived from it if it is longer than Scheduler's 64.
+func ScheduleName(key string) string {
+	if len(key) <= 64 {
+		return key
 	}
-	return "rp_" + ident.Derived(61, reference)
+	return "rp_" + ident.Derived(61, key)
 }
 
 // AtExpression returns the Scheduler expression of a one-time schedule that fires at

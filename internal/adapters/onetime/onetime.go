@@ -1,7 +1,8 @@
 // Package onetime keeps one EventBridge Scheduler one-time schedule per outstanding
-// payment, for precise deadlines: the projector creates a payment's schedule when the
-// payment is prepared and deletes it when the payment settles; the schedule invokes
-// the sweep function for that one payment at its deadline. It is its own package so
+// row of a deadline kind, for precise deadlines: the projector creates a row's
+// schedule when the row opens (a payment is prepared) and deletes it when the row
+// settles; the schedule invokes the sweep function for that one row at its due
+// time. It is its own package so
 // that only the projector links the Scheduler client.
 package onetime
 
@@ -17,9 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/ports/lambda/sweeptrigger"
 )
 
 // SchedulerAPI is the part of the EventBridge Scheduler client Timers uses.
@@ -30,70 +29,75 @@ type SchedulerAPI interface {
 
 var _ SchedulerAPI = (*scheduler.Client)(nil)
 
-// Retry policy of a payment's one-time schedule: Scheduler retries a failed or
+// Retry policy of a row's one-time schedule: Scheduler retries a failed or
 // throttled invocation of the sweep for up to an hour, then parks the event in the
-// dead-letter queue. The periodic sweep catches the payment in any case.
+// dead-letter queue. The periodic sweep catches the row in any case.
 const (
 	TimerRetryAttempts = 10
 	TimerMaxEventAge   = time.Hour
 )
 
-// Timers keeps one EventBridge Scheduler one-time schedule per outstanding payment
-// (precise deadlines), from the same payment events as the projection: PaymentPrepared
-// creates the payment's schedule, at its deadline, in Group; a settling event deletes
-// it. The schedule invokes TargetARN (the sweep function) with a sweeptrigger.Trigger naming
-// the payment, as RoleARN, parking undeliverable invocations in DeadLetterARN, and deletes
-// itself once it has fired. Names are deterministic per payment, so creating or
-// deleting twice (stream redelivery) is harmless. Safe for concurrent use.
+// Timers keeps one EventBridge Scheduler one-time schedule per outstanding row of
+// the kinds it is given (precise deadlines), from the same records as the
+// projection: a record that opens a row creates the row's schedule, at its due
+// time, in Group; a settling record deletes it. The schedule invokes TargetARN (the
+// sweep function) with a deadline.Trigger naming the row, as RoleARN, parking
+// undeliverable invocations in DeadLetterARN, and deletes itself once it has fired.
+// Names are deterministic per row (its key), so creating or deleting twice (stream
+// redelivery) is harmless. Safe for concurrent use.
 type Timers struct {
 	Client                                   SchedulerAPI
 	Group, TargetARN, RoleARN, DeadLetterARN string
-	// Policy says when a payment falls due: the sweep's.
-	Policy deadline.Policy
-	// Now is the clock (time.Now if nil): a payment already past its deadline gets
-	// no schedule, since the next sweep calls it off anyway.
+	// Kinds are the kinds whose rows get a schedule, and say when a row falls due:
+	// the sweep's.
+	Kinds deadline.Kinds
+	// Now is the clock (time.Now if nil): a row already past its due time gets no
+	// schedule, since the next sweep finds it anyway.
 	Now func() time.Time
 }
 
-// Apply creates or deletes the schedule of the payment a record of the Events table
-// is about; other records, and payments that belong to no rental, are ignored.
+// Apply creates or deletes the schedule of the rows a record of the Events table
+// opens or settles; other records are ignored.
 func (t *Timers) Apply(ctx context.Context, r eventstore.Record) error {
-	c, ok, err := deadline.PaymentChangeOf(r)
-	if err != nil || !ok {
+	changes, err := t.Kinds.Changes(r)
+	if err != nil {
 		return err
 	}
-	if c.Settled == "" {
-		return t.arm(ctx, c.Reference, r.RecordedAt)
+	for _, c := range changes {
+		if c.Settled {
+			err = t.disarm(ctx, c.Kind.Key(c.Subject))
+		} else {
+			err = t.arm(ctx, c.Kind, c.Subject, r.RecordedAt)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return t.disarm(ctx, c.Reference)
+	return nil
 }
 
-func (t *Timers) arm(ctx context.Context, reference string, preparedAt time.Time) error {
-	rentalID, err := payment.RentalIDFor(reference)
-	if err != nil {
-		return nil // not a rental's payment: nothing will ever cancel it
-	}
+func (t *Timers) arm(ctx context.Context, k deadline.Kind, subject string, since time.Time) error {
 	now := time.Now
 	if t.Now != nil {
 		now = t.Now
 	}
-	due := t.Policy.Deadline(preparedAt)
+	due, key := k.DueAt(since), k.Key(subject)
 	if !due.After(now()) {
 		return nil // already due (a replay, or a projector far behind): the sweep has it
 	}
-	input, err := json.Marshal(sweeptrigger.Trigger{RentalID: rentalID, PaymentReference: reference})
+	input, err := json.Marshal(deadline.Trigger{Kind: k.Name, Key: key})
 	if err != nil {
-		return fmt.Errorf("onetime: schedule for %s: %w", reference, err)
+		return fmt.Errorf("onetime: schedule for %s: %w", key, err)
 	}
 	_, err = t.Client.CreateSchedule(ctx, &scheduler.CreateScheduleInput{
-		Name:                       aws.String(ScheduleName(reference)),
+		Name:                       aws.String(ScheduleName(key)),
 		GroupName:                  aws.String(t.Group),
 		ScheduleExpression:         aws.String(AtExpression(due)),
 		ScheduleExpressionTimezone: aws.String("UTC"),
 		FlexibleTimeWindow:         &types.FlexibleTimeWindow{Mode: types.FlexibleTimeWindowModeOff},
 		ActionAfterCompletion:      types.ActionAfterCompletionDelete,
 		State:                      types.ScheduleStateEnabled,
-		Description:                aws.String("Deadline of payment " + reference),
+		Description:                aws.String("Deadline of " + k.Name + " " + key),
 		Target: &types.Target{
 			Arn:     aws.String(t.TargetARN),
 			RoleArn: aws.String(t.RoleARN),
@@ -107,21 +111,18 @@ func (t *Timers) arm(ctx context.Context, reference string, preparedAt time.Time
 	})
 	var exists *types.ConflictException
 	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("onetime: create schedule for %s: %w", reference, err)
+		return fmt.Errorf("onetime: create schedule for %s: %w", key, err)
 	}
 	return nil
 }
 
-func (t *Timers) disarm(ctx context.Context, reference string) error {
-	if _, err := payment.RentalIDFor(reference); err != nil {
-		return nil
-	}
+func (t *Timers) disarm(ctx context.Context, key string) error {
 	_, err := t.Client.DeleteSchedule(ctx, &scheduler.DeleteScheduleInput{
-		Name: aws.String(ScheduleName(reference)), GroupName: aws.String(t.Group),
+		Name: aws.String(ScheduleName(key)), GroupName: aws.String(t.Group),
 	})
 	var gone *types.ResourceNotFoundException
 	if err != nil && !errors.As(err, &gone) {
-		return fmt.Errorf("onetime: delete schedule of %s: %w", reference, err)
+		return fmt.Errorf("onetime: delete schedule of %s: %w", key, err)
 	}
 	return nil
 }

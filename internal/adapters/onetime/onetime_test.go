@@ -12,10 +12,10 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/onetime"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/ports/lambda/sweeptrigger"
 	"github.com/bikerental/bikerental/internal/testkit/paymenttest"
 )
 
@@ -31,7 +31,7 @@ func newTimers(t *testing.T, now time.Time) (*onetime.Timers, *scheduler.Client)
 		t.Fatal(err)
 	}
 	return &onetime.Timers{
-		Client: client, Group: group, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Now: func() time.Time { return now },
+		Client: client, Group: group, Kinds: deadline.MustKinds(deadlinekinds.PaymentKind(deadline.Policy{Timeout: 15 * time.Minute}, nil)), Now: func() time.Time { return now },
 		TargetARN:     "arn:aws:lambda:us-east-1:000000000000:function:sweep",
 		RoleARN:       "arn:aws:iam::000000000000:role/scheduler",
 		DeadLetterARN: "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",
@@ -85,8 +85,8 @@ func TestTimersCreateOneScheduleAtTheDeadlineAndDeleteItOnSettlement(t *testing.
 				s.Target.RetryPolicy == nil || aws.ToInt32(s.Target.RetryPolicy.MaximumRetryAttempts) != onetime.TimerRetryAttempts {
 				t.Errorf("target %+v: want the sweep, the role, the dead-letter queue and the retry policy", s.Target)
 			}
-			trigger, err := sweeptrigger.Parse([]byte(aws.ToString(s.Target.Input)))
-			if err != nil || !trigger.OnePayment() || trigger.PaymentReference != ref {
+			trigger, err := deadline.ParseTrigger([]byte(aws.ToString(s.Target.Input)), tm.Kinds)
+			if err != nil || !trigger.OneRow() || trigger.Kind != deadlinekinds.Payment || trigger.Key != ref {
 				t.Errorf("input %s: %+v, %v", aws.ToString(s.Target.Input), trigger, err)
 			}
 			for range 2 { // the second delete finds it gone, which is fine

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadline/indextest"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 )
@@ -22,5 +23,19 @@ func TestTheTableKeepsTheIndexContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		return p
+	})
+}
+
+// TestTheTableKeepsTheContractOfAnyKind runs the contract of any kind's rows, with
+// kinds declared in the contract alone, against the table on the emulator.
+func TestTheTableKeepsTheContractOfAnyKind(t *testing.T) {
+	indextest.RunKinds(t, func(t *testing.T, kinds deadline.Kinds) indextest.KindSubject {
+		client := emulatortest.DynamoDB(t)
+		table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+		p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.WithKinds(kinds)
 	})
 }

@@ -3,6 +3,7 @@ package pendingtable
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -34,4 +35,30 @@ func (p *Projection) Get(ctx context.Context, reference string) (row deadline.Pe
 		return deadline.Pending{}, false, err
 	}
 	return row, true, nil
+}
+
+// Row implements deadline.Index: a strongly consistent read of the row's item;
+// ok is false for none, or a settled row's marker.
+func (p *Projection) Row(ctx context.Context, k deadline.Kind, subject string) (deadline.Row, bool, error) {
+	key := k.Key(subject)
+	out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(p.table),
+		Key:                      map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#ref, #at, #shard"),
+		ExpressionAttributeNames: map[string]string{"#ref": schema.PendingReference, "#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard},
+	})
+	if err != nil {
+		return deadline.Row{}, false, fmt.Errorf("deadline: read %s row %s: %w", k.Name, key, err)
+	}
+	shard, pending := out.Item[schema.PendingDueShard].(*types.AttributeValueMemberS)
+	if !pending || strings.TrimRight(shard.Value, "0123456789") != k.Lane.Prefix {
+		return deadline.Row{}, false, nil // absent, a settled row's marker, or another kind's row
+	}
+	_, ms, err := stamped(out.Item, k.Name+" row", false)
+	if err != nil {
+		return deadline.Row{}, false, err
+	}
+	since := k.SinceOf(ms)
+	return deadline.Row{Kind: k.Name, Subject: subject, Since: since, Due: k.DueAt(since)}, true, nil
 }

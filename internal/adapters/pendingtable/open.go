@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,46 +14,25 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/domain/ident"
-	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
 // Open processes. Besides its outstanding payments, the projection keeps one row per
-// rental whose rental-payment process has not completed: created when the bike is
-// requested (BikeRequested), stamped with that time, and settled when the process
-// records its completion. Its key is the process's stream id, and it is in the same
-// index as the payments, under due shards of their own ("open-0", "open-1", …), so
-// that neither the sweep's payment queries nor the pending list ever read one. A
-// process that stays open past the payment timeout plus a grace period is stuck:
-// the sweep finds it with a query per shard, never a scan (Sweeper.Stuck).
+// rental whose rental-payment process has not completed: the process-stuck kind's
+// (deadlinekinds.StuckKind), created when the bike is requested (BikeRequested),
+// stamped with that time, and settled when the process records its completion. Its
+// key is the process's stream id, and it is in the same index as the payments,
+// under due shards of their own ("open-0", "open-1", …), so that neither the
+// sweep's payment queries nor the pending list ever read one. A process that stays
+// open past the payment timeout plus a grace period is stuck: the sweep finds it
+// with a query per shard, never a scan.
 
 // OpenShardPrefix starts the due shard of every open process's row.
 const OpenShardPrefix = "open-"
 
-// completedMarker is the settled value of an open process's row once it completed.
-const completedMarker = "completed"
-
 // OpenKey returns the PendingPayments key of a rental's open-process row.
-func OpenKey(rentalID string) string { return rentalpayment.StreamID(rentalID) }
-
-// rentalOfOpenKey reverses OpenKey.
-func rentalOfOpenKey(key string) (string, bool) {
-	id, ok := strings.CutPrefix(key, rentalpayment.StreamID(""))
-	return id, ok && ident.Valid(id)
-}
-
-// openShardOf returns the index partition of a rental's open-process row.
-func (p *Projection) openShardOf(rentalID string) string {
-	return OpenShardPrefix + p.ShardOf(rentalID)
-}
-
-// opened creates a rental's open-process row, stamped with the time the bike was
-// requested, unless the rental already has one: the same row, or the marker of a
-// completed process, which a late or replayed BikeRequested never reopens.
-func (p *Projection) opened(ctx context.Context, rentalID string, r eventstore.Record) error {
-	return p.createOnce(ctx, OpenKey(rentalID), rentalID, r.RecordedAt.UnixMilli(), p.openShardOf(rentalID))
-}
+func OpenKey(rentalID string) string { return deadlinekinds.StuckPrefix + rentalID }
 
 // createOnce creates the row at key for rentalID in the index partition shard,
 // stamped stamp (Unix milliseconds, or their negation), unless a row or marker
@@ -76,14 +54,6 @@ func (p *Projection) createOnce(ctx context.Context, key, rentalID string, stamp
 		},
 	})
 	return ignoreFailedCondition(err, key)
-}
-
-// completed turns a rental's open-process row into a marker that leaves the index
-// and that DynamoDB's TTL deletes later. A process completes once, so the marker is
-// final: it is written whatever the row held, and before the row existed if the
-// completion arrives first.
-func (p *Projection) completed(ctx context.Context, rentalID string, r eventstore.Record) error {
-	return p.finalMarker(ctx, OpenKey(rentalID), rentalID, completedMarker, r, "process")
 }
 
 // finalMarker turns the row at key into a marker settled with marker, out of the
@@ -112,18 +82,6 @@ func (p *Projection) finalMarker(ctx context.Context, key, rentalID, marker stri
 	return nil
 }
 
-func decodeOpen(item map[string]types.AttributeValue) (deadline.Open, error) {
-	key, ms, err := stamped(item, "open-process row", false)
-	if err != nil {
-		return deadline.Open{}, err
-	}
-	rentalID, ok := rentalOfOpenKey(key)
-	if !ok {
-		return deadline.Open{}, fmt.Errorf("deadline: open-process row %q: not a process's key", key)
-	}
-	return deadline.Open{RentalID: rentalID, RequestedAt: time.UnixMilli(ms).UTC()}, nil
-}
-
 // stamped reads the key of a row of the open partitions, and the time it is stamped
 // with in the index (Unix milliseconds; negated, at most 0, for the rows that say
 // negative). what names the row in its errors.
@@ -149,10 +107,8 @@ func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]deadli
 	return open, read, err
 }
 
-// OpenAndOwed implements deadline.Index: one Query per shard of the open
-// processes' partitions, never a scan, which finds the cancellations owed to the
-// provider too (owed.go); each list oldest first. It also returns how many items
-// DynamoDB read.
+// OpenAndOwed is OpenBefore, and also returns every cancellation owed to the
+// provider, from the same reads (owed.go); each list oldest first.
 func (p *Projection) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]deadline.Open, []deadline.OwedCancellation, int, error) {
 	b, read, err := p.Backlog(ctx, cutoff)
 	return b.Open, b.Owed, read, err

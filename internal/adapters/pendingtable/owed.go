@@ -10,6 +10,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
@@ -44,9 +45,8 @@ func referenceOfOwedKey(key string) (string, bool) {
 // cancellation was found owed, unless the payment already has one: the same row, or
 // the marker of a settled one, which a late or replayed event never reopens (a
 // payment's cancellation becomes owed once at most).
-func (p *Projection) owed(ctx context.Context, ref string, r eventstore.Record) error {
-	rentalID, _ := payment.RentalIDFor(ref)
-	return p.createOnce(ctx, OwedKey(ref), rentalID, -r.RecordedAt.UnixMilli(), p.owedShardOf(ref))
+func (p *Projection) owed(ctx context.Context, c deadlinekinds.CancellationChange, r eventstore.Record) error {
+	return p.createOnce(ctx, OwedKey(c.Reference), c.RentalID, -r.RecordedAt.UnixMilli(), p.owedShardOf(c.Reference))
 }
 
 // owedShardOf returns the index partition of a payment's owed-cancellation row.
@@ -62,9 +62,8 @@ var owedCutoff = time.UnixMilli(0)
 // leaves the index and that DynamoDB's TTL deletes later. Settling is final, so the
 // marker is written whatever the row held, and before the row existed if the
 // settlement arrives first.
-func (p *Projection) cancellationSettled(ctx context.Context, ref string, r eventstore.Record) error {
-	rentalID, _ := payment.RentalIDFor(ref)
-	return p.finalMarker(ctx, OwedKey(ref), rentalID, settledMarker, r, "owed cancellation")
+func (p *Projection) cancellationSettled(ctx context.Context, c deadlinekinds.CancellationChange, r eventstore.Record) error {
+	return p.finalMarker(ctx, OwedKey(c.Reference), c.RentalID, settledMarker, r, "owed cancellation")
 }
 
 func decodeOwed(item map[string]types.AttributeValue) (deadline.OwedCancellation, error) {
@@ -88,23 +87,36 @@ func (p *Projection) OwedCancellations(ctx context.Context) ([]deadline.OwedCanc
 	return owed, read, err
 }
 
-// openOrOwed is one row of the open processes' partitions: an open process, an
-// owed cancellation or a parked stream record (parked.go), told apart by its key.
-type openOrOwed struct {
-	open   *deadline.Open
+// laneRow is one row of a lane's partition: a row of a kind, an owed cancellation
+// or a parked stream record (parked.go), told apart by its key.
+type laneRow struct {
+	row    *deadline.Row
 	owed   *deadline.OwedCancellation
 	parked *deadline.Parked
 }
 
-func decodeOpenOrOwed(item map[string]types.AttributeValue) (openOrOwed, error) {
-	if key, ok := item[schema.PendingReference].(*types.AttributeValueMemberS); ok && strings.HasPrefix(key.Value, ParkedKeyPrefix) {
-		p, err := decodeParked(item)
-		return openOrOwed{parked: &p}, err
-	}
-	if key, ok := item[schema.PendingReference].(*types.AttributeValueMemberS); ok && strings.HasPrefix(key.Value, payment.StreamID("")) {
+func (p *Projection) decodeLaneRow(item map[string]types.AttributeValue) (laneRow, error) {
+	key, _ := item[schema.PendingReference].(*types.AttributeValueMemberS)
+	switch {
+	case key != nil && strings.HasPrefix(key.Value, ParkedKeyPrefix):
+		r, err := decodeParked(item)
+		return laneRow{parked: &r}, err
+	case key != nil && strings.HasPrefix(key.Value, payment.StreamID("")):
 		o, err := decodeOwed(item)
-		return openOrOwed{owed: &o}, err
+		return laneRow{owed: &o}, err
 	}
-	o, err := decodeOpen(item)
-	return openOrOwed{open: &o}, err
+	k, ms, err := stamped(item, "row", false)
+	if err != nil {
+		return laneRow{}, err
+	}
+	shard, _ := item[schema.PendingDueShard].(*types.AttributeValueMemberS)
+	if shard == nil {
+		return laneRow{}, fmt.Errorf("deadline: row %q has no %s", k, schema.PendingDueShard)
+	}
+	kind, subject, ok := p.kinds.OfLaneKey(shard.Value, k)
+	if !ok {
+		return laneRow{}, fmt.Errorf("deadline: row %q: not a key of any kind", k)
+	}
+	since := kind.SinceOf(ms)
+	return laneRow{row: &deadline.Row{Kind: kind.Name, Subject: subject, Since: since, Due: kind.DueAt(since)}}, nil
 }

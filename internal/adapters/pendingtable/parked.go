@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
@@ -157,25 +158,26 @@ func decodeParked(item map[string]types.AttributeValue) (deadline.Parked, error)
 	return row, nil
 }
 
-// Backlog implements deadline.Index: one Query per shard of the open processes'
-// partitions, never a scan, which finds the cancellations owed to the provider
-// and the parked records too; each list oldest (or soonest due) first. It also
-// returns how many items DynamoDB read.
+// Backlog returns the open processes stuck before cutoff (the process-stuck kind's
+// rows opened before it), the cancellations owed to the provider and the parked
+// records: one Query per shard of the open processes' partitions, never a scan;
+// each list oldest (or soonest due) first. It also returns how many items DynamoDB
+// read.
 func (p *Projection) Backlog(ctx context.Context, cutoff time.Time) (deadline.Backlog, int, error) {
+	stuck, ok := p.kinds.ByName(deadlinekinds.Stuck)
+	if !ok {
+		return deadline.Backlog{}, 0, fmt.Errorf("deadline: %s declares no %s kind", p.table, deadlinekinds.Stuck)
+	}
 	var b deadline.Backlog
 	read := 0
 	for s := range p.shards {
-		n, err := queryIndex(ctx, p, OpenShardPrefix+strconv.Itoa(s), cutoff, 0, decodeOpenOrOwed, func(page []openOrOwed) bool {
-			for _, row := range page {
-				switch {
-				case row.owed != nil:
-					b.Owed = append(b.Owed, *row.owed)
-				case row.parked != nil:
-					b.Parked = append(b.Parked, *row.parked)
-				default:
-					b.Open = append(b.Open, *row.open)
+		n, err := p.LanePages(ctx, stuck.Lane, s, stuck.Lane.Cutoff(stuck.DueAt(cutoff)), func(page deadline.LanePage) bool {
+			for _, r := range page.Rows {
+				if r.Kind == stuck.Name && r.Since.Before(cutoff) {
+					b.Open = append(b.Open, deadline.Open{RentalID: r.Subject, RequestedAt: r.Since})
 				}
 			}
+			b.Owed, b.Parked = append(b.Owed, page.Owed...), append(b.Parked, page.Parked...)
 			return true
 		})
 		read += n

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -83,35 +84,58 @@ func (p *Projection) SetShards(ctx context.Context) error {
 	return nil
 }
 
-// Reshard moves the row a record created to its shard under the projection's
-// count: a payment's outstanding row after its PaymentPrepared, a rental's open
-// process after its BikeRequested, a cancellation owed to the provider after its
-// CancellationOwedAtProvider. A settled payment's, a completed process's or a
-// settled cancellation's marker, a row already there, and every other record are left as they are.
+// Reshard moves the rows a record opened to their shard under the projection's
+// count: a row of a kind after its opening record (a payment's after its
+// PaymentPrepared, a rental's open process after its BikeRequested), a cancellation
+// owed to the provider after its CancellationOwedAtProvider. A settled row's or
+// cancellation's marker, a row already there, and every other record are left as
+// they are.
 func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
-	var key, shard string
-	if c, ok, err := deadline.ProcessChangeOf(r); err != nil || ok {
-		if err != nil || c.Completed {
-			return err
-		}
-		key, shard = OpenKey(c.RentalID), p.openShardOf(c.RentalID)
-	} else if c, ok, err := deadline.CancellationChangeOf(r); err != nil || ok {
+	if c, ok, err := deadlinekinds.CancellationChangeOf(r); err != nil || ok {
 		if err != nil || c.Settled {
 			return err
 		}
-		key, shard = OwedKey(c.Reference), p.owedShardOf(c.Reference)
-	} else if c, ok, err := deadline.PaymentChangeOf(r); err != nil || !ok || c.Settled != "" {
+		return p.moveTo(ctx, OwedKey(c.Reference), p.owedShardOf(c.Reference), OpenShardPrefix)
+	}
+	changes, err := p.kinds.Changes(r)
+	if err != nil {
 		return err
-	} else {
-		key, shard = c.Reference, p.ShardOf(c.Reference)
+	}
+	for _, c := range changes {
+		if c.Settled {
+			continue
+		}
+		if err := p.moveTo(ctx, c.Kind.Key(c.Subject), p.shardOf(c.Kind, c.Subject), c.Kind.Lane.Prefix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveTo moves the outstanding row at key to shard, in the lane of the given
+// prefix, unless it is there already, is a marker, or is in another lane (a row
+// another kind took over, or has yet to).
+func (p *Projection) moveTo(ctx context.Context, key, shard, lane string) error {
+	cond := "attribute_exists(#shard) AND #shard <> :shard"
+	values := map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: shard}}
+	if lane != "" {
+		cond += " AND begins_with(#shard, :lane)"
+		values[":lane"] = &types.AttributeValueMemberS{Value: lane}
+	}
+	for i, other := range p.kinds.Lanes() {
+		if other.Prefix != lane && other.Prefix != "" && strings.HasPrefix(other.Prefix, lane) {
+			n := fmt.Sprintf(":other%d", i)
+			cond += " AND NOT begins_with(#shard, " + n + ")"
+			values[n] = &types.AttributeValueMemberS{Value: other.Prefix}
+		}
 	}
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
 		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
-		ConditionExpression:       aws.String("attribute_exists(#shard) AND #shard <> :shard"),
+		ConditionExpression:       aws.String(cond),
 		UpdateExpression:          aws.String("SET #shard = :shard"),
 		ExpressionAttributeNames:  map[string]string{"#shard": schema.PendingDueShard},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: shard}},
+		ExpressionAttributeValues: values,
 	})
 	return ignoreFailedCondition(err, key)
 }

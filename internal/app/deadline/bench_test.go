@@ -45,7 +45,7 @@ func BenchmarkSweepItemsRead(b *testing.B) {
 			seedStart := time.Now()
 			seed(b, w, pending, overdue, now)
 			seeded := time.Since(seedStart)
-			s := &deadline.Sweeper{Index: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
+			s := over(w.projection, &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)})
 			var sweepRead int
 			for b.Loop() {
 				sum, err := s.Sweep(ctx, now)

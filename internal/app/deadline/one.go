@@ -6,58 +6,61 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/process"
-	"github.com/bikerental/bikerental/internal/domain/payment"
 )
 
-// SweepOne gives up on one payment whose own deadline has come (precise deadlines:
-// its one-time schedule fired); now is the clock. It reads the payment's row and
-// sends CancelRentalPayment only if the payment is still outstanding: a schedule that
-// fires after settlement, or twice, finds nothing. One that fires early (Scheduler
-// keeps time to the minute) waits for the deadline if ctx leaves time for it, and
-// otherwise fails with ErrNotYetDue so that Scheduler retries. rentalID must be the
-// rental the reference belongs to.
-func (s *Sweeper) SweepOne(ctx context.Context, rentalID, reference string, now time.Time) (Summary, error) {
+// SweepOne acts on one row whose own deadline has come (precise deadlines: its
+// one-time schedule fired), named by its kind and its table key; now is the clock.
+// It reads the row and sends its kind's command only if the row is still
+// outstanding: a schedule that fires after settlement, or twice, finds nothing. One
+// that fires early (Scheduler keeps time to the minute) waits for the due time if
+// ctx leaves time for it, and otherwise fails with ErrNotYetDue so that Scheduler
+// retries.
+func (s *Sweeper) SweepOne(ctx context.Context, kind, key string, now time.Time) (Summary, error) {
 	logger := s.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	sum := Summary{Now: now.UTC(), Cutoff: s.Policy.Cutoff(now).UTC(), RentalID: rentalID}
-	if owner, err := payment.RentalIDFor(reference); err != nil || owner != rentalID {
-		return sum, fmt.Errorf("deadline: payment %q does not belong to rental %q", reference, rentalID)
+	sum := Summary{Now: now.UTC()}
+	k, ok := s.Kinds.ByName(kind)
+	subject, valid := k.SubjectOf(key)
+	if !ok || !valid {
+		return sum, fmt.Errorf("deadline: %q is no row of kind %q", key, kind)
 	}
-	row, ok, err := s.Index.Get(ctx, reference)
+	sum.Cutoff, sum.RentalID = k.Lane.Cutoff(now).UTC(), subject
+	row, ok, err := s.Index.Row(ctx, k, subject)
 	sum.ItemsRead = 1
 	if err != nil {
 		s.report(ctx, logger, sum, err)
 		return sum, err
 	}
-	if ok && !s.Policy.Overdue(row.PreparedAt, now) {
+	if ok && !row.Due.Before(now) {
 		// Early: Scheduler fires with a minute's precision, possibly before the
 		// deadline. Wait for it if the invocation has the time, else fail, so that
 		// Scheduler retries later (and the periodic sweep is there regardless).
-		due := s.Policy.Deadline(row.PreparedAt).Add(time.Millisecond)
+		due := row.Due.Add(time.Millisecond)
 		if err := waitUntil(ctx, now, due, s.margin()); err != nil {
 			s.report(ctx, logger, sum, err)
 			return sum, err
 		}
 		now = due
-		sum.Now, sum.Cutoff = now.UTC(), s.Policy.Cutoff(now).UTC()
+		sum.Now, sum.Cutoff = now.UTC(), k.Lane.Cutoff(now).UTC()
 	}
 	if ok {
 		sum.Found = 1
-		sum.OldestOverdue = sum.Cutoff.Sub(row.PreparedAt)
-		outcome, err := s.Canceller.CancelRentalPayment(ctx, rentalID, command.Meta{CausationID: "deadline:" + reference})
+		sum.OldestOverdue = now.Sub(row.Due)
+		if k.Act == nil {
+			s.report(ctx, logger, sum, nil)
+			return sum, nil
+		}
+		outcome, _, err := k.Act(ctx, row, "deadline:"+key)
 		switch {
 		case err != nil:
 			sum.Failed = 1
 			s.report(ctx, logger, sum, err)
-			return sum, fmt.Errorf("deadline: cancel rental %s: %w", rentalID, err)
-		case outcome == process.OutcomeCancelled:
+			return sum, fmt.Errorf("deadline: %s %s: %w", k.Name, subject, err)
+		case outcome == Acted:
 			sum.Cancelled = 1
-		case outcome == process.OutcomeDeclined:
+		case outcome == Declined:
 			sum.Declined = 1
 		default:
 			sum.NothingToDo = 1
@@ -67,9 +70,9 @@ func (s *Sweeper) SweepOne(ctx context.Context, rentalID, reference string, now 
 	return sum, nil
 }
 
-// ErrNotYetDue reports a payment's deadline that is further away than the invocation
+// ErrNotYetDue reports a row's due time that is further away than the invocation
 // can wait.
-var ErrNotYetDue = errors.New("deadline: payment not yet due")
+var ErrNotYetDue = errors.New("deadline: not yet due")
 
 // waitUntil waits from now until due, if ctx's deadline leaves margin after it.
 func waitUntil(ctx context.Context, now, due time.Time, margin time.Duration) error {
@@ -83,6 +86,6 @@ func waitUntil(ctx context.Context, now, due time.Time, margin time.Duration) er
 	case <-timer.C:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("deadline: waiting for a payment's deadline: %w", context.Cause(ctx))
+		return fmt.Errorf("deadline: waiting for a row's due time: %w", context.Cause(ctx))
 	}
 }

@@ -159,8 +159,8 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 		return true, nil
 	}}
 	var metrics bytes.Buffer
-	s := &deadline.Sweeper{Index: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute},
-		Repairer: r, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)}
+	s := over(w.projection, &recording{}, deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}, r,
+		deadline.Sweeper{Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 	}
 
 	// Without a repairer every stuck rental is left, and none is touched.
-	report := &deadline.Sweeper{Index: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
+	report := over(w.projection, &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)})
 	sum, err = report.Sweep(ctx, now)
 	if err != nil || sum.Stuck != 6 || sum.StuckLeft != 6 || sum.StuckRepaired != 0 {
 		t.Errorf("report-only sweep: %+v, %v; want 6 stuck, all left", sum, err)

@@ -13,6 +13,8 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadline/memindex"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -81,7 +83,7 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 	}
 
 	s := w.sweeper(nil)
-	s.Retrier = w.commands
+	s.Retrier = deadlinekinds.Retrier(w.commands)
 	now := time.Now().Add(20 * time.Minute)
 	sum, err := s.Sweep(ctx, now)
 	if err != nil || sum.Cancelled != 1 {
@@ -128,14 +130,14 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 // TestTheSweepWithoutARetrierOnlyReportsOwedCancellations: with no Retrier the
 // sweep lists what is owed as left, and asks nobody.
 func TestTheSweepWithoutARetrierOnlyReportsOwedCancellations(t *testing.T) {
-	m := deadline.NewMemory(2)
+	m := memindex.New(2)
 	id := rental.NewRentalID("owed", "AAAAAAAAAAAAAAAAAAAAAA")
 	ref := payment.ReferenceFor(id)
 	if err := m.Apply(ctx, eventstore.Record{StreamID: payment.StreamID(ref), Version: 3, Event: eventstore.Event{ID: "e3",
 		Type: "CancellationOwedAtProvider", Data: []byte(`{"reference":"` + ref + `","paymentId":"p","attempts":3}`), RecordedAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := (&deadline.Sweeper{Index: m, Canceller: &recording{}, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, time.Now())
+	sum, err := over(m, &recording{}, deadline.Policy{}, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, time.Now())
 	if err != nil || sum.CancellationsOwed != 1 || sum.CancellationsLeft != 1 || sum.StuckItemsRead != 1 {
 		t.Errorf("%+v, %v", sum, err)
 	}

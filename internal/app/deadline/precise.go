@@ -4,13 +4,14 @@ import (
 	"fmt"
 )
 
-// Deadline modes: how overdue payments are noticed.
+// Deadline modes: how overdue rows are noticed.
 const (
-	// ModeSweep finds overdue payments with the periodic sweep alone.
+	// ModeSweep finds overdue rows with the periodic sweep alone.
 	ModeSweep = "sweep"
-	// ModePrecise also gives every outstanding payment an EventBridge Scheduler
-	// one-time schedule at its deadline, which invokes the sweep function for that one
-	// payment. The periodic sweep stays on as the safety net.
+	// ModePrecise also gives every outstanding row of the kinds that ask for it (the
+	// service's payments and returns) an EventBridge Scheduler one-time schedule at
+	// its due time, which invokes the sweep function for that one row. The periodic
+	// sweep stays on as the safety net.
 	ModePrecise = "precise"
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 )
@@ -55,35 +57,35 @@ func TestSweepOne(t *testing.T) {
 
 	s := w.sweeper(nil)
 	later := time.Now().Add(time.Hour)
-	sum, err := s.SweepOne(ctx, overdue, payment.ReferenceFor(overdue), later)
+	sum, err := s.SweepOne(ctx, deadlinekinds.Payment, payment.ReferenceFor(overdue), later)
 	if err != nil || sum.Found != 1 || sum.Cancelled != 1 || sum.ItemsRead != 1 || sum.RentalID != overdue {
 		t.Fatalf("overdue: %+v, %v; want it found and cancelled after reading one item", sum, err)
 	}
 	w.pumpUntil("the bike to be released", func() bool { return w.bikeStatus("one-overdue") == rental.StatusAvailable })
 	for name, id := range map[string]string{"fired twice": overdue, "settled": settled} {
-		sum, err := s.SweepOne(ctx, id, payment.ReferenceFor(id), later)
+		sum, err := s.SweepOne(ctx, deadlinekinds.Payment, payment.ReferenceFor(id), later)
 		if err != nil || sum.Found != 0 || sum.Cancelled != 0 {
 			t.Errorf("%s: %+v, %v; want nothing found", name, sum, err)
 		}
 	}
-	if _, err := s.SweepOne(ctx, overdue, payment.ReferenceFor(settled), later); err == nil {
-		t.Error("a payment of another rental was accepted")
+	if _, err := s.SweepOne(ctx, deadlinekinds.Stuck, payment.ReferenceFor(settled), later); err == nil {
+		t.Error("a payment's key named as another kind's was accepted")
 	}
 
 	// Fired early, with less time left than the wait: refused, for Scheduler to retry.
 	short, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := s.SweepOne(short, early, payment.ReferenceFor(early), time.Now()); !errors.Is(err, deadline.ErrNotYetDue) {
+	if _, err := s.SweepOne(short, deadlinekinds.Payment, payment.ReferenceFor(early), time.Now()); !errors.Is(err, deadline.ErrNotYetDue) {
 		t.Errorf("early, 15 minutes before its deadline: %v, want ErrNotYetDue", err)
 	}
 	// Fired early with time to wait: it waits for the deadline, then cancels.
-	s.Policy.Timeout = 2 * time.Second
+	s.Kinds = deadlinekinds.MustDeclare(deadline.Policy{Timeout: 2 * time.Second}, deadlinekinds.Receivers{Canceller: w.process})
 	start := time.Now()
 	row, _, err := w.projection.Get(ctx, payment.ReferenceFor(early))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err = s.SweepOne(short, early, payment.ReferenceFor(early), row.PreparedAt.Add(time.Second))
+	sum, err = s.SweepOne(short, deadlinekinds.Payment, payment.ReferenceFor(early), row.PreparedAt.Add(time.Second))
 	if err != nil || sum.Cancelled != 1 {
 		t.Fatalf("early by a second: %+v, %v; want it cancelled after waiting", sum, err)
 	}
@@ -103,7 +105,7 @@ func TestSummaryJSONHasOldestOverdueInMilliseconds(t *testing.T) {
 		t.Errorf("summary JSON %s: want oldestOverdueMs 1500 and found 2", b)
 	}
 	var out deadline.Summary
-	if err := json.Unmarshal(b, &out); err != nil || out != in {
+	if err := json.Unmarshal(b, &out); err != nil || !reflect.DeepEqual(out, in) {
 		t.Errorf("round trip: %+v, %v; want %+v", out, err, in)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadline/memindex"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -34,7 +35,7 @@ func (r *redeliveries) Redeliver(_ context.Context, consumer, stream string, ver
 	return r.recordedAt, nil
 }
 
-func parkedIDs(t *testing.T, m *deadline.Memory) map[string]time.Time {
+func parkedIDs(t *testing.T, m *memindex.Memory) map[string]time.Time {
 	t.Helper()
 	b, _, err := m.Backlog(ctx, time.Now())
 	if err != nil {
@@ -54,7 +55,7 @@ func parkedIDs(t *testing.T, m *deadline.Memory) map[string]time.Time {
 // alone.
 func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	m := deadline.NewMemory(2)
+	m := memindex.New(2)
 	park := func(consumer, stream string, version int64, due time.Time) {
 		if err := m.Park(ctx, consumer, eventstore.Record{StreamID: stream, Version: version}, due); err != nil {
 			t.Fatal(err)
@@ -68,8 +69,7 @@ func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	recordedAt := now.Add(-90 * time.Second)
 	r := &redeliveries{failing: map[string]bool{"process:payment-a@3": true}, recordedAt: recordedAt}
 
-	sum, err := (&deadline.Sweeper{Index: m, Canceller: &recording{}, Policy: deadline.Policy{Timeout: time.Minute},
-		Redeliverer: r, Parked: m, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now)
+	sum, err := over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{Redeliverer: r, Parked: m, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,15 +97,13 @@ func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	// A second later payment-a@3 is not due, and payment-a@4, due long ago, still
 	// waits behind it.
 	r.got = nil
-	sum, err = (&deadline.Sweeper{Index: m, Canceller: &recording{}, Policy: deadline.Policy{Timeout: time.Minute},
-		Redeliverer: r, Parked: m, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Second))
+	sum, err = over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{Redeliverer: r, Parked: m, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Second))
 	if err != nil || sum.Redelivered != 0 || len(r.got) != 0 {
 		t.Errorf("a second later: %+v, %v, redelivered %v; want nothing tried", sum, err, r.got)
 	}
 
 	// Without a Redeliverer they are only counted.
-	sum, err = (&deadline.Sweeper{Index: m, Canceller: &recording{}, Policy: deadline.Policy{Timeout: time.Minute},
-		Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Hour))
+	sum, err = over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Hour))
 	if err != nil || sum.Parked != 3 || sum.Redelivered != 0 || sum.RedeliveriesLeft != 3 {
 		t.Errorf("summary without a Redeliverer %+v, %v; want 3 parked and left", sum, err)
 	}

@@ -9,15 +9,7 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/process"
 )
-
-// Canceller sends CancelRentalPayment; *process.Process is one.
-type Canceller interface {
-	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (process.Outcome, error)
-}
 
 // Defaults of the sweep's settings.
 const (
@@ -32,17 +24,10 @@ const (
 	DefaultGrace = 10 * time.Minute
 )
 
-// StuckRepairer mends a stuck rental where that is safe; *repair.Repairer is one.
-type StuckRepairer interface {
-	// RepairStuck repairs the rental if its case is one that needs no operator,
-	// says whether it did, and why.
-	RepairStuck(ctx context.Context, rentalID string) (repaired bool, reason string, err error)
-}
-
 // CancellationRetrier makes a cancellation owed to the provider, and says whether
-// it is still owed; *command.Handler is one.
+// it is still owed; deadlinekinds.Retrier makes one of *command.Handler.
 type CancellationRetrier interface {
-	RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
+	RetryCancellation(ctx context.Context, reference, cause string) (owed bool, err error)
 }
 
 // Redeliverer delivers one stored record again to one stream consumer's handler;
@@ -75,21 +60,20 @@ func ParkedBackoff(now, recordedAt time.Time) time.Time {
 	return now.Add(min(max(now.Sub(recordedAt), ParkedBackoffMin), ParkedBackoffMax))
 }
 
-// Sweeper finds overdue payments and asks the process to give up on them. It only
-// reads the projection and sends commands, and delivers parked stream records
-// again: it holds no state and writes nothing but the parked records' rows, so two
-// sweeps may run at once (each command, and each delivery, is safe twice).
+// Sweeper finds the overdue rows of every kind of deadline and sends each its
+// kind's command. It only reads the index and sends commands, and delivers parked
+// stream records again: it holds no state and writes nothing but the parked
+// records' rows, so two sweeps may run at once (each command, and each delivery, is
+// safe twice).
 type Sweeper struct {
-	// Index is where the sweep finds overdue payments and stuck rentals: the
-	// PendingPayments table (pendingtable.Projection) in the service.
-	Index     Index
-	Canceller Canceller
-	// Policy says when a payment is overdue and when a rental is stuck.
-	Policy      Policy
+	// Index is where the sweep finds the overdue rows: the PendingPayments table
+	// (pendingtable.Projection) in the service.
+	Index Index
+	// Kinds are the kinds of deadline the sweep covers, in the order it covers
+	// them, with their commands (deadlinekinds.Declare).
+	Kinds       Kinds
 	Concurrency int           // commands in flight at once
 	Margin      time.Duration // stop this long before ctx's deadline
-	// Repairer mends the stuck rentals that need no operator; nil only reports them.
-	Repairer StuckRepairer
 	// Retrier makes the cancellations owed to the provider; nil only reports them.
 	Retrier CancellationRetrier
 	// Redeliverer delivers the parked stream records that are due to their
@@ -148,120 +132,293 @@ type Summary struct {
 	Redelivered      int           `json:"redelivered"`
 	RedeliveriesLeft int           `json:"redeliveriesLeft"`
 	OldestParked     time.Duration `json:"-"`
-	// RentalID names the one rental a payment's own deadline swept (SweepOne).
+	// RentalID names the subject of the one row a row's own deadline swept
+	// (SweepOne).
 	RentalID string `json:"rentalId,omitempty"`
+	// Kinds is what the sweep did for each kind, in the kinds' order. The counts
+	// above are those of the kinds that tally into them (Kind.Tally).
+	Kinds []KindSummary `json:"kinds,omitempty"`
 }
 
-// Sweep finds every payment prepared before now minus the timeout by querying each
-// shard of the index (never scanning, never filtering in memory) and sends
-// CancelRentalPayment for each, with bounded concurrency. Then it finds the stuck
-// rentals, whose process has stayed open past the timeout plus the grace, the same
-// way, and gives each to the Repairer. now is an argument so that
-// callers and tests decide it. A failed command is counted and logged, never
-// retried here: the row stays, and the next sweep finds it again. If ctx's deadline
-// comes within the margin, the sweep stops starting work, reports Incomplete, and
-// leaves the rest to the next run. The error reports queries that failed.
+// KindSummary is what one sweep did for the rows of one kind: how many it found
+// overdue (opened before Cutoff), what their commands' receivers did (Acted,
+// Declined, NothingToDo), how many commands failed, and how many rows it left
+// unsent (out of time, or no command to send); OldestOverdue is how long past its
+// due time the oldest was, in JSON whole milliseconds.
+type KindSummary struct {
+	Kind          string        `json:"kind"`
+	Cutoff        time.Time     `json:"cutoff"`
+	Found         int           `json:"found"`
+	Acted         int           `json:"acted"`
+	Declined      int           `json:"declined"`
+	NothingToDo   int           `json:"nothingToDo"`
+	Failed        int           `json:"failed"`
+	Left          int           `json:"left"`
+	OldestOverdue time.Duration `json:"-"`
+}
+
+type kindSummaryJSON KindSummary
+
+// MarshalJSON writes the summary with OldestOverdue as oldestOverdueMs.
+func (k KindSummary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		kindSummaryJSON
+		OldestOverdueMs int64 `json:"oldestOverdueMs"`
+	}{kindSummaryJSON(k), k.OldestOverdue.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (k *KindSummary) UnmarshalJSON(b []byte) error {
+	var v struct {
+		kindSummaryJSON
+		OldestOverdueMs int64 `json:"oldestOverdueMs"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*k = KindSummary(v.kindSummaryJSON)
+	k.OldestOverdue = time.Duration(v.OldestOverdueMs) * time.Millisecond
+	return nil
+}
+
+// Kind returns the summary of the kind named name, and whether the sweep covered it.
+func (s Summary) Kind(name string) (KindSummary, bool) {
+	for _, k := range s.Kinds {
+		if k.Kind == name {
+			return k, true
+		}
+	}
+	return KindSummary{}, false
+}
+
+// Sweep finds the overdue rows of every kind: for each lane of the kinds, one query
+// of each shard of the index with the lane's cutoff in the key condition (never a
+// scan, never a filter in memory), and sends each row its kind's command, kind by
+// kind in their order, each within its share of the time left, with bounded
+// concurrency. A row whose kind yields to a kind found overdue for the same subject
+// by this sweep waits for the next one. Then it retries the cancellations owed to
+// the provider and redelivers the parked records that are due, which the same
+// queries found. now is an argument so that callers and tests decide it. A failed
+// command is counted and logged, never retried here: the row stays, and the next
+// sweep finds it again. If ctx's deadline comes within the margin, the sweep stops
+// starting work, reports Incomplete, and leaves the rest to the next run. The error
+// reports queries that failed.
 func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
-	concurrency, margin := s.Concurrency, s.Margin
+	concurrency := s.Concurrency
 	if concurrency <= 0 {
 		concurrency = DefaultConcurrency
 	}
-	if margin <= 0 {
-		margin = DefaultMargin
-	}
-	logger := s.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	sum := Summary{Now: now.UTC(), Cutoff: s.Policy.Cutoff(now).UTC()}
-
+	logger := s.logger()
+	sum := s.newSummary(now)
 	work, stop := context.WithCancel(ctx)
 	defer stop()
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
-		work, cancel = context.WithDeadline(work, deadline.Add(-margin))
+		work, cancel = context.WithDeadline(work, deadline.Add(-s.margin()))
 		defer cancel()
 	}
-
-	var mu sync.Mutex
-	rows := make(chan Pending)
-	var queries sync.WaitGroup
-	var queryErrs []error
-	for shard := range s.Index.Shards() {
-		queries.Add(1)
-		go func() {
-			defer queries.Done()
-			read, err := s.Index.OverduePages(work, shard, sum.Cutoff, func(page []Pending) bool {
-				for _, row := range page {
-					select {
-					case rows <- row:
-					case <-work.Done():
-						return false
-					}
-				}
-				return true
-			})
-			mu.Lock()
-			defer mu.Unlock()
-			sum.ItemsRead += read
-			if err != nil && work.Err() == nil {
-				queryErrs = append(queryErrs, err)
-			}
-		}()
-	}
-	go func() { queries.Wait(); close(rows) }()
-
-	meta := command.Meta{CausationID: "sweep:" + sum.Now.Format(time.RFC3339Nano)}
-	found := map[string]bool{} // the rentals whose payment this sweep found overdue
-	var workers sync.WaitGroup
-	for range concurrency {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			for row := range rows {
-				mu.Lock()
-				sum.Found++
-				found[row.RentalID] = true
-				if overdue := sum.Cutoff.Sub(row.PreparedAt); overdue > sum.OldestOverdue {
-					sum.OldestOverdue = overdue
-				}
-				mu.Unlock()
-				if work.Err() != nil {
-					continue // out of time: the next sweep finds the row again
-				}
-				outcome, err := s.Canceller.CancelRentalPayment(work, row.RentalID, meta)
-				mu.Lock()
-				switch {
-				case err != nil:
-					sum.Failed++
-					logger.LogAttrs(ctx, slog.LevelError, "sweep: cancel failed",
-						slog.String("rentalId", row.RentalID), slog.String("error", err.Error()))
-				case outcome == process.OutcomeCancelled:
-					sum.Cancelled++
-				case outcome == process.OutcomeDeclined:
-					sum.Declined++
-				default:
-					sum.NothingToDo++
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	workers.Wait()
+	f, err := s.find(work, &sum, concurrency)
+	cause := "sweep:" + sum.Now.Format(time.RFC3339Nano)
+	s.actAll(work, logger, &sum, f.rows, cause, concurrency)
 	if work.Err() == nil {
-		owed, err := s.stuck(work, logger, &sum, found)
-		if err != nil && work.Err() == nil {
-			queryErrs = append(queryErrs, err)
-		}
-		if err == nil && work.Err() == nil {
-			s.owed(work, logger, &sum, owed.Owed, meta, concurrency)
-			s.redeliver(work, logger, &sum, owed.Parked, concurrency)
-		}
+		s.owed(work, logger, &sum, f.owed, cause, concurrency)
+		s.redeliver(work, logger, &sum, f.parked, concurrency)
 	}
 	sum.Incomplete = work.Err() != nil && ctx.Err() == nil
-	err := errors.Join(queryErrs...)
 	s.report(ctx, logger, sum, err)
 	return sum, err
+}
+
+// newSummary starts the summary of a sweep at now, with the cutoffs of the kinds
+// that tally into its top-level counts.
+func (s *Sweeper) newSummary(now time.Time) Summary {
+	sum := Summary{Now: now.UTC()}
+	for _, k := range slices.Backward(s.Kinds.All()) {
+		switch k.Tally {
+		case TallyDue:
+			sum.Cutoff = now.Add(-k.After).UTC()
+		case TallyStuck:
+			sum.StuckCutoff = now.Add(-k.After).UTC()
+		}
+	}
+	return sum
+}
+
+// found is what a sweep's queries found overdue.
+type found struct {
+	rows   []Row
+	owed   []OwedCancellation
+	parked []Parked
+}
+
+// find queries each shard of each lane of the kinds, with the lane's cutoff, at
+// most concurrency queries at once. ItemsRead counts the first lane's reads,
+// StuckItemsRead the others'.
+func (s *Sweeper) find(ctx context.Context, sum *Summary, concurrency int) (found, error) {
+	var (
+		mu   sync.Mutex
+		f    found
+		errs []error
+		wg   sync.WaitGroup
+	)
+	slots := make(chan struct{}, concurrency)
+	for i, lane := range s.Kinds.Lanes() {
+		cutoff := lane.Cutoff(sum.Now)
+		for shard := range s.Index.Shards() {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				var page found
+				read, err := s.Index.LanePages(ctx, lane, shard, cutoff, func(p LanePage) bool {
+					page.rows, page.owed, page.parked = append(page.rows, p.Rows...), append(page.owed, p.Owed...), append(page.parked, p.Parked...)
+					return ctx.Err() == nil
+				})
+				mu.Lock()
+				defer mu.Unlock()
+				if i == 0 {
+					sum.ItemsRead += read
+				} else {
+					sum.StuckItemsRead += read
+				}
+				f.rows, f.owed, f.parked = append(f.rows, page.rows...), append(f.owed, page.owed...), append(f.parked, page.parked...)
+				if err != nil && ctx.Err() == nil {
+					errs = append(errs, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	SortRows(f.rows)
+	SortOwed(f.owed)
+	SortParked(f.parked)
+	return f, errors.Join(errs...)
+}
+
+// actAll sends the rows their kinds' commands, kind by kind in their order; the
+// kinds that have rows share the time left equally, what one leaves unused going to
+// those after it. A row of a kind that yields to a kind with a row of the same
+// subject among these is dropped: the next sweep finds it if it is still due.
+func (s *Sweeper) actAll(ctx context.Context, logger *slog.Logger, sum *Summary, rows []Row, cause string, concurrency int) {
+	byKind := map[string][]Row{}
+	for _, r := range rows {
+		if k, ok := s.Kinds.ByName(r.Kind); ok {
+			r.Due = k.DueAt(r.Since) // by the sweep's own settings
+			byKind[r.Kind] = append(byKind[r.Kind], r)
+		}
+	}
+	subjects := map[string]map[string]bool{}
+	kinds := s.Kinds.All()
+	for _, k := range kinds {
+		byKind[k.Name] = slices.DeleteFunc(byKind[k.Name], func(r Row) bool {
+			return slices.ContainsFunc(k.Yields, func(y string) bool { return subjects[y][r.Subject] })
+		})
+		subjects[k.Name] = map[string]bool{}
+		for _, r := range byKind[k.Name] {
+			subjects[k.Name][r.Subject] = true
+		}
+	}
+	busy := 0
+	for _, k := range kinds {
+		if len(byKind[k.Name]) > 0 {
+			busy++
+		}
+	}
+	for _, k := range kinds {
+		ks := KindSummary{Kind: k.Name, Cutoff: sum.Now.Add(-k.After).UTC(), Found: len(byKind[k.Name])}
+		if ks.Found > 0 {
+			share, cancel := shareOf(ctx, busy)
+			s.act(share, logger, k, byKind[k.Name], sum.Now, cause, concurrency, &ks)
+			cancel()
+			busy--
+		}
+		sum.tally(k, ks)
+	}
+}
+
+// shareOf returns ctx with a deadline of an n-th of the time it has left.
+func shareOf(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok || n <= 1 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/time.Duration(n)))
+}
+
+// act sends k's command for each of its overdue rows, concurrency at a time, and
+// counts what the receivers did into ks. Out of time, or without a command to
+// send, the rest are left for the next sweep.
+func (s *Sweeper) act(ctx context.Context, logger *slog.Logger, k Kind, rows []Row, now time.Time, cause string, concurrency int, ks *KindSummary) {
+	for _, r := range rows {
+		ks.OldestOverdue = max(ks.OldestOverdue, now.Sub(r.Due))
+	}
+	if k.OneAtATime {
+		concurrency = 1
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, concurrency)
+	for _, r := range rows {
+		attrs := []slog.Attr{slog.String("kind", k.Name), slog.String("rentalId", r.Subject), slog.Time("due", r.Due)}
+		if k.Act == nil || ctx.Err() != nil {
+			mu.Lock()
+			ks.Left++
+			mu.Unlock()
+			if k.Act == nil {
+				logger.LogAttrs(ctx, slog.LevelWarn, "sweep: overdue, no command to send", attrs...)
+			}
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			outcome, detail, err := k.Act(ctx, r, cause)
+			if detail != "" {
+				attrs = append(attrs, slog.String("case", detail))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				ks.Failed++
+				logger.LogAttrs(ctx, slog.LevelError, "sweep: command failed", append(attrs, slog.String("error", err.Error()))...)
+			case outcome == Acted:
+				ks.Acted++
+				logger.LogAttrs(ctx, slog.LevelDebug, "sweep: acted", attrs...)
+			case outcome == Declined:
+				ks.Declined++
+				logger.LogAttrs(ctx, slog.LevelInfo, "sweep: declined", attrs...)
+			default:
+				ks.NothingToDo++
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// tally adds what the sweep did for kind k to the summary: to its kinds, and to the
+// top-level counts k tallies into.
+func (sum *Summary) tally(k Kind, ks KindSummary) {
+	switch k.Tally {
+	case TallyDue:
+		sum.Found += ks.Found
+		sum.Cancelled += ks.Acted
+		sum.Declined += ks.Declined
+		sum.NothingToDo += ks.NothingToDo
+		sum.Failed += ks.Failed
+		sum.OldestOverdue = max(sum.OldestOverdue, ks.OldestOverdue)
+	case TallyStuck:
+		sum.Stuck += ks.Found
+		sum.StuckRepaired += ks.Acted
+		sum.StuckLeft += ks.Found - ks.Acted
+	}
+	sum.Kinds = append(sum.Kinds, ks)
+}
+
+func (s *Sweeper) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
 }
 
 // owed finds the cancellations owed to the provider, through the index, and gives
@@ -269,7 +426,7 @@ func (s *Sweeper) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 // while the provider is down each is tried once per sweep, until the provider
 // confirms it. Out of time, the rest are left for the next sweep (and counted as
 // left).
-func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, rows []OwedCancellation, meta command.Meta, concurrency int) {
+func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, rows []OwedCancellation, cause string, concurrency int) {
 	sum.CancellationsOwed = len(rows)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -287,7 +444,7 @@ func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, r
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			owed, err := s.Retrier.RetryCancellation(ctx, row.Reference, meta)
+			owed, err := s.Retrier.RetryCancellation(ctx, row.Reference, cause)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -304,49 +461,6 @@ func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, r
 		}()
 	}
 	wg.Wait()
-}
-
-// stuck finds the rentals whose process has stayed open past the timeout plus the
-// grace, through the index, and repairs those that need no operator, one at a time:
-// there are none on a healthy day. Each is logged with its case. A rental whose
-// payment this very sweep found overdue (found) is not stuck: its cancellation is
-// under way (that happens when sweeps did not run for longer than the grace).
-// It returns the cancellations owed to the provider, which the same reads find.
-func (s *Sweeper) stuck(ctx context.Context, logger *slog.Logger, sum *Summary, found map[string]bool) (Backlog, error) {
-	sum.StuckCutoff = s.Policy.StuckCutoff(sum.Now)
-	backlog, read, err := s.Index.Backlog(ctx, sum.StuckCutoff)
-	sum.StuckItemsRead = read
-	if err != nil {
-		return Backlog{}, err
-	}
-	open := slices.DeleteFunc(backlog.Open, func(o Open) bool { return found[o.RentalID] })
-	sum.Stuck = len(open)
-	for _, o := range open {
-		if ctx.Err() != nil {
-			sum.StuckLeft += sum.Stuck - sum.StuckRepaired - sum.StuckLeft
-			break
-		}
-		attrs := []slog.Attr{slog.String("rentalId", o.RentalID), slog.Time("requestedAt", o.RequestedAt)}
-		if s.Repairer == nil {
-			sum.StuckLeft++
-			logger.LogAttrs(ctx, slog.LevelWarn, "sweep: stuck rental", attrs...)
-			continue
-		}
-		repaired, reason, err := s.Repairer.RepairStuck(ctx, o.RentalID)
-		attrs = append(attrs, slog.String("case", reason))
-		switch {
-		case err != nil:
-			sum.StuckLeft++
-			logger.LogAttrs(ctx, slog.LevelError, "sweep: stuck rental not repaired", append(attrs, slog.String("error", err.Error()))...)
-		case repaired:
-			sum.StuckRepaired++
-			logger.LogAttrs(ctx, slog.LevelWarn, "sweep: stuck rental repaired", attrs...)
-		default:
-			sum.StuckLeft++
-			logger.LogAttrs(ctx, slog.LevelError, "sweep: stuck rental left for an operator", attrs...)
-		}
-	}
-	return backlog, nil
 }
 
 // redeliver delivers the parked records that are due to their consumers again,

@@ -146,6 +146,8 @@ func project(t *testing.T, w *world, n int, preparedAt time.Time) []string {
 	return ids
 }
 
+// The document has the 17 metrics of the sweep before kinds, six per kind (three
+// kinds) and OverdueReturns.
 func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 	w := newWorld(t, 4)
 	now := time.Now()
@@ -162,7 +164,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		return process.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := &deadline.Sweeper{Index: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })}
+	s := over(w.projection, fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +188,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		t.Fatalf("metrics are not one EMF document on one line: %q", metrics.String())
 	}
 	doc := docs[0]
-	if doc.Values["Cancelled"] != 9 || doc.Values["Failed"] != 1 || doc.Namespace != sweepmetrics.Namespace || len(doc.Values) != 17 ||
+	if doc.Values["Cancelled"] != 9 || doc.Values["Failed"] != 1 || doc.Namespace != sweepmetrics.Namespace || len(doc.Values) != 17+3*6+1 || doc.Values["PaymentRowsActed"] != 9 || doc.Values["OverdueReturns"] != 0 ||
 		doc.Values["StuckRentals"] != 0 || doc.Values["CancellationsLeft"] != 0 || doc.Dimensions["Service"] != "bikerental-test" || !doc.Timestamp.Equal(now.Truncate(time.Millisecond)) {
 		t.Errorf("EMF document: %s", metrics.String())
 	}
@@ -195,7 +197,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 func TestSweepReadsAtMostOneEmptyPagePerShardWhenNothingIsOverdue(t *testing.T) {
 	w := newWorld(t, 8)
 	project(t, w, 40, time.Now())
-	sum, err := (&deadline.Sweeper{Index: w.projection, Canceller: &recording{}, Policy: deadline.Policy{Timeout: time.Minute}}).Sweep(ctx, time.Now())
+	sum, err := over(w.projection, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{}).Sweep(ctx, time.Now())
 	if err != nil || sum.Found != 0 || sum.ItemsRead != 0 {
 		t.Fatalf("summary %+v, %v; want nothing found or read", sum, err)
 	}
@@ -207,7 +209,7 @@ func TestSweepStopsBeforeItsDeadline(t *testing.T) {
 	fake := &recording{}
 	tight, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	s := &deadline.Sweeper{Index: w.projection, Canceller: fake, Policy: deadline.Policy{Timeout: time.Minute}, Margin: 5 * time.Second}
+	s := over(w.projection, fake, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{Margin: 5 * time.Second})
 	sum, err := s.Sweep(tight, time.Now())
 	if err != nil || !sum.Incomplete || len(fake.calls) != 0 {
 		t.Fatalf("summary %+v, err %v, %d calls; want an incomplete sweep that sent nothing", sum, err, len(fake.calls))

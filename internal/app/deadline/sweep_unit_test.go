@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadline/memindex"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -21,9 +23,9 @@ import (
 // The sweep's unit tests: on deadline.Memory, which keeps the same index contract as
 // the PendingPayments table (indextest), with no emulator.
 
-func memoryWith(t *testing.T, preparedAt map[string]time.Time, requestedAt map[string]time.Time) *deadline.Memory {
+func memoryWith(t *testing.T, preparedAt map[string]time.Time, requestedAt map[string]time.Time) *memindex.Memory {
 	t.Helper()
-	m := deadline.NewMemory(4)
+	m := memindex.New(4)
 	for id, at := range preparedAt {
 		ref := payment.ReferenceFor(id)
 		data, _ := json.Marshal(payment.PaymentPrepared{Reference: ref, PaymentID: "p", Amount: 1, Currency: "EUR"})
@@ -63,8 +65,7 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 		return process.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := &deadline.Sweeper{Index: memoryWith(t, prepared, nil), Canceller: fake, Policy: deadline.Policy{Timeout: 15 * time.Minute},
-		Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)}
+	s := over(memoryWith(t, prepared, nil), fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 		t.Errorf("metrics %s", metrics.String())
 	}
 	// A minute less of timeout, and the fresh ones are not yet due either.
-	if sum, err := (&deadline.Sweeper{Index: memoryWith(t, prepared, nil), Canceller: &recording{}, Policy: deadline.Policy{Timeout: 30 * time.Minute}}).Sweep(ctx, now); err != nil || sum.Found != 0 {
+	if sum, err := over(memoryWith(t, prepared, nil), &recording{}, deadline.Policy{Timeout: 30 * time.Minute}, nil, deadline.Sweeper{}).Sweep(ctx, now); err != nil || sum.Found != 0 {
 		t.Errorf("with a 30m timeout: %+v, %v; want nothing found", sum, err)
 	}
 }
@@ -92,7 +93,7 @@ func TestTheSweepRepairsStuckRentalsButNotTheOnesItIsCancelling(t *testing.T) {
 	m := memoryWith(t, map[string]time.Time{cancelling: now.Add(-time.Hour)},
 		map[string]time.Time{stuck: now.Add(-time.Hour), cancelling: now.Add(-time.Hour), fresh: now.Add(-20 * time.Minute)})
 	r := &repairs{answer: func(string) (bool, error) { return true, nil }}
-	sum, err := (&deadline.Sweeper{Index: m, Canceller: &recording{}, Repairer: r, Policy: deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}}).Sweep(ctx, now)
+	sum, err := over(m, &recording{}, deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}, r, deadline.Sweeper{}).Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,16 +107,18 @@ func TestSweepOneWaitsForTheDeadlineAndFindsNothingSettled(t *testing.T) {
 	ref := payment.ReferenceFor(id)
 	preparedAt := time.Now().Add(-2 * time.Second)
 	fake := &recording{}
-	s := &deadline.Sweeper{Index: memoryWith(t, map[string]time.Time{id: preparedAt}, nil), Canceller: fake, Policy: deadline.Policy{Timeout: 2*time.Second + 200*time.Millisecond}}
-	sum, err := s.SweepOne(ctx, id, ref, time.Now())
+	policy := deadline.Policy{Timeout: 2*time.Second + 200*time.Millisecond}
+	kinds := deadlinekinds.MustDeclare(policy, deadlinekinds.Receivers{Canceller: fake})
+	s := &deadline.Sweeper{Index: memoryWith(t, map[string]time.Time{id: preparedAt}, nil), Kinds: kinds}
+	sum, err := s.SweepOne(ctx, deadlinekinds.Payment, ref, time.Now())
 	if err != nil || sum.Found != 1 || sum.Cancelled != 1 || !sum.Now.After(preparedAt.Add(2*time.Second+200*time.Millisecond)) {
 		t.Fatalf("SweepOne %+v, %v; want it to wait for the deadline, then cancel", sum, err)
 	}
-	if sum, err := s.SweepOne(ctx, id, payment.ReferenceFor(rental.NewRentalID("other", "AAAAAAAAAAAAAAAAAAAAAA")), time.Now()); err == nil {
-		t.Errorf("a reference of another rental: %+v, no error", sum)
+	if sum, err := s.SweepOne(ctx, deadlinekinds.Stuck, ref, time.Now()); err == nil {
+		t.Errorf("a payment's key named as another kind's: %+v, no error", sum)
 	}
-	none := &deadline.Sweeper{Index: deadline.NewMemory(1), Canceller: fake}
-	if sum, err := none.SweepOne(ctx, id, ref, time.Now()); err != nil || sum.Found != 0 {
+	none := &deadline.Sweeper{Index: memindex.New(1), Kinds: kinds}
+	if sum, err := none.SweepOne(ctx, deadlinekinds.Payment, ref, time.Now()); err != nil || sum.Found != 0 {
 		t.Errorf("SweepOne of a payment not outstanding: %+v, %v; want nothing found", sum, err)
 	}
 }
@@ -127,9 +130,8 @@ func TestASweepThatFindsNothingLogsAtDebugLevel(t *testing.T) {
 	now := time.Now()
 	late := rental.NewRentalID("late", "AAAAAAAAAAAAAAAAAAAAAA")
 	var logged bytes.Buffer
-	s := &deadline.Sweeper{Index: memoryWith(t, map[string]time.Time{late: now.Add(-20 * time.Minute)}, nil), Canceller: &recording{},
-		Policy: deadline.Policy{Timeout: 15 * time.Minute}, Concurrency: 1,
-		Logger: slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	s := over(memoryWith(t, map[string]time.Time{late: now.Add(-20 * time.Minute)}, nil), &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 1,
+		Logger: slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	levels := func() []string {
 		var got []string
 		dec := json.NewDecoder(&logged)

@@ -19,6 +19,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
@@ -155,9 +156,17 @@ func (w *world) bikeStatus(bikeID string) rental.Status {
 	return b.Status
 }
 
-func (w *world) sweeper(c deadline.Canceller) *deadline.Sweeper {
+func (w *world) sweeper(c deadlinekinds.Canceller) *deadline.Sweeper {
 	if c == nil {
 		c = w.process
 	}
-	return &deadline.Sweeper{Index: w.projection, Canceller: c, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
+	policy := deadline.Policy{Timeout: 15 * time.Minute}
+	return over(w.projection, c, policy, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)})
+}
+
+// over returns s, sweeping idx for the service's kinds under policy p, their
+// commands sent to c, and the stuck rentals' to r if it is not nil.
+func over(idx deadline.Index, c deadlinekinds.Canceller, p deadline.Policy, r deadlinekinds.StuckRepairer, s deadline.Sweeper) *deadline.Sweeper {
+	s.Index, s.Kinds = idx, deadlinekinds.MustDeclare(p, deadlinekinds.Receivers{Canceller: c, Repairer: r})
+	return &s
 }

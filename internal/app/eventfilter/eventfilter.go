@@ -40,9 +40,14 @@ var wakes = map[string][]string{
 	// keeps the open processes too: a request opens one, the process's completion
 	// closes it, so that the sweep notices a process that never ends. And it keeps
 	// the cancellations owed to the provider: owed until the provider confirms one
-	// or a success arrives meanwhile, so that the sweep makes them.
+	// or a success arrives meanwhile, so that the sweep makes them. And the returns
+	// due (deadlinekinds.ReturnKind): an approval opens one, the bike's return or
+	// its being flagged overdue settles it.
 	Projector: sorted(payment.SettlementTypes(),
 		rental.BikeRequested{}.EventType(),
+		rental.RequestApproved{}.EventType(),
+		rental.BikeReturned{}.EventType(),
+		rental.ReturnOverdue{}.EventType(),
 		payment.PaymentPrepared{}.EventType(),
 		payment.PaymentSucceededAfterCancellation{}.EventType(),
 		payment.CancellationOwedAtProvider{}.EventType(),

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,11 +22,12 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/ident"
-	"github.com/bikerental/bikerental/internal/ports/lambda/sweeptrigger"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -44,6 +47,12 @@ const preciseTimeout = 4 * time.Second
 
 func startPrecise(t *testing.T) *preciseStack {
 	t.Helper()
+	return startPreciseWith(t, nil)
+}
+
+// startPreciseWith is startPrecise with more settings.
+func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := emulatortest.Config(t)
 	events, pending := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
@@ -56,6 +65,7 @@ func startPrecise(t *testing.T) *preciseStack {
 		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
 		wiring.EnvDeadlineDLQ:    "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",
 	}
+	maps.Copy(env, more)
 	client := scheduler.NewFromConfig(cfg)
 	// The one local stack, in precise mode: it creates the tables and the group.
 	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },
@@ -183,9 +193,9 @@ func TestPreciseDeadlineFiresOnTime(t *testing.T) {
 	if s.ActionAfterCompletion != types.ActionAfterCompletionDelete || s.Target.DeadLetterConfig == nil || s.Target.RetryPolicy == nil {
 		t.Errorf("schedule %+v: want deletion after completion, a retry policy and a dead-letter queue", s)
 	}
-	var input sweeptrigger.Trigger
-	if err := json.Unmarshal([]byte(aws.ToString(s.Target.Input)), &input); err != nil || input.RentalID != rentalID || input.PaymentReference != ref {
-		t.Errorf("schedule input %s (%v): want rental %s, payment %s", aws.ToString(s.Target.Input), err, rentalID, ref)
+	var input deadline.Trigger
+	if err := json.Unmarshal([]byte(aws.ToString(s.Target.Input)), &input); err != nil || input.Kind != deadlinekinds.Payment || input.Key != ref || ref != payment.ReferenceFor(rentalID) {
+		t.Errorf("schedule input %s (%v): want the payment row %s of rental %s", aws.ToString(s.Target.Input), err, ref, rentalID)
 	}
 	if status := p.status(rentalID); status != "awaiting-payment" {
 		t.Fatalf("rental %s before its deadline %v", status, at)
@@ -281,4 +291,52 @@ func TestTheSweepCatchesALostSchedule(t *testing.T) {
 		t.Errorf("sweep %+v: want the lost one found and cancelled", sum)
 	}
 	p.waitStatus(rentalID, "cancelled")
+}
+
+// TestAReturnIsFlaggedOverdueOnTime follows an approved rental whose bike is late,
+// with a rental period of two seconds, on the local stack in precise mode: its
+// return is due (GET /deadlines lists it), the return's one-time schedule fires,
+// the bike records ReturnOverdue and the rental is overdue; the bike's return then
+// makes it returned, with both facts in its history, and the to-do list empty.
+func TestAReturnIsFlaggedOverdueOnTime(t *testing.T) {
+	p := startPreciseWith(t, map[string]string{wiring.EnvRentalPeriod: "2s"})
+	rentalID, ref := p.rent("late-bike")
+	body, _ := json.Marshal(generic.Event{ID: "evt-" + ident.Random(20), Type: generic.TypeSucceeded, PaymentReference: ref})
+	hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
+	if code := p.send("POST", "/webhooks/payments", body, hdr, nil); code != http.StatusOK {
+		t.Fatalf("payment.succeeded: %d", code)
+	}
+	p.waitStatus(rentalID, "approved")
+	type row struct {
+		Kind, RentalID string
+		DueAt          time.Time
+		Overdue        bool
+	}
+	var list struct{ Deadlines []row }
+	p.waitFor("GET /deadlines?kind=return to list the approved rental's return", func() bool {
+		list.Deadlines = nil
+		return p.send("GET", "/deadlines?kind=return", nil, nil, &list) == http.StatusOK && len(list.Deadlines) == 1 && list.Deadlines[0].RentalID == rentalID
+	})
+	due := list.Deadlines[0].DueAt
+	p.waitStatus(rentalID, "overdue")
+	if late := time.Since(due); late < 0 || late > 10*time.Second {
+		t.Errorf("flagged overdue %s after its due time", late)
+	}
+	if code := p.send("POST", "/bikes/late-bike/return", nil, nil, nil); code >= 300 {
+		t.Fatalf("return: %d", code)
+	}
+	p.waitStatus(rentalID, "returned")
+	var v struct{ History []struct{ Type string } }
+	p.send("GET", "/rentals/"+rentalID, nil, nil, &v)
+	var types []string
+	for _, e := range v.History {
+		types = append(types, e.Type)
+	}
+	if !slices.Contains(types, "ReturnOverdue") || !slices.Contains(types, "BikeReturned") {
+		t.Errorf("history %v, want ReturnOverdue and BikeReturned", types)
+	}
+	p.waitFor("the return's row to leave the to-do list", func() bool {
+		list.Deadlines = nil
+		return p.send("GET", "/deadlines?kind=return", nil, nil, &list) == http.StatusOK && len(list.Deadlines) == 0
+	})
 }

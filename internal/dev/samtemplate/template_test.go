@@ -24,13 +24,14 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/dev/samtemplate"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
-	"github.com/bikerental/bikerental/internal/ports/lambda/sweeptrigger"
 	"github.com/bikerental/bikerental/internal/testkit/apicontract"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/lambdas"
@@ -439,7 +440,7 @@ func TestSweepTriggers(t *testing.T) {
 		if trigger.target.Get("Arn").Tag() != "!GetAtt" || trigger.target.Get("Arn").Str() != "SweepFunction.Arn" {
 			t.Errorf("%s does not invoke the sweep function", trigger.id)
 		}
-		now, err := sweeptrigger.NowFrom([]byte(trigger.input), at.Add(time.Second))
+		now, err := deadline.NowFrom([]byte(trigger.input), at.Add(time.Second), deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{}))
 		if err != nil || !now.Equal(at) {
 			t.Errorf("%s: the input %s gives now = %v, %v; want %v", trigger.id, trigger.input, now, err, at)
 		}

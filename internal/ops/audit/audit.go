@@ -17,6 +17,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
@@ -69,6 +70,9 @@ type PendingRow struct {
 	Outstanding bool
 	// PreparedAt is the row's prepared-at time, zero when it has none.
 	PreparedAt time.Time
+	// Shard is the row's due shard, empty when it has none: its lane tells apart
+	// the kinds whose rows share a key (a process stuck and a return due).
+	Shard string
 }
 
 // Invariant codes, stable across releases: scripts may match on them.
@@ -159,7 +163,7 @@ func (v Violation) String() string {
 }
 
 // Repairable lists the invariants a repair of the rental mends.
-var Repairable = []string{ProcessNotStarted, ProcessNotCompleted, BikeNotTold, PendingMissing, OpenMissing, OpenStale, OwedMissing, OwedStale}
+var Repairable = []string{ProcessNotStarted, ProcessNotCompleted, BikeNotTold, PendingMissing, OpenMissing, OpenStale, OwedMissing, OwedStale, DeadlineMissing, DeadlineStale}
 
 // stuck records the rental of the last violation when the repair mends it.
 func (a *auditor) stuck(rentalID string) {
@@ -221,6 +225,9 @@ type Options struct {
 	// Progress, if not nil, is called after each stream with how many streams were
 	// read so far, never from two goroutines at once.
 	Progress func(streams int)
+	// Kinds are the kinds of deadline whose rows the audit checks against their
+	// events (DeadlineMissing, DeadlineStale); the service's when empty.
+	Kinds deadline.Kinds
 }
 
 // Run audits the service's tables through events and pending. It first reads the
@@ -246,7 +253,8 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &auditor{opts: opts, rentals: make(map[string]*rentalSummary), rows: make(map[string]PendingRow), open: make(map[string]PendingRow), owed: make(map[string]PendingRow)}
+	a := &auditor{opts: opts, rentals: make(map[string]*rentalSummary), rows: make(map[string]PendingRow), open: make(map[string]PendingRow), owed: make(map[string]PendingRow),
+		kinds: kindsOf(opts), kindRows: map[deadlineKey]PendingRow{}, kindStates: map[deadlineKey]*deadlineState{}}
 
 	pendingStart := opts.Now()
 	err := pending.PendingRows(ctx, func(row PendingRow) error {
@@ -260,6 +268,9 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 		if strings.HasPrefix(row.Reference, pendingtable.ParkedKeyPrefix) {
 			a.parked++ // a stream record waiting for its redelivery: expected work
 			return nil
+		}
+		if a.kindRow(a.kinds, row) {
+			return nil // a row of another kind of deadline
 		}
 		if id, ok := strings.CutPrefix(row.Reference, rentalpayment.StreamID("")); ok {
 			a.open[id] = row // a rental's open process
@@ -279,6 +290,7 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 		return Report{}, err
 	}
 	a.crossCheck(pendingStart.Add(-opts.Grace))
+	a.checkKinds(pendingStart.Add(-opts.Grace))
 	return a.report(), nil
 }
 
@@ -297,6 +309,10 @@ type auditor struct {
 	open        map[string]PendingRow // open-process rows by rental id
 	owed        map[string]PendingRow // owed-cancellation rows by payment reference
 	violations  []Violation
+
+	kinds      []deadline.Kind // the kinds checked generically (deadlines.go)
+	kindRows   map[deadlineKey]PendingRow
+	kindStates map[deadlineKey]*deadlineState
 }
 
 // rentalSummary is what the audit remembers of one rental, from its three streams.
@@ -405,6 +421,7 @@ func (c *streamCheck) violate(invariant, detail string, streams ...string) {
 // summary into the auditor's.
 func (a *auditor) readStream(ctx context.Context, events EventsSource, id string) error {
 	c := &streamCheck{id: id}
+	states := map[deadlineKey]*deadlineState{}
 	var apply func(r eventstore.Record) error
 	var finish func()
 	switch {
@@ -432,6 +449,8 @@ func (a *auditor) readStream(ctx context.Context, events EventsSource, id string
 		}
 		if err := apply(it.Record); err != nil {
 			c.violate(CorruptRecord, fmt.Sprintf("version %d (%s): %v", it.Version, it.Record.Type, err))
+		} else if err := observeKinds(a.kinds, states, id, it.Record); err != nil {
+			c.violate(CorruptRecord, fmt.Sprintf("version %d (%s): %v", it.Version, it.Record.Type, err))
 		}
 		return nil
 	})
@@ -451,6 +470,7 @@ func (a *auditor) readStream(ctx context.Context, events EventsSource, id string
 	if c.merge != nil {
 		c.merge(a)
 	}
+	a.mergeKinds(states)
 	if a.opts.Progress != nil {
 		a.opts.Progress(a.streams)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -228,7 +229,8 @@ func TestACleanWorldAuditsClean(t *testing.T) {
 		}
 		// 4 bikes with one rental each and busy with three; a process and a payment
 		// per rental; a renter per bike, with an event per rental; a PendingPayments
-		// row per payment and one per process, markers included.
+		// row per payment and one per process, markers included (an approved
+		// rental's return due is its process's row, taken over).
 		want := audit.Report{Quiet: quiet, Streams: 5 + 7 + 7 + 5, Records: 19 + 13 + 13 + 7, Rentals: 7, Payments: 7, PendingRows: 14, Violations: []audit.Violation{}}
 		if got := report; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("quiet=%v: report %+v, want %+v", quiet, got, want)
@@ -402,9 +404,11 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: openKey(w.rentals["outstanding"])}); err != nil {
 					w.t.Fatal(err)
 				}
+				// The rejected rental's process completed: its row is a marker (the
+				// confirmed one's is its return due since its approval).
 				_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 					TableName:                aws.String(w.PendingTable),
-					Key:                      openKey(w.rentals["confirmed"]),
+					Key:                      openKey(w.rentals["rejected"]),
 					UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
 					ExpressionAttributeNames: map[string]string{"#d": schema.PendingDueShard, "#p": schema.PendingPreparedAt},
 					ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -417,9 +421,38 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 				}
 			},
 			want: func(w *world) []string {
-				return []string{"open-missing bike-outstanding", "open-stale " + processOf(w.rentals["confirmed"])}
+				return []string{"open-missing bike-outstanding", "open-stale " + processOf(w.rentals["rejected"])}
 			},
 			detail: "the sweep would not notice if it stayed stuck",
+		},
+		{
+			name:  "a return-due row missing, and one stale",
+			quiet: true,
+			damage: func(w *world) {
+				returnKey := func(id string) map[string]types.AttributeValue {
+					return map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + id}}
+				}
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: returnKey(w.rentals["confirmed"])}); err != nil {
+					w.t.Fatal(err)
+				}
+				_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName:                aws.String(w.PendingTable),
+					Key:                      returnKey(rentalID("nobike", "Unknown")),
+					UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
+					ExpressionAttributeNames: map[string]string{"#d": schema.PendingDueShard, "#p": schema.PendingPreparedAt},
+					ExpressionAttributeValues: map[string]types.AttributeValue{
+						":d": &types.AttributeValueMemberS{Value: "0"}, // the payments' lane: a return due
+						":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+					},
+				})
+				if err != nil {
+					w.t.Fatal(err)
+				}
+			},
+			want: func(w *world) []string {
+				return []string{"deadline-missing bike-confirmed", "deadline-stale "}
+			},
+			detail: "the sweep would never notice it overdue",
 		},
 		{
 			name:  "drift younger than the grace period, not quiet",

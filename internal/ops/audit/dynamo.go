@@ -133,7 +133,9 @@ func (d *Dynamo) PendingRows(ctx context.Context, fn func(PendingRow) error) err
 			return PendingRow{}, fmt.Errorf("scan %s: a row without a string %s", d.pending, schema.PendingReference)
 		}
 		row := PendingRow{Reference: ref.Value}
-		_, row.Outstanding = item[schema.PendingDueShard]
+		if shard, ok := item[schema.PendingDueShard].(*types.AttributeValueMemberS); ok {
+			row.Outstanding, row.Shard = true, shard.Value
+		}
 		if at, ok := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN); ok {
 			if ms, err := strconv.ParseInt(at.Value, 10, 64); err == nil {
 				row.PreparedAt = time.UnixMilli(ms).UTC()

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/ports/httpapi"
+	"github.com/bikerental/bikerental/internal/wiring"
 )
 
 // PendingQuery is what pending lists: at most Limit payments, the oldest, and with
@@ -102,7 +105,7 @@ func (s *Stack) SweepDryRun(ctx context.Context, now time.Time, limit int) (DryR
 
 // limited trims rows read with a limit of limit+1 to limit, and reports whether
 // there were more.
-func limited(rows []deadline.Pending, limit int) ([]deadline.Pending, bool) {
+func limited[T any](rows []T, limit int) ([]T, bool) {
 	if len(rows) > limit {
 		return rows[:limit], true
 	}
@@ -179,6 +182,51 @@ func (s *Stack) Parked(ctx context.Context) (ParkedList, error) {
 	list := ParkedList{Now: time.Now().UTC(), Parked: backlog.Parked, Count: len(backlog.Parked)}
 	if list.Parked == nil {
 		list.Parked = []deadline.Parked{}
+	}
+	return list, nil
+}
+
+// Deadline is one row of a kind's to-do list, as GET /deadlines answers it.
+type Deadline = httpapi.Deadline
+
+// DeadlineKinds are the kinds of deadline pending --kind takes.
+var DeadlineKinds = httpapi.DeadlineKinds
+
+// KindList is what pending --kind lists: GET /deadlines's rows of one kind.
+type KindList struct {
+	Now         time.Time  `json:"now"`
+	Kind        string     `json:"kind"`
+	OverdueOnly bool       `json:"overdueOnly"`
+	Deadlines   []Deadline `json:"deadlines"`
+	Count       int        `json:"count"`
+	Limit       int        `json:"limit"`
+	More        bool       `json:"more"`
+}
+
+// Deadlines lists at most q.Limit rows of one kind of deadline, the overdue first,
+// through the PendingPayments index (a query per shard of the kind's lane).
+func (s *Stack) Deadlines(ctx context.Context, kind string, q PendingQuery) (KindList, error) {
+	projection, err := s.pendingReader()
+	if err != nil {
+		return KindList{}, err
+	}
+	kinds, err := wiring.DeadlineKinds(s.getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		return KindList{}, settings(err)
+	}
+	now := time.Now()
+	dq := deadline.Query{Kind: kind, Now: now, Limit: q.Limit + 1}
+	if q.Overdue {
+		dq.Overdue = &q.Overdue
+	}
+	rows, err := projection.WithKinds(kinds).Deadlines(ctx, dq)
+	if err != nil {
+		return KindList{}, fmt.Errorf("pending: %s: %w", s.pendingTable(), err)
+	}
+	rows, more := limited(rows, q.Limit)
+	list := KindList{Now: now.UTC(), Kind: kind, OverdueOnly: q.Overdue, Deadlines: make([]Deadline, len(rows)), Count: len(rows), Limit: q.Limit, More: more}
+	for i, r := range rows {
+		list.Deadlines[i] = Deadline{Kind: r.Kind, RentalID: r.Subject, DueAt: r.Due.UTC(), AgeSeconds: int64(now.Sub(r.Since) / time.Second), Overdue: r.Due.Before(now)}
 	}
 	return list, nil
 }

@@ -119,7 +119,7 @@ func (s *Stack) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResult,
 	}
 	// Settings are checked before anything is touched; the projection the rebuild
 	// writes through is made once it holds the lock, which fences it.
-	if _, err := wiring.Projection(s.cfg, s.getenv); err != nil {
+	if _, err := wiring.DeadlineProjection(s.cfg, s.getenv); err != nil {
 		return RebuildResult{}, settings(err)
 	}
 	if err := req.Sweep.check(); err != nil {
@@ -153,7 +153,7 @@ func (s *Stack) rebuildHolding(ctx context.Context, lock *rebuild.Lock, store *d
 		stop()
 		err = s.letGo(context.WithoutCancel(ctx), lock, sweep, req, err)
 	}()
-	projection, err := wiring.Projection(fenced, s.getenv)
+	projection, err := wiring.DeadlineProjection(fenced, s.getenv)
 	if err != nil {
 		return RebuildResult{}, settings(err)
 	}

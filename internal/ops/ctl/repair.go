@@ -42,7 +42,7 @@ func (s *Stack) Repairs(ctx context.Context) (*Repairs, error) {
 	if err != nil {
 		return nil, err
 	}
-	projection, err := wiring.Projection(s.cfg, s.getenv)
+	projection, err := wiring.DeadlineProjection(s.cfg, s.getenv)
 	if err != nil {
 		return nil, settings(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -44,10 +45,14 @@ func (s *Stack) sweeper(ctx context.Context) (*deadline.Sweeper, error) {
 	if err != nil {
 		return nil, settings(err)
 	}
+	receivers := deadlinekinds.Receivers{Canceller: core.Process, Flagger: core.Commands}
 	if repairs != nil {
-		sweeper.Repairer = repairs
+		receivers.Repairer = repairs
 	}
-	sweeper.Retrier = core.Commands
+	if err := wiring.Receiving(sweeper, receivers, s.getenv); err != nil {
+		return nil, settings(err)
+	}
+	sweeper.Retrier = deadlinekinds.Retrier(core.Commands)
 	redelivery, parked, err := wiring.Redelivery(core, s.cfg, s.getenv)
 	if err != nil {
 		return nil, settings(err)

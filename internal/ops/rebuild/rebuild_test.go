@@ -15,6 +15,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -31,7 +32,7 @@ var _ rebuild.Projector = (*pendingtable.Projection)(nil)
 
 // recordingCanceller passes CancelRentalPayment on and remembers for which rentals.
 type recordingCanceller struct {
-	deadline.Canceller
+	deadlinekinds.Canceller
 	mu    sync.Mutex
 	asked []string
 }
@@ -107,7 +108,8 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 		before[id] = w.PaymentOf(id)
 	}
 	canceller := &recordingCanceller{Canceller: w.Process}
-	sweeper := &deadline.Sweeper{Index: projection, Canceller: canceller, Policy: deadline.Policy{Timeout: 15 * time.Minute}, Logger: slog.New(slog.DiscardHandler)}
+	kinds := deadlinekinds.MustDeclare(deadline.Policy{Timeout: 15 * time.Minute}, deadlinekinds.Receivers{Canceller: canceller})
+	sweeper := &deadline.Sweeper{Index: projection, Kinds: kinds, Logger: slog.New(slog.DiscardHandler)}
 	sum, err := sweeper.Sweep(ctx, time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)

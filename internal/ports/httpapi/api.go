@@ -61,7 +61,10 @@ type Config struct {
 	Canceller Canceller
 	// Pending lists outstanding payments; while nil GET /payments/pending answers 501.
 	Pending PendingLister
-	Logger  *slog.Logger
+	// Deadlines lists the to-do list of every kind of deadline; while nil
+	// GET /deadlines answers 501.
+	Deadlines deadline.Lister
+	Logger    *slog.Logger
 	// Now is the clock the webhook signatures are checked against.
 	Now func() time.Time
 	// OperatorScope is the token scope that opens operator routes
@@ -146,6 +149,7 @@ func (a *API) table() []route {
 		{Route{http.MethodPost, "/webhooks/payments", Webhook}, a.genericWebhook},
 		{Route{http.MethodPost, "/webhooks/stripe", Webhook}, a.stripeWebhook},
 		{Route{http.MethodGet, "/payments/pending", Operator}, a.pendingPayments},
+		{Route{http.MethodGet, "/deadlines", Operator}, a.deadlines},
 	}
 }
 

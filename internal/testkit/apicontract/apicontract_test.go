@@ -78,6 +78,7 @@ func TestAnInvalidDocumentIsRefused(t *testing.T) {
 func TestRoutesListsEveryOperation(t *testing.T) {
 	want := []string{
 		"GET /bikes/{bikeId}",
+		"GET /deadlines",
 		"GET /payments/pending",
 		"GET /rentals",
 		"GET /rentals/{rentalId}",
@@ -106,6 +107,7 @@ func TestSecurityOfEachOperation(t *testing.T) {
 		"POST /webhooks/payments":                 "",
 		"POST /webhooks/stripe":                   "",
 		"GET /payments/pending":                   "operator",
+		"GET /deadlines":                          "operator",
 	}
 	for route, schemes := range want {
 		method, path, _ := strings.Cut(route, " ")

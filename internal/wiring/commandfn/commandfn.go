@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/renter"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -58,7 +59,8 @@ func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv wiring.Ge
 
 // Check validates, touching nothing, every setting Build reads: MAX_PENDING_PER_RENTER,
 // the payment provider's (paymentfn.Check), Core's (wiring.CheckCore),
-// OPERATOR_SCOPE, and PAYMENT_WEBHOOK_SECRET_ID or else PAYMENT_WEBHOOK_SECRET (at
+// OPERATOR_SCOPE, PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD (the kinds of
+// deadline GET /deadlines lists), and PAYMENT_WEBHOOK_SECRET_ID or else PAYMENT_WEBHOOK_SECRET (at
 // least webhook.MinSecretLen bytes). A secret read from Secrets Manager can only be
 // checked once read, by WebhookVerifier.
 func Check(getenv wiring.Getenv) error {
@@ -73,6 +75,9 @@ func Check(getenv wiring.Getenv) error {
 	}
 	if _, err := wiring.Token(getenv, wiring.EnvOperatorScope); err != nil {
 		return err
+	}
+	if _, err := wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{}); err != nil {
+		return err // GET /deadlines says when rows fall due by them
 	}
 	id, err := wiring.SecretID(getenv, wiring.EnvWebhookSecretID)
 	if err != nil || id != "" {
@@ -115,6 +120,11 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	}
 	if s.Projection != nil {
 		apiCfg.Pending = s.Projection
+		kinds, err := wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{})
+		if err != nil {
+			return nil, err
+		}
+		apiCfg.Deadlines = s.Projection.WithKinds(kinds)
 	}
 	s.API = httpapi.New(apiCfg)
 	return s, nil

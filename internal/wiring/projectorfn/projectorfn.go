@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -19,18 +20,17 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/onetime"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
-	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
-// timerSettings are the settings of the payments' one-time schedules; precise is
-// false in sweep mode.
+// timerSettings are the settings of the rows' one-time schedules; precise is false
+// in sweep mode.
 type timerSettings struct {
 	precise                      bool
 	group, target, role, deadDLQ string
-	policy                       deadline.Policy
+	kinds                        deadline.Kinds
 }
 
 // groupPattern is what EventBridge Scheduler takes as a schedule group's name.
@@ -38,18 +38,18 @@ var groupPattern = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,64}$`)
 
 // timers reads DEADLINE_MODE and, in either mode, DEADLINE_SCHEDULE_GROUP (a
 // group's name), DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN, DEADLINE_DLQ_ARN (ARNs),
-// PAYMENT_TIMEOUT and STUCK_GRACE; the four DEADLINE_* ones are required in
-// precise mode.
+// PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD; the four DEADLINE_* ones are
+// required in precise mode.
 func timers(getenv wiring.Getenv) (timerSettings, error) {
 	mode, err := deadline.ParseMode(getenv(wiring.EnvDeadlineMode))
 	if err != nil {
 		return timerSettings{}, fmt.Errorf("%w: %s: %w", wiring.ErrBadSetting, wiring.EnvDeadlineMode, err)
 	}
-	policy, err := wiring.DeadlinePolicy(getenv)
+	kinds, err := wiring.PreciseKinds(getenv)
 	if err != nil {
 		return timerSettings{}, err
 	}
-	set := timerSettings{precise: mode == deadline.ModePrecise, policy: policy}
+	set := timerSettings{precise: mode == deadline.ModePrecise, kinds: kinds}
 	var missing error
 	for _, s := range []struct {
 		name string
@@ -113,7 +113,7 @@ func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
 		TargetARN:     set.target,
 		RoleARN:       set.role,
 		DeadLetterARN: set.deadDLQ,
-		Policy:        set.policy,
+		Kinds:         set.kinds,
 	}, nil
 }
 
@@ -122,7 +122,7 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err := Check(getenv); err != nil {
 		return nil, err
 	}
-	projection, err := wiring.Projection(cfg, getenv)
+	projection, err := wiring.DeadlineProjection(cfg, getenv)
 	if err == nil && projection == nil {
 		err = wiring.ErrNoPendingTable
 	}
@@ -143,14 +143,14 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 		// The row first, and it alone decides whether the record is handled: the
 		// schedule is an optimisation the sweep backs up, so a Scheduler that still
 		// refuses after the SDK's retries must not hold the projection back.
-		// A payment gets a schedule only when the projection holds it as
-		// outstanding: a PaymentPrepared that found a settled payment arms nothing.
+		// A row gets a schedule only when the projection holds it as outstanding:
+		// a PaymentPrepared that found a settled payment arms nothing.
 		apply = func(ctx context.Context, r eventstore.Record) error {
 			outstanding, err := projection.Project(ctx, r)
 			if err != nil {
 				return err
 			}
-			if r.Type == (payment.PaymentPrepared{}).EventType() && !outstanding {
+			if changes, _ := timers.Kinds.Changes(r); !outstanding && slices.ContainsFunc(changes, func(c deadline.KindChange) bool { return !c.Settled }) {
 				return nil
 			}
 			if err := timers.Apply(ctx, r); err != nil {

@@ -25,6 +25,13 @@ import (
 type Subject interface {
 	deadline.Index
 	deadline.ParkedRows
+	// The payment-due and process-stuck kinds' rows as the service read them before
+	// kinds: their listings in the shape of today's operator API.
+	OverduePages(ctx context.Context, shard int, cutoff time.Time, fn func([]deadline.Pending) bool) (int, error)
+	Get(ctx context.Context, reference string) (deadline.Pending, bool, error)
+	OpenBefore(ctx context.Context, cutoff time.Time) ([]deadline.Open, int, error)
+	OwedCancellations(ctx context.Context) ([]deadline.OwedCancellation, int, error)
+	Backlog(ctx context.Context, cutoff time.Time) (deadline.Backlog, int, error)
 	Apply(ctx context.Context, r eventstore.Record) error
 	Park(ctx context.Context, consumer string, r eventstore.Record, due time.Time) error
 }

@@ -5,7 +5,10 @@
 package sweepmetrics
 
 import (
+	"strings"
+
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/lib/emf"
 )
 
@@ -24,9 +27,11 @@ func Writer(w *emf.Writer, service string, failed func(error)) func(deadline.Sum
 // Namespace is the CloudWatch namespace of the sweep's metrics.
 const Namespace = "BikeRental/Sweep"
 
-// Document is a summary as an EMF document, with the dimension Service=service.
+// Document is a summary as an EMF document, with the dimension Service=service:
+// the counts the sweep reported before kinds, and for each kind its own (KindMetrics),
+// OverdueReturns among them.
 func Document(sum deadline.Summary, service string) emf.Document {
-	return emf.Document{
+	d := emf.Document{
 		Namespace:  Namespace,
 		Timestamp:  sum.Now,
 		Dimensions: []emf.Dimension{{Name: "Service", Value: service}},
@@ -50,4 +55,32 @@ func Document(sum deadline.Summary, service string) emf.Document {
 			{Name: "OldestParked", Unit: "Seconds", Value: sum.OldestParked.Seconds()},
 		},
 	}
+	for _, k := range sum.Kinds {
+		d.Metrics = append(d.Metrics, KindMetrics(k)...)
+	}
+	return d
+}
+
+// OverdueReturns is the metric of how many returns a sweep found overdue: the
+// return-due kind's Found, which its alarm watches.
+const OverdueReturns = "OverdueReturns"
+
+// KindMetrics are one kind's metrics: <Kind>RowsFound, <Kind>RowsActed,
+// <Kind>RowsDeclined, <Kind>RowsFailed, <Kind>RowsLeft and <Kind>RowsOldestOverdue,
+// the kind's name capitalised (PaymentRowsFound, StuckRowsFound, ReturnRowsFound,
+// ...); the return due's Found is also OverdueReturns.
+func KindMetrics(k deadline.KindSummary) []emf.Metric {
+	name := strings.ToUpper(k.Kind[:1]) + k.Kind[1:] + "Rows"
+	out := []emf.Metric{
+		{Name: name + "Found", Unit: "Count", Value: float64(k.Found)},
+		{Name: name + "Acted", Unit: "Count", Value: float64(k.Acted)},
+		{Name: name + "Declined", Unit: "Count", Value: float64(k.Declined)},
+		{Name: name + "Failed", Unit: "Count", Value: float64(k.Failed)},
+		{Name: name + "Left", Unit: "Count", Value: float64(k.Left)},
+		{Name: name + "OldestOverdue", Unit: "Seconds", Value: k.OldestOverdue.Seconds()},
+	}
+	if k.Kind == deadlinekinds.Return {
+		out = append(out, emf.Metric{Name: OverdueReturns, Unit: "Count", Value: float64(k.Found)})
+	}
+	return out
 }

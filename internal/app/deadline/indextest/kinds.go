@@ -1,0 +1,235 @@
+package indextest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// KindSubject is an index under test over kinds it was made with, and the
+// projection that writes it.
+type KindSubject interface {
+	deadline.Index
+	deadline.Lister
+	Apply(ctx context.Context, r eventstore.Record) error
+}
+
+// Two kinds declared here alone, over records of their own: the machinery knows
+// nothing of what a kind is about. A "Lent" record opens a loan's row, due an hour
+// later; "Returned" settles it. A "Watched" record opens a watch's row in the same
+// lane, due a day later; "Unwatched" settles it.
+var (
+	lane  = deadline.Lane{Prefix: "t-", Offset: time.Hour}
+	loan  = deadline.Kind{Name: "loan", Prefix: "loan#", Lane: lane, After: time.Hour, Change: change("Lent", "Returned")}
+	watch = deadline.Kind{Name: "watch", Prefix: "watch#", Lane: lane, After: 24 * time.Hour, Change: change("Watched", "Unwatched")}
+	// A "Held" record opens a hold's row ("item#"), due two hours later, in a lane
+	// of its own; "Released" settles it. "Handed" opens a handover's row, due a
+	// day later, in the loans' lane, taking over the item's hold if it is still
+	// outstanding; "Collected" settles it.
+	holds    = deadline.Lane{Prefix: "h-", Offset: 2 * time.Hour}
+	hold     = deadline.Kind{Name: "hold", Prefix: "item#", Lane: holds, After: 2 * time.Hour, Change: change("Held", "Released")}
+	handover = deadline.Kind{Name: "handover", Prefix: "item#", Lane: lane, After: 24 * time.Hour, Change: change("Handed", "Collected"), Takes: "hold"}
+	// TestKinds are the kinds the contract's cases run with.
+	TestKinds = deadline.MustKinds(loan, watch, hold, handover)
+)
+
+func change(opens, settles string) func(eventstore.Record) (deadline.Change, bool, error) {
+	return func(r eventstore.Record) (deadline.Change, bool, error) {
+		if r.Type != opens && r.Type != settles {
+			return deadline.Change{}, false, nil
+		}
+		subject, ok := strings.CutPrefix(string(r.Data), "subject:")
+		if !ok || subject == "" {
+			return deadline.Change{}, false, fmt.Errorf("%w: %s", eventstore.ErrCorruptRecord, r.Data)
+		}
+		return deadline.Change{Subject: subject, Settled: r.Type == settles, How: strings.ToLower(settles)}, true, nil
+	}
+}
+
+func record(typ, subject string, version int64, at time.Time) eventstore.Record {
+	return eventstore.Record{StreamID: "things-" + subject, Version: version,
+		Event: eventstore.Event{ID: fmt.Sprintf("%s-%s-%d", typ, subject, version), Type: typ, Data: []byte("subject:" + subject), RecordedAt: at}}
+}
+
+// RunKinds runs the contract of any kind's rows, each case on a fresh index from
+// newSubject over TestKinds.
+func RunKinds(t *testing.T, newSubject func(t *testing.T, kinds deadline.Kinds) KindSubject) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, s KindSubject)
+	}{
+		{"ARowIsDueAfterItsKindsDurationUntilSettled", aRowIsDueUntilSettled},
+		{"ASettledRowNeverComesBack", aSettledRowNeverComesBack},
+		{"KindsShareALaneInDueOrder", kindsShareALane},
+		{"TheListShowsTheOverdueFirstByKind", theListShowsTheOverdueFirst},
+		{"AKindTakesAnotherKindsRowOver", aKindTakesAnotherKindsRowOver},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newSubject(t, TestKinds)) })
+	}
+}
+
+func applyAll(t *testing.T, s KindSubject, recs ...eventstore.Record) {
+	t.Helper()
+	for _, r := range recs {
+		if err := s.Apply(ctx, r); err != nil {
+			t.Fatalf("apply %s %s: %v", r.Type, r.Data, err)
+		}
+	}
+}
+
+// due returns the rows of the lane overdue at now, from every shard, checking each
+// shard's are in due order.
+func due(t *testing.T, s KindSubject, now time.Time) []deadline.Row {
+	t.Helper()
+	var out []deadline.Row
+	for shard := range s.Shards() {
+		var last time.Time
+		if _, err := s.LanePages(ctx, lane, shard, lane.Cutoff(now), func(p deadline.LanePage) bool {
+			for _, r := range p.Rows {
+				if r.Due.Before(last) {
+					t.Errorf("shard %d: %s due %v after one due %v", shard, r.Subject, r.Due, last)
+				}
+				last = r.Due
+				out = append(out, r)
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline.SortRows(out)
+	return out
+}
+
+func aRowIsDueUntilSettled(t *testing.T, s KindSubject) {
+	applyAll(t, s, record("Lent", "a", 1, t0))
+	want := deadline.Row{Kind: "loan", Subject: "a", Since: t0, Due: t0.Add(time.Hour)}
+	if got := due(t, s, t0.Add(time.Hour)); len(got) != 0 {
+		t.Errorf("at its due time: %+v, want nothing overdue", got)
+	}
+	if got := due(t, s, t0.Add(time.Hour+time.Millisecond)); len(got) != 1 || got[0] != want {
+		t.Errorf("a millisecond later: %+v, want [%+v]", got, want)
+	}
+	if row, ok, err := s.Row(ctx, loan, "a"); err != nil || !ok || row != want {
+		t.Errorf("Row: %+v, %v, %v; want %+v", row, ok, err, want)
+	}
+	applyAll(t, s, record("Returned", "a", 2, t0.Add(time.Minute)))
+	if got := due(t, s, t0.Add(48*time.Hour)); len(got) != 0 {
+		t.Errorf("settled: %+v, want nothing", got)
+	}
+	if _, ok, err := s.Row(ctx, loan, "a"); err != nil || ok {
+		t.Errorf("Row of a settled row: %v, %v", ok, err)
+	}
+	if _, ok, err := s.Row(ctx, watch, "a"); err != nil || ok {
+		t.Errorf("Row of another kind's: %v, %v", ok, err)
+	}
+}
+
+func aSettledRowNeverComesBack(t *testing.T, s KindSubject) {
+	applyAll(t, s,
+		record("Lent", "b", 1, t0), record("Returned", "b", 2, t0.Add(time.Minute)),
+		record("Lent", "b", 1, t0),                                                  // redelivered, or replayed
+		record("Returned", "c", 2, t0.Add(time.Minute)), record("Lent", "c", 1, t0), // out of order
+		record("Lent", "d", 1, t0), record("Lent", "d", 1, t0.Add(time.Hour))) // duplicated, later: the first stands
+	got := due(t, s, t0.Add(48*time.Hour))
+	if len(got) != 1 || got[0].Subject != "d" || !got[0].Since.Equal(t0) {
+		t.Errorf("overdue %+v, want only d, opened at %v", got, t0)
+	}
+	if err := s.Apply(ctx, eventstore.Record{StreamID: "x", Version: 1, Event: eventstore.Event{Type: "Lent", Data: []byte("nonsense")}}); err == nil {
+		t.Error("a record that does not decode was accepted")
+	}
+}
+
+func kindsShareALane(t *testing.T, s KindSubject) {
+	applyAll(t, s, record("Watched", "w", 1, t0.Add(-23*time.Hour-40*time.Minute)), record("Lent", "l", 1, t0.Add(-30*time.Minute)),
+		record("Lent", "m", 1, t0))
+	got := due(t, s, t0.Add(31*time.Minute))
+	var kinds []string
+	for _, r := range got {
+		kinds = append(kinds, r.Kind+":"+r.Subject)
+	}
+	if want := []string{"watch:w", "loan:l"}; !slices.Equal(kinds, want) {
+		t.Errorf("overdue %v, want %v: by due time, each with its kind", kinds, want)
+	}
+}
+
+func theListShowsTheOverdueFirst(t *testing.T, s KindSubject) {
+	applyAll(t, s, record("Watched", "w", 1, t0.Add(-23*time.Hour-40*time.Minute)), record("Lent", "l", 1, t0.Add(-30*time.Minute)),
+		record("Lent", "m", 1, t0), record("Lent", "n", 1, t0.Add(-2*time.Hour)), record("Returned", "n", 2, t0))
+	now := t0.Add(31 * time.Minute)
+	yes, no := true, false
+	for _, c := range []struct {
+		q    deadline.Query
+		want []string
+	}{
+		{deadline.Query{Now: now, Limit: 10}, []string{"watch:w", "loan:l", "loan:m"}},
+		{deadline.Query{Now: now, Limit: 2}, []string{"watch:w", "loan:l"}},
+		{deadline.Query{Kind: "loan", Now: now, Limit: 10}, []string{"loan:l", "loan:m"}},
+		{deadline.Query{Kind: "loan", Overdue: &yes, Now: now, Limit: 10}, []string{"loan:l"}},
+		{deadline.Query{Overdue: &no, Now: now, Limit: 10}, []string{"loan:m"}},
+	} {
+		rows, err := s.Deadlines(ctx, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Kind+":"+r.Subject)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Deadlines(%+v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+}
+
+// everything returns every outstanding row of every lane, as kind:subject.
+func everything(t *testing.T, s KindSubject) []string {
+	t.Helper()
+	var out []string
+	for _, l := range TestKinds.Lanes() {
+		for shard := range s.Shards() {
+			if _, err := s.LanePages(ctx, l, shard, time.Time{}, func(p deadline.LanePage) bool {
+				for _, r := range p.Rows {
+					out = append(out, r.Kind+":"+r.Subject)
+				}
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func aKindTakesAnotherKindsRowOver(t *testing.T, s KindSubject) {
+	applyAll(t, s, record("Held", "x", 1, t0), record("Held", "z", 1, t0), record("Released", "z", 2, t0))
+	if got, want := everything(t, s), []string{"hold:x"}; !slices.Equal(got, want) {
+		t.Fatalf("held: %v, want %v", got, want)
+	}
+	applyAll(t, s, record("Handed", "x", 2, t0.Add(time.Hour)),
+		record("Held", "x", 1, t0),                    // replayed: the handover stays
+		record("Handed", "x", 2, t0.Add(2*time.Hour)), // duplicated, later: the first stands
+		record("Handed", "y", 1, t0.Add(time.Hour)),   // nothing to take over: opened
+		record("Handed", "z", 3, t0.Add(time.Hour)))   // a settled hold is not taken over
+	if got, want := everything(t, s), []string{"handover:x", "handover:y"}; !slices.Equal(got, want) {
+		t.Fatalf("handed: %v, want %v", got, want)
+	}
+	row, ok, err := s.Row(ctx, handover, "x")
+	if err != nil || !ok || !row.Since.Equal(t0.Add(time.Hour)) || !row.Due.Equal(t0.Add(25*time.Hour)) {
+		t.Errorf("Row(handover, x) = %+v, %v, %v; want handed at %v, due a day later", row, ok, err, t0.Add(time.Hour))
+	}
+	if _, ok, err := s.Row(ctx, hold, "x"); err != nil || ok {
+		t.Errorf("Row(hold, x) after the takeover: %v, %v; want none", ok, err)
+	}
+	applyAll(t, s, record("Collected", "x", 3, t0.Add(3*time.Hour)), record("Handed", "x", 2, t0.Add(time.Hour)), record("Held", "x", 1, t0))
+	if got, want := everything(t, s), []string{"handover:y"}; !slices.Equal(got, want) {
+		t.Errorf("collected, then replayed: %v, want %v", got, want)
+	}
+}

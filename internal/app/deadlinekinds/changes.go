@@ -1,0 +1,114 @@
+package deadlinekinds
+
+import (
+	"fmt"
+
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// CancellationChange is what a record means for a cancellation owed to the
+// provider: it became owed, or it was settled.
+type CancellationChange struct {
+	Reference string
+	RentalID  string
+	Settled   bool
+}
+
+// CancellationChangeOf decodes a record that makes a cancellation owed to the
+// provider or settles one; ok is false for every other record, and for payments
+// that belong to no rental. A record of one of those types that does not decode is
+// an error wrapping eventstore.ErrCorruptRecord.
+func CancellationChangeOf(r eventstore.Record) (c CancellationChange, ok bool, err error) {
+	switch r.Type {
+	case payment.CancellationOwedAtProvider{}.EventType(), payment.CancellationDoneAtProvider{}.EventType(),
+		payment.PaymentSucceededAfterCancellation{}.EventType():
+	default:
+		return CancellationChange{}, false, nil
+	}
+	e, err := payment.DecodeEvent(r.Type, r.Data)
+	if err != nil {
+		return CancellationChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	}
+	ref := payment.ReferenceOf(e)
+	rentalID, err := payment.RentalIDFor(ref)
+	if err != nil {
+		return CancellationChange{}, false, nil
+	}
+	_, owed := e.(payment.CancellationOwedAtProvider)
+	return CancellationChange{Reference: ref, RentalID: rentalID, Settled: !owed}, true, nil
+}
+
+// PaymentChange is what a record of the Events table means for a payment's deadline:
+// the payment was prepared (Settled is empty), or it settled, and how ("confirmed",
+// "rejected" or "cancelled").
+type PaymentChange struct {
+	Reference string
+	Settled   string
+}
+
+// PaymentChangeOf decodes the record of a payment event that starts or ends a
+// payment's wait; ok is false for every other record. A record of one of those types
+// that does not decode is an error wrapping eventstore.ErrCorruptRecord.
+func PaymentChangeOf(r eventstore.Record) (c PaymentChange, ok bool, err error) {
+	if r.Type != (payment.PaymentPrepared{}).EventType() && !payment.Settles(r.Type) {
+		return PaymentChange{}, false, nil
+	}
+	e, err := payment.DecodeEvent(r.Type, r.Data)
+	if err != nil {
+		return PaymentChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	}
+	switch e := e.(type) {
+	case payment.PaymentPrepared:
+		return PaymentChange{Reference: e.Reference}, true, nil
+	case payment.PaymentConfirmed:
+		return PaymentChange{Reference: e.Reference, Settled: string(payment.StatusConfirmed)}, true, nil
+	case payment.PaymentRejected:
+		return PaymentChange{Reference: e.Reference, Settled: string(payment.StatusRejected)}, true, nil
+	case payment.PaymentCancelled:
+		return PaymentChange{Reference: e.Reference, Settled: string(payment.StatusCancelled)}, true, nil
+	}
+	return PaymentChange{}, false, nil
+}
+
+// ProcessChange is what a record means for a rental's open process: it opened (the
+// bike was requested) or it completed.
+type ProcessChange struct {
+	RentalID  string
+	Completed bool
+	// Approved marks a completion whose outcome is approved.
+	Approved bool
+}
+
+// ProcessChangeOf decodes a record that opens or completes a rental's process; ok is
+// false for every other record. A record of one of those types that does not decode,
+// or names no valid rental, is an error wrapping eventstore.ErrCorruptRecord.
+func ProcessChangeOf(r eventstore.Record) (c ProcessChange, ok bool, err error) {
+	var id string
+	switch r.Type {
+	case rental.BikeRequested{}.EventType():
+		var e rental.Event
+		if e, err = rental.DecodeEvent(r.Type, r.Data); err == nil {
+			id = e.(rental.BikeRequested).RentalID
+		}
+	case rentalpayment.TypeCompleted:
+		var e rentalpayment.Event
+		if e, err = rentalpayment.DecodeEvent(r.Type, r.Data); err == nil {
+			done := e.(rentalpayment.RentalPaymentProcessCompleted)
+			id, c.Completed, c.Approved = done.RentalID, true, done.Outcome == rentalpayment.CompletedApproved
+		}
+	default:
+		return ProcessChange{}, false, nil
+	}
+	if err == nil && !ident.Valid(id) {
+		err = fmt.Errorf("rental id %q", id)
+	}
+	if err != nil {
+		return ProcessChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	}
+	c.RentalID = id
+	return c, true, nil
+}

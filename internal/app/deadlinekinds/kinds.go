@@ -1,0 +1,196 @@
+// Package deadlinekinds declares the service's kinds of deadline over the domain's
+// events and commands: a payment due (PaymentPrepared, settled by its confirmation,
+// rejection or cancellation; CancelRentalPayment), a process stuck (BikeRequested,
+// settled by the process's completion; the repair) and a return due
+// (RequestApproved, settled by BikeReturned or ReturnOverdue; FlagOverdueReturn). Package deadline's machinery
+// works over them without knowing what they are about
+// (docs/decisions/0020-deadline-kinds.md).
+package deadlinekinds
+
+import (
+	"context"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// The kinds' names: in rows, summaries, metrics and the operator API.
+const (
+	Payment = "payment"
+	Stuck   = "stuck"
+)
+
+// StuckPrefix starts the key of a process-stuck row: the process's stream id, as
+// the rows written before kinds existed are keyed.
+var StuckPrefix = rentalpayment.StreamID("")
+
+// PaymentPrefix starts the key of a payment-due row: the payment's reference
+// (payment.ReferenceFor), as the rows written before kinds existed are keyed.
+var PaymentPrefix = payment.ReferenceFor("")
+
+// Lanes of the index. The payments' rows are in the partitions "0", "1", …,
+// stamped with the time the payment was prepared; the backlog's (the stuck
+// processes', and the owed cancellations' and parked records' with negative
+// stamps) in "open-0", "open-1", …, stamped with the time the bike was requested:
+// as the rows written before kinds existed are.
+func PaymentLane(p deadline.Policy) deadline.Lane {
+	return deadline.Lane{Prefix: "", Offset: p.PaymentTimeout()}
+}
+
+// BacklogLane is the lane of the stuck processes, of every kind declared after
+// them, and of the owed cancellations and parked records.
+func BacklogLane(p deadline.Policy) deadline.Lane {
+	return deadline.Lane{Prefix: "open-", Offset: p.PaymentTimeout() + p.StuckGrace()}
+}
+
+// Canceller sends CancelRentalPayment; *process.Process is one.
+type Canceller interface {
+	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (process.Outcome, error)
+}
+
+// StuckRepairer mends a stuck rental where that is safe; *repair.Repairer is one.
+type StuckRepairer interface {
+	// RepairStuck repairs the rental if its case is one that needs no operator,
+	// says whether it did, and why.
+	RepairStuck(ctx context.Context, rentalID string) (repaired bool, reason string, err error)
+}
+
+// Receivers are who the kinds' commands go to; a nil one leaves its kind's overdue
+// rows reported, and nothing sent.
+type Receivers struct {
+	Canceller Canceller
+	Repairer  StuckRepairer
+	Flagger   Flagger
+}
+
+// PaymentKind is the payment due: PaymentPrepared opens a rental's payment's row,
+// due after the payment timeout; its confirmation, rejection or cancellation
+// settles it; overdue, CancelRentalPayment asks the process to give up, which the
+// payment side declines once the payment is confirmed.
+func PaymentKind(p deadline.Policy, c Canceller) deadline.Kind {
+	k := deadline.Kind{
+		Name: Payment, Prefix: PaymentPrefix, Lane: PaymentLane(p), After: p.PaymentTimeout(),
+		Change: paymentChange, Valid: ident.Valid, Ordered: true, Tally: deadline.TallyDue,
+	}
+	if c != nil {
+		k.Act = func(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
+			outcome, err := c.CancelRentalPayment(ctx, row.Subject, command.Meta{CausationID: cause})
+			switch {
+			case err != nil:
+				return "", "", err
+			case outcome == process.OutcomeCancelled:
+				return deadline.Acted, string(outcome), nil
+			case outcome == process.OutcomeDeclined:
+				return deadline.Declined, string(outcome), nil
+			}
+			return deadline.NothingToDo, string(outcome), nil
+		}
+	}
+	return k
+}
+
+// StuckKind is the process stuck: BikeRequested opens a rental's process's row,
+// due after the payment timeout plus the grace; the process's completion settles
+// it; overdue, the repair mends the rental if its case needs no operator, and
+// otherwise declines it, leaving it for one. It yields to the payment due: a
+// rental whose payment the same sweep found overdue is being cancelled.
+func StuckKind(p deadline.Policy, r StuckRepairer) deadline.Kind {
+	k := deadline.Kind{
+		Name: Stuck, Prefix: StuckPrefix, Lane: BacklogLane(p), After: p.PaymentTimeout() + p.StuckGrace(),
+		Change: processChange, Valid: ident.Valid, Yields: []string{Payment}, Tally: deadline.TallyStuck, OneAtATime: true,
+	}
+	if r != nil {
+		k.Act = func(ctx context.Context, row deadline.Row, _ string) (deadline.Outcome, string, error) {
+			repaired, reason, err := r.RepairStuck(ctx, row.Subject)
+			switch {
+			case err != nil:
+				return "", reason, err
+			case repaired:
+				return deadline.Acted, reason, nil
+			}
+			return deadline.Declined, reason, nil
+		}
+	}
+	return k
+}
+
+// Declare returns the service's kinds under policy p, their commands sent to r: the
+// payment due, the process stuck and the return due, whose rental period is
+// rental.DefaultPeriod unless an option says otherwise.
+func Declare(p deadline.Policy, r Receivers, opts ...Option) (deadline.Kinds, error) {
+	o := options{period: rental.DefaultPeriod}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return deadline.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer), ReturnKind(p, o.period, r.Flagger))
+}
+
+// Option changes a declaration.
+type Option func(*options)
+
+type options struct{ period time.Duration }
+
+// WithRentalPeriod sets how long an approved rental lasts (RENTAL_PERIOD).
+func WithRentalPeriod(d time.Duration) Option { return func(o *options) { o.period = d } }
+
+// MustDeclare is Declare for a policy known to be valid (tests).
+func MustDeclare(p deadline.Policy, r Receivers, opts ...Option) deadline.Kinds {
+	ks, err := Declare(p, r, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return ks
+}
+
+// paymentChange is the payment due's Change: PaymentPrepared opens, a settling
+// event settles, with how; payments of no rental are no row of it.
+func paymentChange(r eventstore.Record) (deadline.Change, bool, error) {
+	c, ok, err := PaymentChangeOf(r)
+	if err != nil || !ok {
+		return deadline.Change{}, false, err
+	}
+	rentalID, err := payment.RentalIDFor(c.Reference)
+	if err != nil {
+		return deadline.Change{}, false, nil // not a rental's payment: nothing will ever sweep it
+	}
+	return deadline.Change{Subject: rentalID, Settled: c.Settled != "", How: c.Settled}, true, nil
+}
+
+// processChange is the process stuck's Change: BikeRequested opens, the process's
+// completion settles, but an approved one: the approval it follows (RequestApproved)
+// settles the row by taking it over as the return due.
+func processChange(r eventstore.Record) (deadline.Change, bool, error) {
+	c, ok, err := ProcessChangeOf(r)
+	if err != nil || !ok || c.Approved {
+		return deadline.Change{}, false, err
+	}
+	ch := deadline.Change{Subject: c.RentalID, Settled: c.Completed}
+	if c.Completed {
+		ch.How = "completed"
+	}
+	return ch, true, nil
+}
+
+// Retrier makes h, a *command.Handler, a deadline.CancellationRetrier.
+func Retrier(h interface {
+	RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
+}) deadline.CancellationRetrier {
+	return retrier{h}
+}
+
+type retrier struct {
+	h interface {
+		RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
+	}
+}
+
+func (r retrier) RetryCancellation(ctx context.Context, reference, cause string) (bool, error) {
+	return r.h.RetryCancellation(ctx, reference, command.Meta{CausationID: cause})
+}

@@ -1,0 +1,152 @@
+package audit
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// The deadline invariants of every declared kind that has no older, more specific
+// ones of its own (the payment due has PendingMissing and PendingStale, the process
+// stuck OpenMissing and OpenStale).
+const (
+	// DeadlineMissing: a row of a kind was opened by its events and not settled,
+	// but the PendingPayments table has no outstanding row for it: the sweep would
+	// never notice it overdue.
+	DeadlineMissing = "deadline-missing"
+	// DeadlineStale: the PendingPayments table has an outstanding row of a kind
+	// that its events never opened, or settled.
+	DeadlineStale = "deadline-stale"
+)
+
+// kindsOf returns the kinds an audit checks generically: opts.Kinds (the service's
+// under the default policy if empty) but those with invariants of their own.
+func kindsOf(opts Options) []deadline.Kind {
+	kinds := opts.Kinds
+	if len(kinds.All()) == 0 {
+		kinds = deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{})
+	}
+	return slices.DeleteFunc(kinds.All(), func(k deadline.Kind) bool {
+		return k.Name == deadlinekinds.Payment || k.Name == deadlinekinds.Stuck
+	})
+}
+
+// deadlineState is what the events of the streams read say of one row of a kind.
+type deadlineState struct {
+	stream    string // where it was opened, or else settled
+	opened    bool
+	openedAt  time.Time
+	settled   bool
+	settledAt time.Time
+}
+
+// deadlineKey names a row of a kind: the kind's name, the row's table key and its
+// subject.
+type deadlineKey struct{ kind, key, subject string }
+
+// kindRow files an outstanding row of the table under its kind, if it is one of
+// kinds', and says whether it was.
+func (a *auditor) kindRow(kinds []deadline.Kind, row PendingRow) bool {
+	lane := strings.TrimRight(row.Shard, "0123456789")
+	for _, k := range kinds {
+		if subject, ok := k.SubjectOf(row.Reference); ok && row.Shard != "" && k.Lane.Prefix == lane {
+			a.kindRows[deadlineKey{k.Name, row.Reference, subject}] = row
+			return true
+		}
+	}
+	return false
+}
+
+// observeKinds notes what r means for the rows of kinds, from stream.
+func observeKinds(kinds []deadline.Kind, states map[deadlineKey]*deadlineState, stream string, r eventstore.Record) error {
+	for _, k := range kinds {
+		c, ok, err := k.Change(r)
+		if err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		key := deadlineKey{k.Name, k.Key(c.Subject), c.Subject}
+		s := states[key]
+		if s == nil {
+			s = &deadlineState{stream: stream}
+			states[key] = s
+		}
+		switch {
+		case c.Settled && !s.settled:
+			s.settled, s.settledAt = true, r.RecordedAt
+		case !c.Settled && !s.opened:
+			s.opened, s.openedAt, s.stream = true, r.RecordedAt, stream
+		}
+	}
+	return nil
+}
+
+// mergeKinds merges what one stream's events said of the kinds' rows.
+func (a *auditor) mergeKinds(states map[deadlineKey]*deadlineState) {
+	for key, s := range states {
+		m := a.kindStates[key]
+		if m == nil {
+			a.kindStates[key] = s
+			continue
+		}
+		if s.opened && (!m.opened || s.openedAt.Before(m.openedAt)) {
+			m.opened, m.openedAt, m.stream = true, s.openedAt, s.stream
+		}
+		if s.settled && (!m.settled || s.settledAt.Before(m.settledAt)) {
+			m.settled, m.settledAt = true, s.settledAt
+		}
+	}
+}
+
+// checkKinds reports the rows of the kinds checked generically that the table
+// lacks or holds too long; what happened after recent is not reported unless the
+// system is quiet.
+func (a *auditor) checkKinds(recent time.Time) {
+	quiet := a.opts.Quiet
+	keys := make([]deadlineKey, 0, len(a.kindStates)+len(a.kindRows))
+	for k := range a.kindStates {
+		keys = append(keys, k)
+	}
+	for k := range a.kindRows {
+		if _, ok := a.kindStates[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(x, y deadlineKey) int {
+		if x.kind != y.kind {
+			return compare(x.kind, y.kind)
+		}
+		return compare(x.key, y.key)
+	})
+	for _, key := range keys {
+		s, row := a.kindStates[key], a.kindRows[key]
+		_, outstanding := a.kindRows[key]
+		switch {
+		case s != nil && s.opened && !s.settled && !outstanding && (quiet || s.openedAt.Before(recent)):
+			a.violate(DeadlineMissing, fmt.Sprintf("a %s deadline opened at %s (%s) is not settled, but PendingPayments has no outstanding row for it: the sweep would never notice it overdue", key.kind, s.openedAt.Format(time.RFC3339), key.key), s.stream)
+			a.stuck(key.subject)
+		case outstanding && (s == nil || !s.opened) && (quiet || row.PreparedAt.Before(recent)):
+			a.violate(DeadlineStale, fmt.Sprintf("PendingPayments has an outstanding %s row %s that no event opened", key.kind, key.key))
+		case outstanding && s.settled && (quiet || s.settledAt.Before(recent)):
+			a.violate(DeadlineStale, fmt.Sprintf("PendingPayments has an outstanding %s row %s, which settled at %s", key.kind, key.key, s.settledAt.Format(time.RFC3339)), s.stream)
+			a.stuck(key.subject)
+		}
+	}
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
