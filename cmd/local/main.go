@@ -144,6 +144,7 @@ func run(ctx context.Context, getenv wiring.Getenv, start startFunc) error {
 	fmt.Println()
 	fmt.Printf("API: http://%s   sweep every %s, payment timeout %s   (Ctrl-C stops everything)\n",
 		listener.Addr(), set.interval, orDefault(getenv(wiring.EnvPaymentTimeout), "15m"))
+	fmt.Printf("Operator console: %s   (sign in (local) mints an operator token)\n", local.ConsoleURL("http://"+listener.Addr().String()))
 	err = up.Run(ctx, listener)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause

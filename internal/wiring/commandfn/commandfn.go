@@ -58,7 +58,9 @@ func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv wiring.Ge
 
 // Check validates, touching nothing, every setting Build reads: MAX_PENDING_PER_RENTER,
 // the payment provider's (paymentfn.Check), Core's (wiring.CheckCore),
-// OPERATOR_SCOPE, and PAYMENT_WEBHOOK_SECRET_ID or else PAYMENT_WEBHOOK_SECRET (at
+// OPERATOR_SCOPE, the console's (CONSOLE_SIGN_IN and its companions, OPERATOR_GROUP,
+// and PAYMENT_TIMEOUT and STUCK_GRACE, which the to-do list's due times follow),
+// and PAYMENT_WEBHOOK_SECRET_ID or else PAYMENT_WEBHOOK_SECRET (at
 // least webhook.MinSecretLen bytes). A secret read from Secrets Manager can only be
 // checked once read, by WebhookVerifier.
 func Check(getenv wiring.Getenv) error {
@@ -72,6 +74,9 @@ func Check(getenv wiring.Getenv) error {
 		return err
 	}
 	if _, err := wiring.Token(getenv, wiring.EnvOperatorScope); err != nil {
+		return err
+	}
+	if err := checkConsole(getenv); err != nil {
 		return err
 	}
 	id, err := wiring.SecretID(getenv, wiring.EnvWebhookSecretID)
@@ -115,9 +120,33 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	}
 	if s.Projection != nil {
 		apiCfg.Pending = s.Projection
+		apiCfg.Deadlines = s.Projection
 	}
+	if apiCfg.Policy, err = wiring.DeadlinePolicy(getenv); err != nil {
+		return nil, err
+	}
+	if apiCfg.Console, err = wiring.ConsoleSignIn(getenv); err != nil {
+		return nil, err
+	}
+	if apiCfg.OperatorGroup, err = wiring.OperatorGroup(getenv); err != nil {
+		return nil, err
+	}
+	apiCfg.ConsoleClientID = apiCfg.Console.ClientID
 	s.API = httpapi.New(apiCfg)
 	return s, nil
+}
+
+// checkConsole validates the console's settings and the deadline policy the to-do
+// list reads due times by.
+func checkConsole(getenv wiring.Getenv) error {
+	if _, err := wiring.DeadlinePolicy(getenv); err != nil {
+		return err
+	}
+	if _, err := wiring.ConsoleSignIn(getenv); err != nil {
+		return err
+	}
+	_, err := wiring.OperatorGroup(getenv)
+	return err
 }
 
 // CommandFunction builds the HTTP API handler.
