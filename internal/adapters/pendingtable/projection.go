@@ -125,6 +125,15 @@ func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstand
 		}
 		return false, p.owed(ctx, cc.Reference, r)
 	}
+	if rc, ok, err := deadline.RefundChangeOf(r); err != nil || ok {
+		switch {
+		case err != nil:
+			return false, err
+		case rc.Refunded:
+			return false, p.refunded(ctx, rc.Reference, r)
+		}
+		return false, p.refundOwed(ctx, rc.Reference, r)
+	}
 	c, ok, err := deadline.PaymentChangeOf(r)
 	if err != nil || !ok {
 		return false, err

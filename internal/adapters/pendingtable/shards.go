@@ -86,7 +86,7 @@ func (p *Projection) SetShards(ctx context.Context) error {
 // Reshard moves the row a record created to its shard under the projection's
 // count: a payment's outstanding row after its PaymentPrepared, a rental's open
 // process after its BikeRequested, a cancellation owed to the provider after its
-// CancellationOwedAtProvider. A settled payment's, a completed process's or a
+// CancellationOwedAtProvider, a refund owed after its RefundOwed. A settled payment's, a completed process's or a
 // settled cancellation's marker, a row already there, and every other record are left as they are.
 func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 	var key, shard string
@@ -100,6 +100,11 @@ func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 			return err
 		}
 		key, shard = OwedKey(c.Reference), p.owedShardOf(c.Reference)
+	} else if c, ok, err := deadline.RefundChangeOf(r); err != nil || ok {
+		if err != nil || c.Refunded {
+			return err
+		}
+		key, shard = RefundKey(c.Reference), p.refundShardOf(c.Reference)
 	} else if c, ok, err := deadline.PaymentChangeOf(r); err != nil || !ok || c.Settled != "" {
 		return err
 	} else {

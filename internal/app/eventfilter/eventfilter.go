@@ -40,8 +40,11 @@ var wakes = map[string][]string{
 	// keeps the open processes too: a request opens one, the process's completion
 	// closes it, so that the sweep notices a process that never ends. And it keeps
 	// the cancellations owed to the provider: owed until the provider confirms one
-	// or a success arrives meanwhile, so that the sweep makes them.
+	// or a success arrives meanwhile, so that the sweep makes them. And the refunds
+	// owed, until refunded, so that operators list them without a scan.
 	Projector: sorted(payment.SettlementTypes(),
+		payment.RefundOwed{}.EventType(),
+		payment.PaymentRefunded{}.EventType(),
 		rental.BikeRequested{}.EventType(),
 		payment.PaymentPrepared{}.EventType(),
 		payment.PaymentSucceededAfterCancellation{}.EventType(),

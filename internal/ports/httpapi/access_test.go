@@ -53,6 +53,7 @@ func TestWhoMayCallWhat(t *testing.T) {
 		"GET /payments/pending":                   {"GET", "/payments/pending", ""},
 		"GET /deadlines":                          {"GET", "/deadlines", ""},
 		"GET /processes/stuck":                    {"GET", "/processes/stuck", ""},
+		"GET /refunds/owed":                       {"GET", "/refunds/owed", ""},
 		"GET /console":                            {"GET", "/console", ""},
 		"GET /console/config":                     {"GET", "/console/config", ""},
 		"GET /console/{asset}":                    {"GET", "/console/app.js", ""},

@@ -71,6 +71,8 @@ type Config struct {
 	// /processes/stuck (501 while nil); Policy says when each kind is due.
 	Deadlines DeadlineIndex
 	Policy    deadline.Policy
+	// Refunds lists the refunds owed; while nil GET /refunds/owed answers 501.
+	Refunds RefundLister
 	// Console says how the operator console signs in (GET /console/config).
 	Console ConsoleSignIn
 	// ConsoleClientID and OperatorGroup, when both set, hold the console's tokens
@@ -162,6 +164,7 @@ func (a *API) table() []route {
 		{Route{http.MethodGet, "/payments/pending", Operator}, a.pendingPayments},
 		{Route{http.MethodGet, "/deadlines", Operator}, a.deadlines},
 		{Route{http.MethodGet, "/processes/stuck", Operator}, a.stuckRentals},
+		{Route{http.MethodGet, "/refunds/owed", Operator}, a.refundsOwed},
 		{Route{http.MethodGet, ConsolePath, Public}, a.consoleIndex},
 		{Route{http.MethodGet, ConsolePath + "/config", Public}, a.consoleConfig},
 		{Route{http.MethodGet, ConsolePath + "/{asset}", Public}, a.consoleAsset},

@@ -84,6 +84,7 @@ func TestRoutesListsEveryOperation(t *testing.T) {
 		"GET /deadlines",
 		"GET /payments/pending",
 		"GET /processes/stuck",
+		"GET /refunds/owed",
 		"GET /rentals",
 		"GET /rentals/{rentalId}",
 		"POST /bikes/{bikeId}/return",

@@ -125,23 +125,23 @@ func (s *stack) request(renter, bike string) string {
 	return got.RentalID
 }
 
-// reject reports, as the generic provider, that a rental's payment failed, for
-// reason.
-func (s *stack) reject(rentalID, reason string) {
+// provider reports, as the generic provider, the outcome typ (generic.TypeSucceeded
+// or generic.TypeFailed, for reason) of a rental's payment.
+func (s *stack) provider(rentalID, typ, reason string) {
 	s.t.Helper()
-	body, _ := json.Marshal(generic.Event{ID: "evt-" + strings.ReplaceAll(rentalID, "_", "-"), Type: generic.TypeFailed,
+	body, _ := json.Marshal(generic.Event{ID: "evt-" + typ[len("payment."):] + "-" + strings.ReplaceAll(rentalID, "_", "-"), Type: typ,
 		PaymentReference: payment.ReferenceFor(rentalID), Reason: reason})
 	hdr := http.Header{"Payment-Signature": {webhook.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
 	if code := s.send("POST", "/webhooks/payments", "", body, hdr, nil); code != http.StatusOK {
-		s.t.Fatalf("reject %s: %d", rentalID, code)
+		s.t.Fatalf("%s %s: %d", typ, rentalID, code)
 	}
 }
 
-// sweep invokes the sweep function as its schedule would, now.
+// sweep invokes the sweep function, which then takes its clock's now.
 func (s *stack) sweep() deadline.Summary {
 	s.t.Helper()
 	var sum deadline.Summary
-	input := map[string]string{"scheduledTime": time.Now().UTC().Format(time.RFC3339)}
+	input := map[string]string{}
 	if err := local.Call(context.Background(), s.up.Stack.Functions.Sweep, input, &sum); err != nil {
 		s.t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	// An operator signs in and registers two bikes through the Actions page.
 	run(t, ctx, "sign in as an operator", signIn("ops", true), chromedp.WaitVisible(chromedp.CSS(`#signed-in-as`)),
 		waitFor(`document.getElementById('todo-status').textContent.includes('Nothing outstanding')`))
-	for _, bike := range []string{"b1", "b2", "b3"} {
+	for _, bike := range []string{"b1", "b2", "b3", "b4"} {
 		run(t, ctx, "register "+bike, js(`location.hash = '#/actions'`),
 			chromedp.WaitVisible(chromedp.CSS(`#register-bike-id`)),
 			chromedp.SetValue(chromedp.CSS(`#register-bike-id`), bike),
@@ -317,6 +317,17 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	if !strings.Contains(rejected, "caused by PaymentCancelled") {
 		t.Errorf("RequestRejected's cause = %q, want the PaymentCancelled it reacted to", rejected)
 	}
+
+	// The provider's success arrives after the sweep gave up: the money is owed
+	// back (the generic provider cannot refund), and the console lists it.
+	s.provider(a, generic.TypeSucceeded, "")
+	run(t, ctx, "the refund owed", js(`location.hash = '#/backlog'`),
+		waitFor(present(fmt.Sprintf(`#refunds-table tr[data-rental=%q]`, a))),
+		waitFor(`document.getElementById('stuck-body').textContent === 'No rental is stuck.'`))
+	screenshot(t, ctx, "refunds.png")
+	run(t, ctx, "the refund on the rental's page", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, a)),
+		waitFor(`document.getElementById('refund-state')?.textContent === 'owed'`),
+		waitFor(`document.querySelector('#timeline li[data-type="RefundOwed"]') !== null`))
 	screenshot(t, ctx, "rental.png")
 
 	// Cancelling by click: "cancelled", and once the process has ended, "nothing-to-do".
@@ -340,7 +351,7 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	}
 	c := s.request("carol", "b3")
 	run(t, ctx, "wait for the payment", js(`location.hash = '#/todo'`), waitFor(present(row(c, "payment"))))
-	s.reject(c, markup)
+	s.provider(c, generic.TypeFailed, markup)
 	run(t, ctx, "a crafted event field", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, c)),
 		waitFor(`document.querySelector('#timeline li[data-type="PaymentRejected"]') !== null`))
 	if got := evaluate[string](t, ctx, `document.querySelector('#timeline li[data-type="PaymentRejected"] .event-data').textContent`); !strings.Contains(got, markup) {
@@ -349,6 +360,19 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	if !evaluate[bool](t, ctx, noInjection) {
 		t.Error("a crafted event field made an element")
 	}
+
+	// The to-do list at phone width; a paid rental's return, recorded by click.
+	d := s.request("dave", "b4")
+	run(t, ctx, "the to-do list at phone width", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), js(`location.hash = '#/todo'`),
+		waitFor(present(row(d, "payment"))), waitFor(`document.documentElement.scrollWidth <= 390`))
+	screenshot(t, ctx, "todo-phone.png")
+	run(t, ctx, "back to the desktop", chromedp.EmulateReset())
+	s.provider(d, generic.TypeSucceeded, "")
+	run(t, ctx, "record a return by click", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, d)),
+		waitFor(`document.getElementById('rental-status')?.textContent === 'approved'`),
+		confirmIn(`#record-return`),
+		waitFor(`document.getElementById('action-result')?.textContent === 'Return recorded: bike b4 is available.'`),
+		waitFor(`document.getElementById('rental-status')?.textContent === 'returned'`))
 }
 
 // inOrder reports whether want appears in got in its order (other entries may come

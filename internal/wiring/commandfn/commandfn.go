@@ -121,6 +121,7 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if s.Projection != nil {
 		apiCfg.Pending = s.Projection
 		apiCfg.Deadlines = s.Projection
+		apiCfg.Refunds = s.Projection
 	}
 	if apiCfg.Policy, err = wiring.DeadlinePolicy(getenv); err != nil {
 		return nil, err

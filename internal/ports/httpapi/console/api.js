@@ -55,6 +55,7 @@ export function deadlines(params) { return call('GET', '/deadlines' + query(para
 
 export function rental(id) { return call('GET', '/rentals/' + seg(id)); }
 export function stuckRentals() { return call('GET', '/processes/stuck'); }
+export function refundsOwed() { return call('GET', '/refunds/owed'); }
 export function cancelPayment(rentalId) { return call('POST', '/rentals/' + seg(rentalId) + '/cancel-payment'); }
 export function registerBike(bikeId) { return call('PUT', '/bikes/' + seg(bikeId)); }
 export function returnBike(bikeId, rentalId) {

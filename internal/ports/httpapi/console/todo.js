@@ -9,7 +9,7 @@ export const REFRESH_MS = 3000;
 
 const kinds = {
   payment: 'payment due',
-  stuck: 'process stuck',
+  stuck: 'process due',
   return: 'return due',
 };
 
