@@ -1,6 +1,6 @@
 // DOM helpers. Everything the console shows is built with these: elements by
-// document.createElement, text by text nodes. No data ever passes through
-// innerHTML, so markup in an id or an event's field stays text.
+// document.createElement, text by text nodes. No data is ever parsed as HTML, so
+// markup in an id or an event's field stays text.
 
 // h makes an element: props set attributes (class, data-*, aria-*, ...) and
 // on<event> listeners; children are nodes or text.
