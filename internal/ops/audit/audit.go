@@ -262,6 +262,9 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 			a.parked++ // a stream record waiting for its redelivery: expected work
 			return nil
 		}
+		if strings.HasPrefix(row.Reference, pendingtable.RefundKeyPrefix) {
+			return nil // a refund owed, listed for operators: MoneyKept checks the money itself
+		}
 		if id, ok := strings.CutPrefix(row.Reference, rentalpayment.StreamID("")); ok {
 			a.open[id] = row // a rental's open process
 			return nil
