@@ -48,13 +48,16 @@ type stack struct {
 	tokens *auth.Tokens
 }
 
-func startStack(t *testing.T) *stack {
+func startStack(t *testing.T, more map[string]string) *stack {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := emulatortest.Config(t)
 	env := map[string]string{
 		wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvPendingTable: emulatortest.TableName(t, "pending"),
 		wiring.EnvWebhookSecret: local.DefaultWebhookSecret, wiring.EnvPaymentTimeout: paymentTimeout.String(),
+	}
+	for k, v := range more {
+		env[k] = v
 	}
 	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },
 		SweepInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
@@ -150,7 +153,7 @@ func (s *stack) sweep() deadline.Summary {
 
 // browser starts one headless Chromium for the test, or skips the test when there
 // is none (fails under CI=true: make chromium installs it).
-func browser(t *testing.T) context.Context {
+func browser(t *testing.T, more ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := os.Getenv("CHROMIUM")
 	if path == "" {
@@ -169,6 +172,7 @@ func browser(t *testing.T) context.Context {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
+	opts = append(opts, more...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
@@ -198,9 +202,15 @@ func js(stmt string) chromedp.Action[chromedp.Void] {
 	}
 }
 
+// stepTimeout bounds each step of a test in the browser, so that a page that
+// never gets where a step waits for fails the test instead of hanging it.
+const stepTimeout = 60 * time.Second
+
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	if err := chromedp.Do(ctx, actions...); err != nil {
+	step, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(step, actions...); err != nil {
 		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
 		t.Fatalf("%s: %v\nthe page says:\n%s", what, err, text)
 	}
@@ -265,7 +275,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // refused and planted markup shown as text.
 func TestTheConsoleInABrowser(t *testing.T) {
 	ctx := browser(t)
-	s := startStack(t)
+	s := startStack(t, nil)
 
 	// A renter's token is refused with a clear "not an operator".
 	run(t, ctx, "sign in as a renter", chromedp.Navigate(local.ConsoleURL(s.base)), signIn("rita", false),
