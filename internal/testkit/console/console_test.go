@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
@@ -287,7 +288,7 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	// An operator signs in and registers two bikes through the Actions page.
 	run(t, ctx, "sign in as an operator", signIn("ops", true), chromedp.WaitVisible(chromedp.CSS(`#signed-in-as`)),
 		waitFor(`document.getElementById('todo-status').textContent.includes('Nothing outstanding')`))
-	for _, bike := range []string{"b1", "b2", "b3", "b4"} {
+	for _, bike := range []string{"b1", "b2", "b3"} {
 		run(t, ctx, "register "+bike, js(`location.hash = '#/actions'`),
 			chromedp.WaitVisible(chromedp.CSS(`#register-bike-id`)),
 			chromedp.SetValue(chromedp.CSS(`#register-bike-id`), bike),
@@ -295,11 +296,26 @@ func TestTheConsoleInABrowser(t *testing.T) {
 			waitFor(`document.getElementById('register-form-result').textContent === 'Bike `+bike+` is available.'`))
 	}
 
+	// By keyboard alone: Enter asks, Escape keeps, Shift+Tab and Enter confirm.
+	run(t, ctx, "register b4 by keyboard", js(`location.hash = '#/actions'`),
+		chromedp.WaitVisible(chromedp.CSS(`#register-bike-id`)), js(`document.getElementById('register-bike-id').value = ''`),
+		chromedp.Focus(chromedp.CSS(`#register-bike-id`)),
+		chromedp.KeyEvent("b4\r"), chromedp.WaitVisible(chromedp.CSS(`dialog[open]`)), chromedp.KeyEvent(kb.Escape),
+		waitFor(`document.getElementById('register-form-result').textContent === 'Not sent.' && !document.querySelector('dialog')`),
+		waitFor(`document.activeElement === document.getElementById('register-bike-id')`),
+		chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS(`dialog[open]`)),
+		chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierShift)), chromedp.KeyEvent("\r"),
+		waitFor(`document.getElementById('register-form-result').textContent === 'Bike b4 is available.'`))
+
 	// A requested rental appears on the to-do list, with its payment's deadline and
 	// its process's; the countdown runs out; the sweep gives up on it, and it leaves.
 	a := s.request("alice", "b1")
 	run(t, ctx, "the rental appears", js(`location.hash = '#/todo'`),
 		waitFor(present(row(a, "payment"))), waitFor(present(row(a, "stuck"))))
+	run(t, ctx, "a refresh keeps the keyboard on its row", js(fmt.Sprintf(`document.querySelector('%s a').focus()`, row(a, "payment"))),
+		js(`window.__read = document.getElementById('todo-status').textContent`),
+		waitFor(`document.getElementById('todo-status').textContent !== window.__read`),
+		waitFor(fmt.Sprintf(`document.activeElement === document.querySelector('%s a')`, row(a, "payment"))))
 	run(t, ctx, "its payment falls due", waitFor(fmt.Sprintf(`document.querySelector(%q).classList.contains('overdue')`, row(a, "payment"))))
 	if got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('%s td.due').textContent`, row(a, "payment"))); !strings.HasPrefix(got, "overdue by ") {
 		t.Errorf("countdown of an overdue payment = %q", got)

@@ -61,6 +61,11 @@ export function rentalPage(main, id, { notice, describe }) {
   const result = h('p', { id: 'action-result', role: 'status' });
 
   const show = async () => {
+    if (document.querySelector('dialog[open]')) { // never redraw under a question being asked
+      clearTimeout(again);
+      again = setTimeout(show, REFRESH_MS);
+      return;
+    }
     let v;
     try {
       v = await rental(id);
@@ -71,6 +76,7 @@ export function rentalPage(main, id, { notice, describe }) {
     if (stopped) return;
     clearTimeout(again);
     if (UNSETTLED.includes(v.status)) again = setTimeout(show, REFRESH_MS);
+    const focused = out.contains(document.activeElement) ? document.activeElement.id : '';
     const byId = new Map(v.history.filter((e) => e.eventId).map((e) => [e.eventId, e]));
     const pay = v.payment || {};
     const facts = h('dl', { class: 'facts' },
@@ -114,6 +120,7 @@ export function rentalPage(main, id, { notice, describe }) {
     fill(out,
       h('section', { class: 'card' }, facts, h('div', { class: 'row' }, actions), result),
       h('h3', {}, `Timeline (${v.history.length} events)`), timeline);
+    if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
     notice('');
   };
   show();

@@ -44,12 +44,19 @@ export function todoPage(main, _arg, { describe }) {
   };
 
   const render = () => {
+    // A refresh keeps the keyboard where it was: on the same rental's link.
+    const focused = body.contains(document.activeElement) ? document.activeElement.closest('tr') : null;
+    const keep = focused ? [focused.dataset.kind, focused.dataset.rental] : null;
     fill(body, rows.map((r) => h('tr', { 'data-kind': r.kind, 'data-rental': r.rentalId, 'data-due': r.dueAt, 'data-age': r.ageSeconds, 'data-read': r.read },
       h('td', {}, h('span', { class: 'badge ' + (kinds[r.kind] ? r.kind : '') }, kinds[r.kind] || r.kind)),
       h('td', {}, h('a', { href: rentalHref(r.rentalId), class: 'mono' }, r.rentalId)),
       h('td', { class: 'num age' }, duration(r.ageSeconds)),
       h('td', { class: 'hide-narrow' }, time(r.dueAt)),
       h('td', { class: 'due' }))));
+    if (keep) {
+      const again = [...body.children].find((tr) => tr.dataset.kind === keep[0] && tr.dataset.rental === keep[1]);
+      if (again) again.querySelector('a').focus();
+    }
     tick();
   };
 
