@@ -351,6 +351,12 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		waitFor(present(fmt.Sprintf(`#refunds-table tr[data-rental=%q]`, a))),
 		waitFor(`document.getElementById('stuck-body').textContent === 'No rental is stuck.'`))
 	screenshot(t, ctx, "refunds.png")
+	run(t, ctx, "the refund owed on the to-do list", js(`location.hash = '#/todo'`),
+		waitFor(present(row(a, "refund"))),
+		waitFor(fmt.Sprintf(`document.querySelector(%q).classList.contains('overdue')`, row(a, "refund"))))
+	if got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('%s .badge').textContent`, row(a, "refund"))); got != "refund owed" {
+		t.Errorf("a refund owed's row reads %q, want its kind as \"refund owed\"", got)
+	}
 	run(t, ctx, "the refund on the rental's page", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, a)),
 		waitFor(`document.getElementById('refund-state')?.textContent === 'owed'`),
 		waitFor(`document.querySelector('#timeline li[data-type="RefundOwed"]') !== null`))
@@ -387,18 +393,27 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		t.Error("a crafted event field made an element")
 	}
 
-	// The to-do list at phone width; a paid rental's return, recorded by click.
+	// The to-do list at phone width; a paid rental's return due on the to-do list,
+	// and its return, recorded by click, taking it off.
 	d := s.request("dave", "b4")
 	run(t, ctx, "the to-do list at phone width", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), js(`location.hash = '#/todo'`),
 		waitFor(present(row(d, "payment"))), waitFor(`document.documentElement.scrollWidth <= 390`))
 	screenshot(t, ctx, "todo-phone.png")
 	run(t, ctx, "back to the desktop", chromedp.EmulateReset())
 	s.provider(d, generic.TypeSucceeded, "")
+	run(t, ctx, "the return due on the to-do list", js(`location.hash = '#/todo'`),
+		waitFor(present(row(d, "return"))), waitFor(`!(`+present(row(d, "payment"))+`) && !(`+present(row(d, "stuck"))+`)`))
+	if got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('%s td.due').textContent`, row(d, "return"))); !strings.HasPrefix(got, "in ") {
+		t.Errorf("countdown of a return due in the rental period = %q, want one that runs", got)
+	}
 	run(t, ctx, "record a return by click", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, d)),
 		waitFor(`document.getElementById('rental-status')?.textContent === 'approved'`),
 		confirmIn(`#record-return`),
 		waitFor(`document.getElementById('action-result')?.textContent === 'Return recorded: bike b4 is available.'`),
 		waitFor(`document.getElementById('rental-status')?.textContent === 'returned'`))
+	run(t, ctx, "the return leaves the list", js(`location.hash = '#/todo'`),
+		waitFor(`document.getElementById('todo-status').textContent.startsWith('1 outstanding')`),
+		waitFor(`!(`+present(row(d, "return"))+`)`))
 }
 
 // inOrder reports whether want appears in got in its order (other entries may come

@@ -11,6 +11,7 @@ const kinds = {
   payment: 'payment due',
   stuck: 'process due',
   return: 'return due',
+  refund: 'refund owed',
 };
 
 export function todoPage(main, _arg, { describe }) {
@@ -69,7 +70,7 @@ export function todoPage(main, _arg, { describe }) {
       rows = list.deadlines.map((r) => ({ ...r, read: read + skew }));
       render();
       status.textContent = list.count === 0 ? 'Nothing outstanding.'
-        : `${list.count} outstanding${list.more ? ' (the first ' + list.limit + ')' : ''}; read ${new Date(read).toLocaleTimeString()}.`;
+        : `${list.count} outstanding${list.count >= list.limit ? ' (the first ' + list.limit + ')' : ''}; read ${new Date(read).toLocaleTimeString()}.`;
     } catch (e) {
       if (!stopped) status.textContent = 'The to-do list could not be read: ' + describe(e);
     }
