@@ -26,7 +26,7 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup bench-throughput build moto rie clean \
+.PHONY: chromium help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup bench-throughput build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 help: ## list the targets
@@ -39,7 +39,7 @@ demo: moto stripe-mock ## a narrated walk-through of the service on its own loca
 run: moto stripe-mock ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
 	$(GO) run ./cmd/local
 
-test: moto rie stripe-mock lint build ## make lint and every test, the DynamoDB ones against a local moto (about 3 minutes on 2 cores, 24 GiB)
+test: moto rie stripe-mock chromium lint build ## make lint and every test, the DynamoDB ones against a local moto, the console's in headless Chromium (about 3 minutes on 2 cores, 24 GiB)
 	RIE=$(CURDIR)/$(RIE) STRIPE_MOCK=$(CURDIR)/$(STRIPE_MOCK) $(GO) test -count=1 -timeout 15m $(PKGS)
 
 lint: vet $(STATICCHECK) ## go vet, a gofmt check, staticcheck and cfn-lint on template.yaml
@@ -156,6 +156,18 @@ $(STRIPE_MOCK):
 rie: $(RIE) ## install the Lambda Runtime Interface Emulator into bin/
 $(RIE):
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+# chromium: the headless browser the operator console's tests drive
+# (internal/testkit/console), Debian's package, installed only when none is on PATH
+# (or at CHROMIUM). Installing needs root (or sudo) and apt; elsewhere install a
+# Chromium yourself. Without one the console's tests skip, and fail under CI=true.
+chromium: ## check for chromium, or install Debian's package with apt-get
+	@if [ -n "$$CHROMIUM" ] && [ -x "$$CHROMIUM" ]; then exit 0; fi; \
+	if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "chromium not found and no apt-get: install Chromium and put it on PATH (or set CHROMIUM)"; exit 1; fi; \
+	sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+	echo "chromium not found: installing Debian's chromium package"; \
+	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null && chromium --version
 
 # moto: make sure a moto_server is available: on PATH (as on the project's machines),
 # or installed here into $(VENV) from PyPI at the pinned version.

@@ -8,14 +8,17 @@
 // authorizer and the per-route throttling template.yaml declares (429 over a
 // route's rate or burst). When it is up it prints the shell block that points
 // rentalctl at its stack (every variable rentalctl reads, with the stack's value),
-// and the functions' metrics go to stdout as they go to Lambda's, one Embedded
-// Metric Format document a line. Ctrl-C stops everything it started.
+// and the operator console's address (/console, signing in through the runner's own
+// issuer), and the functions' metrics go to stdout as they go to Lambda's, one
+// Embedded Metric Format document a line. Ctrl-C stops everything it started.
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
 // (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
 // PAYMENT_TIMEOUT (15m), RENTAL_PERIOD (2h), SWEEP_INTERVAL (5s), RECORDING_MODE,
 // RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
-// per payment, which this runner fires when due), LOG_FORMAT (text, or json),
+// per payment, which this runner fires when due), CONSOLE_SIGN_IN (local: the
+// console's "sign in (local)"; oidc with CONSOLE_ISSUER and CONSOLE_CLIENT_ID for a
+// real provider), LOG_FORMAT (text, or json),
 // LOG_LEVEL (info, or debug: also the sweeps that found nothing; warn, error),
 // AWS_ENDPOINT_URL, and every other setting of the functions (PAYMENT_PROVIDER,
 // MAX_PENDING_PER_RENTER, OPERATOR_SCOPE, STUCK_GRACE, ...). Every setting is checked
@@ -41,7 +44,7 @@ import (
 // usage is what -h prints.
 const usage = `Usage: %s
 
-Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, RENTAL_PERIOD, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, LOG_FORMAT, LOG_LEVEL, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
+Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, RENTAL_PERIOD, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, CONSOLE_SIGN_IN, LOG_FORMAT, LOG_LEVEL, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
 `
 
 func main() {
@@ -144,6 +147,7 @@ func run(ctx context.Context, getenv wiring.Getenv, start startFunc) error {
 	fmt.Println()
 	fmt.Printf("API: http://%s   sweep every %s, payment timeout %s   (Ctrl-C stops everything)\n",
 		listener.Addr(), set.interval, orDefault(getenv(wiring.EnvPaymentTimeout), "15m"))
+	fmt.Printf("Operator console: %s   (sign in (local) mints an operator token)\n", local.ConsoleURL("http://"+listener.Addr().String()))
 	err = up.Run(ctx, listener)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause

@@ -48,8 +48,8 @@ const (
 type Timers struct {
 	Client                                   SchedulerAPI
 	Group, TargetARN, RoleARN, DeadLetterARN string
-	// Kinds are the kinds whose rows get a schedule, and say when a row falls due:
-	// the sweep's.
+	// Kinds are the kinds whose rows get a schedule (but those worked off by hand),
+	// and say when a row falls due: the sweep's.
 	Kinds deadline.Kinds
 	// Now is the clock (time.Now if nil): a row already past its due time gets no
 	// schedule, since the next sweep finds it anyway.
@@ -64,9 +64,12 @@ func (t *Timers) Apply(ctx context.Context, r eventstore.Record) error {
 		return err
 	}
 	for _, c := range changes {
-		if c.Settled {
+		switch {
+		case c.Kind.ByHand:
+			continue // no command to send on time
+		case c.Settled:
 			err = t.disarm(ctx, c.Kind.Key(c.Subject))
-		} else {
+		default:
 			err = t.arm(ctx, c.Kind, c.Subject, r.RecordedAt)
 		}
 		if err != nil {

@@ -32,7 +32,8 @@ type Kind struct {
 	// Lane is the index partitions the kind's rows are kept in. Kinds share a lane
 	// only if their lanes are equal.
 	Lane Lane
-	// After is how long after its opening record a row falls due: positive.
+	// After is how long after its opening record a row falls due: positive, or
+	// zero for a kind worked off by hand (due as soon as it opens).
 	After time.Duration
 	// Change says what a record means for the kind: it opens a row (Settled false),
 	// or it settles one; ok is false for a record that does neither. A record of a
@@ -69,6 +70,11 @@ type Kind struct {
 	// same sweep, makes this kind's row wait for the next one: their command is under
 	// way, and may settle this row too.
 	Yields []string
+	// ByHand marks a kind whose rows operators work off by hand (a refund owed, which
+	// no provider can make): it has no command, the sweep never reads its lane, which
+	// it shares with no other kind, and precise mode never schedules it. Its rows are
+	// projected, settled, resharded, listed and audited as every other kind's.
+	ByHand bool
 }
 
 // Tally names a group of the summary's top-level counts.
@@ -169,8 +175,11 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 		if k.Name == "" || strings.Trim(k.Name, "abcdefghijklmnopqrstuvwxyz") != "" {
 			errs = append(errs, fmt.Errorf("deadline: kind %q: want a name of lower-case letters", k.Name))
 		}
-		if k.Prefix == "" || k.After <= 0 || k.Change == nil {
-			errs = append(errs, fmt.Errorf("deadline: kind %q: want a prefix, a positive duration and Change", k.Name))
+		if k.Prefix == "" || k.After < 0 || (k.After == 0 && !k.ByHand) || k.Change == nil {
+			errs = append(errs, fmt.Errorf("deadline: kind %q: want a prefix, a positive duration (or zero, by hand) and Change", k.Name))
+		}
+		if k.ByHand && (k.Act != nil || k.Takes != "" || len(k.Yields) > 0 || k.Tally != TallyNone) {
+			errs = append(errs, fmt.Errorf("deadline: kind %q is worked off by hand: want no command, takeover, yield or tally", k.Name))
 		}
 		for _, o := range kinds[:i] {
 			switch {
@@ -180,6 +189,8 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q: key prefixes %q and %q overlap in one lane", o.Name, k.Name, o.Prefix, k.Prefix))
 			case o.Prefix != k.Prefix && (strings.HasPrefix(o.Prefix, k.Prefix) || strings.HasPrefix(k.Prefix, o.Prefix)):
 				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q: key prefixes %q and %q overlap", o.Name, k.Name, o.Prefix, k.Prefix))
+			case o.Lane.Prefix == k.Lane.Prefix && (o.ByHand || k.ByHand):
+				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q share lane %q, and one is worked off by hand", o.Name, k.Name, k.Lane.Prefix))
 			case o.Lane.Prefix == k.Lane.Prefix && o.Lane != k.Lane:
 				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q share lane %q with offsets %s and %s", o.Name, k.Name, k.Lane.Prefix, o.Lane.Offset, k.Lane.Offset))
 			}
@@ -277,6 +288,12 @@ func (ks Kinds) Lanes() []Lane {
 		}
 	}
 	return out
+}
+
+// Swept returns the kinds the sweep covers, in their order: all but those worked off
+// by hand.
+func (ks Kinds) Swept() Kinds {
+	return Kinds{list: slices.DeleteFunc(slices.Clone(ks.list), func(k Kind) bool { return k.ByHand })}
 }
 
 // InLane returns the kinds of lane, in their order.

@@ -23,7 +23,7 @@ func (s *Sweeper) SweepOne(ctx context.Context, kind, key string, now time.Time)
 	sum := Summary{Now: now.UTC()}
 	k, ok := s.Kinds.ByName(kind)
 	subject, valid := k.SubjectOf(key)
-	if !ok || !valid {
+	if !ok || !valid || k.ByHand {
 		return sum, fmt.Errorf("deadline: %q is no row of kind %q", key, kind)
 	}
 	sum.Cutoff, sum.RentalID = k.Lane.Cutoff(now).UTC(), subject

@@ -251,8 +251,8 @@ type found struct {
 	parked []Parked
 }
 
-// find queries each shard of each lane of the kinds, with the lane's cutoff, at
-// most concurrency queries at once. ItemsRead counts the first lane's reads,
+// find queries each shard of each lane of the kinds the sweep covers (none worked
+// off by hand), with the lane's cutoff, at most concurrency queries at once. ItemsRead counts the first lane's reads,
 // StuckItemsRead the others'.
 func (s *Sweeper) find(ctx context.Context, sum *Summary, concurrency int) (found, error) {
 	var (
@@ -262,7 +262,7 @@ func (s *Sweeper) find(ctx context.Context, sum *Summary, concurrency int) (foun
 		wg   sync.WaitGroup
 	)
 	slots := make(chan struct{}, concurrency)
-	for i, lane := range s.Kinds.Lanes() {
+	for i, lane := range s.Kinds.Swept().Lanes() {
 		cutoff := lane.Cutoff(sum.Now)
 		for shard := range s.Index.Shards() {
 			slots <- struct{}{}
@@ -307,7 +307,7 @@ func (s *Sweeper) actAll(ctx context.Context, logger *slog.Logger, sum *Summary,
 		}
 	}
 	subjects := map[string]map[string]bool{}
-	kinds := s.Kinds.All()
+	kinds := s.Kinds.Swept().All()
 	for _, k := range kinds {
 		byKind[k.Name] = slices.DeleteFunc(byKind[k.Name], func(r Row) bool {
 			return slices.ContainsFunc(k.Yields, func(y string) bool { return subjects[y][r.Subject] })

@@ -42,8 +42,12 @@ var wakes = map[string][]string{
 	// the cancellations owed to the provider: owed until the provider confirms one
 	// or a success arrives meanwhile, so that the sweep makes them. And the returns
 	// due (deadlinekinds.ReturnKind): an approval opens one, the bike's return or
-	// its being flagged overdue settles it.
+	// its being flagged overdue settles it. And the refunds owed
+	// (deadlinekinds.RefundKind), until refunded, so that operators list them
+	// without a scan.
 	Projector: sorted(payment.SettlementTypes(),
+		payment.RefundOwed{}.EventType(),
+		payment.PaymentRefunded{}.EventType(),
 		rental.BikeRequested{}.EventType(),
 		rental.RequestApproved{}.EventType(),
 		rental.BikeReturned{}.EventType(),

@@ -92,6 +92,8 @@ func (v View) WithoutSecrets() View {
 
 // Entry is one event of the rental's history.
 type Entry struct {
+	// EventID is the event's id: what the causation id of an event it caused names.
+	EventID       string          `json:"eventId,omitempty"`
 	At            time.Time       `json:"at"`
 	Stream        string          `json:"stream"`
 	Version       int64           `json:"version"`
@@ -282,6 +284,6 @@ func entry(r eventstore.Record) Entry {
 			}
 		}
 	}
-	return Entry{At: r.RecordedAt, Stream: r.StreamID, Version: r.Version, Type: r.Type, Data: data,
+	return Entry{EventID: r.ID, At: r.RecordedAt, Stream: r.StreamID, Version: r.Version, Type: r.Type, Data: data,
 		CorrelationID: r.CorrelationID, CausationID: r.CausationID}
 }

@@ -241,7 +241,7 @@ func checkSettings(getenv wiring.Getenv) error {
 // empty: the precise deadlines' and Stripe's keys (stripe-mock's address comes
 // when it is started).
 func withSettingDefaults(getenv wiring.Getenv) wiring.Getenv {
-	return withDefaults(withStripeKeys(withDeadlineDefaults(getenv)))
+	return withConsoleDefaults(withDefaults(withStripeKeys(withDeadlineDefaults(getenv))))
 }
 
 // buildFunctions builds the four functions in this process, each on its part's AWS

@@ -241,6 +241,11 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 
 	cancelled := w.request("canc")
 	w.call(http.MethodGet, "/payments/pending", nil, w.operatorToken(), http.StatusOK, nil)
+	// The console's reads of the to-do table, and the console itself.
+	for _, path := range []string{"/deadlines", "/processes/stuck", "/refunds/owed"} {
+		w.call(http.MethodGet, path, nil, w.operatorToken(), http.StatusOK, nil)
+	}
+	w.call(http.MethodGet, "/console/config", nil, "", http.StatusOK, nil)
 	w.call(http.MethodPost, "/rentals/"+cancelled.id+"/cancel-payment", nil, w.operatorToken(), http.StatusOK, nil)
 	w.waitStatus(cancelled, rentalview.StatusCancelled)
 

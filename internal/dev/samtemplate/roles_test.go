@@ -68,6 +68,8 @@ func env(tpl *samtemplate.Template, params, local map[string]string) samtemplate
 			return "client-" + id, true
 		case "AWS::Cognito::UserPoolDomain.":
 			return name("Domain"), true
+		case "AWS::Cognito::UserPoolGroup.":
+			return name("GroupName"), true
 		case "AWS::Serverless::HttpApi.":
 			return "api", true
 		}

@@ -130,7 +130,7 @@ func (a *auditor) checkKinds(recent time.Time) {
 		_, outstanding := a.kindRows[key]
 		switch {
 		case s != nil && s.opened && !s.settled && !outstanding && (quiet || s.openedAt.Before(recent)):
-			a.violate(DeadlineMissing, fmt.Sprintf("a %s deadline opened at %s (%s) is not settled, but PendingPayments has no outstanding row for it: the sweep would never notice it overdue", key.kind, s.openedAt.Format(time.RFC3339), key.key), s.stream)
+			a.violate(DeadlineMissing, fmt.Sprintf("a %s deadline opened at %s (%s) is not settled, but PendingPayments has no outstanding row for it: %s", key.kind, s.openedAt.Format(time.RFC3339), key.key, a.unseen(key.kind)), s.stream)
 			a.stuck(key.subject)
 		case outstanding && (s == nil || !s.opened) && (quiet || row.PreparedAt.Before(recent)):
 			a.violate(DeadlineStale, fmt.Sprintf("PendingPayments has an outstanding %s row %s that no event opened", key.kind, key.key))
@@ -139,6 +139,17 @@ func (a *auditor) checkKinds(recent time.Time) {
 			a.stuck(key.subject)
 		}
 	}
+}
+
+// unseen says who would never see a missing row of the kind named kind: the sweep,
+// or, for a kind worked off by hand, the operators who list it.
+func (a *auditor) unseen(kind string) string {
+	for _, k := range a.kinds {
+		if k.Name == kind && k.ByHand {
+			return "operators would never see it listed"
+		}
+	}
+	return "the sweep would never notice it overdue"
 }
 
 func compare(a, b string) int {

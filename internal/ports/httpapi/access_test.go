@@ -52,6 +52,11 @@ func TestWhoMayCallWhat(t *testing.T) {
 		"POST /webhooks/stripe":                   {"POST", "/webhooks/stripe", "{}"},
 		"GET /payments/pending":                   {"GET", "/payments/pending", ""},
 		"GET /deadlines":                          {"GET", "/deadlines", ""},
+		"GET /processes/stuck":                    {"GET", "/processes/stuck", ""},
+		"GET /refunds/owed":                       {"GET", "/refunds/owed", ""},
+		"GET /console":                            {"GET", "/console", ""},
+		"GET /console/config":                     {"GET", "/console/config", ""},
+		"GET /console/{asset}":                    {"GET", "/console/app.js", ""},
 	}
 	for _, rt := range httpapi.Routes() {
 		c, ok := routes[rt.Method+" "+rt.Pattern]

@@ -61,8 +61,8 @@ type Config struct {
 	Canceller Canceller
 	// Pending lists outstanding payments; while nil GET /payments/pending answers 501.
 	Pending PendingLister
-	// Deadlines lists the to-do list of every kind of deadline; while nil
-	// GET /deadlines answers 501.
+	// Deadlines lists the to-do list of every kind of deadline, for GET /deadlines,
+	// GET /processes/stuck and GET /refunds/owed; while nil they answer 501.
 	Deadlines deadline.Lister
 	Logger    *slog.Logger
 	// Now is the clock the webhook signatures are checked against.
@@ -70,6 +70,14 @@ type Config struct {
 	// OperatorScope is the token scope that opens operator routes
 	// (DefaultOperatorScope if empty).
 	OperatorScope string
+	// Console says how the operator console signs in (GET /console/config).
+	Console ConsoleSignIn
+	// ConsoleClientID and OperatorGroup, when both set, hold the console's tokens
+	// to a group: a token the app client ConsoleClientID issued opens operator
+	// routes only if its cognito:groups claim names OperatorGroup as well as the
+	// scope, for a user pool that signs renters and operators in alike.
+	ConsoleClientID string
+	OperatorGroup   string
 }
 
 // API handles HTTP API requests. It is safe for concurrent use.
@@ -79,6 +87,8 @@ type API struct {
 	// mux finds a request's route by the routes' patterns: the standard library's
 	// http.ServeMux, behind API Gateway's event (find).
 	mux *http.ServeMux
+	// csp is the console's Content-Security-Policy.
+	csp string
 }
 
 // New returns the API for cfg.
@@ -92,7 +102,7 @@ func New(cfg Config) *API {
 	if cfg.OperatorScope == "" {
 		cfg.OperatorScope = DefaultOperatorScope
 	}
-	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	a := &API{cfg: cfg, mux: http.NewServeMux(), csp: ConsoleCSP(cfg.Console)}
 	a.routes = a.table()
 	for i := range a.routes {
 		rt := &a.routes[i]
@@ -150,6 +160,11 @@ func (a *API) table() []route {
 		{Route{http.MethodPost, "/webhooks/stripe", Webhook}, a.stripeWebhook},
 		{Route{http.MethodGet, "/payments/pending", Operator}, a.pendingPayments},
 		{Route{http.MethodGet, "/deadlines", Operator}, a.deadlines},
+		{Route{http.MethodGet, "/processes/stuck", Operator}, a.stuckRentals},
+		{Route{http.MethodGet, "/refunds/owed", Operator}, a.refundsOwed},
+		{Route{http.MethodGet, ConsolePath, Public}, a.consoleIndex},
+		{Route{http.MethodGet, ConsolePath + "/config", Public}, a.consoleConfig},
+		{Route{http.MethodGet, ConsolePath + "/{asset}", Public}, a.consoleAsset},
 	}
 }
 

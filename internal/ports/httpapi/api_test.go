@@ -150,7 +150,7 @@ func (h *harness) do(method, path, body string, headers map[string]string) reply
 	if resp.Headers["X-Request-Id"] != req.RequestContext.RequestID {
 		h.t.Errorf("%s %s: X-Request-Id = %q, want %q", method, path, resp.Headers["X-Request-Id"], req.RequestContext.RequestID)
 	}
-	if resp.Body != "" {
+	if resp.Body != "" && strings.Contains(resp.Headers["Content-Type"], "json") {
 		if err := json.Unmarshal([]byte(resp.Body), &out.body); err != nil {
 			h.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, resp.Body)
 		}

@@ -35,7 +35,19 @@ func (a *API) callerOf(r *request) (caller, bool) {
 	if sub == "" {
 		return caller{}, false
 	}
-	return caller{subject: sub, operator: hasScope(auth.JWT.Scopes, auth.JWT.Claims, a.cfg.OperatorScope)}, true
+	operator := hasScope(auth.JWT.Scopes, auth.JWT.Claims, a.cfg.OperatorScope)
+	if operator && a.cfg.ConsoleClientID != "" && a.cfg.OperatorGroup != "" && auth.JWT.Claims["client_id"] == a.cfg.ConsoleClientID {
+		// The console's client may grant the scope to any user of the pool: its
+		// tokens are an operator's only for the operators' group.
+		operator = inList(auth.JWT.Claims["cognito:groups"], a.cfg.OperatorGroup)
+	}
+	return caller{subject: sub, operator: operator}, true
+}
+
+// inList reports whether want is in a claim API Gateway passes as a string: a
+// single value, or an array appearing as "[a b]".
+func inList(claim, want string) bool {
+	return slices.Contains(strings.Fields(strings.TrimSuffix(strings.TrimPrefix(claim, "["), "]")), want)
 }
 
 // hasScope reports whether want is among the token's scopes: the authorizer's list,

@@ -9,10 +9,11 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 )
 
 // DeadlineKinds are the kinds GET /deadlines takes in kind.
-var DeadlineKinds = []string{deadlinekinds.Payment, deadlinekinds.Return, deadlinekinds.Stuck}
+var DeadlineKinds = []string{deadlinekinds.Payment, deadlinekinds.Refund, deadlinekinds.Return, deadlinekinds.Stuck}
 
 // Deadline is one outstanding row in GET /deadlines: its kind, the rental it is
 // about, when it falls due, and how long ago it opened.
@@ -26,6 +27,8 @@ type Deadline struct {
 
 // Deadlines is the answer to GET /deadlines.
 type Deadlines struct {
+	// Now is the time the list was read at, which its rows are overdue or not by.
+	Now       time.Time  `json:"now"`
 	Deadlines []Deadline `json:"deadlines"`
 	Count     int        `json:"count"`
 	Limit     int        `json:"limit"`
@@ -35,7 +38,25 @@ type Deadlines struct {
 // rows, of one kind or every kind, overdue or not or both, the overdue first, each
 // part by due time.
 func (a *API) deadlines(r *request) response {
-	params := r.raw.QueryStringParameters
+	q, bad := deadlineQuery(r.raw.QueryStringParameters)
+	if len(bad) > 0 {
+		return invalid(bad...)
+	}
+	q.Now = a.cfg.Now()
+	rows, resp, ok := a.listDeadlines(r, q)
+	if !ok {
+		return resp
+	}
+	out := Deadlines{Now: q.Now.UTC(), Deadlines: make([]Deadline, len(rows)), Count: len(rows), Limit: q.Limit}
+	for i, row := range rows {
+		out.Deadlines[i] = Deadline{Kind: row.Kind, RentalID: row.Subject, DueAt: row.Due.UTC(),
+			AgeSeconds: ageSeconds(q.Now, row.Since), Overdue: row.Due.Before(q.Now)}
+	}
+	return jsonResponse(http.StatusOK, out)
+}
+
+// deadlineQuery reads the query string of GET /deadlines: kind, overdue and limit.
+func deadlineQuery(params map[string]string) (deadline.Query, []InvalidParam) {
 	q := deadline.Query{Limit: DefaultPendingLimit}
 	var bad []InvalidParam
 	if v, ok := params["kind"]; ok {
@@ -64,21 +85,107 @@ func (a *API) deadlines(r *request) response {
 		}
 		q.Limit = n
 	}
+	return q, bad
+}
+
+// listDeadlines reads the rows q asks for, at the API's now (set in q); ok is false
+// with the answer to give when they cannot be read.
+func (a *API) listDeadlines(r *request, q deadline.Query) (rows []deadline.Row, resp response, ok bool) {
+	if a.cfg.Deadlines == nil {
+		return nil, blank(http.StatusNotImplemented, "the to-do list is not available in this deployment"), false
+	}
+	rows, err := a.cfg.Deadlines.Deadlines(r.ctx, q)
+	if err != nil {
+		return nil, errorResponse(err), false
+	}
+	return rows, response{}, true
+}
+
+// kindQuery is the query of a route that lists one kind's rows (GET
+// /processes/stuck, GET /refunds/owed): its limit parameter, as GET /deadlines
+// reads it.
+func (a *API) kindQuery(r *request, kind string, overdue *bool) (deadline.Query, []InvalidParam) {
+	params := map[string]string{}
+	if v, ok := r.raw.QueryStringParameters["limit"]; ok {
+		params["limit"] = v
+	}
+	q, bad := deadlineQuery(params)
+	q.Kind, q.Overdue, q.Now = kind, overdue, a.cfg.Now()
+	return q, bad
+}
+
+func ageSeconds(now, since time.Time) int64 { return int64(now.Sub(since) / time.Second) }
+
+// StuckRental is one rental in GET /processes/stuck.
+type StuckRental struct {
+	RentalID    string    `json:"rentalId"`
+	RequestedAt time.Time `json:"requestedAt"`
+	// StuckSince is when the process's time to complete ran out.
+	StuckSince time.Time `json:"stuckSince"`
+	AgeSeconds int64     `json:"ageSeconds"`
+}
+
+// StuckRentals is the answer to GET /processes/stuck.
+type StuckRentals struct {
+	Now     time.Time     `json:"now"`
+	Rentals []StuckRental `json:"rentals"`
+	Count   int           `json:"count"`
+	Limit   int           `json:"limit"`
+}
+
+// stuckRentals answers GET /processes/stuck?limit=: the rentals whose process is
+// still open past the payment timeout plus the stuck grace, the stuck kind's
+// overdue rows as the sweep finds them, oldest first.
+func (a *API) stuckRentals(r *request) response {
+	overdue := true
+	q, bad := a.kindQuery(r, deadlinekinds.Stuck, &overdue)
 	if len(bad) > 0 {
 		return invalid(bad...)
 	}
-	if a.cfg.Deadlines == nil {
-		return blank(http.StatusNotImplemented, "the to-do list is not available in this deployment")
+	rows, resp, ok := a.listDeadlines(r, q)
+	if !ok {
+		return resp
 	}
-	q.Now = a.cfg.Now()
-	rows, err := a.cfg.Deadlines.Deadlines(r.ctx, q)
-	if err != nil {
-		return errorResponse(err)
-	}
-	out := Deadlines{Deadlines: make([]Deadline, len(rows)), Count: len(rows), Limit: q.Limit}
+	out := StuckRentals{Now: q.Now.UTC(), Rentals: make([]StuckRental, len(rows)), Count: len(rows), Limit: q.Limit}
 	for i, row := range rows {
-		out.Deadlines[i] = Deadline{Kind: row.Kind, RentalID: row.Subject, DueAt: row.Due.UTC(),
-			AgeSeconds: int64(q.Now.Sub(row.Since).Seconds()), Overdue: row.Due.Before(q.Now)}
+		out.Rentals[i] = StuckRental{RentalID: row.Subject, RequestedAt: row.Since.UTC(), StuckSince: row.Due.UTC(),
+			AgeSeconds: ageSeconds(q.Now, row.Since)}
+	}
+	return jsonResponse(http.StatusOK, out)
+}
+
+// RefundOwed is one refund in GET /refunds/owed.
+type RefundOwed struct {
+	PaymentReference string    `json:"paymentReference"`
+	RentalID         string    `json:"rentalId"`
+	OwedSince        time.Time `json:"owedSince"`
+	AgeSeconds       int64     `json:"ageSeconds"`
+}
+
+// RefundsOwed is the answer to GET /refunds/owed.
+type RefundsOwed struct {
+	Now     time.Time    `json:"now"`
+	Refunds []RefundOwed `json:"refunds"`
+	Count   int          `json:"count"`
+	Limit   int          `json:"limit"`
+}
+
+// refundsOwed answers GET /refunds/owed?limit=: money a provider that cannot refund
+// took for a rental that did not get its bike, not refunded since, oldest first:
+// the refund kind's rows, a query per shard of its lane, never a scan.
+func (a *API) refundsOwed(r *request) response {
+	q, bad := a.kindQuery(r, deadlinekinds.Refund, nil)
+	if len(bad) > 0 {
+		return invalid(bad...)
+	}
+	rows, resp, ok := a.listDeadlines(r, q)
+	if !ok {
+		return resp
+	}
+	out := RefundsOwed{Now: q.Now.UTC(), Refunds: make([]RefundOwed, len(rows)), Count: len(rows), Limit: q.Limit}
+	for i, row := range rows {
+		out.Refunds[i] = RefundOwed{PaymentReference: payment.ReferenceFor(row.Subject), RentalID: row.Subject,
+			OwedSince: row.Since.UTC(), AgeSeconds: ageSeconds(q.Now, row.Since)}
 	}
 	return jsonResponse(http.StatusOK, out)
 }

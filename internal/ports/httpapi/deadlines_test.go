@@ -19,9 +19,17 @@ type fakeDeadlines struct {
 	queries []deadline.Query
 }
 
+// Deadlines answers with the rows of the kind asked for (every row for every kind),
+// as given: the order is the lister's.
 func (f *fakeDeadlines) Deadlines(_ context.Context, q deadline.Query) ([]deadline.Row, error) {
 	f.queries = append(f.queries, q)
-	return f.rows, nil
+	var out []deadline.Row
+	for _, r := range f.rows {
+		if q.Kind == "" || r.Kind == q.Kind {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // TestDeadlines: GET /deadlines lists the rows of every kind the lister answers
@@ -72,6 +80,64 @@ func TestDeadlines(t *testing.T) {
 		if resp := req(bad); resp.StatusCode != 400 {
 			t.Errorf("%v: %d, want 400", bad, resp.StatusCode)
 		}
+	}
+	if len(fake.queries) != asked {
+		t.Errorf("a refused request asked the lister: %+v", fake.queries[asked:])
+	}
+}
+
+// TestStuckRentalsAndRefundsOwed reads GET /processes/stuck, the stuck kind's
+// overdue rows, and GET /refunds/owed, the refund kind's rows, each through the
+// to-do list's lister with the route's kind and the limit asked for, oldest first
+// as the lister answers; a malformed limit is refused asking the lister nothing,
+// and without a lister both answer 501.
+func TestStuckRentalsAndRefundsOwed(t *testing.T) {
+	h := newHarness(t, eventstore.NewMemory(), nil)
+	for _, path := range []string{"/processes/stuck", "/refunds/owed"} {
+		h.expect(http.MethodGet, path, "", nil, http.StatusNotImplemented)
+	}
+	fake := &fakeDeadlines{}
+	h.api = httpapi.New(httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Deadlines: fake, Now: func() time.Time { return h.now }})
+
+	fake.rows = []deadline.Row{{Kind: "stuck", Subject: "b3_AAAAAAAAAAAAAAAAAAAAAA", Since: h.now.Add(-30 * time.Minute), Due: h.now.Add(-5 * time.Minute)}}
+	r := h.expect(http.MethodGet, "/processes/stuck", "", nil, http.StatusOK)
+	rentals := r.body["rentals"].([]any)
+	if len(rentals) != 1 || r.body["count"] != float64(1) {
+		t.Fatalf("stuck: %s", r.raw)
+	}
+	if s := rentals[0].(map[string]any); s["rentalId"] != "b3_AAAAAAAAAAAAAAAAAAAAAA" || s["ageSeconds"] != float64(1800) ||
+		s["requestedAt"] != h.now.Add(-30*time.Minute).UTC().Format(time.RFC3339Nano) || s["stuckSince"] != h.now.Add(-5*time.Minute).UTC().Format(time.RFC3339Nano) {
+		t.Errorf("stuck: %s", r.raw)
+	}
+	if q := fake.queries[len(fake.queries)-1]; q.Kind != "stuck" || q.Overdue == nil || !*q.Overdue || q.Limit != httpapi.DefaultPendingLimit || !q.Now.Equal(h.now) {
+		t.Errorf("stuck query %+v, want the stuck kind, overdue, the default limit, now", q)
+	}
+
+	fake.rows = []deadline.Row{{Kind: "refund", Subject: "b4_AAAAAAAAAAAAAAAAAAAAAA", Since: h.now.Add(-time.Hour), Due: h.now.Add(-time.Hour)}}
+	h.query = map[string]string{"limit": "7"}
+	r = h.expect(http.MethodGet, "/refunds/owed", "", nil, http.StatusOK)
+	refunds := r.body["refunds"].([]any)
+	if len(refunds) != 1 || r.body["limit"] != float64(7) {
+		t.Fatalf("refunds: %s", r.raw)
+	}
+	if o := refunds[0].(map[string]any); o["rentalId"] != "b4_AAAAAAAAAAAAAAAAAAAAAA" || o["paymentReference"] != "rp_b4_AAAAAAAAAAAAAAAAAAAAAA" ||
+		o["ageSeconds"] != float64(3600) || o["owedSince"] != h.now.Add(-time.Hour).UTC().Format(time.RFC3339Nano) {
+		t.Errorf("refunds: %s", r.raw)
+	}
+	if q := fake.queries[len(fake.queries)-1]; q.Kind != "refund" || q.Overdue != nil || q.Limit != 7 {
+		t.Errorf("refunds query %+v, want the refund kind, overdue or not, 7", q)
+	}
+
+	asked := len(fake.queries)
+	for _, path := range []string{"/processes/stuck", "/refunds/owed"} {
+		for _, limit := range []string{"0", "1001", "ten"} {
+			h.query = map[string]string{"limit": limit}
+			h.expect(http.MethodGet, path, "", nil, http.StatusBadRequest)
+		}
+	}
+	h.query = nil
+	for _, path := range []string{"/processes/stuck", "/refunds/owed"} {
+		h.expect(http.MethodGet, path, "", as("alice"), http.StatusForbidden)
 	}
 	if len(fake.queries) != asked {
 		t.Errorf("a refused request asked the lister: %+v", fake.queries[asked:])

@@ -70,6 +70,7 @@ type sample struct {
 	setup                           func(h *harness)
 	canceller                       httpapi.Canceller
 	pending                         httpapi.PendingLister
+	index                           *fakeDeadlines
 	status                          int
 }
 
@@ -104,7 +105,23 @@ func samples() []sample {
 			setup:   prepared, status: 200},
 		{file: "pending-payments.json", method: "GET", route: "/payments/pending", path: "/payments/pending", caller: httpapi.Operator,
 			pending: &fakePending{rows: []deadline.Pending{{Reference: sampleRef, RentalID: sampleRental, PreparedAt: sampleTime.Add(-20 * time.Minute)}}}, status: 200},
+		{file: "deadlines.json", method: "GET", route: "/deadlines", path: "/deadlines", caller: httpapi.Operator, index: sampleIndex(), status: 200},
+		{file: "stuck-rentals.json", method: "GET", route: "/processes/stuck", path: "/processes/stuck", caller: httpapi.Operator, index: sampleIndex(), status: 200},
+		{file: "refunds-owed.json", method: "GET", route: "/refunds/owed", path: "/refunds/owed", caller: httpapi.Operator, index: sampleIndex(), status: 200},
+		{file: "console.json", method: "GET", route: "/console", path: "/console", status: 200},
+		{file: "console-config.json", method: "GET", route: "/console/config", path: "/console/config", status: 200},
+		{file: "console-asset.json", method: "GET", route: "/console/{asset}", path: "/console/app.js", status: 200},
 	}
+}
+
+// sampleIndex is a to-do list holding the sample rental's overdue payment, its
+// stuck process and a refund owed.
+func sampleIndex() *fakeDeadlines {
+	return &fakeDeadlines{rows: []deadline.Row{
+		{Kind: "payment", Subject: sampleRental, Since: sampleTime.Add(-20 * time.Minute), Due: sampleTime.Add(-5 * time.Minute)},
+		{Kind: "stuck", Subject: sampleRental, Since: sampleTime.Add(-30 * time.Minute), Due: sampleTime.Add(-5 * time.Minute)},
+		{Kind: "refund", Subject: sampleRental, Since: sampleTime.Add(-time.Hour), Due: sampleTime.Add(-time.Hour)},
+	}}
 }
 
 // event builds the request exactly as API Gateway's HTTP API (payload 2.0) sends it.
@@ -193,7 +210,11 @@ func TestSampleEvents(t *testing.T) {
 				t.Fatalf("%s is not an HTTP API event: %v", s.file, err)
 			}
 			h := newHarness(t, eventstore.NewMemory(), s.canceller)
-			h.api = httpapi.New(httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Canceller: s.canceller, Pending: s.pending, Now: func() time.Time { return sampleTime }})
+			cfg := httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Canceller: s.canceller, Pending: s.pending, Now: func() time.Time { return sampleTime }}
+			if s.index != nil {
+				cfg.Deadlines = s.index
+			}
+			h.api = httpapi.New(cfg)
 			if s.setup != nil {
 				s.setup(h)
 			}

@@ -65,6 +65,13 @@ type Contract struct {
 	file   string
 }
 
+// The operator console's files are text the document describes as strings.
+func init() {
+	for _, typ := range []string{"text/html", "text/css", "text/javascript", "image/svg+xml"} {
+		openapi3filter.RegisterBodyDecoder(typ, openapi3filter.PlainBodyDecoder)
+	}
+}
+
 var loaded = sync.OnceValues(func() (*Contract, error) {
 	root, err := ModuleRoot()
 	if err != nil {

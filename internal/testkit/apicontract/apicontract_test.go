@@ -78,8 +78,13 @@ func TestAnInvalidDocumentIsRefused(t *testing.T) {
 func TestRoutesListsEveryOperation(t *testing.T) {
 	want := []string{
 		"GET /bikes/{bikeId}",
+		"GET /console",
+		"GET /console/config",
+		"GET /console/{asset}",
 		"GET /deadlines",
 		"GET /payments/pending",
+		"GET /processes/stuck",
+		"GET /refunds/owed",
 		"GET /rentals",
 		"GET /rentals/{rentalId}",
 		"POST /bikes/{bikeId}/return",

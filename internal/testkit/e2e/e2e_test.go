@@ -183,6 +183,12 @@ func samples(t *testing.T, command local.Invoker, base string) {
 		{"cancel-payment.json", 200, func(t *testing.T) { awaitPayment(t, command) }},
 		{"return-bike.json", 409, nil},
 		{"pending-payments.json", 200, nil},
+		{"deadlines.json", 200, nil},
+		{"stuck-rentals.json", 200, nil},
+		{"refunds-owed.json", 200, nil},
+		{"console.json", 200, nil},
+		{"console-config.json", 200, nil},
+		{"console-asset.json", 200, nil},
 	}
 	files, _ := filepath.Glob(filepath.Join(root, "events", "*.json"))
 	if len(files) != len(expected) {

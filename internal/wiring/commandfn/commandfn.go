@@ -60,7 +60,8 @@ func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv wiring.Ge
 // Check validates, touching nothing, every setting Build reads: MAX_PENDING_PER_RENTER,
 // the payment provider's (paymentfn.Check), Core's (wiring.CheckCore),
 // OPERATOR_SCOPE, PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD (the kinds of
-// deadline GET /deadlines lists), and PAYMENT_WEBHOOK_SECRET_ID or else PAYMENT_WEBHOOK_SECRET (at
+// deadline GET /deadlines lists), the console's (CONSOLE_SIGN_IN and its
+// companions, OPERATOR_GROUP), and PAYMENT_WEBHOOK_SECRET_ID or else PAYMENT_WEBHOOK_SECRET (at
 // least webhook.MinSecretLen bytes). A secret read from Secrets Manager can only be
 // checked once read, by WebhookVerifier.
 func Check(getenv wiring.Getenv) error {
@@ -78,6 +79,9 @@ func Check(getenv wiring.Getenv) error {
 	}
 	if _, err := wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{}); err != nil {
 		return err // GET /deadlines says when rows fall due by them
+	}
+	if err := checkConsole(getenv); err != nil {
+		return err
 	}
 	id, err := wiring.SecretID(getenv, wiring.EnvWebhookSecretID)
 	if err != nil || id != "" {
@@ -126,8 +130,24 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 		}
 		apiCfg.Deadlines = s.Projection.WithKinds(kinds)
 	}
+	if apiCfg.Console, err = wiring.ConsoleSignIn(getenv); err != nil {
+		return nil, err
+	}
+	if apiCfg.OperatorGroup, err = wiring.OperatorGroup(getenv); err != nil {
+		return nil, err
+	}
+	apiCfg.ConsoleClientID = apiCfg.Console.ClientID
 	s.API = httpapi.New(apiCfg)
 	return s, nil
+}
+
+// checkConsole validates the console's settings.
+func checkConsole(getenv wiring.Getenv) error {
+	if _, err := wiring.ConsoleSignIn(getenv); err != nil {
+		return err
+	}
+	_, err := wiring.OperatorGroup(getenv)
+	return err
 }
 
 // CommandFunction builds the HTTP API handler.

@@ -1,0 +1,143 @@
+package pendingtable_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+func refundRecord(t *testing.T, ref string, version int64, e payment.Event, at time.Time) eventstore.Record {
+	t.Helper()
+	data, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eventstore.Record{StreamID: payment.StreamID(ref), Version: version,
+		Event: eventstore.Event{ID: ref + "-" + e.EventType(), Type: e.EventType(), Data: data, RecordedAt: at}}
+}
+
+// refundsOwed lists the refund kind's rows, as GET /refunds/owed reads them.
+func refundsOwed(t *testing.T, p *pendingtable.Projection, now time.Time) []deadline.Row {
+	t.Helper()
+	rows, err := p.Deadlines(context.Background(), deadline.Query{Kind: deadlinekinds.Refund, Now: now, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestRefundsOwedAreListedUntilRefunded: a RefundOwed opens a row of the refund
+// kind, due at once (overdue from then on), listed with the time it became owed,
+// oldest first, under any shard count; its PaymentRefunded takes it off, for good (a
+// replayed RefundOwed does not bring it back, nor does one whose refund's record
+// came first); no query of the sweep or the pending list reads a refund's row, nor
+// does the sweep's look at its lanes; and resharding keeps them listed.
+func TestRefundsOwedAreListedUntilRefunded(t *testing.T) {
+	ctx := context.Background()
+	client := emulatortest.DynamoDB(t)
+	table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+	p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var refs []string
+	for i, bike := range []string{"a", "b", "c", "d", "e"} {
+		ref := payment.ReferenceFor(rental.NewRentalID(bike, "AAAAAAAAAAAAAAAAAAAAAA"))
+		refs = append(refs, ref)
+		owed := refundRecord(t, ref, 5, payment.RefundOwed{Reference: ref, PaymentID: "pay_1", Amount: 1500, Currency: "EUR"}, at.Add(time.Duration(-i)*time.Minute))
+		for range 2 { // delivered twice
+			if err := p.Apply(ctx, owed); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now := at.Add(time.Hour)
+	got := refundsOwed(t, p, now)
+	if len(got) != len(refs) {
+		t.Fatalf("refunds owed %+v, want %d", got, len(refs))
+	}
+	for i, o := range got { // oldest first: the last bike's
+		want, _ := payment.RentalIDFor(refs[len(refs)-1-i])
+		owed := at.Add(time.Duration(-(len(refs) - 1 - i)) * time.Minute)
+		if o.Kind != deadlinekinds.Refund || o.Subject != want || !o.Since.Equal(owed) || !o.Due.Equal(owed) {
+			t.Errorf("refund %d = %+v, want %s owed and due at %s", i, o, want, owed)
+		}
+	}
+	// Refunded: off the list; a replayed RefundOwed does not bring it back.
+	refunded := refundRecord(t, refs[0], 6, payment.PaymentRefunded{Reference: refs[0], PaymentID: "pay_1"}, at.Add(time.Hour))
+	if err := p.Apply(ctx, refunded); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(ctx, refundRecord(t, refs[0], 5, payment.RefundOwed{Reference: refs[0], PaymentID: "pay_1", Amount: 1500, Currency: "EUR"}, at)); err != nil {
+		t.Fatal(err)
+	}
+	// A refund whose PaymentRefunded is projected before its RefundOwed is never listed.
+	late := payment.ReferenceFor(rental.NewRentalID("z", "AAAAAAAAAAAAAAAAAAAAAA"))
+	for _, r := range []eventstore.Record{
+		refundRecord(t, late, 6, payment.PaymentRefunded{Reference: late, PaymentID: "pay_2"}, at),
+		refundRecord(t, late, 5, payment.RefundOwed{Reference: late, PaymentID: "pay_2", Amount: 1500, Currency: "EUR"}, at),
+	} {
+		if err := p.Apply(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got = refundsOwed(t, p, now); len(got) != len(refs)-1 {
+		t.Fatalf("after one refund: %+v; want %d", got, len(refs)-1)
+	}
+	for _, o := range got {
+		if ref := payment.ReferenceFor(o.Subject); ref == refs[0] || ref == late {
+			t.Errorf("%s is listed, refunded", ref)
+		}
+	}
+	overdue := true
+	if rows, err := p.Deadlines(ctx, deadline.Query{Kind: deadlinekinds.Refund, Overdue: &overdue, Now: now, Limit: 100}); err != nil || len(rows) != len(refs)-1 {
+		t.Errorf("overdue refunds %+v, %v; want every one owed, due at once", rows, err)
+	}
+	// Nothing the sweep or the pending list reads holds a refund.
+	far := at.Add(24 * time.Hour)
+	if b, _, err := p.Backlog(ctx, far); err != nil || len(b.Open)+len(b.Owed)+len(b.Parked) != 0 {
+		t.Errorf("the sweep's backlog reads refunds: %+v, %v", b, err)
+	}
+	if rows, err := p.List(ctx, 100); err != nil || len(rows) != 0 {
+		t.Errorf("the pending list reads refunds: %+v, %v", rows, err)
+	}
+	if rows, err := p.Overdue(ctx, far, 100); err != nil || len(rows) != 0 {
+		t.Errorf("the overdue payments hold refunds: %+v, %v", rows, err)
+	}
+	for _, lane := range p.Kinds().Swept().Lanes() {
+		for s := range p.Shards() {
+			if _, err := p.LanePages(ctx, lane, s, far, func(page deadline.LanePage) bool {
+				if len(page.Rows)+len(page.Owed)+len(page.Parked) != 0 {
+					t.Errorf("lane %q shard %d holds %+v", lane.Prefix, s, page)
+				}
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Resharding keeps them listed.
+	one, err := pendingtable.New(client, table, 1, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ref := range refs[1:] {
+		if err := one.Reshard(ctx, refundRecord(t, ref, 5, payment.RefundOwed{Reference: ref, PaymentID: "pay_1", Amount: 1500, Currency: "EUR"}, at.Add(time.Duration(-i-1)*time.Minute))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := refundsOwed(t, one, now); len(got) != len(refs)-1 {
+		t.Errorf("under 1 shard: %+v; want %d", got, len(refs)-1)
+	}
+}

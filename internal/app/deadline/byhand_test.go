@@ -1,0 +1,94 @@
+package deadline_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadline/memindex"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// lanesRead is an index that notes the lanes the sweep queries.
+type lanesRead struct {
+	deadline.Index
+	lanes map[string]int
+}
+
+func (l *lanesRead) LanePages(ctx context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func(deadline.LanePage) bool) (int, error) {
+	l.lanes[lane.Prefix]++
+	return l.Index.LanePages(ctx, lane, shard, cutoff, fn)
+}
+
+func subjectChange(opens, settles string) func(eventstore.Record) (deadline.Change, bool, error) {
+	return func(r eventstore.Record) (deadline.Change, bool, error) {
+		if r.Type != opens && r.Type != settles {
+			return deadline.Change{}, false, nil
+		}
+		return deadline.Change{Subject: strings.TrimPrefix(string(r.Data), "subject:"), Settled: r.Type == settles}, true, nil
+	}
+}
+
+// TestAKindWorkedOffByHandIsListedAndNeverSwept: a kind declared ByHand (due as it
+// opens) is projected and listed, overdue from its opening on, and settled as any
+// other; the sweep never queries its lane, reports nothing of it and cannot be
+// made to act on one of its rows by a trigger; and a declaration that gives it a
+// command, or shares its lane, or a kind not by hand a zero duration, is refused.
+func TestAKindWorkedOffByHandIsListedAndNeverSwept(t *testing.T) {
+	ctx := context.Background()
+	swept := deadline.Kind{Name: "loan", Prefix: "loan#", Lane: deadline.Lane{Prefix: "t-", Offset: time.Hour}, After: time.Hour,
+		Change: subjectChange("Lent", "Returned"),
+		Act: func(context.Context, deadline.Row, string) (deadline.Outcome, string, error) {
+			return deadline.Acted, "", nil
+		}}
+	byHand := deadline.Kind{Name: "owed", Prefix: "owed#", Lane: deadline.Lane{Prefix: "o-"}, Change: subjectChange("Owed", "Paid"), ByHand: true}
+	kinds := deadline.MustKinds(swept, byHand)
+	m := memindex.NewWith(2, kinds)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, r := range []eventstore.Record{
+		{StreamID: "things-a", Version: 1, Event: eventstore.Event{ID: "1", Type: "Lent", Data: []byte("subject:a"), RecordedAt: t0}},
+		{StreamID: "things-b", Version: 1, Event: eventstore.Event{ID: "2", Type: "Owed", Data: []byte("subject:b"), RecordedAt: t0}},
+		{StreamID: "things-c", Version: 1, Event: eventstore.Event{ID: "3", Type: "Owed", Data: []byte("subject:c"), RecordedAt: t0}},
+		{StreamID: "things-c", Version: 2, Event: eventstore.Event{ID: "4", Type: "Paid", Data: []byte("subject:c"), RecordedAt: t0}},
+	} {
+		if err := m.Apply(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := t0.Add(2 * time.Hour)
+	overdue := true
+	rows, err := m.Deadlines(ctx, deadline.Query{Kind: "owed", Overdue: &overdue, Now: t0.Add(time.Millisecond), Limit: 10})
+	if err != nil || len(rows) != 1 || rows[0].Subject != "b" || !rows[0].Due.Equal(t0) {
+		t.Errorf("owed rows %+v, %v: want b's, due as it opened, overdue just after; c's settled", rows, err)
+	}
+
+	idx := &lanesRead{Index: m, lanes: map[string]int{}}
+	s := &deadline.Sweeper{Index: idx, Kinds: kinds, Logger: slog.New(slog.DiscardHandler)}
+	sum, err := s.Sweep(ctx, now)
+	if err != nil || idx.lanes["o-"] != 0 || idx.lanes["t-"] != 2 {
+		t.Errorf("the sweep queried lanes %v (%v), want t- once per shard and never o-", idx.lanes, err)
+	}
+	if _, ok := sum.Kind("owed"); ok || len(sum.Kinds) != 1 || sum.Kinds[0].Acted != 1 {
+		t.Errorf("summary kinds %+v, want the loan's alone", sum.Kinds)
+	}
+	if _, err := s.SweepOne(ctx, "owed", "owed#b", now); err == nil {
+		t.Error("a trigger naming a row worked off by hand was swept")
+	}
+
+	withAct := byHand
+	withAct.Act = swept.Act
+	shared := byHand
+	shared.Lane = swept.Lane
+	zero := swept
+	zero.After = 0
+	for name, ks := range map[string][]deadline.Kind{
+		"a command": {swept, withAct}, "a shared lane": {swept, shared}, "zero, swept": {zero},
+	} {
+		if _, err := deadline.NewKinds(ks...); err == nil {
+			t.Errorf("%s: declared", name)
+		}
+	}
+}

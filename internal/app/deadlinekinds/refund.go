@@ -1,0 +1,55 @@
+package deadlinekinds
+
+import (
+	"fmt"
+
+	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// Refund is the refund-owed kind's name.
+const Refund = "refund"
+
+// RefundPrefix starts the key of a refund-owed row; the rest is the rental id, so
+// that the key is "refund#" and the payment's reference.
+var RefundPrefix = "refund#" + PaymentPrefix
+
+// RefundLane is the lane of the refunds owed: the partitions "refund-0",
+// "refund-1", …, stamped with the time the refund became owed (its offset is zero,
+// as is the kind's After). No sweep reads it.
+var RefundLane = deadline.Lane{Prefix: "refund-"}
+
+// SettledRefunded is how a refund-owed row settles.
+const SettledRefunded = "refunded"
+
+// RefundKind is the refund owed: RefundOwed (money a provider that cannot refund
+// took for a rental that did not get its bike) opens the rental's payment's row,
+// due at once; PaymentRefunded settles it. Operators pay it back by hand: the kind
+// has no command, and the sweep never reads its lane (deadline.Kind.ByHand). Its
+// rows are listed by a query per shard (GET /refunds/owed, GET /deadlines), not by a
+// scan of the Events table.
+func RefundKind() deadline.Kind {
+	return deadline.Kind{Name: Refund, Prefix: RefundPrefix, Lane: RefundLane, Change: refundChange, Valid: ident.Valid, ByHand: true}
+}
+
+// refundChange is the refund owed's Change: RefundOwed opens, PaymentRefunded
+// settles; payments of no rental are no row of it.
+func refundChange(r eventstore.Record) (deadline.Change, bool, error) {
+	if r.Type != (payment.RefundOwed{}).EventType() && r.Type != (payment.PaymentRefunded{}).EventType() {
+		return deadline.Change{}, false, nil
+	}
+	e, err := payment.DecodeEvent(r.Type, r.Data)
+	if err != nil {
+		return deadline.Change{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+	}
+	rentalID, err := payment.RentalIDFor(payment.ReferenceOf(e))
+	if err != nil {
+		return deadline.Change{}, false, nil // not a rental's payment
+	}
+	if _, refunded := e.(payment.PaymentRefunded); refunded {
+		return deadline.Change{Subject: rentalID, Settled: true, How: SettledRefunded}, true, nil
+	}
+	return deadline.Change{Subject: rentalID}, true, nil
+}

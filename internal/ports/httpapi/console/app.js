@@ -1,0 +1,122 @@
+// The operator console: sign-in, then four pages by the address's fragment
+// (#/todo, #/rental/<id>, #/backlog, #/actions).
+
+import { ApiError, setToken, signedIn, whenUnauthenticated } from './api.js';
+import { checkOperator, handleCallback, loadConfig, signInLocal, signInOIDC, signOut, subjectOf } from './auth.js';
+import { fill, h } from './dom.js';
+import { todoPage } from './todo.js';
+import { rentalPage } from './rental.js';
+import { backlogPage } from './backlog.js';
+import { actionsPage } from './actions.js';
+
+const main = document.getElementById('main');
+const nav = document.getElementById('nav');
+const who = document.getElementById('who');
+const noticeEl = document.getElementById('notice');
+
+let config = null;
+let leave = () => {};
+
+// notice says something in the status line; error marks it as a failure.
+export function notice(text, error = false) {
+  noticeEl.className = error ? 'error' : '';
+  noticeEl.textContent = text;
+}
+
+// describe turns an error into what the operator reads.
+export function describe(err) {
+  if (err instanceof ApiError) {
+    if (err.status === 403) return 'Not an operator: this token does not carry the operator scope.';
+    const params = err.problem && Array.isArray(err.problem.invalidParams)
+      ? err.problem.invalidParams.map((p) => `${p.name}: ${p.reason}`).join('; ') : '';
+    return `${err.message}${params ? ' (' + params + ')' : ''} [HTTP ${err.status}]`;
+  }
+  return String(err && err.message ? err.message : err);
+}
+
+function signInPage(reason) {
+  nav.hidden = true;
+  fill(who);
+  const content = [h('h2', {}, 'Sign in')];
+  if (reason) content.push(h('p', { class: 'muted' }, reason));
+  if (config.signIn === 'local') {
+    const sub = h('input', { type: 'text', id: 'sub', name: 'sub', value: 'operator', autocomplete: 'username', required: true, pattern: '[A-Za-z0-9_-]{1,64}' });
+    const op = h('input', { type: 'checkbox', id: 'as-operator', name: 'operator', checked: true });
+    const form = h('form', { class: 'card', id: 'sign-in-local' },
+      h('p', {}, 'The local runner\'s own issuer mints the token (POST /local/tokens).'),
+      h('label', { for: 'sub' }, 'Subject'), sub,
+      h('div', { class: 'row' }, h('label', { class: 'inline', for: 'as-operator' }, op, 'with the operator scope')),
+      h('div', { class: 'row' }, h('button', { type: 'submit', id: 'sign-in' }, 'Sign in (local)')));
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      signIn(() => signInLocal(sub.value, op.checked));
+    });
+    content.push(form);
+  } else if (config.signIn === 'oidc') {
+    const button = h('button', { type: 'button', id: 'sign-in' }, 'Sign in');
+    button.addEventListener('click', () => signIn(signInOIDC));
+    content.push(h('div', { class: 'card' }, h('p', {}, 'Sign in with the service\'s identity provider; the page keeps the token in memory only, so reloading it signs you out.'), button));
+  } else {
+    content.push(h('p', { class: 'card' }, 'This deployment has no sign-in for the console.'));
+  }
+  fill(main, content);
+  const first = main.querySelector('input, button');
+  if (first) first.focus();
+}
+
+async function signIn(getToken) {
+  notice('Signing in…');
+  try {
+    const token = await getToken();
+    setToken(token);
+    if (!(await checkOperator())) {
+      setToken(null);
+      notice('Not an operator: this token does not carry the operator scope, so the console cannot open the operator routes.', true);
+      signInPage();
+      return;
+    }
+    notice('');
+    fill(who, h('span', { id: 'signed-in-as' }, subjectOf(token)),
+      h('button', { type: 'button', class: 'secondary', id: 'sign-out', onclick: () => { leave(); signOut(); notice('Signed out.'); signInPage(); } }, 'Sign out'));
+    nav.hidden = false;
+    route();
+  } catch (e) {
+    setToken(null);
+    notice(describe(e), true);
+  }
+}
+
+const pages = { todo: todoPage, rental: rentalPage, backlog: backlogPage, actions: actionsPage };
+
+function route() {
+  if (!signedIn()) return;
+  leave();
+  const parts = location.hash.replace(/^#\/?/, '').split('/');
+  const name = pages[parts[0]] ? parts[0] : 'todo';
+  let arg = '';
+  try { arg = decodeURIComponent(parts.slice(1).join('/')); } catch { arg = parts.slice(1).join('/'); }
+  for (const a of nav.querySelectorAll('a')) {
+    if (a.dataset.page === name) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
+  fill(main);
+  main.dataset.page = name;
+  leave = pages[name](main, arg, { notice, describe }) || (() => {});
+}
+
+async function start() {
+  if (handleCallback()) {
+    fill(main, h('p', { class: 'card' }, 'Sign-in must start from the console\'s own Sign in button.'));
+    return;
+  }
+  whenUnauthenticated(() => { leave(); setToken(null); signInPage('The session ended: sign in again.'); });
+  window.addEventListener('hashchange', route);
+  try {
+    config = await loadConfig();
+  } catch (e) {
+    notice('The console\'s configuration could not be read: ' + describe(e), true);
+    return;
+  }
+  signInPage();
+}
+
+start();

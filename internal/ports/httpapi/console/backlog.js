@@ -1,0 +1,59 @@
+// Refunds owed and stuck rentals, from operator routes that read the to-do table's
+// index (GET /refunds/owed, GET /processes/stuck): the browser never scans.
+
+import { refundsOwed, stuckRentals } from './api.js';
+import { duration, fill, h, rentalHref, time } from './dom.js';
+
+// The page reads both lists again on its own every few seconds.
+const REFRESH_MS = 5000;
+
+function table(id, heads, rows) {
+  return h('div', { class: 'table-wrap' }, h('table', { id },
+    h('thead', {}, h('tr', {}, heads.map(([label, cls]) => h('th', { scope: 'col', class: cls }, label)))),
+    h('tbody', {}, rows)));
+}
+
+function section(id, title, blurb) {
+  const body = h('div', { id: id + '-body' }, h('p', { class: 'muted' }, 'Reading…'));
+  return { body, node: h('section', { id }, h('h3', {}, title), h('p', { class: 'muted' }, blurb), body) };
+}
+
+export function backlogPage(main, _arg, { describe }) {
+  const refunds = section('refunds', 'Refunds owed',
+    'Money a provider that cannot refund took for a rental that did not get its bike: pay each back by hand; it leaves the list once its refund is recorded.');
+  const stuck = section('stuck', 'Stuck rentals',
+    'Rentals whose process has not completed in time. The sweep repairs them through the consumers\' own handlers; one that stays here needs a look at its timeline.');
+  fill(main, h('h2', {}, 'Refunds owed and stuck rentals'), refunds.node, stuck.node);
+  let stopped = false;
+  const link = (id) => h('a', { href: rentalHref(id), class: 'mono' }, id);
+  const loadRefunds = async () => {
+    try {
+      const list = await refundsOwed();
+      if (stopped) return;
+      fill(refunds.body, list.count === 0 ? h('p', {}, 'No refund is owed.')
+        : table('refunds-table', [['Rental'], ['Payment', 'hide-narrow'], ['Owed since'], ['Age', 'num']],
+          list.refunds.map((r) => h('tr', { 'data-rental': r.rentalId },
+            h('td', {}, link(r.rentalId)), h('td', { class: 'mono hide-narrow' }, r.paymentReference),
+            h('td', {}, time(r.owedSince)), h('td', { class: 'num' }, duration(r.ageSeconds))))));
+    } catch (e) {
+      if (!stopped) fill(refunds.body, h('p', {}, 'The refunds owed could not be read: ' + describe(e)));
+    }
+  };
+  const loadStuck = async () => {
+    try {
+      const list = await stuckRentals();
+      if (stopped) return;
+      fill(stuck.body, list.count === 0 ? h('p', {}, 'No rental is stuck.')
+        : table('stuck-table', [['Rental'], ['Requested at', 'hide-narrow'], ['Stuck since'], ['Age', 'num']],
+          list.rentals.map((r) => h('tr', { 'data-rental': r.rentalId },
+            h('td', {}, link(r.rentalId)), h('td', { class: 'hide-narrow' }, time(r.requestedAt)),
+            h('td', {}, time(r.stuckSince)), h('td', { class: 'num' }, duration(r.ageSeconds))))));
+    } catch (e) {
+      if (!stopped) fill(stuck.body, h('p', {}, 'The stuck rentals could not be read: ' + describe(e)));
+    }
+  };
+  const load = () => { loadRefunds(); loadStuck(); };
+  load();
+  const refresh = setInterval(load, REFRESH_MS);
+  return () => { stopped = true; clearInterval(refresh); };
+}
