@@ -104,7 +104,9 @@ func (s *Store) put(ctx context.Context, r eventstore.Record) error {
 // ClientRequestToken so that the SDK's retries of the same request are idempotent. A
 // failed condition becomes an *eventstore.ConflictError naming the stream of the
 // first item whose condition failed, found from the cancellation reasons; throttling
-// and server errors are handled as in Append.
+// and server errors are handled as in Append. A single event is one conditional
+// PutItem, as Append writes it: all or nothing already, at half a transaction's
+// write units.
 func (s *Store) AppendStreams(ctx context.Context, appends ...eventstore.StreamAppend) ([]eventstore.Record, error) {
 	if err := eventstore.ValidateAppendStreams(appends, RecordSize); err != nil {
 		return nil, err
@@ -116,7 +118,13 @@ func (s *Store) AppendStreams(ctx context.Context, appends ...eventstore.StreamA
 			records = append(records, eventstore.Record{StreamID: a.StreamID, Version: a.ExpectedVersion + int64(i) + 1, Event: e})
 		}
 	}
-	if err := s.transact(ctx, records); err != nil {
+	var err error
+	if len(records) == 1 {
+		err = s.put(ctx, records[0])
+	} else {
+		err = s.transact(ctx, records)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return records, nil
