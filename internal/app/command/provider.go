@@ -534,19 +534,36 @@ func carriesReceipt(decided []payment.Event, ev payment.ProviderEvent) bool {
 // receiptIn returns the receipt of the provider's event eventID that a settling
 // event of a payment's stream (records) carries, if one does.
 func receiptIn(records []eventstore.Record, provider, eventID string) (payment.ProviderReceipt, bool, error) {
+	found, err := receiptsIn(records, provider, eventID)
+	if err != nil || len(found) == 0 {
+		return payment.ProviderReceipt{}, false, err
+	}
+	return found[0].receipt, true, nil
+}
+
+// carried is a receipt carried by the settling event record.
+type carried struct {
+	receipt payment.ProviderReceipt
+	record  eventstore.Record
+}
+
+// receiptsIn returns every settling event of a payment's stream (records) that
+// carries the receipt of the provider's event eventID, in order.
+func receiptsIn(records []eventstore.Record, provider, eventID string) ([]carried, error) {
+	var out []carried
 	for _, r := range records {
 		if !payment.Settles(r.Type) {
 			continue
 		}
 		e, err := eventstore.Decode[payment.Event](r, payment.DecodeEvent)
 		if err != nil {
-			return payment.ProviderReceipt{}, false, err
+			return nil, err
 		}
 		if seen, ok := payment.ReceiptOf(e); ok && seen.Provider == provider && seen.EventID == eventID {
-			return seen, true, nil
+			out = append(out, carried{receipt: seen, record: r})
 		}
 	}
-	return payment.ProviderReceipt{}, false, nil
+	return out, nil
 }
 
 // settledBy answers a delivery of an event whose receipt the payment's settlement
@@ -565,9 +582,9 @@ func (h *Handler) settledBy(ctx context.Context, ev payment.ProviderEvent, seen 
 // event finishes what its first delivery may not have (a refund), another one under
 // the same id is ErrProviderEventReused.
 func (h *Handler) redelivered(ctx context.Context, ev payment.ProviderEvent, receiptStream string, receipts []eventstore.Record, meta Meta) (ProviderResult, error) {
-	var seen ProviderEventReceived // a ProviderEventMismatched has the same fields, and more
-	if err := json.Unmarshal(receipts[0].Data, &seen); err != nil {
-		return ProviderResult{}, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, receiptStream, err)
+	seen, err := storedReceipt(receiptStream, receipts)
+	if err != nil {
+		return ProviderResult{}, err
 	}
 	if seen.Digest != ev.Digest || seen.Reference != ev.Reference || seen.Kind != ev.Kind {
 		return ProviderResult{}, ErrProviderEventReused
@@ -582,6 +599,17 @@ func (h *Handler) redelivered(ctx context.Context, ev payment.ProviderEvent, rec
 	}
 	s, err := h.Refund(ctx, ev.Reference, meta)
 	return ProviderResult{Payment: s, Duplicate: true}, err
+}
+
+// storedReceipt decodes the receipt that opens a receipt stream (receipts, from
+// version 1): a ProviderEventReceived or a ProviderEventMismatched, which has the
+// same fields, and more.
+func storedReceipt(stream string, receipts []eventstore.Record) (ProviderEventReceived, error) {
+	var seen ProviderEventReceived
+	if err := json.Unmarshal(receipts[0].Data, &seen); err != nil {
+		return seen, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, stream, err)
+	}
+	return seen, nil
 }
 
 // providerName is the name of the configured provider's webhook events, "" if it
@@ -663,9 +691,9 @@ func FindReceipts(ctx context.Context, store eventstore.Store, provider, eventID
 		return nil, err
 	}
 	if len(receipts) > 0 {
-		var seen ProviderEventReceived // a ProviderEventMismatched has the same fields, and more
-		if err := json.Unmarshal(receipts[0].Data, &seen); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, stream, err)
+		seen, err := storedReceipt(stream, receipts)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, Receipt{Provider: seen.Provider, EventID: seen.EventID, Digest: seen.Digest, Kind: seen.Kind, Reference: seen.Reference,
 			StreamID: stream, Version: receipts[0].Version, Type: receipts[0].Type})
@@ -674,18 +702,13 @@ func FindReceipts(ctx context.Context, store eventstore.Store, provider, eventID
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range records {
-		if !payment.Settles(r.Type) {
-			continue
-		}
-		e, err := eventstore.Decode[payment.Event](r, payment.DecodeEvent)
-		if err != nil {
-			return nil, err
-		}
-		if seen, ok := payment.ReceiptOf(e); ok && seen.Provider == provider && seen.EventID == eventID {
-			out = append(out, Receipt{Provider: seen.Provider, EventID: seen.EventID, Digest: seen.Digest, Kind: seen.Kind, Reference: reference,
-				StreamID: r.StreamID, Version: r.Version, Type: r.Type})
-		}
+	found, err := receiptsIn(records, provider, eventID)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range found {
+		out = append(out, Receipt{Provider: c.receipt.Provider, EventID: c.receipt.EventID, Digest: c.receipt.Digest, Kind: c.receipt.Kind, Reference: reference,
+			StreamID: c.record.StreamID, Version: c.record.Version, Type: c.record.Type})
 	}
 	return out, nil
 }
