@@ -104,9 +104,7 @@ func (s *Store) put(ctx context.Context, r eventstore.Record) error {
 // ClientRequestToken so that the SDK's retries of the same request are idempotent. A
 // failed condition becomes an *eventstore.ConflictError naming the stream of the
 // first item whose condition failed, found from the cancellation reasons; throttling
-// and server errors are handled as in Append. A single event is one conditional
-// PutItem, as Append writes it: all or nothing already, at half a transaction's
-// write units.
+// and server errors are handled as in Append.
 func (s *Store) AppendStreams(ctx context.Context, appends ...eventstore.StreamAppend) ([]eventstore.Record, error) {
 	if err := eventstore.ValidateAppendStreams(appends, RecordSize); err != nil {
 		return nil, err
@@ -118,13 +116,7 @@ func (s *Store) AppendStreams(ctx context.Context, appends ...eventstore.StreamA
 			records = append(records, eventstore.Record{StreamID: a.StreamID, Version: a.ExpectedVersion + int64(i) + 1, Event: e})
 		}
 	}
-	var err error
-	if len(records) == 1 {
-		err = s.put(ctx, records[0])
-	} else {
-		err = s.transact(ctx, records)
-	}
-	if err != nil {
+	if err := s.transact(ctx, records); err != nil {
 		return nil, err
 	}
 	return records, nil

@@ -335,7 +335,7 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		meta.CausationID = providerCausationID(ev.Provider, ev.EventID)
 	}
 	a := &application{h: h, ev: ev, receiptStream: ReceiptStreamID(ev.Provider, ev.EventID), meta: meta}
-	if _, err := eventstore.ExecuteStreams(ctx, store, a.attempt, h.policy); err != nil {
+	if _, err := eventstore.ExecuteStreams(ctx, oneStreamAlone{store}, a.attempt, h.policy); err != nil {
 		return ProviderResult{}, err
 	}
 	if a.answered {
@@ -346,6 +346,20 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		return ProviderResult{Payment: refunded}, err
 	}
 	return ProviderResult{Payment: a.after}, nil
+}
+
+// oneStreamAlone appends a single stream's part with Append, which writes one event
+// as one conditional put (a settlement that carries its receipt: one write unit on
+// DynamoDB, where a transaction of one item costs two), and several streams' parts
+// together with AppendStreams. Either way, a version taken meanwhile is an
+// eventstore.ErrConcurrency and nothing is written.
+type oneStreamAlone struct{ eventstore.MultiStreamStore }
+
+func (s oneStreamAlone) AppendStreams(ctx context.Context, appends ...eventstore.StreamAppend) ([]eventstore.Record, error) {
+	if len(appends) == 1 {
+		return s.Append(ctx, appends[0].StreamID, appends[0].ExpectedVersion, appends[0].Events...)
+	}
+	return s.MultiStreamStore.AppendStreams(ctx, appends...)
 }
 
 // identify checks what names a provider event's payment and its receipt: an event
