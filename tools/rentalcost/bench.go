@@ -233,8 +233,9 @@ type Measurement struct {
 	Calls []capacitytest.Call
 	// Events are the events the rental appended, stream by stream: the bike's, the
 	// payment's, the rental-payment process's, the renter's and, on the webhook
-	// paths, the provider event's receipt (ProviderEventReceived, alone in its own
-	// stream).
+	// paths, the provider event's receipt stream, which stays empty when the event
+	// settles the payment (the settling event carries the receipt) and holds
+	// ProviderEventReceived alone otherwise.
 	Events []eventstore.Record
 	// Floor is the least the rental's writes can cost.
 	Floor Floor
@@ -251,8 +252,8 @@ type Measurement struct {
 }
 
 // Floor is what a rental's writes must cost: each event it appends to any stream
-// (the renter's RentalRequested and a webhook's ProviderEventReceived receipt
-// included), written once on its own, and the two PendingPayments rows: the
+// (the renter's RentalRequested included, and a webhook's ProviderEventReceived
+// receipt where its event settles nothing), written once on its own, and the two PendingPayments rows: the
 // payment's, created when it is prepared and changed once when it settles, and the
 // rental's open process, created on the request and changed once on completion,
 // each with its index entry put and removed. It does not count the premium of
@@ -288,10 +289,10 @@ func Amortized(c capacitytest.Call) bool {
 // item of a transaction twice (capacitytest.TransactWriteUnits), so it is half of their
 // table write units (index writes are not doubled). The request appends the bike's
 // BikeRequested and the renter's RentalRequested in one transaction, so that two
-// requests by one renter that read the same state cannot both succeed; a provider's
-// webhook appends what its event changes (PaymentConfirmed, PaymentRejected) and the
-// event's receipt in one transaction, so that the event is applied once however
-// often it is delivered.
+// requests by one renter that read the same state cannot both succeed. A provider's
+// webhook that settles the payment appends one event (PaymentConfirmed or
+// PaymentRejected, carrying the event's receipt) in one conditional PutItem, with no
+// premium.
 func (m Measurement) TransactionPremium() int {
 	var units int
 	for _, c := range m.PerRental() {
@@ -561,7 +562,8 @@ func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (deadline.Summ
 // webhook delivers one signed event of the generic provider about the payment ref,
 // as the provider does: POST /webhooks/payments with no token, under an event id of
 // its own. It requires the payment's status after it to be want, and returns the
-// stream of the event's receipt, which the webhook appends to.
+// stream of the event's receipt, which the webhook leaves empty when the event
+// settles the payment and appends to otherwise.
 func (b *Bench) webhook(ctx context.Context, ref, eventType, reason string, want payment.Status) (string, error) {
 	eventID := "evt-" + ident.Random(22)
 	body, err := json.Marshal(generic.Event{ID: eventID, Type: eventType, PaymentReference: ref, Reason: reason})

@@ -56,15 +56,14 @@ var (
 //
 // The provider's webhook (POST /webhooks/payments, on the approved and rejected
 // paths) is one provider event, applied once by its id: it reads the event's receipt
-// stream (providerevent-generic-<id>: empty on a first delivery, no item, the
-// minimum of one read unit), reads the payment's stream, and appends
-// PaymentConfirmed (or PaymentRejected) and the receipt ProviderEventReceived in one
-// TransactWriteItems, two items under 1 KB at two write units each. Against the
-// per-payment confirm and reject routes it replaces (one Query and one PutItem), it
-// costs one call, one item written, one read unit and three write units more, in the
-// command function alone; the floor has one event and one write unit more (the
-// receipt, on its own), and the webhook's transaction adds two units of premium.
-// Neither stream consumer does anything for the receipt.
+// stream (providerevent-generic-<id>: empty, no item, the minimum of one read unit;
+// the receipts of events that settle nothing live there), reads the payment's
+// stream, where a redelivery would find the receipt, and appends PaymentConfirmed
+// (or PaymentRejected), which carries the receipt, in one conditional PutItem at
+// the version it read: one item under 1 KB, one write unit, and nothing above the
+// floor. Against the per-payment confirm and reject routes it replaces (one Query
+// and one PutItem), it costs one call and one read unit more, in the command
+// function alone. Neither stream consumer does anything more for it.
 //
 // The payment commands call the provider around the decider (the generic provider
 // makes no call of its own): PreparePayment, on BikeRequested in the process, and
@@ -73,27 +72,29 @@ var (
 // append on what they loaded, so that the provider costs no read of its own.
 var appendMode = map[rentalcost.Path]want{
 	rentalcost.Approved: {
-		calls: 20, itemsRead: 8, itemsWritten: 13, writeUnits: 17, indexWriteUnits: 4, readUnits: 9,
-		floor:   rentalcost.Floor{Events: 9, EventUnits: 9, ProjectionUnits: 4, IndexUnits: 4},
-		premium: requestPremium + webhookPremium,
+		calls: 21, itemsRead: 8, itemsWritten: 13, writeUnits: 15, indexWriteUnits: 6, readUnits: 9,
+		floor:   rentalcost.Floor{Events: 8, EventUnits: 8, ProjectionUnits: 5, IndexUnits: 6},
+		premium: requestPremium,
 		functions: map[string]fn{
 			// request: two reads, a two-item transaction (4 units); the webhook: two
-			// reads, a two-item transaction (4 units); return: reads a stream,
-			// appends one event
-			command: {8, 9, 5},
+			// reads, one conditional put (1 unit); return: reads a stream, appends
+			// one event
+			command: {8, 6, 5},
 			// on BikeRequested two reads (its own stream, the payment's) and two
 			// appends; on PaymentConfirmed two reads and two appends
 			process: {8, 4, 4},
 			// the payment's row and the process's, each created with its index
-			// entry, then settled out of the index
-			projector: {4, 8, 0},
+			// entry; the payment's settled out of the index, the process's taken
+			// over by the return due on approval (a move of its index entry) and
+			// settled on the return
+			projector: {5, 11, 0},
 		},
 	},
 	rentalcost.Rejected: {
-		calls: 18, itemsRead: 5, itemsWritten: 12, writeUnits: 16, indexWriteUnits: 4, readUnits: 8,
-		floor:     rentalcost.Floor{Events: 8, EventUnits: 8, ProjectionUnits: 4, IndexUnits: 4},
-		premium:   requestPremium + webhookPremium,
-		functions: map[string]fn{command: {6, 8, 4}, process: {8, 4, 4}, projector: {4, 8, 0}},
+		calls: 18, itemsRead: 5, itemsWritten: 11, writeUnits: 13, indexWriteUnits: 4, readUnits: 8,
+		floor:     rentalcost.Floor{Events: 7, EventUnits: 7, ProjectionUnits: 4, IndexUnits: 4},
+		premium:   requestPremium,
+		functions: map[string]fn{command: {6, 5, 4}, process: {8, 4, 4}, projector: {4, 8, 0}},
 	},
 	rentalcost.TimedOut: {
 		calls: 18, itemsRead: 6, itemsWritten: 11, writeUnits: 13, indexWriteUnits: 4, readUnits: 8,
@@ -114,12 +115,8 @@ var appendMode = map[rentalcost.Path]want{
 }
 
 // requestPremium is what the request's transaction costs above writing its two
-// items once each, and webhookPremium the same for the webhook's: one unit per item
-// under 1 KB.
-const (
-	requestPremium = 2
-	webhookPremium = 2
-)
+// items once each: one unit per item under 1 KB. The webhook's single put has none.
+const requestPremium = 2
 
 // commandMode is appendMode with the process recording through its own command
 // handler, which reads the process's stream again before each of its two appends.
@@ -202,8 +199,7 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 	if ratio := float64(got.AllWriteUnits()) / float64(m.Floor.Units()); ratio > 1.5 {
 		t.Errorf("%s: %d write units, %.2f times the floor of %d", m.Path, got.AllWriteUnits(), ratio, m.Floor.Units())
 	}
-	// Nothing but the transactions' premium (the request's, and the webhook's) is
-	// above the floor.
+	// Nothing but the request's transaction premium is above the floor.
 	if p := m.TransactionPremium(); p != w.premium || got.AllWriteUnits()-m.Floor.Units() != p {
 		t.Errorf("%s: %d write units above the floor, a transaction premium of %d; want both %d", m.Path, got.AllWriteUnits()-m.Floor.Units(), p, w.premium)
 	}
@@ -267,11 +263,11 @@ func checkReport(t *testing.T, runs []rentalcost.Measurement) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{
-		"| approved | 20 | 8 | 13 | 17 + 4 = 21 | 9 | 17 | 1.24 |",
+		"| approved | 21 | 8 | 13 | 15 + 6 = 21 | 9 | 19 | 1.11 |",
+		"| payment rejected | 18 | 5 | 11 | 13 + 4 = 17 | 8 | 15 | 1.13 |",
 		"| timed out by the sweep | 18 | 6 | 11 | 13 + 4 = 17 | 8 | 15 | 1.13 |",
-		// The floor, and the transactions (the request's and the webhook's) as all
-		// that lies above it.
-		"| approved | 9 | 9 | 4 | 4 | 17 | 21 | 4 | 4 |",
+		// The floor, and the request's transaction as all that lies above it.
+		"| approved | 8 | 8 | 5 | 6 | 19 | 21 | 2 | 2 |",
 		"| timed out by the sweep | 7 | 7 | 4 | 4 | 15 | 17 | 2 | 2 |",
 		// 21 write units at $0.625 and 9 read units at $0.125 per million.
 		"| approved | $13.13 | $1.12 |",

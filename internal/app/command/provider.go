@@ -62,7 +62,12 @@ var ErrProviderEventReused = errors.New("command: the provider's event id was al
 // ProviderEventReceived is the receipt of one provider event, alone in a stream of
 // its own ("providerevent-<provider>-<event id>"), written in the same transaction as
 // whatever the event changed, so that every delivery after the first finds it and
-// changes nothing.
+// changes nothing. An event that settles its payment (PaymentConfirmed,
+// PaymentRejected) has no receipt stream: the settling event carries its receipt
+// (payment.ReceiptOf), and every later delivery finds it in the payment's stream.
+// Every other event (one for a payment already settled, a late success, a refund,
+// a cancellation, a failure the provider answers as already succeeded) and every
+// event recorded before receipts moved into settlements has its receipt here.
 type ProviderEventReceived struct {
 	Provider  string                    `json:"provider"`
 	EventID   string                    `json:"eventId"`
@@ -290,9 +295,13 @@ func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (paym
 }
 
 // ApplyProviderEvent applies one verified provider event to its payment, once: the
-// first delivery records what it changes and its receipt in one write; every later
+// first delivery records what it changes and its receipt in one write (an event
+// that settles the payment, as one conditional append of the settling event that
+// carries the receipt; any other, with a receipt stream of its own); every later
 // delivery of the same event id and content changes nothing and gets the same
-// answer, and one with other content is refused with ErrProviderEventReused. A
+// answer, and one with other content for the same payment is refused with
+// ErrProviderEventReused (as is one for another payment when the id's first use
+// left a receipt stream; a settlement's receipt is found by its payment only). A
 // success for a payment already given up on is recorded and refunded. An event
 // for a payment we never prepared is payment.ErrPaymentNotFound, and changes
 // nothing; an event id that is empty or longer than payment.MaxEventIDLength is
@@ -326,7 +335,7 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		meta.CausationID = providerCausationID(ev.Provider, ev.EventID)
 	}
 	a := &application{h: h, ev: ev, receiptStream: ReceiptStreamID(ev.Provider, ev.EventID), meta: meta}
-	if _, err := eventstore.ExecuteStreams(ctx, store, a.attempt, h.policy); err != nil {
+	if _, err := eventstore.ExecuteStreams(ctx, oneStreamAlone{store}, a.attempt, h.policy); err != nil {
 		return ProviderResult{}, err
 	}
 	if a.answered {
@@ -337,6 +346,20 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		return ProviderResult{Payment: refunded}, err
 	}
 	return ProviderResult{Payment: a.after}, nil
+}
+
+// oneStreamAlone appends a single stream's part with Append, which writes one event
+// as one conditional put (a settlement that carries its receipt: one write unit on
+// DynamoDB, where a transaction of one item costs two), and several streams' parts
+// together with AppendStreams. Either way, a version taken meanwhile is an
+// eventstore.ErrConcurrency and nothing is written.
+type oneStreamAlone struct{ eventstore.MultiStreamStore }
+
+func (s oneStreamAlone) AppendStreams(ctx context.Context, appends ...eventstore.StreamAppend) ([]eventstore.Record, error) {
+	if len(appends) == 1 {
+		return s.Append(ctx, appends[0].StreamID, appends[0].ExpectedVersion, appends[0].Events...)
+	}
+	return s.MultiStreamStore.AppendStreams(ctx, appends...)
 }
 
 // identify checks what names a provider event's payment and its receipt: an event
@@ -386,9 +409,11 @@ type application struct {
 }
 
 // attempt is one attempt of the application, from fresh reads: a receipt already
-// stored answers as a redelivery, and an event that does not match its payment is
-// recorded as a mismatch, both without appending here; otherwise it returns the
-// receipt and what the event changes in the payment, to be appended together.
+// stored, in the event's receipt stream or in a settling event of its payment,
+// answers as a redelivery, and an event that does not match its payment is recorded
+// as a mismatch, both without appending here; otherwise it returns what the event
+// changes in the payment and, unless that carries the receipt, the receipt, to be
+// appended together.
 func (a *application) attempt(ctx context.Context) ([]eventstore.StreamAppend, error) {
 	receipts, err := a.h.store.Read(ctx, a.receiptStream, 0)
 	if err != nil {
@@ -403,6 +428,12 @@ func (a *application) attempt(ctx context.Context) ([]eventstore.StreamAppend, e
 	}
 	if s.Status == "" || s.Status == payment.StatusNone {
 		return nil, fmt.Errorf("%w: %s", payment.ErrPaymentNotFound, a.ev.Reference)
+	}
+	if seen, ok, err := receiptIn(records, a.ev.Provider, a.ev.EventID); err != nil || ok {
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.answerWith(a.h.settledBy(ctx, a.ev, seen, a.meta))
 	}
 	if m, ok := mismatchOf(s, a.ev, a.h.providerName()); ok {
 		return nil, a.answerWith(a.recordMismatch(ctx, m))
@@ -478,15 +509,21 @@ func (a *application) cancelFirst(ctx context.Context, paymentID string) (succee
 	return a.succeededAtProvider, nil
 }
 
-// appends are the event's receipt and, when it changes the payment (decided, on
-// records), the payment's events, to be written together.
+// appends are, when the event changes the payment (decided, on records), the
+// payment's events, and the event's receipt unless one of them carries it (a
+// settlement: then the payment's stream is all that is written, at the version
+// decided on, so that a concurrent delivery of the same event loses the race and
+// finds the receipt there), to be written together.
 func (a *application) appends(records []eventstore.Record, decided []payment.Event) ([]eventstore.StreamAppend, error) {
 	ev := a.ev
-	receipt, err := a.h.receiptEvent(ProviderEventReceived{Provider: ev.Provider, EventID: ev.EventID, Kind: ev.Kind, Reference: ev.Reference, Digest: ev.Digest}, a.meta)
-	if err != nil {
-		return nil, err
+	var parts []eventstore.StreamAppend
+	if !carriesReceipt(decided, ev) {
+		receipt, err := a.h.receiptEvent(ProviderEventReceived{Provider: ev.Provider, EventID: ev.EventID, Kind: ev.Kind, Reference: ev.Reference, Digest: ev.Digest}, a.meta)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, eventstore.StreamAppend{StreamID: a.receiptStream, Events: []eventstore.Event{receipt}})
 	}
-	parts := []eventstore.StreamAppend{{StreamID: a.receiptStream, Events: []eventstore.Event{receipt}}}
 	if len(decided) > 0 {
 		events, err := runner(a.h, payments).Encode(decided, a.meta)
 		if err != nil {
@@ -497,13 +534,71 @@ func (a *application) appends(records []eventstore.Record, decided []payment.Eve
 	return parts, nil
 }
 
+// carriesReceipt reports whether one of the decided events carries the receipt of
+// provider event ev.
+func carriesReceipt(decided []payment.Event, ev payment.ProviderEvent) bool {
+	for _, e := range decided {
+		if r, ok := payment.ReceiptOf(e); ok && r.Provider == ev.Provider && r.EventID == ev.EventID {
+			return true
+		}
+	}
+	return false
+}
+
+// receiptIn returns the receipt of the provider's event eventID that a settling
+// event of a payment's stream (records) carries, if one does.
+func receiptIn(records []eventstore.Record, provider, eventID string) (payment.ProviderReceipt, bool, error) {
+	found, err := receiptsIn(records, provider, eventID)
+	if err != nil || len(found) == 0 {
+		return payment.ProviderReceipt{}, false, err
+	}
+	return found[0].receipt, true, nil
+}
+
+// carried is a receipt carried by the settling event record.
+type carried struct {
+	receipt payment.ProviderReceipt
+	record  eventstore.Record
+}
+
+// receiptsIn returns every settling event of a payment's stream (records) that
+// carries the receipt of the provider's event eventID, in order.
+func receiptsIn(records []eventstore.Record, provider, eventID string) ([]carried, error) {
+	var out []carried
+	for _, r := range records {
+		if !payment.Settles(r.Type) {
+			continue
+		}
+		e, err := eventstore.Decode[payment.Event](r, payment.DecodeEvent)
+		if err != nil {
+			return nil, err
+		}
+		if seen, ok := payment.ReceiptOf(e); ok && seen.Provider == provider && seen.EventID == eventID {
+			out = append(out, carried{receipt: seen, record: r})
+		}
+	}
+	return out, nil
+}
+
+// settledBy answers a delivery of an event whose receipt the payment's settlement
+// carries, as redelivered does one whose receipt has a stream of its own: the same
+// event changes nothing more (but a refund its payment still owes), another one
+// under the same id is ErrProviderEventReused.
+func (h *Handler) settledBy(ctx context.Context, ev payment.ProviderEvent, seen payment.ProviderReceipt, meta Meta) (ProviderResult, error) {
+	if seen.Digest != ev.Digest || seen.Kind != ev.Kind {
+		return ProviderResult{}, ErrProviderEventReused
+	}
+	s, err := h.Refund(ctx, ev.Reference, meta)
+	return ProviderResult{Payment: s, Duplicate: true}, err
+}
+
 // redelivered answers a delivery of an event whose receipt is stored: the same
 // event finishes what its first delivery may not have (a refund), another one under
 // the same id is ErrProviderEventReused.
 func (h *Handler) redelivered(ctx context.Context, ev payment.ProviderEvent, receiptStream string, receipts []eventstore.Record, meta Meta) (ProviderResult, error) {
-	var seen ProviderEventReceived // a ProviderEventMismatched has the same fields, and more
-	if err := json.Unmarshal(receipts[0].Data, &seen); err != nil {
-		return ProviderResult{}, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, receiptStream, err)
+	seen, err := storedReceipt(receiptStream, receipts)
+	if err != nil {
+		return ProviderResult{}, err
 	}
 	if seen.Digest != ev.Digest || seen.Reference != ev.Reference || seen.Kind != ev.Kind {
 		return ProviderResult{}, ErrProviderEventReused
@@ -518,6 +613,17 @@ func (h *Handler) redelivered(ctx context.Context, ev payment.ProviderEvent, rec
 	}
 	s, err := h.Refund(ctx, ev.Reference, meta)
 	return ProviderResult{Payment: s, Duplicate: true}, err
+}
+
+// storedReceipt decodes the receipt that opens a receipt stream (receipts, from
+// version 1): a ProviderEventReceived or a ProviderEventMismatched, which has the
+// same fields, and more.
+func storedReceipt(stream string, receipts []eventstore.Record) (ProviderEventReceived, error) {
+	var seen ProviderEventReceived
+	if err := json.Unmarshal(receipts[0].Data, &seen); err != nil {
+		return seen, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, stream, err)
+	}
+	return seen, nil
 }
 
 // providerName is the name of the configured provider's webhook events, "" if it
@@ -562,13 +668,61 @@ func (r ProviderEventReceived) reference() string { return r.Reference }
 func commandFor(ev payment.ProviderEvent) payment.Command {
 	switch ev.Kind {
 	case payment.ProviderSucceeded:
-		return payment.ConfirmPayment{Reference: ev.Reference, ProviderEventID: ev.EventID}
+		return payment.ConfirmPayment{Reference: ev.Reference, ProviderEventID: ev.EventID, Provider: ev.Provider, ProviderEventDigest: ev.Digest}
 	case payment.ProviderFailed:
-		return payment.RejectPayment{Reference: ev.Reference, Reason: ev.Reason, ProviderEventID: ev.EventID}
+		return payment.RejectPayment{Reference: ev.Reference, Reason: ev.Reason, ProviderEventID: ev.EventID, Provider: ev.Provider, ProviderEventDigest: ev.Digest}
 	case payment.ProviderCancelled:
 		return payment.CancelPayment{Reference: ev.Reference}
 	case payment.ProviderRefunded:
 		return payment.ConfirmRefund{Reference: ev.Reference, ProviderEventID: ev.EventID}
 	}
 	return nil
+}
+
+// Receipt is one stored receipt of a provider event, in either of its forms.
+type Receipt struct {
+	Provider, EventID, Digest string
+	Kind                      payment.ProviderEventKind
+	Reference                 string
+	// StreamID, Version and Type name the record that holds it: a
+	// ProviderEventReceived or ProviderEventMismatched in the event's receipt
+	// stream (ReceiptStreamID), or the settling event of the payment's stream that
+	// carries it (payment.ReceiptOf).
+	StreamID string
+	Version  int64
+	Type     string
+}
+
+// FindReceipts returns the receipts stored of the provider's event eventID about
+// payment reference: the first record of its receipt stream, if any, and every
+// settling event of the payment's stream that carries its receipt. One event has
+// at most one; ApplyProviderEvent reads both places the same way.
+func FindReceipts(ctx context.Context, store eventstore.Store, provider, eventID, reference string) ([]Receipt, error) {
+	var out []Receipt
+	stream := ReceiptStreamID(provider, eventID)
+	receipts, err := store.Read(ctx, stream, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(receipts) > 0 {
+		seen, err := storedReceipt(stream, receipts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Receipt{Provider: seen.Provider, EventID: seen.EventID, Digest: seen.Digest, Kind: seen.Kind, Reference: seen.Reference,
+			StreamID: stream, Version: receipts[0].Version, Type: receipts[0].Type})
+	}
+	records, err := store.Read(ctx, payment.StreamID(reference), 0)
+	if err != nil {
+		return nil, err
+	}
+	found, err := receiptsIn(records, provider, eventID)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range found {
+		out = append(out, Receipt{Provider: c.receipt.Provider, EventID: c.receipt.EventID, Digest: c.receipt.Digest, Kind: c.receipt.Kind, Reference: reference,
+			StreamID: c.record.StreamID, Version: c.record.Version, Type: c.record.Type})
+	}
+	return out, nil
 }

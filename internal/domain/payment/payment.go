@@ -130,19 +130,60 @@ type PaymentPrepared struct {
 	ClientSecret string `json:"clientSecret,omitempty"`
 }
 
-// PaymentConfirmed records that the provider confirmed the payment.
+// PaymentConfirmed records that the provider confirmed the payment. When the
+// provider's webhook event confirmed it, the event carries that event's receipt:
+// its id (ProviderEventID) and, since the receipt moved into the settling event,
+// its provider and digest (ReceiptOf). Events recorded before have only the id,
+// and their receipt is in a stream of its own.
 type PaymentConfirmed struct {
-	Reference       string `json:"reference"`
-	PaymentID       string `json:"paymentId"`
-	ProviderEventID string `json:"providerEventId,omitempty"`
+	Reference           string `json:"reference"`
+	PaymentID           string `json:"paymentId"`
+	ProviderEventID     string `json:"providerEventId,omitempty"`
+	Provider            string `json:"provider,omitempty"`
+	ProviderEventDigest string `json:"providerEventDigest,omitempty"`
 }
 
-// PaymentRejected records that the provider rejected the payment.
+// PaymentRejected records that the provider rejected the payment; a rejection by
+// the provider's webhook event carries that event's receipt as PaymentConfirmed
+// does.
 type PaymentRejected struct {
-	Reference       string `json:"reference"`
-	PaymentID       string `json:"paymentId"`
-	Reason          string `json:"reason"`
-	ProviderEventID string `json:"providerEventId,omitempty"`
+	Reference           string `json:"reference"`
+	PaymentID           string `json:"paymentId"`
+	Reason              string `json:"reason"`
+	ProviderEventID     string `json:"providerEventId,omitempty"`
+	Provider            string `json:"provider,omitempty"`
+	ProviderEventDigest string `json:"providerEventDigest,omitempty"`
+}
+
+// ProviderReceipt is what a settling event records of the provider's webhook event
+// that settled the payment, so that every later delivery of that event, which
+// reads the payment's stream, finds it and changes nothing: the provider, its
+// event id, what the event said (Kind) and a digest of its content, to refuse the
+// same id with another content.
+type ProviderReceipt struct {
+	Provider string
+	EventID  string
+	Kind     ProviderEventKind
+	Digest   string
+}
+
+// ReceiptOf returns the receipt of the provider event that e records having
+// settled its payment, and whether e carries one: a PaymentConfirmed
+// (ProviderSucceeded) or PaymentRejected (ProviderFailed) recorded with its
+// provider and event id. Events that carry none include every settling event
+// recorded before receipts moved into them (their receipts are in streams of
+// their own) and those no webhook event caused.
+func ReceiptOf(e Event) (ProviderReceipt, bool) {
+	var r ProviderReceipt
+	switch e := e.(type) {
+	case PaymentConfirmed:
+		r = ProviderReceipt{Provider: e.Provider, EventID: e.ProviderEventID, Kind: ProviderSucceeded, Digest: e.ProviderEventDigest}
+	case PaymentRejected:
+		r = ProviderReceipt{Provider: e.Provider, EventID: e.ProviderEventID, Kind: ProviderFailed, Digest: e.ProviderEventDigest}
+	default:
+		return ProviderReceipt{}, false
+	}
+	return r, r.Provider != "" && r.EventID != ""
 }
 
 // PaymentSucceededAfterCancellation records that the provider took the money for a
@@ -317,17 +358,24 @@ type PreparePayment struct {
 
 // ConfirmPayment records the provider's word that the payment succeeded. For a
 // payment already cancelled or rejected it records the late success instead, so
-// that the money goes back.
+// that the money goes back. Sent for a provider's webhook event, it names the
+// event (ProviderEventID) and, when the confirmation is to carry the event's
+// receipt, its provider and digest.
 type ConfirmPayment struct {
-	Reference       string `json:"reference"`
-	ProviderEventID string `json:"providerEventId,omitempty"`
+	Reference           string `json:"reference"`
+	ProviderEventID     string `json:"providerEventId,omitempty"`
+	Provider            string `json:"provider,omitempty"`
+	ProviderEventDigest string `json:"providerEventDigest,omitempty"`
 }
 
-// RejectPayment records the provider's word that the payment failed.
+// RejectPayment records the provider's word that the payment failed; its
+// provider event fields are ConfirmPayment's.
 type RejectPayment struct {
-	Reference       string `json:"reference"`
-	Reason          string `json:"reason"`
-	ProviderEventID string `json:"providerEventId,omitempty"`
+	Reference           string `json:"reference"`
+	Reason              string `json:"reason"`
+	ProviderEventID     string `json:"providerEventId,omitempty"`
+	Provider            string `json:"provider,omitempty"`
+	ProviderEventDigest string `json:"providerEventDigest,omitempty"`
 }
 
 // RecordRefund records that the provider accepted the refund of a late success.
@@ -453,7 +501,8 @@ func Decide(s Payment, c Command) ([]Event, error) {
 			return []Event{PaymentSucceededAfterCancellation{Reference: s.Reference, PaymentID: s.PaymentID,
 				Amount: s.Amount, Currency: s.Currency, ProviderEventID: c.ProviderEventID}}, nil
 		}
-		return []Event{PaymentConfirmed{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}, nil
+		return []Event{PaymentConfirmed{Reference: s.Reference, PaymentID: s.PaymentID,
+			ProviderEventID: c.ProviderEventID, Provider: c.Provider, ProviderEventDigest: c.ProviderEventDigest}}, nil
 
 	case RejectPayment:
 		switch s.Status {
@@ -462,7 +511,8 @@ func Decide(s Payment, c Command) ([]Event, error) {
 		case StatusConfirmed:
 			return nil, ErrPaymentAlreadyConfirmed
 		}
-		return []Event{PaymentRejected{Reference: s.Reference, PaymentID: s.PaymentID, Reason: c.Reason, ProviderEventID: c.ProviderEventID}}, nil
+		return []Event{PaymentRejected{Reference: s.Reference, PaymentID: s.PaymentID, Reason: c.Reason,
+			ProviderEventID: c.ProviderEventID, Provider: c.Provider, ProviderEventDigest: c.ProviderEventDigest}}, nil
 
 	case RecordRefund:
 		if !s.RefundDue() {

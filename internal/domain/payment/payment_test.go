@@ -46,6 +46,11 @@ func TestDecide(t *testing.T) {
 		// ConfirmPayment
 		{"confirm prepared", []Event{prepared}, ConfirmPayment{Reference: ref}, []Event{confirmed}, nil},
 		{"confirm again", []Event{prepared, confirmed}, ConfirmPayment{Reference: ref}, nil, nil},
+		{"a confirmation by a provider's event carries its receipt", []Event{prepared}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_1", Provider: "stripe", ProviderEventDigest: "d1"},
+			[]Event{PaymentConfirmed{Reference: ref, PaymentID: "p1", ProviderEventID: "evt_1", Provider: "stripe", ProviderEventDigest: "d1"}}, nil},
+		{"a rejection likewise", []Event{prepared}, RejectPayment{Reference: ref, Reason: "declined", ProviderEventID: "evt_1", Provider: "stripe", ProviderEventDigest: "d1"},
+			[]Event{PaymentRejected{Reference: ref, PaymentID: "p1", Reason: "declined", ProviderEventID: "evt_1", Provider: "stripe", ProviderEventDigest: "d1"}}, nil},
+		{"a late success carries no receipt", []Event{prepared, cancelled}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2", Provider: "stripe", ProviderEventDigest: "d2"}, []Event{late}, nil},
 		{"a success after the cancellation is recorded for a refund", []Event{prepared, cancelled}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
 		{"a success after a rejection likewise", []Event{prepared, rejected}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
 		{"a second late success changes nothing", []Event{prepared, cancelled, late}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_9"}, nil, nil},
@@ -209,7 +214,7 @@ func TestDecodeEvent(t *testing.T) {
 		err                   error
 	}{
 		{"camelCase fields", "PaymentPrepared", `{"paymentId":"p1","reference":"rp_r-1","amount":1250,"currency":"EUR"}`, prepared, nil},
-		{"unknown fields are ignored", "PaymentConfirmed", `{"reference":"rp_r-1","paymentId":"p1","provider":"x"}`, confirmed, nil},
+		{"unknown fields are ignored", "PaymentConfirmed", `{"reference":"rp_r-1","paymentId":"p1","settledBy":"x"}`, confirmed, nil},
 		{"unknown event type", "PaymentVanished", `{}`, nil, ErrUnknownEventType},
 	}
 	for _, tc := range tests {
@@ -282,5 +287,47 @@ func TestReferenceOf(t *testing.T) {
 	}
 	if got := ReferenceOf(nil); got != "" {
 		t.Errorf("ReferenceOf(nil) = %q", got)
+	}
+}
+
+// TestReceiptsInSettlingEvents reads the receipt a settling event carries, and the
+// settling events recorded before receipts moved into them: they decode, fold as
+// they did, and carry none.
+func TestReceiptsInSettlingEvents(t *testing.T) {
+	withReceipt := PaymentConfirmed{Reference: ref, PaymentID: "p1", ProviderEventID: "evt_1", Provider: "stripe", ProviderEventDigest: "d1"}
+	if r, ok := ReceiptOf(withReceipt); !ok || r != (ProviderReceipt{Provider: "stripe", EventID: "evt_1", Kind: ProviderSucceeded, Digest: "d1"}) {
+		t.Errorf("ReceiptOf(a confirmation with its receipt) = %+v, %v", r, ok)
+	}
+	rejection := PaymentRejected{Reference: ref, PaymentID: "p1", Reason: "declined", ProviderEventID: "evt_1", Provider: "generic", ProviderEventDigest: "d1"}
+	if r, ok := ReceiptOf(rejection); !ok || r.Kind != ProviderFailed || r.Provider != "generic" {
+		t.Errorf("ReceiptOf(a rejection with its receipt) = %+v, %v", r, ok)
+	}
+	for _, c := range []struct{ name, typ, data string }{
+		{"an older confirmation by a webhook", "PaymentConfirmed", `{"reference":"rp_r-1","paymentId":"p1","providerEventId":"evt_1"}`},
+		{"an older rejection by a webhook", "PaymentRejected", `{"reference":"rp_r-1","paymentId":"p1","reason":"declined","providerEventId":"evt_1"}`},
+		{"a confirmation no webhook made", "PaymentConfirmed", `{"reference":"rp_r-1","paymentId":"p1"}`},
+	} {
+		e, err := DecodeEvent(c.typ, []byte(c.data))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r, ok := ReceiptOf(e); ok {
+			t.Errorf("%s: ReceiptOf = %+v, want none (its receipt is in a stream of its own)", c.name, r)
+		}
+		if s := Fold([]Event{prepared, e}); s.Status != map[string]Status{"PaymentConfirmed": StatusConfirmed, "PaymentRejected": StatusRejected}[c.typ] {
+			t.Errorf("%s folds to %+v", c.name, s)
+		}
+	}
+	for _, e := range []Event{late, refunded, cancelled, prepared} {
+		if r, ok := ReceiptOf(e); ok {
+			t.Errorf("ReceiptOf(%T) = %+v, want none: only a settlement by the provider carries one", e, r)
+		}
+	}
+	data, err := json.Marshal(withReceipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeEvent("PaymentConfirmed", data); err != nil || got != withReceipt {
+		t.Errorf("round trip: %#v, %v", got, err)
 	}
 }
