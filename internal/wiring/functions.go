@@ -124,12 +124,7 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err := CheckSweep(getenv); err != nil {
 		return nil, err
 	}
-	period, err := RentalPeriod(getenv)
-	if err != nil {
-		return nil, err
-	}
-	// The returns it flags overdue are due RENTAL_PERIOD after their approval.
-	s, err := Core(cfg, getenv, logger, append(opts[:len(opts):len(opts)], command.WithRentalPeriod(period))...)
+	s, err := Core(cfg, getenv, logger, opts...)
 	if err == nil && s.Projection == nil {
 		err = ErrNoPendingTable
 	}

@@ -278,14 +278,20 @@ func Commands(store eventstore.Store, opts ...command.Option) *command.Handler {
 
 // Core wires the parts every function shares: the event store, the command handler,
 // the rental-payment process and (when PENDING_TABLE is set) the projection. It
-// needs no secret. opts configure the command handler (Commands: the generic
-// provider unless they set one).
+// needs no secret. The command handler flags returns overdue by RENTAL_PERIOD; opts
+// configure it further (Commands: the generic provider unless they set one).
 func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger, opts ...command.Option) (*Service, error) {
 	store, err := EventStore(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	commands := Commands(store, opts...)
+	// The returns the commands flag overdue are due RENTAL_PERIOD after their
+	// approval, for every caller: the sweep function, rentalctl and the tools.
+	period, err := RentalPeriod(getenv)
+	if err != nil {
+		return nil, err
+	}
+	commands := Commands(store, append([]command.Option{command.WithRentalPeriod(period)}, opts...)...)
 	process, err := Process(store, commands, getenv, logger)
 	if err != nil {
 		return nil, err
