@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
-
-	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 const cancellationsUsage = `Usage: rentalctl cancellations [flags]
@@ -23,19 +21,7 @@ Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
 `
 
 func runCancellations(ctx context.Context, c *cli, args []string) error {
-	var (
-		pendingTable string
-		shards       int
-		asJSON       bool
-	)
-	f := newFlags("cancellations", cancellationsUsage, c.getenv)
-	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
-	f.jsonFlag(&asJSON)
-	if _, err := f.parse(args, c); err != nil {
-		return err
-	}
-	stack, err := f.open(ctx, c, "pending-table")
+	stack, asJSON, err := openListing(ctx, c, "cancellations", cancellationsUsage, pendingIndex, args)
 	if err != nil {
 		return err
 	}

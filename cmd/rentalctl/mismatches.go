@@ -24,17 +24,7 @@ Events table.
 `
 
 func runMismatches(ctx context.Context, c *cli, args []string) error {
-	var (
-		eventsTable string
-		asJSON      bool
-	)
-	f := newFlags("mismatches", mismatchesUsage, c.getenv)
-	f.eventsTable(&eventsTable, "to scan")
-	f.jsonFlag(&asJSON)
-	if _, err := f.parse(args, c); err != nil {
-		return err
-	}
-	stack, err := f.open(ctx, c, "events-table")
+	stack, asJSON, err := openListing(ctx, c, "mismatches", mismatchesUsage, eventsScan, args)
 	if err != nil {
 		return err
 	}

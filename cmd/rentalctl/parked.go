@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"text/tabwriter"
-
-	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 const parkedUsage = `Usage: rentalctl parked [flags]
@@ -24,19 +22,7 @@ Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
 `
 
 func runParked(ctx context.Context, c *cli, args []string) error {
-	var (
-		pendingTable string
-		shards       int
-		asJSON       bool
-	)
-	f := newFlags("parked", parkedUsage, c.getenv)
-	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
-	f.jsonFlag(&asJSON)
-	if _, err := f.parse(args, c); err != nil {
-		return err
-	}
-	stack, err := f.open(ctx, c, "pending-table")
+	stack, asJSON, err := openListing(ctx, c, "parked", parkedUsage, pendingIndex, args)
 	if err != nil {
 		return err
 	}

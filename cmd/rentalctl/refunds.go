@@ -21,17 +21,7 @@ table.
 `
 
 func runRefunds(ctx context.Context, c *cli, args []string) error {
-	var (
-		eventsTable string
-		asJSON      bool
-	)
-	f := newFlags("refunds", refundsUsage, c.getenv)
-	f.eventsTable(&eventsTable, "to scan")
-	f.jsonFlag(&asJSON)
-	if _, err := f.parse(args, c); err != nil {
-		return err
-	}
-	stack, err := f.open(ctx, c, "events-table")
+	stack, asJSON, err := openListing(ctx, c, "refunds", refundsUsage, eventsScan, args)
 	if err != nil {
 		return err
 	}
