@@ -139,7 +139,7 @@ func (a *auditor) checkKinds(recent time.Time) {
 		_, outstanding := a.kindRows[key]
 		switch {
 		case s != nil && s.opened && !s.settled && !outstanding && (quiet || s.openedAt.Before(recent)):
-			a.violate(DeadlineMissing, fmt.Sprintf("a %s deadline opened at %s (%s) is not settled, but PendingPayments has no outstanding row for it: %s", key.kind, s.openedAt.Format(time.RFC3339), key.key, a.unseen(key.kind)), s.stream)
+			a.violate(DeadlineMissing, fmt.Sprintf("%s %s deadline opened at %s (%s) is not settled, but PendingPayments has no outstanding row for it: %s", article(key.kind), key.kind, s.openedAt.Format(time.RFC3339), key.key, a.unseen(key.kind)), s.stream)
 			a.stuck(key.subject)
 		case outstanding && (s == nil || !s.opened) && (quiet || row.PreparedAt.Before(recent)):
 			a.violate(DeadlineStale, fmt.Sprintf("PendingPayments has an outstanding %s row %s that no event opened", key.kind, key.key))
@@ -159,6 +159,14 @@ func (a *auditor) unseen(kind string) string {
 		}
 	}
 	return "the sweep would never notice it overdue"
+}
+
+// article is the indefinite article before word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func compare(a, b string) int {
