@@ -100,7 +100,7 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 		t.Helper()
 		yes := true
 		rows, err := w.projection.Deadlines(ctx, deadline.Query{Kind: deadlinekinds.Return, Overdue: &yes, Now: now, Limit: 10})
-		want := deadline.Row{Kind: deadlinekinds.Return, Subject: late, Since: due, Due: due}
+		want := deadline.Row{Kind: deadlinekinds.Return, Subject: late, Since: due.Add(-rental.DefaultPeriod), Due: due}
 		if err != nil || len(rows) != 1 || rows[0] != want {
 			t.Fatalf("%s: overdue returns %+v, %v; want %+v", what, rows, err, want)
 		}

@@ -133,7 +133,7 @@ func Declare(p deadline.Policy, r Receivers, opts ...Option) (deadline.Kinds, er
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return deadline.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer), ReturnKind(p, o.period, r.Flagger), OverdueKind(), RefundKind())
+	return deadline.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer), ReturnKind(p, o.period, r.Flagger), OverdueKind(o.period), RefundKind())
 }
 
 // Option changes a declaration.

@@ -101,13 +101,14 @@ const Overdue = "overdue"
 
 // OverdueLane is the lane of the returns flagged overdue: the partitions
 // "overdue-0", "overdue-1", …, stamped with the time the bike was due back (its
-// offset is zero, as is the kind's After). No sweep reads it.
+// offset is zero). No sweep reads it.
 var OverdueLane = deadline.Lane{Prefix: "overdue-"}
 
 // OverdueKind is the return flagged overdue: ReturnOverdue (the sweep's
 // FlagOverdueReturn, recorded by the bike) takes the rental's return-due row over
 // (deadline.Kind.Takes) into a lane of its own, due when the bike was due back (the
-// event's DueAt), and the bike's return (BikeReturned) settles it. The bike is late
+// event's DueAt) and so open since the rental period before, as the return due
+// was, and the bike's return (BikeReturned) settles it. The bike is late
 // and the renter has to be followed up by hand: the kind has no command and no
 // sweep reads its lane (deadline.Kind.ByHand), so the flag is sent once, and the row
 // is listed as a return (GET /deadlines?kind=return&overdue=true, rentalctl pending
@@ -115,9 +116,12 @@ var OverdueLane = deadline.Lane{Prefix: "overdue-"}
 // replayed approval does not move it back into the swept lane (the return due takes
 // only a stuck row over), and a late flag does not bring back a row its return
 // settled.
-func OverdueKind() deadline.Kind {
+func OverdueKind(period time.Duration) deadline.Kind {
+	if period <= 0 {
+		period = rental.DefaultPeriod
+	}
 	return deadline.Kind{
-		Name: Overdue, Prefix: ReturnPrefix, Lane: OverdueLane, Change: overdueChange, Valid: ident.Valid,
+		Name: Overdue, Prefix: ReturnPrefix, Lane: OverdueLane, After: period, Change: overdueChange, Valid: ident.Valid,
 		ByHand: true, Takes: Return, ListedAs: Return,
 	}
 }

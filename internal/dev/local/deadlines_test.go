@@ -334,7 +334,7 @@ func TestAReturnIsFlaggedOverdueOnTime(t *testing.T) {
 	// Flagged, the bike is still out: once the projector has the flag, operators
 	// keep seeing it as an overdue return, due as it was.
 	p.waitFor("the projector to hand the flagged return over to the operators", func() bool {
-		_, ok, err := p.pending.Row(context.Background(), deadlinekinds.OverdueKind(), rentalID)
+		_, ok, err := p.pending.Row(context.Background(), deadlinekinds.OverdueKind(2*time.Second), rentalID)
 		return err == nil && ok
 	})
 	list.Deadlines = nil
