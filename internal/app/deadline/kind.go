@@ -61,7 +61,8 @@ type Kind struct {
 	// Takes names the kind whose outstanding row, at the same key in another lane,
 	// this kind's opening takes over: one write moves the row into this kind's lane,
 	// restamped, and settles the other kind's deadline (the return due takes over
-	// the process stuck when the bike is approved). A row of this kind, or a settled
+	// the process stuck when the bike is approved, the overdue return the return
+	// due when it is flagged). A row of this kind, of any other kind, or a settled
 	// marker, is never taken over. The taken kind then does not settle the row
 	// itself (its Change reports no settlement for the record that implies the
 	// takeover).
