@@ -63,7 +63,8 @@ func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) (
 	return all, nil
 }
 
-// Deadlines implements deadline.Lister: for each lane of the kinds asked for, one
+// Deadlines implements deadline.Lister: for each lane of the kinds listed as the
+// kind asked for, one
 // Query per shard of the index, paginated, with the overdue cutoff in the key
 // condition when q.Overdue is set, reading rows until it has q.Limit of the kind
 // asked for in that shard or none are left. It only reads.
@@ -72,13 +73,13 @@ func (p *Projection) Deadlines(ctx context.Context, q deadline.Query) ([]deadlin
 		return nil, fmt.Errorf("deadline: deadlines limit %d: want at least 1", q.Limit)
 	}
 	if q.Kind != "" {
-		if _, ok := p.kinds.ByName(q.Kind); !ok {
+		if !p.kinds.Lists(q.Kind) {
 			return nil, fmt.Errorf("deadline: no kind %q", q.Kind)
 		}
 	}
 	var all []deadline.Row
 	for _, lane := range p.kinds.Lanes() {
-		if q.Kind != "" && !slices.ContainsFunc(p.kinds.InLane(lane), func(k deadline.Kind) bool { return k.Name == q.Kind }) {
+		if q.Kind != "" && !slices.ContainsFunc(p.kinds.InLane(lane), func(k deadline.Kind) bool { return k.Listed() == q.Kind }) {
 			continue
 		}
 		for s := range p.shards {
@@ -127,7 +128,13 @@ func (p *Projection) laneRows(ctx context.Context, lane deadline.Lane, shard int
 			if err != nil {
 				return nil, err
 			}
-			if r.row != nil && (q.Kind == "" || r.row.Kind == q.Kind) {
+			if r.row == nil {
+				continue
+			}
+			if k, ok := p.kinds.ByName(r.row.Kind); ok {
+				r.row.Kind = k.Listed()
+			}
+			if q.Kind == "" || r.row.Kind == q.Kind {
 				out = append(out, *r.row)
 			}
 		}

@@ -155,14 +155,17 @@ func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstand
 	if err != nil {
 		return false, err
 	}
+	var marked []string // keys this record settled finally: kinds that share a key share its marker
 	for _, c := range changes {
 		var open bool
 		switch {
 		case !c.Settled:
-			open, err = p.opened(ctx, c.Kind, c.Subject, r)
+			open, err = p.opened(ctx, c.Kind, c.Change, r)
 		case c.Kind.Ordered:
 			err = p.settled(ctx, c.Kind, c.Subject, c.How, r)
+		case slices.Contains(marked, c.Kind.Key(c.Subject)):
 		default:
+			marked = append(marked, c.Kind.Key(c.Subject))
 			err = p.finalMarker(ctx, c.Kind.Key(c.Subject), c.Subject, c.How, r, c.Kind.Name)
 		}
 		if err != nil {
@@ -178,12 +181,13 @@ func (p *Projection) shardOf(k deadline.Kind, subject string) string {
 	return k.Lane.Prefix + p.ShardOf(subject)
 }
 
-// opened creates the row of kind k about subject, stamped from the record's time,
-// unless a row or marker already stands at its key: the same row, or the marker of a
+// opened creates the row of kind k that c opens, stamped from the record's time (or
+// the due time c names), unless a row or marker already stands at its key: the same row, or the marker of a
 // settled one, which a late or replayed opening never reopens. A kind that takes
 // over another's row moves that kind's outstanding row into its own lane,
 // restamped, in the same write. It says whether the row is outstanding after it.
-func (p *Projection) opened(ctx context.Context, k deadline.Kind, subject string, r eventstore.Record) (bool, error) {
+func (p *Projection) opened(ctx context.Context, k deadline.Kind, c deadline.Change, r eventstore.Record) (bool, error) {
+	subject := c.Subject
 	key := k.Key(subject)
 	set := "SET #rental = :rental, #at = :at, #shard = :shard"
 	names := map[string]string{
@@ -191,7 +195,7 @@ func (p *Projection) opened(ctx context.Context, k deadline.Kind, subject string
 	}
 	values := map[string]types.AttributeValue{
 		":rental": &types.AttributeValueMemberS{Value: subject},
-		":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(k.Stamp(r.RecordedAt), 10)},
+		":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(k.Stamp(k.SinceFor(c, r.RecordedAt)), 10)},
 		":shard":  &types.AttributeValueMemberS{Value: p.shardOf(k, subject)},
 	}
 	if k.Ordered {
@@ -204,8 +208,7 @@ func (p *Projection) opened(ctx context.Context, k deadline.Kind, subject string
 	// another's row, that kind's outstanding row, which it moves.
 	cond := "attribute_not_exists(#ref)"
 	if taken, ok := p.kinds.ByName(k.Takes); ok {
-		cond += " OR begins_with(#shard, :taken)"
-		values[":taken"] = &types.AttributeValueMemberS{Value: taken.Lane.Prefix}
+		cond += " OR (" + p.inLane("#shard", taken.Lane.Prefix, ":taken", values) + ")"
 	}
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),

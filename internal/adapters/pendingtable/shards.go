@@ -116,19 +116,8 @@ func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 // prefix, unless it is there already, is a marker, or is in another lane (a row
 // another kind took over, or has yet to).
 func (p *Projection) moveTo(ctx context.Context, key, shard, lane string) error {
-	cond := "attribute_exists(#shard) AND #shard <> :shard"
 	values := map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: shard}}
-	if lane != "" {
-		cond += " AND begins_with(#shard, :lane)"
-		values[":lane"] = &types.AttributeValueMemberS{Value: lane}
-	}
-	for i, other := range p.kinds.Lanes() {
-		if other.Prefix != lane && other.Prefix != "" && strings.HasPrefix(other.Prefix, lane) {
-			n := fmt.Sprintf(":other%d", i)
-			cond += " AND NOT begins_with(#shard, " + n + ")"
-			values[n] = &types.AttributeValueMemberS{Value: other.Prefix}
-		}
-	}
+	cond := "#shard <> :shard AND " + p.inLane("#shard", lane, ":lane", values)
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
 		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
@@ -138,4 +127,24 @@ func (p *Projection) moveTo(ctx context.Context, key, shard, lane string) error 
 		ExpressionAttributeValues: values,
 	})
 	return ignoreFailedCondition(err, key)
+}
+
+// inLane is a condition that the item's attribute name (a due shard) is in the lane
+// of the given prefix: it exists, begins with the prefix, and with no other lane's
+// that begins with it (every lane's begins with the payments' empty one). Its
+// values are added to values, named from value.
+func (p *Projection) inLane(name, lane, value string, values map[string]types.AttributeValue) string {
+	cond := "attribute_exists(" + name + ")"
+	if lane != "" {
+		cond += " AND begins_with(" + name + ", " + value + ")"
+		values[value] = &types.AttributeValueMemberS{Value: lane}
+	}
+	for i, other := range p.kinds.Lanes() {
+		if other.Prefix != lane && other.Prefix != "" && strings.HasPrefix(other.Prefix, lane) {
+			n := fmt.Sprintf("%s%d", value, i)
+			cond += " AND NOT begins_with(" + name + ", " + n + ")"
+			values[n] = &types.AttributeValueMemberS{Value: other.Prefix}
+		}
+	}
+	return cond
 }

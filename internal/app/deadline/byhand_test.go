@@ -36,7 +36,8 @@ func subjectChange(opens, settles string) func(eventstore.Record) (deadline.Chan
 // opens) is projected and listed, overdue from its opening on, and settled as any
 // other; the sweep never queries its lane, reports nothing of it and cannot be
 // made to act on one of its rows by a trigger; and a declaration that gives it a
-// command, or shares its lane, or a kind not by hand a zero duration, is refused.
+// command, or shares its lane, or a kind not by hand a zero duration, or lists a
+// kind as another but a kind by hand as a swept one, is refused.
 func TestAKindWorkedOffByHandIsListedAndNeverSwept(t *testing.T) {
 	ctx := context.Background()
 	swept := deadline.Kind{Name: "loan", Prefix: "loan#", Lane: deadline.Lane{Prefix: "t-", Offset: time.Hour}, After: time.Hour,
@@ -84,8 +85,16 @@ func TestAKindWorkedOffByHandIsListedAndNeverSwept(t *testing.T) {
 	shared.Lane = swept.Lane
 	zero := swept
 	zero.After = 0
+	listedSwept := swept
+	listedSwept.ListedAs = "owed"
+	listsAsByHand := byHand
+	listsAsByHand.Name, listsAsByHand.Prefix, listsAsByHand.Lane.Prefix, listsAsByHand.ListedAs = "late", "late#", "l-", "owed"
+	listsAsItself := byHand
+	listsAsItself.ListedAs = "owed"
 	for name, ks := range map[string][]deadline.Kind{
 		"a command": {swept, withAct}, "a shared lane": {swept, shared}, "zero, swept": {zero},
+		"a swept kind listed as another": {listedSwept, byHand}, "listed as a kind by hand": {byHand, listsAsByHand},
+		"listed as itself": {listsAsItself},
 	} {
 		if _, err := deadline.NewKinds(ks...); err == nil {
 			t.Errorf("%s: declared", name)

@@ -61,7 +61,8 @@ type Kind struct {
 	// Takes names the kind whose outstanding row, at the same key in another lane,
 	// this kind's opening takes over: one write moves the row into this kind's lane,
 	// restamped, and settles the other kind's deadline (the return due takes over
-	// the process stuck when the bike is approved). A row of this kind, or a settled
+	// the process stuck when the bike is approved, the overdue return the return
+	// due when it is flagged). A row of this kind, of any other kind, or a settled
 	// marker, is never taken over. The taken kind then does not settle the row
 	// itself (its Change reports no settlement for the record that implies the
 	// takeover).
@@ -73,9 +74,22 @@ type Kind struct {
 	// ByHand marks a kind whose rows operators work off by hand (a refund owed, which
 	// no provider can make): it has no command, the sweep never reads its lane, which
 	// it shares with no other kind, and precise mode never schedules it. Its rows are
-	// projected, settled, resharded, listed and audited as every other kind's.
+	// projected, settled, resharded, listed and audited as every other kind's. It
+	// may take another kind's row over (Takes): the deadline that kind's command
+	// was sent for then needs an operator, and its row leaves the swept lane, no
+	// longer read by any sweep, until it settles.
 	ByHand bool
+	// ListedAs names the declared kind whose rows a kind worked off by hand lists
+	// as in the operators' to-do list (Lister: GET /deadlines, rentalctl pending):
+	// the kind it carries on from (the return due, for a return flagged overdue).
+	// Empty: its own name. Summaries, metrics, the auditor and precise mode name
+	// the kind itself.
+	ListedAs string
 }
+
+// Listed is the name a Lister lists the kind's rows under: ListedAs, or else its
+// own.
+func (k Kind) Listed() string { return cmp.Or(k.ListedAs, k.Name) }
 
 // Tally names a group of the summary's top-level counts.
 type Tally int
@@ -118,6 +132,19 @@ type Change struct {
 	Settled bool
 	// How says how the row settled ("confirmed", "returned"), kept on its marker.
 	How string
+	// Due, for an opening, is when the row falls due if the record itself says so
+	// (a deadline whose due time a record carries on from an earlier one); zero:
+	// the record's own time plus the kind's After.
+	Due time.Time
+}
+
+// SinceFor returns the opening time of the row c opens, recorded at recorded:
+// recorded, or the time c.Due says the row opened at.
+func (k Kind) SinceFor(c Change, recorded time.Time) time.Time {
+	if c.Due.IsZero() {
+		return recorded
+	}
+	return c.Due.Add(-k.After)
 }
 
 // Row is one outstanding deadline.
@@ -178,8 +205,11 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 		if k.Prefix == "" || k.After < 0 || (k.After == 0 && !k.ByHand) || k.Change == nil {
 			errs = append(errs, fmt.Errorf("deadline: kind %q: want a prefix, a positive duration (or zero, by hand) and Change", k.Name))
 		}
-		if k.ByHand && (k.Act != nil || k.Takes != "" || len(k.Yields) > 0 || k.Tally != TallyNone) {
-			errs = append(errs, fmt.Errorf("deadline: kind %q is worked off by hand: want no command, takeover, yield or tally", k.Name))
+		if k.ByHand && (k.Act != nil || len(k.Yields) > 0 || k.Tally != TallyNone) {
+			errs = append(errs, fmt.Errorf("deadline: kind %q is worked off by hand: want no command, yield or tally", k.Name))
+		}
+		if k.ListedAs != "" && (!k.ByHand || k.ListedAs == k.Name) {
+			errs = append(errs, fmt.Errorf("deadline: kind %q lists as %q: only a kind worked off by hand lists as another", k.Name, k.ListedAs))
 		}
 		for _, o := range kinds[:i] {
 			switch {
@@ -197,14 +227,20 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 		}
 	}
 	for _, k := range kinds {
+		// A set may leave the taken or listed kind out (precise mode's, which only
+		// arms and disarms schedules); a projection is given every kind.
+		if k.ListedAs != "" {
+			i := slices.IndexFunc(kinds, func(o Kind) bool { return o.Name == k.ListedAs })
+			if i >= 0 && (kinds[i].ByHand || kinds[i].ListedAs != "") {
+				errs = append(errs, fmt.Errorf("deadline: kind %q lists as %q: want a kind that is swept and lists as itself", k.Name, k.ListedAs))
+			}
+		}
 		if k.Takes == "" {
 			continue
 		}
-		// A set may leave the taken kind out (precise mode's, which only arms and
-		// disarms schedules); a projection is given every kind.
 		i := slices.IndexFunc(kinds, func(o Kind) bool { return o.Name == k.Takes })
-		if i >= 0 && (kinds[i].Prefix != k.Prefix || kinds[i].Lane.Prefix == k.Lane.Prefix || kinds[i].Lane.Prefix == "") {
-			errs = append(errs, fmt.Errorf("deadline: kind %q takes over %q: want a declared kind of the same prefix in another lane, whose lane's prefix is not empty", k.Name, k.Takes))
+		if i >= 0 && (kinds[i].Prefix != k.Prefix || kinds[i].Lane.Prefix == k.Lane.Prefix) {
+			errs = append(errs, fmt.Errorf("deadline: kind %q takes over %q: want a declared kind of the same prefix in another lane", k.Name, k.Takes))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -290,6 +326,11 @@ func (ks Kinds) Lanes() []Lane {
 	return out
 }
 
+// Lists reports whether a Lister lists rows under name: some kind's Listed name.
+func (ks Kinds) Lists(name string) bool {
+	return slices.ContainsFunc(ks.list, func(k Kind) bool { return k.Listed() == name })
+}
+
 // Swept returns the kinds the sweep covers, in their order: all but those worked off
 // by hand.
 func (ks Kinds) Swept() Kinds {
@@ -338,7 +379,8 @@ func SortRows(rows []Row) {
 // Query asks for part of the to-do list, as operators read it (GET /deadlines,
 // rentalctl pending -kind).
 type Query struct {
-	// Kind is the kind of the rows wanted; empty for every kind.
+	// Kind is the kind of the rows wanted, as they are listed (Kind.Listed); empty
+	// for every kind.
 	Kind string
 	// Overdue, when set, keeps only the rows overdue at Now (true) or not (false).
 	Overdue *bool
@@ -351,8 +393,8 @@ type Query struct {
 // Lister is the to-do list of every kind, as operators read it:
 // pendingtable.Projection and Memory are.
 type Lister interface {
-	// Deadlines returns up to q.Limit outstanding rows, the overdue ones first, each
-	// part by due time. It reads at most q.Limit rows from each shard of each lane
+	// Deadlines returns up to q.Limit outstanding rows, each named by the kind it
+	// lists as (Kind.Listed), the overdue ones first, each part by due time. It reads at most q.Limit rows from each shard of each lane
 	// it queries, and never scans.
 	Deadlines(ctx context.Context, q Query) ([]Row, error)
 }

@@ -2,6 +2,7 @@ package deadline_test
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/lib/emf"
 	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 )
@@ -59,7 +61,10 @@ func (w *world) approve(bikeID string, ret deadline.Kind) (string, time.Time) {
 // TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone: an approved rental's
 // return is due the rental period after its approval; the sweep finds it through
 // the index only once it is overdue, sends FlagOverdueReturn, which records
-// ReturnOverdue, and the row leaves the index: the next sweep finds nothing.
+// ReturnOverdue, and the row leaves the swept lane for the overdue returns': the
+// next sweeps neither read it nor send anything, and operators see it listed as an
+// overdue return, due when it was, until the bike comes back (replays and a
+// reshard change none of it).
 func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 	c := &clock{}
 	w := newWorld(t, 2, command.WithClock(c.Now))
@@ -87,10 +92,23 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 		!strings.Contains(lines[0], `"OverdueReturns":0`) || !strings.Contains(lines[1], `"OverdueReturns":1,`) || !strings.Contains(lines[1], `"ReturnRowsActed":1,`) {
 		t.Errorf("metrics %s: want OverdueReturns 0, then 1, and the return acted on", metrics.String())
 	}
-	w.pumpUntil("the flagged return to leave the index", func() bool {
+	w.pumpUntil("the flagged return to leave the swept lane", func() bool {
 		_, ok, err := w.projection.Row(ctx, ret, late)
 		return err == nil && !ok
 	})
+	overdue := func(what string) {
+		t.Helper()
+		yes := true
+		rows, err := w.projection.Deadlines(ctx, deadline.Query{Kind: deadlinekinds.Return, Overdue: &yes, Now: now, Limit: 10})
+		want := deadline.Row{Kind: deadlinekinds.Return, Subject: late, Since: due.Add(-rental.DefaultPeriod), Due: due}
+		if err != nil || len(rows) != 1 || rows[0] != want {
+			t.Fatalf("%s: overdue returns %+v, %v; want %+v", what, rows, err, want)
+		}
+		if all, err := w.projection.Deadlines(ctx, deadline.Query{Now: now, Limit: 10}); err != nil || !slices.ContainsFunc(all, func(r deadline.Row) bool { return r == want }) {
+			t.Fatalf("%s: every deadline %+v, %v; want %+v among them", what, all, err, want)
+		}
+	}
+	overdue("flagged")
 	if _, ok, err := w.projection.Row(ctx, ret, fresh); err != nil || !ok {
 		t.Errorf("the fresh rental's return: %v, %v; want it still due", ok, err)
 	}
@@ -98,9 +116,45 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 	if err != nil || b.DueAt.IsZero() {
 		t.Errorf("bike %+v, %v; want its rental flagged overdue", b, err)
 	}
-	sum, err = s.Sweep(ctx, now.Add(time.Millisecond))
-	if k, _ := sum.Kind(deadlinekinds.Return); err != nil || k.Found != 0 {
-		t.Errorf("after the flag: %+v, %v; want nothing found", k, err)
+	before := len(metrics.String())
+	for i := range 3 {
+		sum, err = s.Sweep(ctx, now.Add(time.Duration(i+1)*time.Millisecond))
+		if k, _ := sum.Kind(deadlinekinds.Return); err != nil || k.Found != 0 || sum.ItemsRead != 0 || sum.StuckItemsRead != 0 {
+			t.Errorf("sweep %d after the flag: %+v (%+v), %v; want nothing read or found", i, k, sum, err)
+		}
+	}
+	if !strings.Contains(metrics.String()[before:], `"OverdueReturns":0`) || strings.Contains(metrics.String()[before:], `"OverdueReturns":1`) {
+		t.Errorf("metrics after the flag %s: want OverdueReturns 0", metrics.String()[before:])
+	}
+	recs, err := w.store.Read(ctx, rental.StreamID("ret-late"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags := slices.DeleteFunc(slices.Clone(recs), func(r eventstore.Record) bool { return r.Type != (rental.ReturnOverdue{}).EventType() }); len(flags) != 1 {
+		t.Fatalf("bike records %d ReturnOverdue; want 1", len(flags))
+	}
+	// A replayed approval and flag, and a reshard, leave the row where it is.
+	w.apply(recs...)
+	for _, r := range recs {
+		if err := w.projection.Reshard(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	overdue("replayed")
+	if _, ok, err := w.projection.Row(ctx, ret, late); err != nil || ok {
+		t.Errorf("replayed: return row %v, %v; want it out of the swept lane", ok, err)
+	}
+	if _, err := w.commands.Bike(ctx, rental.ReturnBike{BikeID: "ret-late", RentalID: late}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	unlisted := func() bool {
+		rows, err := w.projection.Deadlines(ctx, deadline.Query{Kind: deadlinekinds.Return, Now: now, Limit: 10})
+		return err == nil && !slices.ContainsFunc(rows, func(r deadline.Row) bool { return r.Subject == late })
+	}
+	w.pumpUntil("the return to settle the overdue row", unlisted)
+	w.apply(recs...) // a late flag does not bring it back
+	if !unlisted() {
+		t.Errorf("a replayed flag listed the returned rental again")
 	}
 }
 

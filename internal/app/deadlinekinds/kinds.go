@@ -2,9 +2,11 @@
 // events and commands: a payment due (PaymentPrepared, settled by its confirmation,
 // rejection or cancellation; CancelRentalPayment), a process stuck (BikeRequested,
 // settled by the process's completion; the repair) and a return due
-// (RequestApproved, settled by BikeReturned or ReturnOverdue; FlagOverdueReturn),
-// and a refund owed (RefundOwed, settled by PaymentRefunded; by hand, unswept). Package deadline's machinery
-// works over them without knowing what they are about
+// (RequestApproved, settled by BikeReturned; FlagOverdueReturn), which its flag
+// (ReturnOverdue) hands over to the operators as an overdue return (settled by
+// BikeReturned; by hand, unswept, listed as a return), and a refund owed
+// (RefundOwed, settled by PaymentRefunded; by hand, unswept). Package deadline's
+// machinery works over them without knowing what they are about
 // (docs/decisions/0020-deadline-kinds.md).
 package deadlinekinds
 
@@ -124,14 +126,14 @@ func StuckKind(p deadline.Policy, r StuckRepairer) deadline.Kind {
 
 // Declare returns the service's kinds under policy p, their commands sent to r: the
 // payment due, the process stuck and the return due, whose rental period is
-// rental.DefaultPeriod unless an option says otherwise, and the refund owed, which
-// operators work off by hand.
+// rental.DefaultPeriod unless an option says otherwise, and the overdue return and
+// the refund owed, which operators work off by hand.
 func Declare(p deadline.Policy, r Receivers, opts ...Option) (deadline.Kinds, error) {
 	o := options{period: rental.DefaultPeriod}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return deadline.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer), ReturnKind(p, o.period, r.Flagger), RefundKind())
+	return deadline.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer), ReturnKind(p, o.period, r.Flagger), OverdueKind(o.period), RefundKind())
 }
 
 // Option changes a declaration.

@@ -28,8 +28,8 @@ type Flagger interface {
 
 // ReturnKind is the return due: RequestApproved opens an approved rental's row, due
 // back the rental period after the approval was recorded; the bike's return
-// (BikeReturned) or the return's being flagged overdue (ReturnOverdue) settles it;
-// overdue, FlagOverdueReturn asks the bike to record ReturnOverdue, which it
+// (BikeReturned) settles it, and its being flagged overdue (ReturnOverdue) hands it
+// over to the operators (OverdueKind); overdue, FlagOverdueReturn asks the bike to record ReturnOverdue, which it
 // declines when the bike came back meanwhile, the rental is not the bike's current
 // one, or it is not due by the bike's own clock. Its row is the rental's
 // process-stuck row, taken over by the approval and moved into the payments' lane,
@@ -55,16 +55,20 @@ func ReturnKind(p deadline.Policy, period time.Duration, f Flagger) deadline.Kin
 }
 
 // How a return-due row settles.
-const (
-	SettledReturned = "returned"
-	SettledFlagged  = "flagged"
-)
+const SettledReturned = "returned"
 
-// returnChange is the return due's Change: RequestApproved opens, BikeReturned and
-// ReturnOverdue settle.
+// returnChange is the return due's Change: RequestApproved opens, BikeReturned
+// settles. ReturnOverdue ends the return due as well, by the overdue return's
+// taking its row over (OverdueKind).
 func returnChange(r eventstore.Record) (deadline.Change, bool, error) {
-	approved, returned, flagged := rental.RequestApproved{}.EventType(), rental.BikeReturned{}.EventType(), rental.ReturnOverdue{}.EventType()
-	if r.Type != approved && r.Type != returned && r.Type != flagged {
+	return rentalChange(r, rental.RequestApproved{}.EventType())
+}
+
+// rentalChange reads the rental events of the return due and the overdue return:
+// opening, which opens a row (RequestApproved, ReturnOverdue), and BikeReturned,
+// which settles either.
+func rentalChange(r eventstore.Record, opening string) (deadline.Change, bool, error) {
+	if r.Type != opening && r.Type != (rental.BikeReturned{}).EventType() {
 		return deadline.Change{}, false, nil
 	}
 	e, err := rental.DecodeEvent(r.Type, r.Data)
@@ -73,12 +77,15 @@ func returnChange(r eventstore.Record) (deadline.Change, bool, error) {
 		switch e := e.(type) {
 		case rental.RequestApproved:
 			c.Subject = e.RentalID
+		case rental.ReturnOverdue:
+			c = deadline.Change{Subject: e.RentalID, Due: e.DueAt}
+			if e.DueAt.IsZero() {
+				err = fmt.Errorf("no due time")
+			}
 		case rental.BikeReturned:
 			c = deadline.Change{Subject: e.RentalID, Settled: true, How: SettledReturned}
-		case rental.ReturnOverdue:
-			c = deadline.Change{Subject: e.RentalID, Settled: true, How: SettledFlagged}
 		}
-		if !ident.Valid(c.Subject) {
+		if err == nil && !ident.Valid(c.Subject) {
 			err = fmt.Errorf("rental id %q", c.Subject)
 		}
 	}
@@ -86,4 +93,41 @@ func returnChange(r eventstore.Record) (deadline.Change, bool, error) {
 		return deadline.Change{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
 	}
 	return c, true, nil
+}
+
+// Overdue is the overdue return's name, in the auditor's findings; operators list
+// its rows as returns (deadline.Kind.ListedAs).
+const Overdue = "overdue"
+
+// OverdueLane is the lane of the returns flagged overdue: the partitions
+// "overdue-0", "overdue-1", …, stamped with the time the bike was due back (its
+// offset is zero). No sweep reads it.
+var OverdueLane = deadline.Lane{Prefix: "overdue-"}
+
+// OverdueKind is the return flagged overdue: ReturnOverdue (the sweep's
+// FlagOverdueReturn, recorded by the bike) takes the rental's return-due row over
+// (deadline.Kind.Takes) into a lane of its own, due when the bike was due back (the
+// event's DueAt) and so open since the rental period before, as the return due
+// was, and the bike's return (BikeReturned) settles it. The bike is late
+// and the renter has to be followed up by hand: the kind has no command and no
+// sweep reads its lane (deadline.Kind.ByHand), so the flag is sent once, and the row
+// is listed as a return (GET /deadlines?kind=return&overdue=true, rentalctl pending
+// --kind return --overdue, the console's to-do list) until the bike comes back. A
+// replayed approval does not move it back into the swept lane (the return due takes
+// only a stuck row over), and a late flag does not bring back a row its return
+// settled.
+func OverdueKind(period time.Duration) deadline.Kind {
+	if period <= 0 {
+		period = rental.DefaultPeriod
+	}
+	return deadline.Kind{
+		Name: Overdue, Prefix: ReturnPrefix, Lane: OverdueLane, After: period, Change: overdueChange, Valid: ident.Valid,
+		ByHand: true, Takes: Return, ListedAs: Return,
+	}
+}
+
+// overdueChange is the overdue return's Change: ReturnOverdue opens, due at its
+// DueAt; BikeReturned settles.
+func overdueChange(r eventstore.Record) (deadline.Change, bool, error) {
+	return rentalChange(r, rental.ReturnOverdue{}.EventType())
 }

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/onetime"
+	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/deadline"
@@ -41,6 +43,8 @@ type preciseStack struct {
 	group     string
 	base      string
 	tokens    *auth.Tokens
+	// pending reads the stack's PendingPayments table.
+	pending *pendingtable.Projection
 }
 
 const preciseTimeout = 4 * time.Second
@@ -87,7 +91,11 @@ func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
 		}
 	})
 	base := "http://" + l.Addr().String()
-	return &preciseStack{t: t, stack: stack, scheduler: client, group: group, base: base, tokens: &auth.Tokens{BaseURL: base}}
+	projection, err := pendingtable.New(dynamodb.NewFromConfig(cfg), pending, pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &preciseStack{t: t, stack: stack, scheduler: client, group: group, base: base, tokens: &auth.Tokens{BaseURL: base}, pending: projection}
 }
 
 func (p *preciseStack) send(method, path string, body []byte, hdr http.Header, out any) int {
@@ -296,8 +304,9 @@ func TestTheSweepCatchesALostSchedule(t *testing.T) {
 // TestAReturnIsFlaggedOverdueOnTime follows an approved rental whose bike is late,
 // with a rental period of two seconds, on the local stack in precise mode: its
 // return is due (GET /deadlines lists it), the return's one-time schedule fires,
-// the bike records ReturnOverdue and the rental is overdue; the bike's return then
-// makes it returned, with both facts in its history, and the to-do list empty.
+// the bike records ReturnOverdue and the rental is overdue, still listed as an
+// overdue return, due as it was; the bike's return then makes it returned, with
+// both facts in its history, and the to-do list empty.
 func TestAReturnIsFlaggedOverdueOnTime(t *testing.T) {
 	p := startPreciseWith(t, map[string]string{wiring.EnvRentalPeriod: "2s"})
 	rentalID, ref := p.rent("late-bike")
@@ -321,6 +330,17 @@ func TestAReturnIsFlaggedOverdueOnTime(t *testing.T) {
 	p.waitStatus(rentalID, "overdue")
 	if late := time.Since(due); late < 0 || late > 10*time.Second {
 		t.Errorf("flagged overdue %s after its due time", late)
+	}
+	// Flagged, the bike is still out: once the projector has the flag, operators
+	// keep seeing it as an overdue return, due as it was.
+	p.waitFor("the projector to hand the flagged return over to the operators", func() bool {
+		_, ok, err := p.pending.Row(context.Background(), deadlinekinds.OverdueKind(2*time.Second), rentalID)
+		return err == nil && ok
+	})
+	list.Deadlines = nil
+	if code := p.send("GET", "/deadlines?kind=return&overdue=true", nil, nil, &list); code != http.StatusOK || len(list.Deadlines) != 1 ||
+		list.Deadlines[0] != (row{Kind: "return", RentalID: rentalID, DueAt: due, Overdue: true}) {
+		t.Errorf("flagged: GET /deadlines?kind=return&overdue=true %d %+v; want the rental listed, overdue, due at %v", code, list.Deadlines, due)
 	}
 	if code := p.send("POST", "/bikes/late-bike/return", nil, nil, nil); code >= 300 {
 		t.Fatalf("return: %d", code)

@@ -470,6 +470,32 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			detail: "the sweep would never notice it overdue",
 		},
 		{
+			name:  "a return flagged overdue kept in its lane, and one whose row is missing",
+			quiet: true,
+			damage: func(w *world) {
+				for _, bike := range []string{"confirmed", "busy"} {
+					id := w.rentals[bike]
+					if bike == "busy" {
+						id = w.rentals["busy-rented"]
+					}
+					recs := w.Read(rental.StreamID(bike))
+					approved := time.Now().Add(-3 * time.Hour)
+					w.putEvent(rental.StreamID(bike), int64(len(recs))+1, rental.ReturnOverdue{
+						BikeID: bike, Renter: "renter-" + bike, RentalID: id, ApprovedAt: approved, DueAt: approved.Add(2 * time.Hour), FlaggedAt: time.Now(),
+					})
+				}
+				w.project() // the flags take the rows over into the overdue returns' lane
+				key := map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + w.rentals["busy-rented"]}}
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: key}); err != nil {
+					w.t.Fatal(err)
+				}
+			},
+			want: func(w *world) []string {
+				return []string{"deadline-missing bike-busy"}
+			},
+			detail: "operators would never see it listed",
+		},
+		{
 			name:  "drift younger than the grace period, not quiet",
 			quiet: false,
 			damage: func(w *world) {

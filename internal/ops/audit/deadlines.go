@@ -72,20 +72,29 @@ func observeKinds(kinds []deadline.Kind, states map[deadlineKey]*deadlineState, 
 			}
 			continue
 		}
-		key := deadlineKey{k.Name, k.Key(c.Subject), c.Subject}
-		s := states[key]
-		if s == nil {
-			s = &deadlineState{stream: stream}
-			states[key] = s
-		}
-		switch {
-		case c.Settled && !s.settled:
-			s.settled, s.settledAt = true, r.RecordedAt
-		case !c.Settled && !s.opened:
-			s.opened, s.openedAt, s.stream = true, r.RecordedAt, stream
+		note(states, deadlineKey{k.Name, k.Key(c.Subject), c.Subject}, stream, !c.Settled, r.RecordedAt)
+		// An opening that takes another kind's row over ends that kind's deadline:
+		// its row is now this kind's, in this kind's lane.
+		if i := slices.IndexFunc(kinds, func(o deadline.Kind) bool { return o.Name == k.Takes }); !c.Settled && i >= 0 {
+			note(states, deadlineKey{kinds[i].Name, kinds[i].Key(c.Subject), c.Subject}, stream, false, r.RecordedAt)
 		}
 	}
 	return nil
+}
+
+// note notes that a row's events opened it (opens) or settled it at at, in stream.
+func note(states map[deadlineKey]*deadlineState, key deadlineKey, stream string, opens bool, at time.Time) {
+	s := states[key]
+	if s == nil {
+		s = &deadlineState{stream: stream}
+		states[key] = s
+	}
+	switch {
+	case !opens && !s.settled:
+		s.settled, s.settledAt = true, at
+	case opens && !s.opened:
+		s.opened, s.openedAt, s.stream = true, at, stream
+	}
 }
 
 // mergeKinds merges what one stream's events said of the kinds' rows.
@@ -130,7 +139,7 @@ func (a *auditor) checkKinds(recent time.Time) {
 		_, outstanding := a.kindRows[key]
 		switch {
 		case s != nil && s.opened && !s.settled && !outstanding && (quiet || s.openedAt.Before(recent)):
-			a.violate(DeadlineMissing, fmt.Sprintf("a %s deadline opened at %s (%s) is not settled, but PendingPayments has no outstanding row for it: %s", key.kind, s.openedAt.Format(time.RFC3339), key.key, a.unseen(key.kind)), s.stream)
+			a.violate(DeadlineMissing, fmt.Sprintf("%s %s deadline opened at %s (%s) is not settled, but PendingPayments has no outstanding row for it: %s", article(key.kind), key.kind, s.openedAt.Format(time.RFC3339), key.key, a.unseen(key.kind)), s.stream)
 			a.stuck(key.subject)
 		case outstanding && (s == nil || !s.opened) && (quiet || row.PreparedAt.Before(recent)):
 			a.violate(DeadlineStale, fmt.Sprintf("PendingPayments has an outstanding %s row %s that no event opened", key.kind, key.key))
@@ -150,6 +159,14 @@ func (a *auditor) unseen(kind string) string {
 		}
 	}
 	return "the sweep would never notice it overdue"
+}
+
+// article is the indefinite article before word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func compare(a, b string) int {

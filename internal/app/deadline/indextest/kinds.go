@@ -37,7 +37,35 @@ var (
 	handover = deadline.Kind{Name: "handover", Prefix: "item#", Lane: lane, After: 24 * time.Hour, Change: change("Handed", "Collected"), Takes: "hold"}
 	// TestKinds are the kinds the contract's cases run with.
 	TestKinds = deadline.MustKinds(loan, watch, hold, handover)
+
+	// A chain of kinds over one key ("bill#"), as the service's stuck process,
+	// return due and overdue return are: "Drafted" opens a draft's row in a lane of
+	// its own; "Billed" opens a bill's row, due an hour later, in a lane whose
+	// prefix is empty (the payments' is), taking the draft over; "Dunned" hands the
+	// bill over to the operators, taking its row over into a lane no sweep reads,
+	// due when the record says the bill was (its "due:" part), listed as a bill;
+	// "Paid" settles the bill, and the dunning.
+	drafts    = deadline.Lane{Prefix: "b-", Offset: 3 * time.Hour}
+	bills     = deadline.Lane{Prefix: "", Offset: time.Hour}
+	draft     = deadline.Kind{Name: "draft", Prefix: "bill#", Lane: drafts, After: 3 * time.Hour, Change: change("Drafted", "Discarded")}
+	bill      = deadline.Kind{Name: "bill", Prefix: "bill#", Lane: bills, After: time.Hour, Change: change("Billed", "Paid"), Takes: "draft"}
+	dunning   = deadline.Kind{Name: "dunning", Prefix: "bill#", Lane: deadline.Lane{Prefix: "d-"}, Change: dunChange, ByHand: true, Takes: "bill", ListedAs: "bill"}
+	billKinds = deadline.MustKinds(draft, bill, dunning, hold)
 )
+
+// dunChange is the dunning's Change: "Dunned" opens, due at its "due:" time;
+// "Paid" settles.
+func dunChange(r eventstore.Record) (deadline.Change, bool, error) {
+	if r.Type != "Dunned" {
+		return change("", "Paid")(r)
+	}
+	subject, due, _ := strings.Cut(strings.TrimPrefix(string(r.Data), "subject:"), " due:")
+	at, err := time.Parse(time.RFC3339Nano, due)
+	if err != nil || subject == "" {
+		return deadline.Change{}, false, fmt.Errorf("%w: %s", eventstore.ErrCorruptRecord, r.Data)
+	}
+	return deadline.Change{Subject: subject, Due: at}, true, nil
+}
 
 func change(opens, settles string) func(eventstore.Record) (deadline.Change, bool, error) {
 	return func(r eventstore.Record) (deadline.Change, bool, error) {
@@ -72,6 +100,9 @@ func RunKinds(t *testing.T, newSubject func(t *testing.T, kinds deadline.Kinds) 
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newSubject(t, TestKinds)) })
 	}
+	t.Run("AByHandKindTakesARowOverOutOfTheSweptLaneAndListsItAsBefore", func(t *testing.T) {
+		aByHandKindTakesARowOver(t, newSubject(t, billKinds))
+	})
 }
 
 func applyAll(t *testing.T, s KindSubject, recs ...eventstore.Record) {
@@ -231,5 +262,78 @@ func aKindTakesAnotherKindsRowOver(t *testing.T, s KindSubject) {
 	applyAll(t, s, record("Collected", "x", 3, t0.Add(3*time.Hour)), record("Handed", "x", 2, t0.Add(time.Hour)), record("Held", "x", 1, t0))
 	if got, want := everything(t, s), []string{"handover:y"}; !slices.Equal(got, want) {
 		t.Errorf("collected, then replayed: %v, want %v", got, want)
+	}
+}
+
+func aByHandKindTakesARowOver(t *testing.T, s KindSubject) {
+	dueAt := t0.Add(time.Hour)
+	dunned := func(subject string, version int64, at time.Time) eventstore.Record {
+		r := record("Dunned", subject, version, at)
+		r.Data = []byte("subject:" + subject + " due:" + dueAt.Format(time.RFC3339Nano))
+		return r
+	}
+	listed := func(q deadline.Query) []string {
+		t.Helper()
+		q.Now, q.Limit = t0.Add(5*time.Hour), 10
+		rows, err := s.Deadlines(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range rows {
+			out = append(out, fmt.Sprintf("%s:%s:%s", r.Kind, r.Subject, r.Due.Sub(t0)))
+		}
+		return out
+	}
+	swept := func(now time.Time) []string {
+		t.Helper()
+		var out []string
+		for shard := range s.Shards() {
+			if _, err := s.LanePages(ctx, bills, shard, bills.Cutoff(now), func(p deadline.LanePage) bool {
+				for _, r := range p.Rows {
+					out = append(out, r.Kind+":"+r.Subject)
+				}
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	applyAll(t, s,
+		record("Drafted", "x", 1, t0), record("Billed", "x", 2, t0), // billed, then dunned
+		record("Drafted", "y", 1, t0), record("Billed", "y", 2, t0), // billed, left alone
+		record("Drafted", "z", 1, t0), dunned("z", 2, t0.Add(2*time.Hour))) // a draft is not the dunning's to take
+	if got, want := swept(t0.Add(2*time.Hour)), []string{"bill:x", "bill:y"}; !slices.Equal(got, want) {
+		t.Fatalf("billed: swept %v, want %v", got, want)
+	}
+	applyAll(t, s, dunned("x", 3, t0.Add(2*time.Hour)),
+		record("Billed", "x", 2, t0),        // replayed: does not move it back
+		dunned("x", 3, t0.Add(3*time.Hour)), // duplicated: the first stands
+		record("Drafted", "x", 1, t0))       // replayed
+	if got, want := swept(t0.Add(5*time.Hour)), []string{"bill:y"}; !slices.Equal(got, want) {
+		t.Fatalf("dunned: swept %v, want %v", got, want)
+	}
+	if _, ok, err := s.Row(ctx, bill, "x"); err != nil || ok {
+		t.Errorf("Row(bill, x) after the dunning: %v, %v; want none", ok, err)
+	}
+	if row, ok, err := s.Row(ctx, dunning, "x"); err != nil || !ok || !row.Due.Equal(dueAt) {
+		t.Errorf("Row(dunning, x) = %+v, %v, %v; want due at %v", row, ok, err, dueAt)
+	}
+	yes := true
+	if got, want := listed(deadline.Query{Kind: "bill", Overdue: &yes}), []string{"bill:x:1h0m0s", "bill:y:1h0m0s"}; !slices.Equal(got, want) {
+		t.Errorf("overdue bills %v, want %v", got, want)
+	}
+	if got, want := listed(deadline.Query{}), []string{"bill:x:1h0m0s", "bill:y:1h0m0s", "draft:z:3h0m0s"}; !slices.Equal(got, want) {
+		t.Errorf("everything %v, want %v", got, want)
+	}
+	applyAll(t, s, record("Paid", "x", 4, t0.Add(6*time.Hour)),
+		dunned("x", 3, t0.Add(2*time.Hour)), record("Billed", "x", 2, t0)) // late: nothing comes back
+	if got, want := listed(deadline.Query{Kind: "bill"}), []string{"bill:y:1h0m0s"}; !slices.Equal(got, want) {
+		t.Errorf("paid, then replayed: bills %v, want %v", got, want)
+	}
+	if _, ok, err := s.Row(ctx, dunning, "x"); err != nil || ok {
+		t.Errorf("Row(dunning, x) after the payment: %v, %v; want none", ok, err)
 	}
 }

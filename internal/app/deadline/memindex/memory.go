@@ -104,9 +104,9 @@ func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
 		row, exists := m.rows[key]
 		switch {
 		case !exists:
-			m.rows[key] = &memoryRow{kind: c.Kind, subject: c.Subject, stamp: c.Kind.Stamp(r.RecordedAt), version: r.Version, settled: c.Settled}
+			m.rows[key] = &memoryRow{kind: c.Kind, subject: c.Subject, stamp: c.Kind.Stamp(c.Kind.SinceFor(c.Change, r.RecordedAt)), version: r.Version, settled: c.Settled}
 		case !c.Settled && !row.settled && c.Kind.Takes != "" && row.kind.Name == c.Kind.Takes:
-			row.kind, row.stamp = c.Kind, c.Kind.Stamp(r.RecordedAt) // taken over
+			row.kind, row.stamp = c.Kind, c.Kind.Stamp(c.Kind.SinceFor(c.Change, r.RecordedAt)) // taken over
 		case c.Settled && (!c.Kind.Ordered || row.version < r.Version):
 			row.kind, row.version, row.settled = c.Kind, r.Version, true
 		}
@@ -167,6 +167,9 @@ func (m *Memory) Deadlines(ctx context.Context, q deadline.Query) ([]deadline.Ro
 		for s := range m.shards {
 			if _, err := m.LanePages(ctx, lane, s, time.Time{}, func(p deadline.LanePage) bool {
 				for _, r := range p.Rows {
+					if k, ok := m.kinds.ByName(r.Kind); ok {
+						r.Kind = k.Listed()
+					}
 					if (q.Kind == "" || r.Kind == q.Kind) && (q.Overdue == nil || *q.Overdue == r.Due.Before(q.Now)) {
 						out = append(out, r)
 					}
