@@ -28,6 +28,7 @@ func TestTheConsoleSignsInWhereTheTemplateSays(t *testing.T) {
 		{"own pool, no ConsoleUrl", map[string]string{}, false, "", "", false},
 		{"own pool", map[string]string{"ConsoleUrl": console}, true, "oidc", "https://bikerental-dev-123456789012.auth.us-east-1.amazoncognito.com", true},
 		{"JwtIssuer", map[string]string{"JwtIssuer": "https://issuer.example.com", "JwtAudience": "console-app", "ConsoleClientId": "console-app"}, false, "oidc", "", false},
+		{"JwtIssuer with a Cognito pool's hosted sign-in", map[string]string{"JwtIssuer": "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_abc", "JwtAudience": "console-app", "ConsoleClientId": "console-app", "ConsoleAuthUrl": "https://ops.auth.us-east-1.amazoncognito.com"}, false, "oidc", "https://ops.auth.us-east-1.amazoncognito.com", false},
 		{"JwtIssuer without a console client", map[string]string{"JwtIssuer": "https://issuer.example.com", "JwtAudience": "app"}, false, "", "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
