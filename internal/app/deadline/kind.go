@@ -271,6 +271,17 @@ func (ks Kinds) Names() []string {
 	return out
 }
 
+// Listings returns the names the kinds' rows are listed under (Kind.Listed),
+// sorted, each once.
+func (ks Kinds) Listings() []string {
+	var out []string
+	for _, k := range ks.list {
+		out = append(out, k.Listed())
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // ByName returns the kind named name.
 func (ks Kinds) ByName(name string) (Kind, bool) {
 	for _, k := range ks.list {

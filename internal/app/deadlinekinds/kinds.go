@@ -12,6 +12,7 @@ package deadlinekinds
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/command"
@@ -135,6 +136,19 @@ func Declare(p deadline.Policy, r Receivers, opts ...Option) (deadline.Kinds, er
 	}
 	return deadline.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer), ReturnKind(p, o.period, r.Flagger), OverdueKind(o.period), RefundKind())
 }
+
+// listed is what Listed returns, from the declaration itself.
+var listed = func() []string {
+	ks, err := Declare(deadline.Policy{}, Receivers{})
+	if err != nil {
+		panic(err) // a mistake in the declaration, never in what is read
+	}
+	return ks.Listings()
+}()
+
+// Listed returns the names the to-do list gives its rows (GET /deadlines's kind,
+// rentalctl pending --kind), sorted, in a new slice.
+func Listed() []string { return slices.Clone(listed) }
 
 // Option changes a declaration.
 type Option func(*options)

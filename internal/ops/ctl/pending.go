@@ -226,7 +226,7 @@ func (s *Stack) Deadlines(ctx context.Context, kind string, q PendingQuery) (Kin
 	rows, more := limited(rows, q.Limit)
 	list := KindList{Now: now.UTC(), Kind: kind, OverdueOnly: q.Overdue, Deadlines: make([]Deadline, len(rows)), Count: len(rows), Limit: q.Limit, More: more}
 	for i, r := range rows {
-		list.Deadlines[i] = Deadline{Kind: r.Kind, RentalID: r.Subject, DueAt: r.Due.UTC(), AgeSeconds: int64(now.Sub(r.Since) / time.Second), Overdue: r.Due.Before(now)}
+		list.Deadlines[i] = httpapi.DeadlineOf(r, now)
 	}
 	return list, nil
 }

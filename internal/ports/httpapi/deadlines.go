@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +14,7 @@ import (
 )
 
 // DeadlineKinds are the kinds GET /deadlines takes in kind.
-var DeadlineKinds = []string{deadlinekinds.Payment, deadlinekinds.Refund, deadlinekinds.Return, deadlinekinds.Stuck}
+var DeadlineKinds = deadlinekinds.Listed()
 
 // Deadline is one outstanding row in GET /deadlines: its kind, the rental it is
 // about, when it falls due, and how long ago it opened.
@@ -49,10 +50,15 @@ func (a *API) deadlines(r *request) response {
 	}
 	out := Deadlines{Now: q.Now.UTC(), Deadlines: make([]Deadline, len(rows)), Count: len(rows), Limit: q.Limit}
 	for i, row := range rows {
-		out.Deadlines[i] = Deadline{Kind: row.Kind, RentalID: row.Subject, DueAt: row.Due.UTC(),
-			AgeSeconds: ageSeconds(q.Now, row.Since), Overdue: row.Due.Before(q.Now)}
+		out.Deadlines[i] = DeadlineOf(row, q.Now)
 	}
 	return jsonResponse(http.StatusOK, out)
+}
+
+// DeadlineOf is row as GET /deadlines answers it at now.
+func DeadlineOf(row deadline.Row, now time.Time) Deadline {
+	return Deadline{Kind: row.Kind, RentalID: row.Subject, DueAt: row.Due.UTC(),
+		AgeSeconds: ageSeconds(now, row.Since), Overdue: row.Due.Before(now)}
 }
 
 // deadlineQuery reads the query string of GET /deadlines: kind, overdue and limit.
@@ -60,11 +66,7 @@ func deadlineQuery(params map[string]string) (deadline.Query, []InvalidParam) {
 	q := deadline.Query{Limit: DefaultPendingLimit}
 	var bad []InvalidParam
 	if v, ok := params["kind"]; ok {
-		known := false
-		for _, k := range DeadlineKinds {
-			known = known || k == v
-		}
-		if !known {
+		if !slices.Contains(DeadlineKinds, v) {
 			bad = append(bad, InvalidParam{Name: "kind", Reason: "one of " + strings.Join(DeadlineKinds, ", ")})
 		}
 		q.Kind = v
