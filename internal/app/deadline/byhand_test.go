@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,14 +13,18 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// lanesRead is an index that notes the lanes the sweep queries.
+// lanesRead is an index that notes the lanes the sweep queries. The sweep queries
+// its shards concurrently, so the counts are kept under a lock.
 type lanesRead struct {
 	deadline.Index
+	mu    sync.Mutex
 	lanes map[string]int
 }
 
 func (l *lanesRead) LanePages(ctx context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func(deadline.LanePage) bool) (int, error) {
+	l.mu.Lock()
 	l.lanes[lane.Prefix]++
+	l.mu.Unlock()
 	return l.Index.LanePages(ctx, lane, shard, cutoff, fn)
 }
 

@@ -20,7 +20,29 @@ type Invoker interface {
 
 // InProcess returns an Invoker that runs handler (any handler lambda.Start accepts)
 // in this process, with the same JSON encoding and decoding on both sides as on AWS.
-func InProcess(handler any) Invoker { return lambda.NewHandler(handler) }
+// It is safe for concurrent use: like Lambda, which gives each instance of a
+// function one invocation at a time, it runs each invocation on a handler no other
+// invocation holds meanwhile, and returns a result of its own.
+func InProcess(handler any) Invoker {
+	p := &inProcess{}
+	p.handlers.New = func() any { return lambda.NewHandler(handler) }
+	return p
+}
+
+// inProcess keeps the lambda.Handler values its invocations run on. A handler's
+// Invoke returns the bytes of an output buffer that it has already given back to
+// its own pool for the next invocation to write into; read while another
+// invocation of the same handler runs, they are that one's result, half-written.
+// So a handler is held by one invocation at a time, and its result is copied
+// before the handler is let go.
+type inProcess struct{ handlers sync.Pool }
+
+func (p *inProcess) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	h := p.handlers.Get().(lambda.Handler)
+	defer p.handlers.Put(h)
+	result, err := h.Invoke(ctx, payload)
+	return bytes.Clone(result), err
+}
 
 // RIE invokes a function running under the AWS Lambda Runtime Interface Emulator,
 // through its invoke endpoint. The emulator serves one invocation at a time and fails
