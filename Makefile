@@ -39,8 +39,17 @@ demo: moto stripe-mock ## a narrated walk-through of the service on its own loca
 run: moto stripe-mock ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
 	$(GO) run ./cmd/local
 
-test: moto rie stripe-mock chromium lint build ## make lint and every test, the DynamoDB ones against a local moto, the console's in headless Chromium (about 3 minutes on 2 cores, 24 GiB)
-	RIE=$(CURDIR)/$(RIE) STRIPE_MOCK=$(CURDIR)/$(STRIPE_MOCK) $(GO) test -count=1 -timeout 15m $(PKGS)
+# The packages whose code runs goroutines (stream batches, the sweep, the process,
+# the command handler, the HTTP API, the local stack and its pollers, the table's
+# writers, the rebuild) run under the race detector; the rest without it.
+RACE_PKGS := ./internal/ports/lambda/streambatch/ ./internal/app/deadline/... ./internal/app/process/ \
+	./internal/app/command/ ./internal/app/repair/ ./internal/ports/httpapi/ ./internal/dev/local/ \
+	./internal/dev/streampoll/... ./internal/adapters/pendingtable/ ./internal/eventstore/... ./internal/ops/rebuild/
+TEST_ENV = RIE=$(CURDIR)/$(RIE) STRIPE_MOCK=$(CURDIR)/$(STRIPE_MOCK)
+
+test: moto rie stripe-mock chromium lint build ## make lint and every test, the DynamoDB ones against a local moto, the console's in headless Chromium, the concurrent packages under the race detector (about 5 minutes on 2 cores, 24 GiB)
+	$(TEST_ENV) $(GO) test -count=1 -race -timeout 15m $(RACE_PKGS)
+	$(TEST_ENV) $(GO) test -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -vxF -f <($(GO) list $(RACE_PKGS)))
 
 lint: vet $(STATICCHECK) ## go vet, a gofmt check, staticcheck and cfn-lint on template.yaml
 	$(STATICCHECK) $(PKGS)
