@@ -23,9 +23,11 @@ type webACL struct {
 }
 
 type aclRule struct {
-	Name             string
-	Priority         int `json:",string"`
-	Action           struct{ Block *struct{ CustomResponse *aclResponse } }
+	Name     string
+	Priority int `json:",string"`
+	Action   struct {
+		Block *struct{ CustomResponse *aclResponse }
+	}
 	VisibilityConfig any
 	Statement        aclStatement
 }
