@@ -128,7 +128,7 @@ func run(ctx context.Context, getenv wiring.Getenv, start startFunc) error {
 	if !logger.Enabled(ctx, slog.LevelDebug) {
 		metrics = local.QuietMetrics(os.Stdout)
 	}
-	up, err := start(ctx, local.Options{Getenv: getenv, SweepInterval: set.interval, Logger: logger, Progress: os.Stdout, Metrics: metrics, Throttle: true})
+	up, err := start(ctx, local.Options{Getenv: getenv, SweepInterval: set.interval, Logger: logger, Progress: os.Stdout, Metrics: metrics, Throttle: true, Edge: true})
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,8 @@ const MaxPayloadBytes = 10 * 1024 * 1024
 // before the function runs, answering 401 or 403 itself, and passes the verified
 // claims in the event's request context; requests on no route go to the function,
 // which answers 404 or 405. With a Throttle it first plays the stage's throttling,
-// answering 429 itself to a request over its route's limit.
+// answering 429 itself to a request over its route's limit; with an Edge, before
+// that, the web ACL in front of the API, answering a request it blocks as it says.
 type Gateway struct {
 	Function Invoker
 	// Authorizer checks bearer tokens. While nil, every route that needs a token is
@@ -47,6 +48,9 @@ type Gateway struct {
 	// Throttle, when set, limits each route's requests as the template's route
 	// settings do; nil throttles nothing.
 	Throttle *Throttle
+	// Edge, when set, plays the web ACL the template puts in front of the API
+	// (FloodGuard=edge) before the throttle; nil plays none.
+	Edge *Edge
 	// Logger receives one line per refused token, with the reason (never the
 	// token), and per throttled request; nil logs nothing.
 	Logger *slog.Logger
@@ -54,6 +58,12 @@ type Gateway struct {
 
 // ServeHTTP implements http.Handler.
 func (g Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.Edge != nil {
+		if v := g.Edge.Check(r); v.Blocked() {
+			g.writeEdge(w, r, v)
+			return
+		}
+	}
 	if refused := g.throttle(r); refused != nil {
 		refused.write(w)
 		return
@@ -119,6 +129,19 @@ func (f *refusal) write(w http.ResponseWriter) {
 	w.Header().Set("X-Request-Id", f.requestID)
 	w.WriteHeader(f.status)
 	w.Write(f.body)
+}
+
+// writeEdge answers as the web ACL's rule said: its status, headers and body.
+func (g Gateway) writeEdge(w http.ResponseWriter, r *http.Request, v EdgeVerdict) {
+	if g.Logger != nil {
+		g.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request blocked at the edge", slog.String("rule", v.Rule),
+			slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()), slog.String("source", clientAddress(r)))
+	}
+	for k, vs := range v.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(v.Status)
+	w.Write(v.Body)
 }
 
 // throttle plays the stage's throttling before anything else, as API Gateway does:

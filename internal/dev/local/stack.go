@@ -77,6 +77,9 @@ type Stack struct {
 	// Throttling, when set, is the stage's throttling the gateway plays (see
 	// TemplateThrottling); nil throttles nothing.
 	Throttling *Throttling
+	// Edge, when set, is the web ACL the gateway plays in front of the throttling
+	// (see TemplateEdge); nil plays none.
+	Edge *Edge
 
 	mu          sync.Mutex
 	deadLetters []DeadLetter
@@ -231,6 +234,7 @@ func (s *Stack) front(l net.Listener) (http.Handler, error) {
 	if s.Throttling != nil {
 		gateway.Throttle = NewThrottle(*s.Throttling, time.Now)
 	}
+	gateway.Edge = s.Edge
 	// Not an http.ServeMux: it would clean and redirect paths that API Gateway
 	// passes on as they are.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -82,6 +82,10 @@ type Options struct {
 	// Gateway does (make run does). Off, the default, the load runs and benchmarks
 	// drive the stack past the deployed stage's limits, on purpose.
 	Throttle bool
+	// Edge plays, in front of the throttling, the web ACL template.yaml puts before
+	// the API with FloodGuard=edge (make run does): requests without the credential
+	// their route needs, and floods from one address, are refused there.
+	Edge bool
 }
 
 // Runner is the part name PartAWS is asked with for the runner itself.
@@ -146,6 +150,11 @@ func (up *Up) start(ctx context.Context, o Options, getenv wiring.Getenv) error 
 			return err
 		}
 		stack.Throttling = &throttling
+	}
+	if o.Edge {
+		if stack.Edge, err = TemplateEdge(nil); err != nil {
+			return err
+		}
 	}
 	if stack.AWS, err = up.connect(ctx, o); err != nil {
 		return err

@@ -1,7 +1,7 @@
 // The operator console: sign-in, then four pages by the address's fragment
 // (#/todo, #/rental/<id>, #/backlog, #/actions).
 
-import { ApiError, setToken, signedIn, whenUnauthenticated } from './api.js';
+import { ApiError, setToken, signedIn, whenRecovered, whenThrottled, whenUnauthenticated } from './api.js';
 import { checkOperator, handleCallback, loadConfig, signInLocal, signInOIDC, signOut, subjectOf } from './auth.js';
 import { fill, h } from './dom.js';
 import { todoPage } from './todo.js';
@@ -109,6 +109,13 @@ async function start() {
     return;
   }
   whenUnauthenticated(() => { leave(); setToken(null); signInPage('The session ended: sign in again.'); });
+  whenThrottled((seconds) => {
+    notice(`The API is answering too many requests (429): the console waits ${seconds} s before asking again.`, true);
+    noticeEl.dataset.throttled = 'true';
+  });
+  whenRecovered(() => {
+    if (noticeEl.dataset.throttled) { delete noticeEl.dataset.throttled; notice('The API answers again.'); }
+  });
   window.addEventListener('hashchange', route);
   try {
     config = await loadConfig();

@@ -4,6 +4,7 @@
 
 import { cancelPayment, rental, returnBike } from './api.js';
 import { confirm, fill, h, rentalHref, time } from './dom.js';
+import { nextDelay } from './poll.js';
 
 // While a rental is on its way somewhere, its page reads it again on its own.
 const UNSETTLED = ['requested', 'awaiting-payment', 'cancelling', 'rejecting'];
@@ -63,19 +64,20 @@ export function rentalPage(main, id, { notice, describe }) {
   const show = async () => {
     if (document.querySelector('dialog[open]')) { // never redraw under a question being asked
       clearTimeout(again);
-      again = setTimeout(show, REFRESH_MS);
+      again = setTimeout(show, nextDelay(REFRESH_MS));
       return;
     }
     let v;
     try {
       v = await rental(id);
     } catch (e) {
+      if (!stopped && e.status === 429) { clearTimeout(again); again = setTimeout(show, nextDelay(REFRESH_MS)); return; }
       if (!stopped) fill(out, h('p', { class: 'card', id: 'rental-error' }, 'Rental ', h('code', {}, id), ': ', describe(e)));
       return;
     }
     if (stopped) return;
     clearTimeout(again);
-    if (UNSETTLED.includes(v.status)) again = setTimeout(show, REFRESH_MS);
+    if (UNSETTLED.includes(v.status)) again = setTimeout(show, nextDelay(REFRESH_MS));
     const focused = out.contains(document.activeElement) ? document.activeElement.id : '';
     const byId = new Map(v.history.filter((e) => e.eventId).map((e) => [e.eventId, e]));
     const pay = v.payment || {};

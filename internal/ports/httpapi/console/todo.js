@@ -1,11 +1,14 @@
 // The to-do list: every outstanding deadline, due soonest first (the overdue ones
 // lead), with its kind, age, due time and a countdown; it reads the list again on
-// its own every few seconds.
+// its own every few seconds while its tab is visible (poll.js).
 
 import { deadlines } from './api.js';
 import { duration, fill, h, rentalHref, time } from './dom.js';
+import { poll } from './poll.js';
 
-export const REFRESH_MS = 3000;
+// REFRESH_MS keeps 20 visible tabs at about 3.3 requests a second, under GET
+// /deadlines's 5 a second (docs/decisions/0025-floods-are-refused-at-the-edge.md).
+export const REFRESH_MS = 6000;
 
 const kinds = {
   payment: 'payment due',
@@ -76,8 +79,7 @@ export function todoPage(main, _arg, { describe }) {
     }
   };
 
-  load();
-  const refresh = setInterval(load, REFRESH_MS);
+  const stopPolling = poll(load, REFRESH_MS);
   const clock = setInterval(tick, 1000);
-  return () => { stopped = true; clearInterval(refresh); clearInterval(clock); };
+  return () => { stopped = true; stopPolling(); clearInterval(clock); };
 }
