@@ -422,6 +422,19 @@ func (ConfirmRefund) isCommand()  {}
 
 func (RecordCancelledAtProvider) isCommand() {}
 
+// GiveUpUnmatchedSuccess records the provider's word, when asked, that it took money
+// on the payment recorded for another amount or currency than recorded: the rental
+// cannot have its bike for it, so a payment not settled yet is cancelled and what
+// was taken goes back, as a late success (PaymentCancelled and
+// PaymentSucceededAfterCancellation, in one append). A payment cancelled or
+// rejected before gets the late success alone; one confirmed, or whose late
+// success is recorded, changes nothing.
+type GiveUpUnmatchedSuccess struct {
+	Reference string `json:"reference"`
+}
+
+func (GiveUpUnmatchedSuccess) isCommand() {}
+
 // Fold applies events in order to the initial state, a Payment with StatusNone.
 func Fold(events []Event) Payment {
 	s := Payment{Status: StatusNone}
@@ -481,6 +494,15 @@ func Decide(s Payment, c Command) ([]Event, error) {
 	if _, ok := c.(PreparePayment); !ok && !s.exists() {
 		return nil, ErrPaymentNotFound
 	}
+	if _, ok := c.(GiveUpUnmatchedSuccess); ok {
+		return giveUpUnmatched(s), nil
+	}
+	return decide(s, c)
+}
+
+// decide is Decide for a valid command about a payment that exists, or one that
+// prepares it.
+func decide(s Payment, c Command) ([]Event, error) {
 	switch c := c.(type) {
 	case PreparePayment:
 		if s.exists() {
@@ -554,6 +576,18 @@ func Decide(s Payment, c Command) ([]Event, error) {
 	return nil, fmt.Errorf("payment: %w: unknown command %T", ErrInvalidCommand, c)
 }
 
+// giveUpUnmatched is what GiveUpUnmatchedSuccess decides on s.
+func giveUpUnmatched(s Payment) []Event {
+	late := PaymentSucceededAfterCancellation{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency}
+	switch {
+	case s.Status == StatusConfirmed || s.LateSuccess:
+		return nil
+	case s.Status == StatusPrepared:
+		return []Event{PaymentCancelled{Reference: s.Reference, PaymentID: s.PaymentID}, late}
+	}
+	return []Event{late}
+}
+
 func validate(s Payment, c Command) error {
 	var ref string
 	switch c := c.(type) {
@@ -588,6 +622,8 @@ func validate(s Payment, c Command) error {
 	case ConfirmRefund:
 		ref = c.Reference
 	case RecordCancelledAtProvider:
+		ref = c.Reference
+	case GiveUpUnmatchedSuccess:
 		ref = c.Reference
 	default:
 		return fmt.Errorf("unknown command %T", c)

@@ -53,6 +53,15 @@ func TestDecide(t *testing.T) {
 		{"a late success carries no receipt", []Event{prepared, cancelled}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2", Provider: "stripe", ProviderEventDigest: "d2"}, []Event{late}, nil},
 		{"a success after the cancellation is recorded for a refund", []Event{prepared, cancelled}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
 		{"a success after a rejection likewise", []Event{prepared, rejected}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
+
+		// GiveUpUnmatchedSuccess
+		{"an unmatched success gives a prepared payment up and sends the money back", []Event{prepared}, GiveUpUnmatchedSuccess{Reference: ref},
+			[]Event{cancelled, PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}}, nil},
+		{"an unmatched success after the cancellation is a late success", []Event{prepared, cancelled}, GiveUpUnmatchedSuccess{Reference: ref},
+			[]Event{PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}}, nil},
+		{"an unmatched success after a late success changes nothing", []Event{prepared, cancelled, late}, GiveUpUnmatchedSuccess{Reference: ref}, nil, nil},
+		{"an unmatched success never undoes a confirmation", []Event{prepared, confirmed}, GiveUpUnmatchedSuccess{Reference: ref}, nil, nil},
+		{"an unmatched success of an unknown payment", nil, GiveUpUnmatchedSuccess{Reference: ref}, nil, ErrPaymentNotFound},
 		{"a second late success changes nothing", []Event{prepared, cancelled, late}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_9"}, nil, nil},
 		{"a late success never confirms", []Event{prepared, cancelled, late}, CancelPayment{Reference: ref}, nil, nil},
 		{"a late success is refunded once", []Event{prepared, cancelled, late}, RecordRefund{Reference: ref, RefundID: "re_1"}, []Event{asked}, nil},
