@@ -247,8 +247,10 @@ func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (cance
 // (PaymentSucceededAfterCancellation, as the provider's webhook would) and the
 // money is refunded. Otherwise the cancellation stays owed and the error says why
 // (for a provider that answered without cancelling, such as a payment being
-// processed, an error wrapping ErrCancellationStillOwed). It reports whether the
-// cancellation is still owed afterwards. For a payment with no cancellation owed
+// processed, an error wrapping ErrCancellationStillOwed), and that it is still
+// owed is recorded (payment.CancellationStillOwed), which puts the sweep's next
+// retry off (deadline.OwedBackoff). It reports whether the cancellation is still
+// owed afterwards. For a payment with no cancellation owed
 // it does nothing, so it is safe to call twice, late and from anywhere.
 func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta Meta) (owed bool, err error) {
 	if err := h.needProvider("retry cancellation of " + reference); err != nil {
@@ -279,9 +281,23 @@ func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta 
 		}
 		return res.State.CancellationDue(), nil
 	case err != nil:
-		return true, fmt.Errorf("command: cancel payment %s at the provider (%d attempts): %w", reference, attempts, err)
+		err = fmt.Errorf("command: cancel payment %s at the provider (%d attempts): %w", reference, attempts, err)
+		return true, errors.Join(err, h.stillOwed(ctx, s, meta))
 	}
-	return true, fmt.Errorf("%w: payment %s: the provider answered %q", ErrCancellationStillOwed, reference, answer.outcome)
+	err = fmt.Errorf("%w: payment %s: the provider answered %q", ErrCancellationStillOwed, reference, answer.outcome)
+	return true, errors.Join(err, h.stillOwed(ctx, s, meta))
+}
+
+// stillOwed records that the provider left a retry of payment s's owed
+// cancellation unanswered (payment.CancellationStillOwed), which puts the next
+// retry off. A retry recorded already by another caller that read the same tries
+// is not recorded twice.
+func (h *Handler) stillOwed(ctx context.Context, s payment.Payment, meta Meta) error {
+	c := payment.RecordCancellationStillOwed{Reference: s.Reference, Tries: s.CancellationTries + 1}
+	if _, err := run(ctx, h, payments, payment.StreamID(s.Reference), payment.Command(c), meta); err != nil {
+		return fmt.Errorf("command: record that the cancellation of payment %s is still owed: %w", s.Reference, err)
+	}
+	return nil
 }
 
 // ErrCancellationStillOwed reports a cancellation owed to the provider that it
