@@ -1,11 +1,9 @@
 package command_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,91 +22,6 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
-
-// paidAtStripe plays, in front of stripe-mock, PaymentIntents that the renter paid
-// while their webhook never came: Stripe refuses to cancel them
-// (payment_intent_unexpected_state) and a retrieve answers them succeeded, for
-// amount and currency (stripe-mock keeps no state, so the transport rewrites its
-// answer), with the reference in their metadata. Every other request goes to
-// stripe-mock. It counts the cancellations and retrieves it answered.
-type paidAtStripe struct {
-	next http.RoundTripper
-
-	mu         sync.Mutex
-	paid       map[string]string // PaymentIntent id -> reference
-	amount     int64
-	currency   string
-	cancels    int
-	retrieves  int
-	refundsFor []string // the PaymentIntents refunds were asked for
-}
-
-func (p *paidAtStripe) RoundTrip(r *http.Request) (*http.Response, error) {
-	id, action, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/"), "/")
-	p.mu.Lock()
-	ref, paid := p.paid[id]
-	if r.URL.Path == "/v1/refunds" {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		p.refundsFor = append(p.refundsFor, string(body))
-	}
-	p.mu.Unlock()
-	switch {
-	case !paid || !strings.HasPrefix(r.URL.Path, "/v1/payment_intents/"):
-		return p.next.RoundTrip(r)
-	case r.Method == http.MethodPost && action == "cancel":
-		p.mu.Lock()
-		p.cancels++
-		p.mu.Unlock()
-		return stripeAnswer(r, http.StatusBadRequest, `{"error":{"type":"invalid_request_error","code":"payment_intent_unexpected_state",
-			"message":"You cannot cancel this PaymentIntent because it has a status of succeeded."}}`), nil
-	case r.Method == http.MethodGet && action == "":
-		res, err := p.next.RoundTrip(r)
-		if err != nil {
-			return nil, err
-		}
-		var pi map[string]any
-		err = json.NewDecoder(res.Body).Decode(&pi)
-		res.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		p.mu.Lock()
-		p.retrieves++
-		pi["id"], pi["status"], pi["amount"], pi["amount_received"], pi["currency"] = id, "succeeded", p.amount, p.amount, p.currency
-		p.mu.Unlock()
-		pi["metadata"] = map[string]string{"reference": ref}
-		body, _ := json.Marshal(pi)
-		return stripeAnswer(r, http.StatusOK, string(body)), nil
-	}
-	return p.next.RoundTrip(r)
-}
-
-func stripeAnswer(r *http.Request, status int, body string) *http.Response {
-	if r.Body != nil {
-		io.Copy(io.Discard, r.Body)
-		r.Body.Close()
-	}
-	return &http.Response{
-		StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_paid"}},
-		Body:    io.NopCloser(strings.NewReader(body)),
-		Request: r, ContentLength: int64(len(body)),
-	}
-}
-
-// pay makes the PaymentIntent id of ref succeed at Stripe, for amount in currency.
-func (p *paidAtStripe) pay(id, ref string, amount int64, currency string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.paid[id], p.amount, p.currency = ref, amount, currency
-}
-
-func (p *paidAtStripe) counts() (cancels, retrieves int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cancels, p.retrieves
-}
 
 const toldWebhookSecret = "whsec_test_told"
 
@@ -138,11 +51,11 @@ func lateWebhook(t *testing.T, p *stripe.Provider, id, ref, intent string) payme
 }
 
 // toldWorld is the command handler on the real Stripe adapter against
-// stripe-mock, behind paidAtStripe.
-func toldWorld(t *testing.T) (*command.Handler, *stripe.Provider, *paidAtStripe, eventstore.Store) {
+// stripe-mock, behind stripemock.Paid.
+func toldWorld(t *testing.T) (*command.Handler, *stripe.Provider, *stripemock.Paid, eventstore.Store) {
 	t.Helper()
 	mock := stripemock.Start(t)
-	paid := &paidAtStripe{next: http.DefaultTransport, paid: map[string]string{}}
+	paid := &stripemock.Paid{Next: http.DefaultTransport}
 	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: toldWebhookSecret, APIURL: mock.URL,
 		HTTPClient: &http.Client{Transport: paid}})
 	if err != nil {
@@ -187,7 +100,7 @@ func TestAPaymentStripeSaysSucceededIsConfirmedAtItsDeadline(t *testing.T) {
 	h, provider, paid, store := toldWorld(t)
 	ctx := context.Background()
 	ref, intent := preparedAtStripe(t, h, "t1")
-	paid.pay(intent, ref, 1500, "eur")
+	paid.Pay(intent, ref, 1500, "eur")
 
 	res, err := h.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{CausationID: "sweep:now"})
 	if !errors.Is(err, payment.ErrPaymentAlreadyConfirmed) || res.State.Status != payment.StatusConfirmed || res.State.Payable() {
@@ -199,7 +112,7 @@ func TestAPaymentStripeSaysSucceededIsConfirmedAtItsDeadline(t *testing.T) {
 	if got, want := causes(t, store, ref), command.ToldCausationID(stripe.Name, intent); !slices.Equal(got, []string{want}) {
 		t.Errorf("the confirmation is caused by %v; want Stripe's word, %s", got, want)
 	}
-	if cancels, retrieves := paid.counts(); cancels != 1 || retrieves != 1 {
+	if cancels, retrieves := paid.Counts(); cancels != 1 || retrieves != 1 {
 		t.Errorf("Stripe was asked to cancel %d times and read %d times; want once each (the read the cancellation makes is the one recorded)", cancels, retrieves)
 	}
 
@@ -214,7 +127,7 @@ func TestAPaymentStripeSaysSucceededIsConfirmedAtItsDeadline(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if cancels, _ := paid.counts(); cancels != 1 {
+	if cancels, _ := paid.Counts(); cancels != 1 {
 		t.Errorf("Stripe was asked to cancel %d times; want once", cancels)
 	}
 
@@ -234,7 +147,7 @@ func TestTwoDeadlinesAtOnceConfirmOnce(t *testing.T) {
 	h, _, paid, store := toldWorld(t)
 	ctx := context.Background()
 	ref, intent := preparedAtStripe(t, h, "t2")
-	paid.pay(intent, ref, 1500, "eur")
+	paid.Pay(intent, ref, 1500, "eur")
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -257,7 +170,7 @@ func TestASuccessForAnotherAmountIsGivenUpAndRefunded(t *testing.T) {
 	h, _, paid, store := toldWorld(t)
 	ctx := context.Background()
 	ref, intent := preparedAtStripe(t, h, "t3")
-	paid.pay(intent, ref, 1, "eur")
+	paid.Pay(intent, ref, 1, "eur")
 
 	res, err := h.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{})
 	if err != nil || res.State.Status != payment.StatusCancelled || !res.State.LateSuccess || res.State.Refund != payment.RefundStatusRequested {
@@ -270,9 +183,7 @@ func TestASuccessForAnotherAmountIsGivenUpAndRefunded(t *testing.T) {
 	if err != nil || len(found) != 1 || found[0].Type != "ProviderEventMismatched" {
 		t.Fatalf("Stripe's word is kept as %+v, %v; want one ProviderEventMismatched", found, err)
 	}
-	paid.mu.Lock()
-	refunds := slices.Clone(paid.refundsFor)
-	paid.mu.Unlock()
+	refunds := paid.Refunds()
 	if len(refunds) != 1 || !strings.Contains(refunds[0], "payment_intent="+intent) {
 		t.Errorf("refunds asked of Stripe: %q; want one, of %s", refunds, intent)
 	}
@@ -290,8 +201,8 @@ func TestASuccessForAnotherAmountIsGivenUpAndRefunded(t *testing.T) {
 // renter had paid: a late success, refunded, caused by Stripe's word.
 func TestASuccessAfterTheRentalGaveUpIsRefunded(t *testing.T) {
 	mock := stripemock.Start(t)
-	paid := &paidAtStripe{next: &unavailable{next: http.DefaultTransport, failures: -1}, paid: map[string]string{}}
-	outage := paid.next.(*unavailable)
+	outage := &unavailable{next: http.DefaultTransport, failures: -1}
+	paid := &stripemock.Paid{Next: outage}
 	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: toldWebhookSecret, APIURL: mock.URL, HTTPClient: &http.Client{Transport: paid}})
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +215,7 @@ func TestASuccessAfterTheRentalGaveUpIsRefunded(t *testing.T) {
 		t.Fatalf("cancelled while Stripe is down: %+v, %v", res.State, err)
 	}
 	outage.set(0)
-	paid.pay(intent, ref, 1500, "eur")
+	paid.Pay(intent, ref, 1500, "eur")
 	owed, err := h.RetryCancellation(ctx, ref, command.Meta{CausationID: "sweep:now"})
 	if owed || err != nil {
 		t.Fatalf("the owed cancellation, Stripe saying it succeeded: owed %v, %v", owed, err)
