@@ -530,14 +530,14 @@ func Decide(s Payment, c Command) ([]Event, error) {
 	if _, ok := c.(PreparePayment); !ok && !s.exists() {
 		return nil, ErrPaymentNotFound
 	}
-	switch c.(type) {
+	switch c := c.(type) {
 	case GiveUpUnmatchedSuccess:
 		return giveUpUnmatched(s), nil
 	case RecordCancellationStillOwed:
-		if !s.CancellationDue() || s.CancellationTries >= c.(RecordCancellationStillOwed).Tries {
+		if !s.CancellationDue() || s.CancellationTries >= c.Tries {
 			return nil, nil
 		}
-		return []Event{CancellationStillOwed{Reference: s.Reference, PaymentID: s.PaymentID, Tries: c.(RecordCancellationStillOwed).Tries}}, nil
+		return []Event{CancellationStillOwed{Reference: s.Reference, PaymentID: s.PaymentID, Tries: c.Tries}}, nil
 	}
 	return decide(s, c)
 }
