@@ -3,9 +3,12 @@ package pendingtable
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
@@ -24,7 +27,10 @@ import (
 // with the time it became owed negated (-Unix milliseconds; the index carries
 // keys only), so that the sweep's query for stuck rentals, whose cutoff is always
 // later, finds every one first, and reads nothing more when none is owed: the
-// sweep then tries each again (Sweeper.Sweep). No payment query reads one.
+// sweep then tries each again (Sweeper.Sweep). A retry the provider left
+// unanswered restamps the row with the time it is due again, negated as well
+// (owedPutOff), so that the sweep passes it by until then. No payment query reads
+// one.
 
 // settledMarker is the settled value of an owed cancellation's row once settled.
 const settledMarker = "cancellation-settled"
@@ -47,6 +53,30 @@ func referenceOfOwedKey(key string) (string, bool) {
 // payment's cancellation becomes owed once at most).
 func (p *Projection) owed(ctx context.Context, c deadlinekinds.CancellationChange, r eventstore.Record) error {
 	return p.createOnce(ctx, OwedKey(c.Reference), c.RentalID, -r.RecordedAt.UnixMilli(), p.owedShardOf(c.Reference))
+}
+
+// owedPutOff moves an outstanding owed-cancellation row's due time to
+// deadline.OwedBackoff(c.Tries) after r, the retry the provider left unanswered:
+// one conditional UpdateItem of its stamp (-Unix milliseconds of the due time,
+// still below 0, so that the same query finds it), which only ever puts the row
+// off: a late or replayed record, or one for a settled row's marker, changes
+// nothing.
+func (p *Projection) owedPutOff(ctx context.Context, c deadlinekinds.CancellationChange, r eventstore.Record) error {
+	key := OwedKey(c.Reference)
+	stamp := -r.RecordedAt.Add(deadline.OwedBackoff(c.Tries)).UnixMilli()
+	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(p.table),
+		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		ConditionExpression: aws.String("attribute_exists(#shard) AND #at > :at"),
+		UpdateExpression:    aws.String("SET #at = :at"),
+		ExpressionAttributeNames: map[string]string{
+			"#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(stamp, 10)},
+		},
+	})
+	return ignoreFailedCondition(err, key)
 }
 
 // owedShardOf returns the index partition of a payment's owed-cancellation row.
@@ -76,7 +106,8 @@ func decodeOwed(item map[string]types.AttributeValue) (deadline.OwedCancellation
 		return deadline.OwedCancellation{}, fmt.Errorf("deadline: owed-cancellation row %q: not a payment's key", key)
 	}
 	rentalID, _ := payment.RentalIDFor(ref)
-	return deadline.OwedCancellation{Reference: ref, RentalID: rentalID, OwedAt: time.UnixMilli(-ms).UTC()}, nil
+	at := time.UnixMilli(-ms).UTC()
+	return deadline.OwedCancellation{Reference: ref, RentalID: rentalID, OwedAt: at, Due: at}, nil
 }
 
 // OwedCancellations implements deadline.Index: one Query per shard of the index,

@@ -127,8 +127,8 @@ func (p *Projection) ShardOf(reference string) string {
 // kind adds the row, stamped with the record's own time; one that settles it takes
 // it out of the index, leaving a small marker that DynamoDB's TTL deletes later.
 // CancellationOwedAtProvider adds a row of the cancellation owed to the provider,
-// which CancellationDoneAtProvider or PaymentSucceededAfterCancellation settle
-// (owed.go). Writes are conditional, so a late, duplicated or replayed record
+// which CancellationDoneAtProvider or PaymentSucceededAfterCancellation settle and
+// CancellationStillOwed puts off (owed.go). Writes are conditional, so a late, duplicated or replayed record
 // changes nothing, and an opening never brings a settled row back. Other records
 // are ignored. Safe to call any number of times for the same record.
 func (p *Projection) Apply(ctx context.Context, r eventstore.Record) error {
@@ -148,6 +148,8 @@ func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstand
 			return false, err
 		case cc.Settled:
 			return false, p.cancellationSettled(ctx, cc, r)
+		case cc.Tries > 0:
+			return false, p.owedPutOff(ctx, cc, r)
 		}
 		return false, p.owed(ctx, cc, r)
 	}

@@ -230,6 +230,10 @@ func referenceOf(c payment.Command) (string, error) {
 		return c.Reference, nil
 	case payment.RecordCancelledAtProvider:
 		return c.Reference, nil
+	case payment.GiveUpUnmatchedSuccess:
+		return c.Reference, nil
+	case payment.RecordCancellationStillOwed:
+		return c.Reference, nil
 	}
 	return "", fmt.Errorf("%w: unknown command %T", payment.ErrInvalidCommand, c)
 }

@@ -136,8 +136,9 @@ func (h *Handler) preparePayment(ctx context.Context, c payment.PreparePayment, 
 
 // cancelPayment asks the provider first (cancelAtProvider: temporary failures are
 // tried again within the command's budget): a payment that already succeeded there
-// is declined (payment.ErrPaymentAlreadyConfirmed) and nothing is recorded;
-// otherwise PaymentCancelled is recorded, so that the bike is released on time. If
+// is declined (payment.ErrPaymentAlreadyConfirmed), and what the provider said of it
+// with its answer (CancelTeller) is recorded, through the checks of a webhook's
+// event (succeededWhenCancelled); otherwise PaymentCancelled is recorded, so that the bike is released on time. If
 // the provider did not answer, CancellationOwedAtProvider is recorded with it: the
 // cancellation stays owed, and RetryCancellation makes it later. A provider that
 // cannot cancel at all (payment.CancelNotSupported) owes nothing. Either way a
@@ -149,12 +150,14 @@ func (h *Handler) cancelPayment(ctx context.Context, c payment.CancelPayment, me
 	}
 	c.UnansweredAttempts = 0 // only the provider's answer, below, sets it
 	if s.Status == payment.StatusPrepared {
-		outcome, attempts, err := h.cancelAtProvider(ctx, s.PaymentID)
-		switch {
+		answer, err := h.cancelAtProvider(ctx, s.PaymentID)
+		switch outcome := answer.outcome; {
+		case outcome == payment.AlreadySucceeded && answer.told != nil:
+			return h.succeededWhenCancelled(ctx, s, *answer.told, meta)
 		case outcome == payment.AlreadySucceeded:
 			return Result[payment.Payment]{State: s}, payment.ErrPaymentAlreadyConfirmed
 		case outcome == payment.ProviderCannotSay:
-			c.UnansweredAttempts = attempts
+			c.UnansweredAttempts = answer.attempts
 		case err != nil:
 			return Result[payment.Payment]{}, fmt.Errorf("command: cancel payment %s at the provider: %w", c.Reference, err)
 		}
@@ -183,13 +186,22 @@ func WithCancelRetry(p eventstore.RetryPolicy) Option {
 	}
 }
 
+// cancelAnswer is the provider's last answer to a cancellation: its outcome, how
+// many times it was asked, and what it said of the payment with it, if it says
+// (CancelTeller).
+type cancelAnswer struct {
+	outcome  payment.CancelOutcome
+	attempts int
+	told     *payment.Told
+}
+
 // cancelAtProvider asks the provider to cancel paymentID, and asks again, with
 // backoff, while it does not answer (payment.ProviderCannotSay with an error that
 // payment.Temporary says may pass), up to the retry policy's attempts and never
-// past the context's deadline less cancelMargin. It returns the last answer, how
-// many times the provider was asked, and the last error. An unknown outcome with
-// an error is returned as it is: nothing may be recorded on it.
-func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (payment.CancelOutcome, int, error) {
+// past the context's deadline less cancelMargin. It returns the last answer (with
+// how many times the provider was asked), and the last error. An unknown outcome
+// with an error is returned as it is: nothing may be recorded on it.
+func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (cancelAnswer, error) {
 	// Every attempt ends cancelMargin before ctx does, so that what it answered, or
 	// that it did not answer, can still be recorded.
 	call, deadline, bounded := ctx, time.Time{}, false
@@ -204,25 +216,26 @@ func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (payme
 		perCall = t.CallTimeout()
 	}
 	for attempt := 1; ; attempt++ {
-		outcome, err := h.provider.CancelPayment(call, paymentID)
-		switch outcome {
+		answer, err := h.cancelOnce(call, paymentID)
+		answer.attempts = attempt
+		switch answer.outcome {
 		case payment.CancelledAtProvider, payment.AlreadySucceeded, payment.CancelNotSupported:
-			return outcome, attempt, nil
+			return answer, nil
 		case payment.ProviderCannotSay:
 		default:
 			if err == nil {
-				err = fmt.Errorf("command: the provider answered the cancellation with %q", outcome)
+				err = fmt.Errorf("command: the provider answered the cancellation with %q", answer.outcome)
 			}
-			return outcome, attempt, err
+			return answer, err
 		}
 		if err == nil || !payment.Temporary(err) || attempt >= h.cancelRetry.MaxAttempts || call.Err() != nil {
-			return outcome, attempt, err
+			return answer, err
 		}
 		if bounded && time.Until(deadline) < h.cancelRetry.MaxDelay+perCall+cancelMargin {
-			return outcome, attempt, err
+			return answer, err
 		}
 		if h.cancelRetry.Backoff(call, attempt) != nil {
-			return outcome, attempt, err
+			return answer, err
 		}
 	}
 }
@@ -234,8 +247,10 @@ func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (payme
 // (PaymentSucceededAfterCancellation, as the provider's webhook would) and the
 // money is refunded. Otherwise the cancellation stays owed and the error says why
 // (for a provider that answered without cancelling, such as a payment being
-// processed, an error wrapping ErrCancellationStillOwed). It reports whether the
-// cancellation is still owed afterwards. For a payment with no cancellation owed
+// processed, an error wrapping ErrCancellationStillOwed), and that it is still
+// owed is recorded (payment.CancellationStillOwed), which puts the sweep's next
+// retry off (deadline.OwedBackoff). It reports whether the cancellation is still
+// owed afterwards. For a payment with no cancellation owed
 // it does nothing, so it is safe to call twice, late and from anywhere.
 func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta Meta) (owed bool, err error) {
 	if err := h.needProvider("retry cancellation of " + reference); err != nil {
@@ -245,11 +260,17 @@ func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta 
 	if err != nil || !s.CancellationDue() {
 		return false, err
 	}
-	outcome, attempts, err := h.cancelAtProvider(ctx, s.PaymentID)
-	switch {
+	answer, err := h.cancelAtProvider(ctx, s.PaymentID)
+	switch outcome, attempts := answer.outcome, answer.attempts; {
 	case outcome == payment.CancelledAtProvider:
 		res, err := run(ctx, h, payments, payment.StreamID(reference), payment.Command(payment.RecordCancelledAtProvider{Reference: reference}), meta)
 		return err != nil || res.State.CancellationDue(), err
+	case outcome == payment.AlreadySucceeded && answer.told != nil:
+		after, err := h.recordTold(ctx, s, *answer.told, meta)
+		if err != nil && after.Status == "" {
+			return true, err // nothing read back: still owed, as far as this call knows
+		}
+		return after.CancellationDue(), err
 	case outcome == payment.AlreadySucceeded:
 		res, err := run(ctx, h, payments, payment.StreamID(reference), payment.Command(payment.ConfirmPayment{Reference: reference}), meta)
 		if err != nil {
@@ -260,9 +281,23 @@ func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta 
 		}
 		return res.State.CancellationDue(), nil
 	case err != nil:
-		return true, fmt.Errorf("command: cancel payment %s at the provider (%d attempts): %w", reference, attempts, err)
+		err = fmt.Errorf("command: cancel payment %s at the provider (%d attempts): %w", reference, attempts, err)
+		return true, errors.Join(err, h.stillOwed(ctx, s, meta))
 	}
-	return true, fmt.Errorf("%w: payment %s: the provider answered %q", ErrCancellationStillOwed, reference, outcome)
+	err = fmt.Errorf("%w: payment %s: the provider answered %q", ErrCancellationStillOwed, reference, answer.outcome)
+	return true, errors.Join(err, h.stillOwed(ctx, s, meta))
+}
+
+// stillOwed records that the provider left a retry of payment s's owed
+// cancellation unanswered (payment.CancellationStillOwed), which puts the next
+// retry off. A retry recorded already by another caller that read the same tries
+// is not recorded twice.
+func (h *Handler) stillOwed(ctx context.Context, s payment.Payment, meta Meta) error {
+	c := payment.RecordCancellationStillOwed{Reference: s.Reference, Tries: s.CancellationTries + 1}
+	if _, err := run(ctx, h, payments, payment.StreamID(s.Reference), payment.Command(c), meta); err != nil {
+		return fmt.Errorf("command: record that the cancellation of payment %s is still owed: %w", s.Reference, err)
+	}
+	return nil
 }
 
 // ErrCancellationStillOwed reports a cancellation owed to the provider that it
@@ -497,9 +532,9 @@ func (a *application) decide(ctx context.Context, s payment.Payment) ([]payment.
 // whether the provider said the payment already succeeded.
 func (a *application) cancelFirst(ctx context.Context, paymentID string) (succeeded bool, err error) {
 	if !a.askedProvider {
-		outcome, _, err := a.h.cancelAtProvider(ctx, paymentID)
+		answer, err := a.h.cancelAtProvider(ctx, paymentID)
 		switch {
-		case outcome == payment.AlreadySucceeded:
+		case answer.outcome == payment.AlreadySucceeded:
 			a.succeededAtProvider = true
 		case err != nil:
 			return false, fmt.Errorf("command: cancel payment %s at the provider before rejecting it: %w", a.ev.Reference, err)

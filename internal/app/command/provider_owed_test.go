@@ -126,8 +126,13 @@ func TestACancellationTheProviderNeverAnswersIsOwedUntilItDoes(t *testing.T) {
 		if !owed || !errors.Is(err, errUnavailable) {
 			t.Errorf("retry while the provider is down: owed %v, %v", owed, err)
 		}
-		if got := types(t, store, ref); len(got) != 2 {
-			t.Errorf("a retry that failed recorded %v", got[2:])
+		// A retry the provider left unanswered is recorded, counted, so that the
+		// next one waits longer (deadline.OwedBackoff).
+		if got := types(t, store, ref); !slices.Equal(got[2:], []string{"CancellationStillOwed"}) {
+			t.Errorf("a retry that failed recorded %v; want CancellationStillOwed", got[2:])
+		}
+		if s, _, _ := h.LoadPayment(ctx, ref); s.CancellationTries != 1 || !s.CancellationDue() {
+			t.Errorf("after an unanswered retry: %+v; want 1 try, still owed", s)
 		}
 
 		p.recover()
@@ -141,7 +146,7 @@ func TestACancellationTheProviderNeverAnswersIsOwedUntilItDoes(t *testing.T) {
 		if state != "canceled" || s.CancellationDue() || s.Status != payment.StatusCancelled {
 			t.Errorf("the payment is %q at the provider, %+v here", state, s)
 		}
-		if got := types(t, store, ref); !slices.Equal(got, []string{"PaymentCancelled", "CancellationOwedAtProvider", "CancellationDoneAtProvider"}) {
+		if got := types(t, store, ref); !slices.Equal(got, []string{"PaymentCancelled", "CancellationOwedAtProvider", "CancellationStillOwed", "CancellationDoneAtProvider"}) {
 			t.Errorf("recorded %v", got)
 		}
 		if owed, err := h.RetryCancellation(ctx, ref, command.Meta{}); owed || err != nil || p.cancels != cancels {

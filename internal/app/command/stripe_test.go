@@ -120,7 +120,7 @@ func TestStripeCancellationsThroughAnOutage(t *testing.T) {
 		if _, after := outage.counts(); after != before+1 {
 			t.Errorf("%d cancellations reached Stripe, want 1", after-before)
 		}
-		if got := types(t, store, ref); !slices.Equal(got, []string{"PaymentCancelled", "CancellationOwedAtProvider", "CancellationDoneAtProvider"}) {
+		if got := types(t, store, ref); !slices.Equal(got, []string{"PaymentCancelled", "CancellationOwedAtProvider", "CancellationStillOwed", "CancellationDoneAtProvider"}) {
 			t.Errorf("recorded %v", got)
 		}
 	})

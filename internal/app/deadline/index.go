@@ -61,13 +61,37 @@ func SortParked(rows []Parked) {
 
 // OwedCancellation is one payment cancelled here whose cancellation the provider
 // has not confirmed yet (payment.CancellationOwedAtProvider), with the time it was
-// found owed. Every sweep tries it again until it is settled: by the provider's
-// confirmation (payment.CancellationDoneAtProvider) or by a success meanwhile
-// (payment.PaymentSucceededAfterCancellation), which is refunded.
+// found owed. The sweep tries it again, from Due on, until it is settled: by the
+// provider's confirmation (payment.CancellationDoneAtProvider) or by a success
+// meanwhile (payment.PaymentSucceededAfterCancellation), which is refunded. A retry
+// the provider left unanswered (payment.CancellationStillOwed) puts Due off by
+// OwedBackoff. The table keeps one time per row: once a retry was put off, OwedAt
+// reads as Due from it.
 type OwedCancellation struct {
 	Reference string    `json:"paymentReference"`
 	RentalID  string    `json:"rentalId"`
 	OwedAt    time.Time `json:"owedAt"`
+	Due       time.Time `json:"due"`
+}
+
+// Backoff of an owed cancellation whose retry the provider left unanswered: the
+// tries-th such retry puts the next one off by OwedBackoffMin doubled for each try
+// before it, at most OwedBackoffMax. With a sweep a minute, a provider that stays
+// down is asked about 7 times in its first hour, then once an hour, rather than 60
+// times an hour.
+const (
+	OwedBackoffMin = time.Minute
+	OwedBackoffMax = time.Hour
+)
+
+// OwedBackoff returns how long after its tries-th unanswered retry an owed
+// cancellation is due again: from OwedBackoffMin, doubling, up to OwedBackoffMax.
+func OwedBackoff(tries int) time.Duration {
+	d := OwedBackoffMin
+	for i := 1; i < tries && d < OwedBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, OwedBackoffMax)
 }
 
 // Pending, Open and Backlog are the rows of the first two kinds the service declared

@@ -422,9 +422,10 @@ func (s *Sweeper) logger() *slog.Logger {
 }
 
 // owed finds the cancellations owed to the provider, through the index, and gives
-// each to the Retrier, concurrency at a time: there are none on a healthy day, and
-// while the provider is down each is tried once per sweep, until the provider
-// confirms it. Out of time, the rest are left for the next sweep (and counted as
+// each that is due to the Retrier, concurrency at a time: there are none on a
+// healthy day, and while the provider is down each is tried at most once per sweep,
+// less often with each retry it leaves unanswered (OwedBackoff, which the
+// projection keeps as the row's due time), until the provider confirms it. Out of time, the rest are left for the next sweep (and counted as
 // left).
 func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, rows []OwedCancellation, cause string, concurrency int) {
 	sum.CancellationsOwed = len(rows)
@@ -433,6 +434,12 @@ func (s *Sweeper) owed(ctx context.Context, logger *slog.Logger, sum *Summary, r
 	slots := make(chan struct{}, concurrency)
 	for _, row := range rows {
 		attrs := []slog.Attr{slog.String("paymentReference", row.Reference), slog.String("rentalId", row.RentalID), slog.Time("owedAt", row.OwedAt)}
+		if row.Due.After(sum.Now) { // its last retry went unanswered: put off
+			mu.Lock()
+			sum.CancellationsLeft++
+			mu.Unlock()
+			continue
+		}
 		if s.Retrier == nil || ctx.Err() != nil {
 			mu.Lock()
 			sum.CancellationsLeft++

@@ -11,11 +11,13 @@ import (
 )
 
 // CancellationChange is what a record means for a cancellation owed to the
-// provider: it became owed, or it was settled.
+// provider: it became owed, or it was settled, or (Tries above 0) its Tries-th
+// retry went unanswered, which puts the next one off (deadline.OwedBackoff).
 type CancellationChange struct {
 	Reference string
 	RentalID  string
 	Settled   bool
+	Tries     int
 }
 
 // CancellationChangeOf decodes a record that makes a cancellation owed to the
@@ -25,7 +27,7 @@ type CancellationChange struct {
 func CancellationChangeOf(r eventstore.Record) (c CancellationChange, ok bool, err error) {
 	switch r.Type {
 	case payment.CancellationOwedAtProvider{}.EventType(), payment.CancellationDoneAtProvider{}.EventType(),
-		payment.PaymentSucceededAfterCancellation{}.EventType():
+		payment.PaymentSucceededAfterCancellation{}.EventType(), payment.CancellationStillOwed{}.EventType():
 	default:
 		return CancellationChange{}, false, nil
 	}
@@ -38,8 +40,16 @@ func CancellationChangeOf(r eventstore.Record) (c CancellationChange, ok bool, e
 	if err != nil {
 		return CancellationChange{}, false, nil
 	}
-	_, owed := e.(payment.CancellationOwedAtProvider)
-	return CancellationChange{Reference: ref, RentalID: rentalID, Settled: !owed}, true, nil
+	switch e := e.(type) {
+	case payment.CancellationOwedAtProvider:
+		return CancellationChange{Reference: ref, RentalID: rentalID}, true, nil
+	case payment.CancellationStillOwed:
+		if e.Tries < 1 {
+			return CancellationChange{}, false, fmt.Errorf("%w: %s version %d: tries %d", eventstore.ErrCorruptRecord, r.StreamID, r.Version, e.Tries)
+		}
+		return CancellationChange{Reference: ref, RentalID: rentalID, Tries: e.Tries}, true, nil
+	}
+	return CancellationChange{Reference: ref, RentalID: rentalID, Settled: true}, true, nil
 }
 
 // PaymentChange is what a record of the Events table means for a payment's deadline:

@@ -40,7 +40,9 @@ var wakes = map[string][]string{
 	// keeps the open processes too: a request opens one, the process's completion
 	// closes it, so that the sweep notices a process that never ends. And it keeps
 	// the cancellations owed to the provider: owed until the provider confirms one
-	// or a success arrives meanwhile, so that the sweep makes them. And the returns
+	// or a success arrives meanwhile, so that the sweep makes them, each retry the
+	// provider left unanswered putting the next one off (CancellationStillOwed).
+	// And the returns
 	// due (deadlinekinds.ReturnKind): an approval opens one, the bike's return or
 	// its being flagged overdue settles it. And the refunds owed
 	// (deadlinekinds.RefundKind), until refunded, so that operators list them
@@ -56,6 +58,7 @@ var wakes = map[string][]string{
 		payment.PaymentSucceededAfterCancellation{}.EventType(),
 		payment.CancellationOwedAtProvider{}.EventType(),
 		payment.CancellationDoneAtProvider{}.EventType(),
+		payment.CancellationStillOwed{}.EventType(),
 		rentalpayment.TypeCompleted),
 }
 

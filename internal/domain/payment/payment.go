@@ -99,6 +99,10 @@ type Payment struct {
 	// CancellationOwed: the payment was cancelled here, but the provider has not
 	// confirmed it, so the payment may still be payable there.
 	CancellationOwed bool
+	// CancellationTries counts the retries of an owed cancellation that the
+	// provider left unanswered (CancellationStillOwed): each one waits longer
+	// before the next.
+	CancellationTries int
 }
 
 // RefundDue reports whether money was taken for a payment that was given up on and
@@ -240,6 +244,18 @@ type CancellationOwedAtProvider struct {
 	Attempts  int    `json:"attempts"`
 }
 
+// CancellationStillOwed records that a retry of a cancellation owed to the provider
+// went unanswered again (the provider failed, was busy, timed out, or could not
+// call the payment off just now), for the Tries-th time: the cancellation stays
+// owed, and its next retry waits longer than the last (deadline.OwedBackoff, from
+// this event's own time), so that a provider that does not answer is not asked at
+// every sweep.
+type CancellationStillOwed struct {
+	Reference string `json:"reference"`
+	PaymentID string `json:"paymentId"`
+	Tries     int    `json:"tries"`
+}
+
 // CancellationDoneAtProvider records that the provider confirmed a cancellation that was
 // owed to it: nothing is owed any more.
 type CancellationDoneAtProvider struct {
@@ -276,6 +292,9 @@ func (PaymentRefunded) EventType() string { return "PaymentRefunded" }
 // EventType returns "CancellationOwedAtProvider".
 func (CancellationOwedAtProvider) EventType() string { return "CancellationOwedAtProvider" }
 
+// EventType returns "CancellationStillOwed".
+func (CancellationStillOwed) EventType() string { return "CancellationStillOwed" }
+
 // EventType returns "CancellationDoneAtProvider".
 func (CancellationDoneAtProvider) EventType() string { return "CancellationDoneAtProvider" }
 
@@ -303,6 +322,8 @@ func ReferenceOf(e Event) string {
 		return e.Reference
 	case CancellationDoneAtProvider:
 		return e.Reference
+	case CancellationStillOwed:
+		return e.Reference
 	}
 	return ""
 }
@@ -319,6 +340,7 @@ var events = eventtype.Declare[Event]("payment",
 	eventtype.Of[PaymentRefunded](),
 	eventtype.Of[CancellationOwedAtProvider](),
 	eventtype.Of[CancellationDoneAtProvider](),
+	eventtype.Of[CancellationStillOwed](),
 )
 
 // EventTypes returns the type name of every event of this package, in a new slice.
@@ -422,6 +444,31 @@ func (ConfirmRefund) isCommand()  {}
 
 func (RecordCancelledAtProvider) isCommand() {}
 
+// RecordCancellationStillOwed records that the provider left the Tries-th retry of
+// an owed cancellation unanswered (CancellationStillOwed): Tries is one more than
+// the payment's CancellationTries as the sender read them. It does nothing when no
+// cancellation is due, or when that try is recorded already (a command sent twice,
+// or two senders that read the same tries).
+type RecordCancellationStillOwed struct {
+	Reference string `json:"reference"`
+	Tries     int    `json:"tries"`
+}
+
+func (RecordCancellationStillOwed) isCommand() {}
+
+// GiveUpUnmatchedSuccess records the provider's word, when asked, that it took money
+// on the payment recorded for another amount or currency than recorded: the rental
+// cannot have its bike for it, so a payment not settled yet is cancelled and what
+// was taken goes back, as a late success (PaymentCancelled and
+// PaymentSucceededAfterCancellation, in one append). A payment cancelled or
+// rejected before gets the late success alone; one confirmed, or whose late
+// success is recorded, changes nothing.
+type GiveUpUnmatchedSuccess struct {
+	Reference string `json:"reference"`
+}
+
+func (GiveUpUnmatchedSuccess) isCommand() {}
+
 // Fold applies events in order to the initial state, a Payment with StatusNone.
 func Fold(events []Event) Payment {
 	s := Payment{Status: StatusNone}
@@ -452,6 +499,8 @@ func Evolve(s Payment, e Event) Payment {
 		s.CancellationOwed = true
 	case CancellationDoneAtProvider:
 		s.CancellationOwed = false
+	case CancellationStillOwed:
+		s.CancellationTries = max(s.CancellationTries, e.Tries)
 	case RefundRequested:
 		if s.Refund != RefundStatusDone {
 			s.Refund = RefundStatusRequested
@@ -481,6 +530,21 @@ func Decide(s Payment, c Command) ([]Event, error) {
 	if _, ok := c.(PreparePayment); !ok && !s.exists() {
 		return nil, ErrPaymentNotFound
 	}
+	switch c := c.(type) {
+	case GiveUpUnmatchedSuccess:
+		return giveUpUnmatched(s), nil
+	case RecordCancellationStillOwed:
+		if !s.CancellationDue() || s.CancellationTries >= c.Tries {
+			return nil, nil
+		}
+		return []Event{CancellationStillOwed{Reference: s.Reference, PaymentID: s.PaymentID, Tries: c.Tries}}, nil
+	}
+	return decide(s, c)
+}
+
+// decide is Decide for a valid command about a payment that exists, or one that
+// prepares it.
+func decide(s Payment, c Command) ([]Event, error) {
 	switch c := c.(type) {
 	case PreparePayment:
 		if s.exists() {
@@ -554,6 +618,18 @@ func Decide(s Payment, c Command) ([]Event, error) {
 	return nil, fmt.Errorf("payment: %w: unknown command %T", ErrInvalidCommand, c)
 }
 
+// giveUpUnmatched is what GiveUpUnmatchedSuccess decides on s.
+func giveUpUnmatched(s Payment) []Event {
+	late := PaymentSucceededAfterCancellation{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency}
+	switch {
+	case s.Status == StatusConfirmed || s.LateSuccess:
+		return nil
+	case s.Status == StatusPrepared:
+		return []Event{PaymentCancelled{Reference: s.Reference, PaymentID: s.PaymentID}, late}
+	}
+	return []Event{late}
+}
+
 func validate(s Payment, c Command) error {
 	var ref string
 	switch c := c.(type) {
@@ -589,6 +665,13 @@ func validate(s Payment, c Command) error {
 		ref = c.Reference
 	case RecordCancelledAtProvider:
 		ref = c.Reference
+	case GiveUpUnmatchedSuccess:
+		ref = c.Reference
+	case RecordCancellationStillOwed:
+		ref = c.Reference
+		if c.Tries < 1 {
+			return fmt.Errorf("tries %d must be at least 1", c.Tries)
+		}
 	default:
 		return fmt.Errorf("unknown command %T", c)
 	}

@@ -24,6 +24,7 @@ var (
 	refunded   = PaymentRefunded{Reference: ref, PaymentID: "p1", ProviderEventID: "evt_3"}
 	unanswered = CancellationOwedAtProvider{Reference: ref, PaymentID: "p1", Attempts: 3}
 	atProvider = CancellationDoneAtProvider{Reference: ref, PaymentID: "p1"}
+	stillOwed  = CancellationStillOwed{Reference: ref, PaymentID: "p1", Tries: 1}
 )
 
 func TestDecide(t *testing.T) {
@@ -53,6 +54,26 @@ func TestDecide(t *testing.T) {
 		{"a late success carries no receipt", []Event{prepared, cancelled}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2", Provider: "stripe", ProviderEventDigest: "d2"}, []Event{late}, nil},
 		{"a success after the cancellation is recorded for a refund", []Event{prepared, cancelled}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
 		{"a success after a rejection likewise", []Event{prepared, rejected}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_2"}, []Event{late}, nil},
+
+		// RecordCancellationStillOwed
+		{"an owed cancellation left unanswered counts its tries", []Event{prepared, cancelled, unanswered}, RecordCancellationStillOwed{Reference: ref, Tries: 1},
+			[]Event{stillOwed}, nil},
+		{"and counts on", []Event{prepared, cancelled, unanswered, stillOwed}, RecordCancellationStillOwed{Reference: ref, Tries: 2},
+			[]Event{CancellationStillOwed{Reference: ref, PaymentID: "p1", Tries: 2}}, nil},
+		{"a try recorded already is not recorded again", []Event{prepared, cancelled, unanswered, stillOwed}, RecordCancellationStillOwed{Reference: ref, Tries: 1}, nil, nil},
+		{"tries start at 1", []Event{prepared, cancelled, unanswered}, RecordCancellationStillOwed{Reference: ref}, nil, ErrInvalidCommand},
+		{"nothing still owed once it was made", []Event{prepared, cancelled, unanswered, atProvider}, RecordCancellationStillOwed{Reference: ref, Tries: 1}, nil, nil},
+		{"nothing still owed without a debt", []Event{prepared, cancelled}, RecordCancellationStillOwed{Reference: ref, Tries: 1}, nil, nil},
+		{"nothing still owed after a late success", []Event{prepared, cancelled, unanswered, late}, RecordCancellationStillOwed{Reference: ref, Tries: 1}, nil, nil},
+
+		// GiveUpUnmatchedSuccess
+		{"an unmatched success gives a prepared payment up and sends the money back", []Event{prepared}, GiveUpUnmatchedSuccess{Reference: ref},
+			[]Event{cancelled, PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}}, nil},
+		{"an unmatched success after the cancellation is a late success", []Event{prepared, cancelled}, GiveUpUnmatchedSuccess{Reference: ref},
+			[]Event{PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}}, nil},
+		{"an unmatched success after a late success changes nothing", []Event{prepared, cancelled, late}, GiveUpUnmatchedSuccess{Reference: ref}, nil, nil},
+		{"an unmatched success never undoes a confirmation", []Event{prepared, confirmed}, GiveUpUnmatchedSuccess{Reference: ref}, nil, nil},
+		{"an unmatched success of an unknown payment", nil, GiveUpUnmatchedSuccess{Reference: ref}, nil, ErrPaymentNotFound},
 		{"a second late success changes nothing", []Event{prepared, cancelled, late}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_9"}, nil, nil},
 		{"a late success never confirms", []Event{prepared, cancelled, late}, CancelPayment{Reference: ref}, nil, nil},
 		{"a late success is refunded once", []Event{prepared, cancelled, late}, RecordRefund{Reference: ref, RefundID: "re_1"}, []Event{asked}, nil},
@@ -174,7 +195,7 @@ type unknownEvent struct{}
 
 func (unknownEvent) EventType() string { return "Unknown" }
 
-var allEvents = []Event{prepared, confirmed, rejected, cancelled, late, asked, owed, refunded, unanswered, atProvider}
+var allEvents = []Event{prepared, confirmed, rejected, cancelled, late, asked, owed, refunded, unanswered, atProvider, stillOwed}
 
 func TestEventTypes(t *testing.T) {
 	var names []string

@@ -112,3 +112,19 @@ var (
 	// ignored.
 	ErrWebhookIgnored = errors.New("payment: webhook event is not one the service acts on")
 )
+
+// Told is what the provider says of one payment when the service asks it (rather
+// than by a webhook): with its answer to a cancellation, the payment as the
+// provider holds it. The command layer records it through the same checks as a
+// webhook's event: a success applies only when PaymentID, Amount and Currency are
+// what was recorded.
+type Told struct {
+	// PaymentID is the provider's id of the payment it describes.
+	PaymentID string
+	// Succeeded says that the provider took the money.
+	Succeeded bool
+	// Amount, in minor units of Currency, and Currency, three upper-case letters
+	// (ISO 4217, as payments record it), are what the provider's payment is for.
+	Amount   int64
+	Currency string
+}

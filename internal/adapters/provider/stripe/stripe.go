@@ -36,7 +36,16 @@ import (
 	stripesdk "github.com/stripe/stripe-go/v85"
 	"github.com/stripe/stripe-go/v85/webhook"
 
+	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/payment"
+)
+
+// The capabilities of the payment provider the command handler discovers.
+var (
+	_ command.PaymentProvider    = (*Provider)(nil)
+	_ command.CancelTeller       = (*Provider)(nil)
+	_ command.ReferenceFinder    = (*Provider)(nil)
+	_ command.UnexpectedRefunder = (*Provider)(nil)
 )
 
 // Name is the provider's name in provider events (and in PAYMENT_PROVIDER).
@@ -191,29 +200,65 @@ func (p *Provider) Name() string { return Name }
 //     or to go ahead as ProviderCannotSay says (a success that arrives later is
 //     refunded).
 func (p *Provider) CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, error) {
+	outcome, _, err := p.CancelAndTell(ctx, paymentID)
+	return outcome, err
+}
+
+// CancelAndTell is CancelPayment, and says what Stripe holds of the PaymentIntent
+// (command.CancelTeller), from the PaymentIntent it answered: the one it
+// cancelled, or the one retrieved after payment_intent_unexpected_state (which
+// CancelPayment reads anyway, so nothing is asked twice). Told has the
+// PaymentIntent's id, whether it succeeded, its amount and its currency (in upper
+// case, as payments record it), and is meaningful only with a nil error and an
+// outcome of payment.CancelledAtProvider or payment.AlreadySucceeded. An answer
+// about another PaymentIntent than paymentID, or a succeeded one without a
+// positive amount and a currency, is payment.ProviderCannotSay with an error:
+// nothing may be recorded on it.
+func (p *Provider) CancelAndTell(ctx context.Context, paymentID string) (payment.CancelOutcome, payment.Told, error) {
 	if err := checkPaymentID(paymentID); err != nil {
-		return payment.ProviderCannotSay, err
+		return payment.ProviderCannotSay, payment.Told{}, err
 	}
-	_, err := p.sc.V1PaymentIntents.Cancel(ctx, paymentID, nil)
+	pi, err := p.sc.V1PaymentIntents.Cancel(ctx, paymentID, nil)
 	if err == nil {
-		return payment.CancelledAtProvider, nil
+		return told(payment.CancelledAtProvider, paymentID, pi)
 	}
 	var se *stripesdk.Error
 	if !errors.As(err, &se) || se.Code != stripesdk.ErrorCodePaymentIntentUnexpectedState {
-		return payment.ProviderCannotSay, p.wrap("cancel payment", err)
+		return payment.ProviderCannotSay, payment.Told{}, p.wrap("cancel payment", err)
 	}
-	pi, err := p.sc.V1PaymentIntents.Retrieve(ctx, paymentID, nil)
+	pi, err = p.sc.V1PaymentIntents.Retrieve(ctx, paymentID, nil)
 	if err != nil {
-		return payment.ProviderCannotSay, p.wrap("retrieve the payment Stripe would not cancel", err)
+		return payment.ProviderCannotSay, payment.Told{}, p.wrap("retrieve the payment Stripe would not cancel", err)
 	}
 	switch pi.Status {
 	case stripesdk.PaymentIntentStatusSucceeded:
-		return payment.AlreadySucceeded, nil
+		return told(payment.AlreadySucceeded, paymentID, pi)
 	case stripesdk.PaymentIntentStatusCanceled:
-		return payment.CancelledAtProvider, nil
+		return told(payment.CancelledAtProvider, paymentID, pi)
 	default:
-		return payment.ProviderCannotSay, nil
+		return payment.ProviderCannotSay, payment.Told{}, nil
 	}
+}
+
+// errUnexpectedAnswer wraps an answer of Stripe's that cannot be what it says: not
+// temporary (payment.Temporary), since asking again at once gets the same.
+var errUnexpectedAnswer error = unexpectedAnswer{}
+
+type unexpectedAnswer struct{}
+
+func (unexpectedAnswer) Error() string   { return "stripe: unexpected answer" }
+func (unexpectedAnswer) Temporary() bool { return false }
+
+// told is outcome with what pi, Stripe's answer about paymentID, says of it.
+func told(outcome payment.CancelOutcome, paymentID string, pi *stripesdk.PaymentIntent) (payment.CancelOutcome, payment.Told, error) {
+	if pi == nil || pi.ID != paymentID {
+		return payment.ProviderCannotSay, payment.Told{}, fmt.Errorf("%w: cancel payment %s: the answer is about another PaymentIntent", errUnexpectedAnswer, paymentID)
+	}
+	t := payment.Told{PaymentID: pi.ID, Succeeded: pi.Status == stripesdk.PaymentIntentStatusSucceeded, Amount: pi.Amount, Currency: strings.ToUpper(string(pi.Currency))}
+	if t.Succeeded && (payment.CheckAmount(t.Amount) != nil || payment.CheckCurrency(t.Currency) != nil) {
+		return payment.ProviderCannotSay, payment.Told{}, fmt.Errorf("%w: cancel payment %s: the succeeded PaymentIntent has no valid amount or currency", errUnexpectedAnswer, paymentID)
+	}
+	return outcome, t, nil
 }
 
 // ReferenceOf returns our payment reference for the PaymentIntent paymentID, from

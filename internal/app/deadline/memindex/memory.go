@@ -72,7 +72,8 @@ func (m *Memory) shardOf(key string) int {
 // Apply projects one record: a row a kind opens is outstanding until it settles,
 // and a settlement is final (for an ordered kind, unless a later record settles it
 // again), whatever order they come in; a cancellation owed to the provider stays
-// owed until it is settled, which is final too. Records of other types change
+// owed until it is settled, which is final too, and a retry of it left unanswered
+// puts it off (deadline.OwedBackoff from the record's time; never earlier). Records of other types change
 // nothing. A record of one of those types that does not decode is an error wrapping
 // eventstore.ErrCorruptRecord.
 func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
@@ -88,8 +89,14 @@ func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
 			o.settled = true
 		case cc.Settled:
 			m.owed[cc.Reference] = &memoryOwed{row: deadline.OwedCancellation{Reference: cc.Reference, RentalID: cc.RentalID}, settled: true}
+		case cc.Tries > 0 && exists:
+			if due := r.RecordedAt.Add(deadline.OwedBackoff(cc.Tries)).Truncate(time.Millisecond).UTC(); due.After(o.row.Due) {
+				o.row.Due = due
+			}
+		case cc.Tries > 0:
 		case !exists:
-			m.owed[cc.Reference] = &memoryOwed{row: deadline.OwedCancellation{Reference: cc.Reference, RentalID: cc.RentalID, OwedAt: r.RecordedAt.Truncate(time.Millisecond).UTC()}}
+			at := r.RecordedAt.Truncate(time.Millisecond).UTC()
+			m.owed[cc.Reference] = &memoryOwed{row: deadline.OwedCancellation{Reference: cc.Reference, RentalID: cc.RentalID, OwedAt: at, Due: at}}
 		}
 		return nil
 	}

@@ -19,7 +19,8 @@ function streamKind(stream) {
 }
 
 // cause says what caused an event, from its causation id: another event of the
-// timeline, an API request, the sweep, a provider's webhook, or a command line.
+// timeline, an API request, the sweep, a provider's webhook, what the provider
+// answered when asked about a payment, or a command line.
 function cause(entry, byId) {
   const c = entry.causationId;
   if (!c) return 'cause not recorded';
@@ -33,6 +34,7 @@ function cause(entry, byId) {
     case 'deadline': return 'caused by the deadline of payment ' + what;
     case 'provider-event': return 'caused by provider event ' + what;
     case 'rentalctl': return 'caused by rentalctl ' + what;
+    case 'provider-payment': return "caused by the provider's answer about payment " + what;
     default: return 'caused by ' + c;
   }
 }

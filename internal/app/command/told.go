@@ -1,0 +1,126 @@
+package command
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// CancelTeller is an optional capability of a PaymentProvider: a cancellation
+// that also says what the provider holds of the payment (payment.Told), read
+// with the answer rather than asked for again: the payment it cancelled, or, when
+// it would not cancel, the payment as it stands. The outcome and error are
+// CancelPayment's; told is meaningful only with a nil error and an outcome of
+// CancelledAtProvider or AlreadySucceeded. A provider that only calls back (the
+// generic one) cannot be asked and is not one.
+type CancelTeller interface {
+	CancelAndTell(ctx context.Context, paymentID string) (outcome payment.CancelOutcome, told payment.Told, err error)
+}
+
+// cancelOnce asks the provider once to cancel paymentID, and keeps what it said of
+// the payment if it says (CancelTeller).
+func (h *Handler) cancelOnce(ctx context.Context, paymentID string) (cancelAnswer, error) {
+	teller, ok := h.provider.(CancelTeller)
+	if !ok {
+		outcome, err := h.provider.CancelPayment(ctx, paymentID)
+		return cancelAnswer{outcome: outcome}, err
+	}
+	outcome, told, err := teller.CancelAndTell(ctx, paymentID)
+	answer := cancelAnswer{outcome: outcome}
+	if err == nil && (outcome == payment.AlreadySucceeded || outcome == payment.CancelledAtProvider) {
+		answer.told = &told
+	}
+	return answer, err
+}
+
+// succeededWhenCancelled answers a cancellation of payment s that the provider
+// refused because the payment had succeeded there: it records what the provider
+// said of it (recordTold). Matched, the payment is confirmed and the cancellation
+// declined (payment.ErrPaymentAlreadyConfirmed), so that the process approves the
+// rental as a webhook's confirmation would; not matched, the payment is given up
+// and what was taken goes back, and the cancellation's result is that.
+func (h *Handler) succeededWhenCancelled(ctx context.Context, s payment.Payment, told payment.Told, meta Meta) (Result[payment.Payment], error) {
+	after, err := h.recordTold(ctx, s, told, meta)
+	if err != nil {
+		return Result[payment.Payment]{}, err
+	}
+	if after.Status == payment.StatusConfirmed {
+		return Result[payment.Payment]{State: after}, payment.ErrPaymentAlreadyConfirmed
+	}
+	return Result[payment.Payment]{State: after}, nil
+}
+
+// recordTold records what the provider said, when asked, of payment s: a success
+// goes through ApplyProviderEvent as the provider's event toldEvent, under the
+// causation ToldCausationID, so that the one match check (mismatchOf), the
+// receipts and the refund of a late success are a webhook's. A success that
+// matches what was recorded confirms a prepared payment (or, for one given up
+// already, is a late success, refunded). One that does not match is recorded as a
+// mismatch operators see, and, since the rental cannot have its bike for it, the
+// payment is given up and the money goes back (payment.GiveUpUnmatchedSuccess,
+// then Refund). Anything else the provider said records nothing. Safe to call
+// twice and at once: a second call finds the first one's receipt, and decides on
+// what it recorded. It returns the payment afterwards.
+func (h *Handler) recordTold(ctx context.Context, s payment.Payment, told payment.Told, meta Meta) (payment.Payment, error) {
+	if !told.Succeeded {
+		return s, nil
+	}
+	ev := toldEvent(h.providerName(), s.Reference, told)
+	meta.CausationID = ToldCausationID(ev.Provider, told.PaymentID)
+	res, err := h.ApplyProviderEvent(ctx, ev, meta)
+	if err != nil {
+		return res.Payment, fmt.Errorf("command: record what the provider said of payment %s: %w", s.Reference, err)
+	}
+	if res.Mismatch == nil {
+		return res.Payment, nil
+	}
+	given, err := run(ctx, h, payments, payment.StreamID(s.Reference), payment.Command(payment.GiveUpUnmatchedSuccess{Reference: s.Reference}), meta)
+	if err != nil {
+		return res.Payment, fmt.Errorf("command: give up payment %s, which succeeded at the provider unmatched: %w", s.Reference, err)
+	}
+	refunded, err := h.Refund(ctx, s.Reference, meta)
+	if err != nil {
+		return given.State, err
+	}
+	return refunded, nil
+}
+
+// ToldEventPrefix starts the event id under which what the provider said of a
+// payment, when asked, is recorded as its event (toldEvent): "told:" and the
+// provider's payment id. No provider's webhook event id has a colon (Stripe's are
+// letters, digits and underscores), so a webhook never shares its receipt.
+const ToldEventPrefix = "told:"
+
+// toldEvent is what the provider said of a payment that succeeded there, as a
+// provider event of kind ProviderSucceeded: its id names the provider's payment
+// (ToldEventPrefix; its hex SHA-256 for an id too long), so that every time the provider says the same of it is the
+// same event, and its digest covers what decides its effect (payment id, amount,
+// currency), so that the same word is a duplicate and another is refused.
+func toldEvent(provider, reference string, told payment.Told) payment.ProviderEvent {
+	sum := sha256.Sum256(fmt.Appendf(nil, "told\x00%s\x00%s\x00%d\x00%s", told.PaymentID, payment.ProviderSucceeded, told.Amount, told.Currency))
+	id := ToldEventPrefix + told.PaymentID
+	if len(id) > payment.MaxEventIDLength {
+		long := sha256.Sum256([]byte(told.PaymentID))
+		id = ToldEventPrefix + "sha256:" + hex.EncodeToString(long[:])
+	}
+	return payment.ProviderEvent{
+		Provider: provider, EventID: id, Kind: payment.ProviderSucceeded, Reference: reference,
+		PaymentID: told.PaymentID, Amount: told.Amount, Currency: told.Currency, Digest: hex.EncodeToString(sum[:]),
+	}
+}
+
+// ToldCausationID is the causation id of what is recorded on the provider's word
+// when asked about its payment paymentID: "provider-payment:<provider>:<payment
+// id>", distinct from a webhook event's "provider-event:…", or, for an id too
+// long for a causation id, its hex SHA-256 in its place.
+func ToldCausationID(provider, paymentID string) string {
+	if id := "provider-payment:" + provider + ":" + paymentID; len(id) <= eventstore.MaxCausationIDBytes {
+		return id
+	}
+	sum := sha256.Sum256([]byte(paymentID))
+	return "provider-payment:" + provider + ":sha256:" + hex.EncodeToString(sum[:])
+}
