@@ -364,7 +364,7 @@ func (a *API) providerWebhook(r *request, parser WebhookParser, ignoreUnknown bo
 	case err != nil:
 		return errorResponse(err)
 	}
-	res, err := a.cfg.Commands.ApplyProviderEvent(r.ctx, ev, r.meta())
+	res, err := a.cfg.Commands.ApplyProviderEvent(r.ctx, ev)
 	if ignoreUnknown && errors.Is(err, payment.ErrPaymentNotFound) || errors.Is(err, payment.ErrWebhookIgnored) {
 		return jsonResponse(http.StatusOK, WebhookAnswer{EventID: ev.EventID, Ignored: true})
 	}
