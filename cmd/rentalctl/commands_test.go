@@ -532,7 +532,7 @@ func TestRefundsListsWhatIsOwed(t *testing.T) {
 	if _, err := w.Commands.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "late-1", Kind: payment.ProviderSucceeded, Reference: ref, Digest: "d"}, command.Meta{}); err != nil {
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "late-1", Kind: payment.ProviderSucceeded, Reference: ref, Unstated: payment.AllFacts, Digest: "d"}); err != nil {
 		t.Fatal(err)
 	}
 	r = must(t, e, "refunds")
@@ -634,7 +634,7 @@ func TestRepairMendsAStuckRental(t *testing.T) {
 	if _, err := w.Commands.Payment(ctx, payment.PreparePayment{Reference: ref, PaymentID: "x", Amount: 1500, Currency: "EUR"}, command.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "evt-stuck", Kind: payment.ProviderSucceeded, Reference: ref, Digest: "d"}, command.Meta{}); err != nil {
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "evt-stuck", Kind: payment.ProviderSucceeded, Reference: ref, Unstated: payment.AllFacts, Digest: "d"}); err != nil {
 		t.Fatal(err)
 	}
 	must(t, e, "rebuild")

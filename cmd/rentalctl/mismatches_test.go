@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/ops/ctl"
@@ -26,9 +25,9 @@ func TestMismatchesListsProviderEventsThatDidNotMatch(t *testing.T) {
 	first, second := payment.ReferenceFor(outstanding[0]), payment.ReferenceFor(outstanding[1])
 	for _, ev := range []payment.ProviderEvent{
 		{Provider: "generic", EventID: "other-payment", Kind: payment.ProviderSucceeded, Reference: first, PaymentID: "pay_someone_else", Amount: 1, Currency: "USD", Digest: "d1"},
-		{Provider: "generic", EventID: "other-amount", Kind: payment.ProviderFailed, Reference: second, Amount: 1499, Digest: "d2"},
+		{Provider: "generic", EventID: "other-amount", Kind: payment.ProviderFailed, Reference: second, Amount: 1499, Unstated: payment.FactPaymentID | payment.FactCurrency, Digest: "d2"},
 	} {
-		res, err := w.Commands.ApplyProviderEvent(ctx, ev, command.Meta{})
+		res, err := w.Commands.ApplyProviderEvent(ctx, ev)
 		if err != nil || res.Mismatch == nil {
 			t.Fatalf("%s: %+v, %v", ev.EventID, res, err)
 		}

@@ -40,7 +40,9 @@ type ProviderEventMismatched struct {
 	RecordedPaymentID string `json:"recordedPaymentId"`
 	RecordedAmount    int64  `json:"recordedAmount"`
 	RecordedCurrency  string `json:"recordedCurrency"`
-	// Fields names what differs: "paymentId", "amount", "currency".
+	// Fields names what differs: "provider", and the facts the event states that
+	// are not what was recorded ("paymentId", "amount", "currency": a fact stated
+	// as 0 or "" included; payment.Facts.Names).
 	Fields    []string `json:"fields"`
 	RefundDue bool     `json:"refundDue,omitempty"`
 }
@@ -79,26 +81,23 @@ func MismatchEventTypes() []string {
 	return []string{ProviderEventMismatched{}.EventType(), MismatchRefundRequested{}.EventType(), MismatchRefundOwed{}.EventType()}
 }
 
-// mismatchOf compares what ev says of the provider's payment with what s recorded;
-// what ev does not say (a zero value) is not compared. An event of another provider
-// than the configured one (provider, when it is known) never matches: the payments
-// were prepared with the configured one, so another provider's word about them is
-// not theirs to give, however authentic.
+// mismatchOf is the one check of a provider's word about a payment against what s
+// recorded, whatever brought that word (a webhook's event, or the provider's
+// answer when asked): the facts ev states that are not what was recorded
+// (payment.Disagreements: a fact ev states as 0 or "" is compared like any other,
+// only those ev leaves unstated are not), as the mismatch to record, and whether
+// there is one. An event of another provider than the configured one (provider,
+// when it is known) never matches: the payments were prepared with the configured
+// one, so another provider's word about them is not theirs to give, however
+// authentic.
 func mismatchOf(s payment.Payment, ev payment.ProviderEvent, provider string) (ProviderEventMismatched, bool) {
 	var fields []string
 	otherProvider := provider != "" && ev.Provider != provider
 	if otherProvider {
 		fields = append(fields, "provider")
 	}
-	if ev.PaymentID != "" && ev.PaymentID != s.PaymentID {
-		fields = append(fields, "paymentId")
-	}
-	if ev.Amount != 0 && ev.Amount != s.Amount {
-		fields = append(fields, "amount")
-	}
-	if ev.Currency != "" && ev.Currency != s.Currency {
-		fields = append(fields, "currency")
-	}
+	differ := payment.Disagreements(s, ev)
+	fields = append(fields, differ.Names()...)
 	if len(fields) == 0 {
 		return ProviderEventMismatched{}, false
 	}
@@ -107,10 +106,10 @@ func mismatchOf(s payment.Payment, ev payment.ProviderEvent, provider string) (P
 		PaymentID: ev.PaymentID, Amount: ev.Amount, Currency: ev.Currency,
 		RecordedPaymentID: s.PaymentID, RecordedAmount: s.Amount, RecordedCurrency: s.Currency,
 		Fields: fields,
-		// Money taken on a payment that is not ours to keep goes back on it.
+		// Money taken on a payment that is not ours to keep goes back on it
 		// (by the provider that holds the money: another provider's event names no
 		// payment of it).
-		RefundDue: !otherProvider && ev.Kind == payment.ProviderSucceeded && ev.PaymentID != "" && ev.PaymentID != s.PaymentID,
+		RefundDue: !otherProvider && ev.Kind == payment.ProviderSucceeded && ev.PaymentID != "" && differ.Has(payment.FactPaymentID),
 	}, true
 }
 

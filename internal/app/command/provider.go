@@ -92,10 +92,10 @@ func ReceiptStreamID(provider, eventID string) string {
 	return "providereventsha256-" + provider + "-" + hex.EncodeToString(sum[:])
 }
 
-// providerCausationID is the causation id of what a provider event records:
+// ProviderCausationID is the causation id of everything a provider event records:
 // "provider-event:<provider>:<event id>", or, for an event id too long for a
-// causation id, the hex SHA-256 of the event id in its place.
-func providerCausationID(provider, eventID string) string {
+// causation id, "provider-event:<provider>:sha256:<hex SHA-256 of the event id>".
+func ProviderCausationID(provider, eventID string) string {
 	if id := "provider-event:" + provider + ":" + eventID; len(id) <= eventstore.MaxCausationIDBytes {
 		return id
 	}
@@ -354,7 +354,12 @@ func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (paym
 // already succeeded makes the failure change nothing (the success confirms it); one
 // that cannot answer makes ApplyProviderEvent return its error, with nothing
 // recorded, so that the provider delivers the event again.
-func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEvent, meta Meta) (ProviderResult, error) {
+//
+// Every event it records, on every delivery (the receipt, what the event changes,
+// a refund, a mismatch's refund), names the provider's event as its cause
+// (ProviderCausationID), and its correlation is the rental's: whoever delivered
+// the event (an HTTP request, a test) is the caller's to log beside the event id.
+func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEvent) (ProviderResult, error) {
 	if err := h.needProvider("provider event " + ev.EventID); err != nil {
 		return ProviderResult{}, err
 	}
@@ -366,9 +371,7 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 	if err != nil {
 		return ProviderResult{}, err
 	}
-	if meta.CausationID == "" {
-		meta.CausationID = providerCausationID(ev.Provider, ev.EventID)
-	}
+	meta := Meta{CausationID: ProviderCausationID(ev.Provider, ev.EventID)}
 	a := &application{h: h, ev: ev, receiptStream: ReceiptStreamID(ev.Provider, ev.EventID), meta: meta}
 	if _, err := eventstore.ExecuteStreams(ctx, oneStreamAlone{store}, a.attempt, h.policy); err != nil {
 		return ProviderResult{}, err
@@ -620,7 +623,7 @@ func receiptsIn(records []eventstore.Record, provider, eventID string) ([]carrie
 // event changes nothing more (but a refund its payment still owes), another one
 // under the same id is ErrProviderEventReused.
 func (h *Handler) settledBy(ctx context.Context, ev payment.ProviderEvent, seen payment.ProviderReceipt, meta Meta) (ProviderResult, error) {
-	if seen.Digest != ev.Digest || seen.Kind != ev.Kind {
+	if !ev.HasDigest(seen.Digest) || seen.Kind != ev.Kind {
 		return ProviderResult{}, ErrProviderEventReused
 	}
 	s, err := h.Refund(ctx, ev.Reference, meta)
@@ -635,7 +638,7 @@ func (h *Handler) redelivered(ctx context.Context, ev payment.ProviderEvent, rec
 	if err != nil {
 		return ProviderResult{}, err
 	}
-	if seen.Digest != ev.Digest || seen.Reference != ev.Reference || seen.Kind != ev.Kind {
+	if !ev.HasDigest(seen.Digest) || seen.Reference != ev.Reference || seen.Kind != ev.Kind {
 		return ProviderResult{}, ErrProviderEventReused
 	}
 	if receipts[0].Type == (ProviderEventMismatched{}).EventType() {

@@ -33,7 +33,7 @@ func TestCancelAfterTheProviderTookTheMoneyIsDeclined(t *testing.T) {
 			t.Fatalf("a declined cancellation recorded %d events", len(recs)-1)
 		}
 		if _, err := h.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "test", EventID: "evt-1",
-			Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: "pi_" + ref, Digest: "d"}, command.Meta{}); err != nil {
+			Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: "pi_" + ref, Amount: 1500, Currency: "EUR", Digest: "d"}); err != nil {
 			t.Fatal(err)
 		}
 		s, _, err := h.LoadPayment(ctx, ref)

@@ -116,6 +116,7 @@ func TestAProviderEventAppliesOnlyToThePaymentRecorded(t *testing.T) {
 		name       string
 		kind       payment.ProviderEventKind
 		paymentID  string // "" for the recorded one
+		emptyID    bool   // the event states an empty payment id
 		amount     int64
 		currency   string
 		cancelled  bool // the payment was given up on first
@@ -137,6 +138,21 @@ func TestAProviderEventAppliesOnlyToThePaymentRecorded(t *testing.T) {
 			wantFields: []string{"paymentId"}},
 		{name: "a cancellation on another PaymentIntent", kind: payment.ProviderCancelled, paymentID: "pi_other", amount: 1500, currency: "EUR",
 			wantFields: []string{"paymentId"}},
+		// What an event states as 0 or "" is a fact like any other, never "not said".
+		{name: "a success for 0 on no payment id", kind: payment.ProviderSucceeded, emptyID: true, amount: 0, currency: "EUR",
+			wantFields: []string{"paymentId", "amount"}},
+		{name: "a success for 0", kind: payment.ProviderSucceeded, amount: 0, currency: "EUR",
+			wantFields: []string{"amount"}},
+		{name: "a success on no payment id", kind: payment.ProviderSucceeded, emptyID: true, amount: 1500, currency: "EUR",
+			wantFields: []string{"paymentId"}},
+		{name: "a success in no currency", kind: payment.ProviderSucceeded, amount: 1500, currency: "",
+			wantFields: []string{"currency"}},
+		{name: "a success for more than any payment", kind: payment.ProviderSucceeded, amount: payment.MaxAmount + 1, currency: "EUR",
+			wantFields: []string{"amount"}},
+		{name: "a failure for 0", kind: payment.ProviderFailed, amount: 0, currency: "EUR",
+			wantFields: []string{"amount"}},
+		{name: "a refund of a charge of no PaymentIntent", kind: payment.ProviderRefunded, emptyID: true, amount: 1500, currency: "EUR", cancelled: true,
+			wantFields: []string{"paymentId"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			store := eventstore.NewMemory()
@@ -152,7 +168,7 @@ func TestAProviderEventAppliesOnlyToThePaymentRecorded(t *testing.T) {
 			paymentEvents := streamTypes(t, store, payment.StreamID(ref))
 			callsBefore := len(p.called())
 			id := c.paymentID
-			if id == "" {
+			if id == "" && !c.emptyID {
 				id = ours
 			}
 			if id == "pi_other" {
@@ -160,7 +176,7 @@ func TestAProviderEventAppliesOnlyToThePaymentRecorded(t *testing.T) {
 			}
 			ev := payment.ProviderEvent{Provider: "stripe", EventID: "evt_1", Kind: c.kind, Reference: ref, PaymentID: id, Amount: c.amount, Currency: c.currency, Digest: "d1"}
 			for delivery := range 3 {
-				res, err := h.ApplyProviderEvent(ctx, ev, command.Meta{})
+				res, err := h.ApplyProviderEvent(ctx, ev)
 				if err != nil {
 					t.Fatalf("delivery %d: %v", delivery, err)
 				}
@@ -191,26 +207,26 @@ func TestAProviderEventAppliesOnlyToThePaymentRecorded(t *testing.T) {
 			// The same event id with another body is still refused.
 			other := ev
 			other.Digest = "d2"
-			if _, err := h.ApplyProviderEvent(ctx, other, command.Meta{}); !errors.Is(err, command.ErrProviderEventReused) {
+			if _, err := h.ApplyProviderEvent(ctx, other); !errors.Is(err, command.ErrProviderEventReused) {
 				t.Errorf("the id reused for another body: %v", err)
 			}
 		})
 	}
 }
 
-// TestAMatchingEventStillApplies: what an event does not say is not compared, and
-// what it says right applies as before.
+// TestAMatchingEventStillApplies: what an event leaves unstated (Unstated) is not
+// compared, and what it states right applies as before.
 func TestAMatchingEventStillApplies(t *testing.T) {
 	ctx := context.Background()
 	for _, ev := range []payment.ProviderEvent{
 		{Kind: payment.ProviderSucceeded, Amount: 1500, Currency: "EUR"},
-		{Kind: payment.ProviderSucceeded},
+		{Kind: payment.ProviderSucceeded, Unstated: payment.FactAmount | payment.FactCurrency},
 	} {
 		store := eventstore.NewMemory()
 		h := command.New(store, command.WithProvider(newIntents()))
 		ref, ours := prepared(t, h, "b1")
 		ev.Provider, ev.EventID, ev.Reference, ev.PaymentID, ev.Digest = "stripe", "evt_1", ref, ours, "d"
-		res, err := h.ApplyProviderEvent(ctx, ev, command.Meta{})
+		res, err := h.ApplyProviderEvent(ctx, ev)
 		if err != nil || res.Mismatch != nil || res.Payment.Status != payment.StatusConfirmed {
 			t.Errorf("%+v: %+v, %v", ev, res, err)
 		}
@@ -230,7 +246,7 @@ func TestMoneyOnAnUnexpectedPaymentIsOwedWhereTheProviderCannotRefund(t *testing
 	h := command.New(store, command.WithProvider(generic.Provider{}))
 	ref, _ := prepared(t, h, "b1")
 	ev := payment.ProviderEvent{Provider: generic.Name, EventID: "e1", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: "pay_someone_else", Amount: 1500, Currency: "EUR", Digest: "d"}
-	res, err := h.ApplyProviderEvent(ctx, ev, command.Meta{})
+	res, err := h.ApplyProviderEvent(ctx, ev)
 	if err != nil || res.Mismatch == nil || !res.Mismatch.RefundDue || res.Payment.Status != payment.StatusPrepared {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -256,14 +272,14 @@ func TestAFailureCancelsAtTheProviderBeforeItRejects(t *testing.T) {
 		p := newIntents()
 		h := command.New(store, command.WithProvider(p))
 		ref, id := prepared(t, h, "b1")
-		res, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f"), command.Meta{})
+		res, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f"))
 		if err != nil || res.Payment.Status != payment.StatusRejected {
 			t.Fatalf("%+v, %v", res, err)
 		}
 		if got := p.called(); !slices.Equal(got, []string{"cancel " + id}) {
 			t.Errorf("the provider was asked %v", got)
 		}
-		if _, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f"), command.Meta{}); err != nil || len(p.called()) != 1 {
+		if _, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f")); err != nil || len(p.called()) != 1 {
 			t.Errorf("a redelivery: %v, the provider asked %v", err, p.called())
 		}
 	})
@@ -274,7 +290,7 @@ func TestAFailureCancelsAtTheProviderBeforeItRejects(t *testing.T) {
 		h := command.New(store, command.WithProvider(p))
 		ref, id := prepared(t, h, "b1")
 		p.set(id, "succeeded") // the renter paid with another card meanwhile
-		res, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f"), command.Meta{})
+		res, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f"))
 		if err != nil || res.Payment.Status != payment.StatusPrepared {
 			t.Fatalf("%+v, %v", res, err)
 		}
@@ -282,7 +298,7 @@ func TestAFailureCancelsAtTheProviderBeforeItRejects(t *testing.T) {
 			t.Errorf("the payment's events: %v", got)
 		}
 		paid := payment.ProviderEvent{Provider: "stripe", EventID: "evt_s", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: id, Amount: 1500, Currency: "EUR", Digest: "d-s"}
-		if res, err := h.ApplyProviderEvent(ctx, paid, command.Meta{}); err != nil || res.Payment.Status != payment.StatusConfirmed || res.Payment.LateSuccess {
+		if res, err := h.ApplyProviderEvent(ctx, paid); err != nil || res.Payment.Status != payment.StatusConfirmed || res.Payment.LateSuccess {
 			t.Errorf("the success: %+v, %v", res, err)
 		}
 	})
@@ -293,7 +309,7 @@ func TestAFailureCancelsAtTheProviderBeforeItRejects(t *testing.T) {
 		h := command.New(store, command.WithProvider(p))
 		ref, id := prepared(t, h, "b1")
 		p.cancelErr = context.DeadlineExceeded
-		if _, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f"), command.Meta{}); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f")); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("want the provider's error, got %v", err)
 		}
 		if got := streamTypes(t, store, payment.StreamID(ref)); !slices.Equal(got, []string{"PaymentPrepared"}) {
@@ -303,7 +319,7 @@ func TestAFailureCancelsAtTheProviderBeforeItRejects(t *testing.T) {
 			t.Errorf("a receipt was written: %v", got)
 		}
 		p.cancelErr = nil // the provider redelivers once it answers
-		if res, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f"), command.Meta{}); err != nil || res.Payment.Status != payment.StatusRejected || res.Duplicate {
+		if res, err := h.ApplyProviderEvent(ctx, failed(ref, id, "evt_f")); err != nil || res.Payment.Status != payment.StatusRejected || res.Duplicate {
 			t.Errorf("the redelivery: %+v, %v", res, err)
 		}
 	})
@@ -311,8 +327,8 @@ func TestAFailureCancelsAtTheProviderBeforeItRejects(t *testing.T) {
 	t.Run("a provider that cannot cancel: rejected at once", func(t *testing.T) {
 		h := command.New(eventstore.NewMemory(), command.WithProvider(generic.Provider{}))
 		ref, _ := prepared(t, h, "b1")
-		ev := payment.ProviderEvent{Provider: generic.Name, EventID: "f1", Kind: payment.ProviderFailed, Reference: ref, Reason: "declined", Digest: "d"}
-		if res, err := h.ApplyProviderEvent(ctx, ev, command.Meta{}); err != nil || res.Payment.Status != payment.StatusRejected {
+		ev := payment.ProviderEvent{Provider: generic.Name, EventID: "f1", Kind: payment.ProviderFailed, Reference: ref, Reason: "declined", Unstated: payment.AllFacts, Digest: "d"}
+		if res, err := h.ApplyProviderEvent(ctx, ev); err != nil || res.Payment.Status != payment.StatusRejected {
 			t.Errorf("%+v, %v", res, err)
 		}
 	})
@@ -343,7 +359,7 @@ func TestLongProviderEventIDs(t *testing.T) {
 		h := command.New(store, command.WithProvider(newIntents()))
 		ref, id := prepared(t, h, "b1")
 		ev := payment.ProviderEvent{Provider: "stripe", EventID: "evt_" + strings.Repeat("Z", n-4), Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: id, Amount: 1500, Currency: "EUR", Digest: "d"}
-		res, err := h.ApplyProviderEvent(ctx, ev, command.Meta{})
+		res, err := h.ApplyProviderEvent(ctx, ev)
 		if n > payment.MaxEventIDLength {
 			if !errors.Is(err, payment.ErrWebhookMalformed) || len(streamTypes(t, store, payment.StreamID(ref))) != 1 {
 				t.Errorf("an id of %d bytes: %+v, %v", n, res, err)
@@ -353,7 +369,7 @@ func TestLongProviderEventIDs(t *testing.T) {
 		if err != nil || res.Payment.Status != payment.StatusConfirmed {
 			t.Fatalf("an id of %d bytes: %+v, %v", n, res, err)
 		}
-		if res, err := h.ApplyProviderEvent(ctx, ev, command.Meta{}); err != nil || !res.Duplicate {
+		if res, err := h.ApplyProviderEvent(ctx, ev); err != nil || !res.Duplicate {
 			t.Errorf("its redelivery: %+v, %v", res, err)
 		}
 	}

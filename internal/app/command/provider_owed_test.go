@@ -176,7 +176,7 @@ func TestASuccessWhileTheCancellationIsOwedIsRefunded(t *testing.T) {
 				}
 				if webhookFirst {
 					if _, err := h.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "test", EventID: "evt-1",
-						Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: "pi_" + ref, Digest: "d"}, command.Meta{}); err != nil {
+						Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: "pi_" + ref, Amount: 1500, Currency: "EUR", Digest: "d"}); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -38,8 +38,8 @@ func TestASettlementCarriesItsReceipt(t *testing.T) {
 		} {
 			ref, ours := prepared(t, h, c.rental)
 			ev := c.ev
-			ev.Provider, ev.EventID, ev.Reference, ev.PaymentID = "stripe", "evt_"+c.rental, ref, ours
-			first, err := h.ApplyProviderEvent(ctx, ev, command.Meta{})
+			ev.Provider, ev.EventID, ev.Reference, ev.PaymentID, ev.Amount, ev.Currency = "stripe", "evt_"+c.rental, ref, ours, 1500, "EUR"
+			first, err := h.ApplyProviderEvent(ctx, ev)
 			if err != nil || first.Duplicate {
 				t.Fatalf("%s: the first delivery: %+v, %v", c.want, first, err)
 			}
@@ -59,14 +59,14 @@ func TestASettlementCarriesItsReceipt(t *testing.T) {
 				t.Errorf("%s: the payment's last event is %s %s, want it with the receipt", c.want, last.Type, last.Data)
 			}
 			for range 3 {
-				again, err := h.ApplyProviderEvent(ctx, ev, command.Meta{})
+				again, err := h.ApplyProviderEvent(ctx, ev)
 				if err != nil || !again.Duplicate || again.Payment != first.Payment {
 					t.Errorf("%s: a redelivery: %+v, %v; want the first answer %+v as a duplicate", c.want, again, err, first)
 				}
 			}
 			other := c.other
-			other.Provider, other.EventID, other.Reference, other.PaymentID = "stripe", ev.EventID, ref, ours
-			if _, err := h.ApplyProviderEvent(ctx, other, command.Meta{}); !errors.Is(err, command.ErrProviderEventReused) {
+			other.Provider, other.EventID, other.Reference, other.PaymentID, other.Amount, other.Currency = "stripe", ev.EventID, ref, ours, 1500, "EUR"
+			if _, err := h.ApplyProviderEvent(ctx, other); !errors.Is(err, command.ErrProviderEventReused) {
 				t.Errorf("%s: the id reused with another body: %v", c.want, err)
 			}
 			if _, after, _ := h.LoadPayment(ctx, ref); len(after) != len(records) {
@@ -93,13 +93,13 @@ func TestConcurrentDeliveriesOfASettlementRaceOnThePaymentsVersion(t *testing.T)
 		h := command.New(store, command.WithProvider(provider))
 		for _, kind := range []payment.ProviderEventKind{payment.ProviderSucceeded, payment.ProviderFailed} {
 			ref, ours := prepared(t, h, "b-"+string(kind))
-			ev := payment.ProviderEvent{Provider: "stripe", EventID: "evt_" + string(kind), Kind: kind, Reference: ref, PaymentID: ours, Digest: "d"}
+			ev := payment.ProviderEvent{Provider: "stripe", EventID: "evt_" + string(kind), Kind: kind, Reference: ref, PaymentID: ours, Amount: 1500, Currency: "EUR", Digest: "d"}
 			const deliveries = 12
 			var wg sync.WaitGroup
 			results := make([]command.ProviderResult, deliveries)
 			errs := make([]error, deliveries)
 			for i := range deliveries {
-				wg.Go(func() { results[i], errs[i] = h.ApplyProviderEvent(ctx, ev, command.Meta{}) })
+				wg.Go(func() { results[i], errs[i] = h.ApplyProviderEvent(ctx, ev) })
 			}
 			wg.Wait()
 			applied := 0
@@ -140,7 +140,7 @@ func TestReceiptsInTheirOwnStreamsStillAnswer(t *testing.T) {
 		provider := newIntents()
 		h := command.New(store, command.WithProvider(provider))
 		apply := func(ev payment.ProviderEvent) (command.ProviderResult, error) {
-			return h.ApplyProviderEvent(ctx, ev, command.Meta{})
+			return h.ApplyProviderEvent(ctx, ev)
 		}
 		receiptTypes := func(ev payment.ProviderEvent) []string {
 			return streamTypes(t, store, command.ReceiptStreamID(ev.Provider, ev.EventID))
@@ -152,7 +152,7 @@ func TestReceiptsInTheirOwnStreamsStillAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 		provider.set(ours, "succeeded")
-		late := payment.ProviderEvent{Provider: "stripe", EventID: "evt_late", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: ours, Digest: "d"}
+		late := payment.ProviderEvent{Provider: "stripe", EventID: "evt_late", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: ours, Amount: 1500, Currency: "EUR", Digest: "d"}
 		if res, err := apply(late); err != nil || res.Duplicate || !res.Payment.LateSuccess {
 			t.Fatalf("a late success: %+v, %v", res, err)
 		}
@@ -165,10 +165,10 @@ func TestReceiptsInTheirOwnStreamsStillAnswer(t *testing.T) {
 
 		// A failure after the success: nothing changes but its receipt stream.
 		ref, ours = prepared(t, h, "c2")
-		if _, err := apply(payment.ProviderEvent{Provider: "stripe", EventID: "evt_s2", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: ours, Digest: "d"}); err != nil {
+		if _, err := apply(payment.ProviderEvent{Provider: "stripe", EventID: "evt_s2", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: ours, Amount: 1500, Currency: "EUR", Digest: "d"}); err != nil {
 			t.Fatal(err)
 		}
-		after := payment.ProviderEvent{Provider: "stripe", EventID: "evt_f2", Kind: payment.ProviderFailed, Reason: "late", Reference: ref, PaymentID: ours, Digest: "d"}
+		after := payment.ProviderEvent{Provider: "stripe", EventID: "evt_f2", Kind: payment.ProviderFailed, Reason: "late", Reference: ref, PaymentID: ours, Amount: 1500, Currency: "EUR", Digest: "d"}
 		if res, err := apply(after); err != nil || res.Duplicate || res.Payment.Status != payment.StatusConfirmed {
 			t.Fatalf("a failure after the success: %+v, %v", res, err)
 		}
@@ -181,7 +181,7 @@ func TestReceiptsInTheirOwnStreamsStillAnswer(t *testing.T) {
 		// is refused, though it would settle the payment.
 		ref, ours = prepared(t, h, "c3")
 		provider.set(ours, "succeeded")
-		failed := payment.ProviderEvent{Provider: "stripe", EventID: "evt_f3", Kind: payment.ProviderFailed, Reason: "declined", Reference: ref, PaymentID: ours, Digest: "d-f"}
+		failed := payment.ProviderEvent{Provider: "stripe", EventID: "evt_f3", Kind: payment.ProviderFailed, Reason: "declined", Reference: ref, PaymentID: ours, Amount: 1500, Currency: "EUR", Digest: "d-f"}
 		if res, err := apply(failed); err != nil || res.Payment.Status != payment.StatusPrepared {
 			t.Fatalf("a failure that succeeded at the provider: %+v, %v", res, err)
 		}
@@ -200,7 +200,7 @@ func TestReceiptsInTheirOwnStreamsStillAnswer(t *testing.T) {
 		// A settlement recorded before receipts moved: PaymentConfirmed with the
 		// event id only, its receipt in a stream of its own.
 		ref, ours = prepared(t, h, "c4")
-		old := payment.ProviderEvent{Provider: "stripe", EventID: "evt_old", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: ours, Digest: "d-old"}
+		old := payment.ProviderEvent{Provider: "stripe", EventID: "evt_old", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: ours, Amount: 1500, Currency: "EUR", Digest: "d-old"}
 		_, records, err := h.LoadPayment(ctx, ref)
 		if err != nil {
 			t.Fatal(err)

@@ -153,7 +153,8 @@ func TestCancelRacingASuccessNeverKeepsTheMoney(t *testing.T) {
 					succeed := func() {
 						if p.pay("pi_" + ref) {
 							_, payErr = h.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "test", EventID: "evt-" + ref,
-								Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: "pi_" + ref, Digest: "d"}, command.Meta{})
+								Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: "pi_" + ref, Amount: 1500, Currency: "EUR", Digest: "d"})
+
 						}
 					}
 					switch round % 3 { // cancel first, success first, or both at once
@@ -279,7 +280,7 @@ func TestAHandlerWithoutAProviderRefusesPayments(t *testing.T) {
 			return err
 		},
 		"provider event": func() error {
-			_, err := h.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: generic.Name, EventID: "evt-1", Kind: payment.ProviderSucceeded, Reference: ref}, command.Meta{})
+			_, err := h.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: generic.Name, EventID: "evt-1", Kind: payment.ProviderSucceeded, Reference: ref})
 			return err
 		},
 	} {

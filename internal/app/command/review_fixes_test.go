@@ -69,7 +69,8 @@ func TestAnUnexpectedPaymentIsRefundedThroughTheBound(t *testing.T) {
 	h := command.New(eventstore.NewMemory(), command.WithProvider(command.WithTimeout(p, time.Second)))
 	ref, _ := prepared(t, h, "bound1")
 	res, err := h.ApplyProviderEvent(context.Background(), payment.ProviderEvent{Provider: "stripe", EventID: "evt_b1", Kind: payment.ProviderSucceeded,
-		Reference: ref, PaymentID: "pi_other", Amount: 1500, Currency: "EUR", Digest: "d1"}, command.Meta{})
+		Reference: ref, PaymentID: "pi_other", Amount: 1500, Currency: "EUR", Digest: "d1"})
+
 	if err != nil || res.Mismatch == nil || !slices.Contains(p.called(), "refund-unexpected pi_other") {
 		t.Fatalf("mismatch %+v, %v; provider calls %v: want the other payment refunded", res.Mismatch, err, p.called())
 	}
@@ -85,7 +86,8 @@ func TestAnotherProvidersEventChangesNothing(t *testing.T) {
 	h := command.New(store, command.WithProvider(command.WithTimeout(p, time.Second)))
 	ref, ours := prepared(t, h, "other1")
 	res, err := h.ApplyProviderEvent(context.Background(), payment.ProviderEvent{Provider: generic.Name, EventID: "evt_g1", Kind: payment.ProviderSucceeded,
-		Reference: ref, PaymentID: "pay_forged", Digest: "g1"}, command.Meta{})
+		Reference: ref, PaymentID: "pay_forged", Digest: "g1"})
+
 	if err != nil || res.Payment.Status != payment.StatusPrepared || res.Mismatch == nil || !slices.Contains(res.Mismatch.Fields, "provider") || res.Mismatch.RefundDue {
 		t.Fatalf("after a generic event on a Stripe payment (%s): %+v mismatch %+v, %v", ours, res.Payment, res.Mismatch, err)
 	}

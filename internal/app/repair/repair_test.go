@@ -44,7 +44,7 @@ func stuck(t *testing.T, w *rebuildtest.World, bikeID string) string {
 	if _, err := w.Commands.Payment(ctx, payment.PreparePayment{Reference: ref, PaymentID: "x", Amount: 1500, Currency: "EUR"}, command.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "evt-" + bikeID, Kind: payment.ProviderSucceeded, Reference: ref, Digest: "d"}, command.Meta{}); err != nil {
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "evt-" + bikeID, Kind: payment.ProviderSucceeded, Reference: ref, Unstated: payment.AllFacts, Digest: "d"}); err != nil {
 		t.Fatal(err)
 	}
 	confirmed := w.Read(payment.StreamID(ref))[1]
@@ -196,7 +196,7 @@ func TestARepairReportsOnlyTheRefundsItRecords(t *testing.T) {
 	// Cancelled, then paid: the webhook records the late success and the refund owed.
 	owed := w.Rent("owed", rebuildtest.Cancelled)
 	ref := payment.ReferenceFor(owed)
-	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "late-owed", Kind: payment.ProviderSucceeded, Reference: ref, Digest: "d"}, command.Meta{}); err != nil {
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "late-owed", Kind: payment.ProviderSucceeded, Reference: ref, Unstated: payment.AllFacts, Digest: "d"}); err != nil {
 		t.Fatal(err)
 	}
 	if types := types(w, payment.StreamID(ref)); types[len(types)-1] != "RefundOwed" {

@@ -2,7 +2,11 @@ package payment
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"strconv"
+	"strings"
 )
 
 // What the payment provider says, as the payment context sees it whatever the
@@ -71,7 +75,8 @@ const (
 	ProviderRefunded  ProviderEventKind = "refunded"
 )
 
-// ProviderEvent is one verified webhook event about one of our payments.
+// ProviderEvent is one verified provider event about one of our payments: a
+// webhook's, or what the provider answers when it is asked about a payment.
 type ProviderEvent struct {
 	// Provider names the provider ("generic", "stripe"); event ids are unique per
 	// provider only.
@@ -82,19 +87,127 @@ type ProviderEvent struct {
 	Kind    ProviderEventKind
 	// Reference is our payment reference, as the provider was given it.
 	Reference string
-	// PaymentID is the provider's id of the payment ("" if the event lacks it).
+	// PaymentID is the provider's id of the payment.
 	PaymentID string
 	// Amount, in minor units of Currency, and Currency, three upper-case letters
-	// (ISO 4217, as payments record it), are what the provider's payment is for;
-	// 0 and "" if the event does not say. An event applies to a payment only when
-	// what it says of PaymentID, Amount and Currency is what was recorded.
+	// (ISO 4217, as payments record it), are what the provider's payment is for.
 	Amount   int64
 	Currency string
+	// Unstated lists what the event does not say of the provider's payment: only a
+	// provider whose events may leave a fact out (the generic one, for the members
+	// its body omits) sets it. Every fact not listed here is one the event states,
+	// and is compared with what was recorded, a zero value included: an event that
+	// says 0 or "" never reads as an event that says nothing (Disagreements).
+	Unstated Facts
 	// Reason says why a payment failed (ProviderFailed only).
 	Reason string
-	// Digest identifies the event's content (a hash of what the signature covered),
-	// so that an event id sent again with another body can be refused.
+	// Digest identifies what decides the event's effect, in EffectDigest's form, so
+	// that an event id sent again for another effect can be refused while a
+	// redelivery that differs only in what describes the delivery is recognised.
 	Digest string
+	// BodyDigest is the hex SHA-256 of the signed body, the form of digest receipts
+	// recorded before effect digests hold: it lets such a receipt still recognise a
+	// redelivery of the very same bytes (HasDigest). "" where there is no body.
+	BodyDigest string
+}
+
+// Facts is a set of the facts a provider event can state about the provider's
+// payment, each compared with what was recorded for our payment.
+type Facts uint8
+
+// The facts a provider event can state.
+const (
+	FactPaymentID Facts = 1 << iota // the provider's payment id, Payment.PaymentID
+	FactAmount                      // the amount, Payment.Amount
+	FactCurrency                    // the currency, Payment.Currency
+	// AllFacts is every fact.
+	AllFacts = FactPaymentID | FactAmount | FactCurrency
+)
+
+// factNames are the facts' names, as mismatches and the generic webhook's body
+// name them, in the order Names lists them.
+var factNames = []struct {
+	fact Facts
+	name string
+}{{FactPaymentID, "paymentId"}, {FactAmount, "amount"}, {FactCurrency, "currency"}}
+
+// Has reports whether every fact of g is in f.
+func (f Facts) Has(g Facts) bool { return f&g == g }
+
+// Names returns the names of the facts in f ("paymentId", "amount", "currency"),
+// in that order, in a new slice.
+func (f Facts) Names() []string {
+	var out []string
+	for _, n := range factNames {
+		if f.Has(n.fact) {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// Disagreements returns the facts ev states (every fact not in ev.Unstated) that
+// are not what s records: a payment id that is not s.PaymentID (an empty one
+// included), an amount that is not s.Amount (so never one outside 1..MaxAmount,
+// which no payment records) and a currency that is not s.Currency. None means that
+// ev is about the payment recorded, as far as ev says. It is the one comparison of
+// a provider's word with what was recorded, whatever brought that word: a webhook,
+// or the provider's answer when asked.
+func Disagreements(s Payment, ev ProviderEvent) Facts {
+	var out Facts
+	stated := AllFacts &^ ev.Unstated
+	if stated.Has(FactPaymentID) && (ev.PaymentID == "" || ev.PaymentID != s.PaymentID) {
+		out |= FactPaymentID
+	}
+	if stated.Has(FactAmount) && (CheckAmount(ev.Amount) != nil || ev.Amount != s.Amount) {
+		out |= FactAmount
+	}
+	if stated.Has(FactCurrency) && (CheckCurrency(ev.Currency) != nil || ev.Currency != s.Currency) {
+		out |= FactCurrency
+	}
+	return out
+}
+
+// EffectDigestPrefix begins every digest of EffectDigest's form. A digest without
+// it is of the body form: the bare hex SHA-256 of a webhook's raw body, which every
+// receipt recorded before effect digests holds.
+const EffectDigestPrefix = "effect-v1:"
+
+// ProviderObject is what a provider event says it is about, beyond what
+// ProviderEvent holds: the provider's own event type, the kind and id of the
+// object it reports on, and that object's status, as the provider writes them.
+// A provider without such things leaves them "".
+type ProviderObject struct {
+	Type, Object, ObjectID, Status string
+}
+
+// EffectDigest returns the digest of what decides ev's effect: its provider,
+// event id, kind, reference, what it states of the provider's payment (and which
+// facts it leaves unstated), its reason, and what obj says it is about. Nothing
+// else a delivery carries enters it, so two deliveries of one event that differ
+// only in what describes the delivery have the same digest, and an event id used
+// for another effect has another. The form is EffectDigestPrefix followed by the
+// hex SHA-256 of those fields, each quoted (strconv.Quote) or written in decimal,
+// in that order, separated by commas: one text for one effect, and no two effects
+// with the same text.
+func EffectDigest(ev ProviderEvent, obj ProviderObject) string {
+	fields := []string{
+		strconv.Quote(ev.Provider), strconv.Quote(ev.EventID), strconv.Quote(string(ev.Kind)), strconv.Quote(ev.Reference),
+		strconv.Quote(ev.PaymentID), strconv.FormatInt(ev.Amount, 10), strconv.Quote(ev.Currency),
+		strconv.FormatUint(uint64(ev.Unstated), 10), strconv.Quote(ev.Reason),
+		strconv.Quote(obj.Type), strconv.Quote(obj.Object), strconv.Quote(obj.ObjectID), strconv.Quote(obj.Status),
+	}
+	sum := sha256.Sum256([]byte(strings.Join(fields, ",")))
+	return EffectDigestPrefix + hex.EncodeToString(sum[:])
+}
+
+// HasDigest reports whether a digest a receipt stored is ev's: ev.Digest (of the
+// effect form, for every event an adapter reads), or ev.BodyDigest (a receipt of
+// the body form, recorded before effect digests, which only the same bytes
+// match). The two forms never equal each other: only the effect form has
+// EffectDigestPrefix.
+func (ev ProviderEvent) HasDigest(stored string) bool {
+	return stored == ev.Digest || ev.BodyDigest != "" && stored == ev.BodyDigest
 }
 
 // MaxEventIDLength bounds a provider's event id, in bytes, for every provider (a

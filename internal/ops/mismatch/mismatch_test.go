@@ -51,18 +51,18 @@ func TestListsEachMismatchWithWhereItsRefundStands(t *testing.T) {
 	c, ours := prepare("b3")
 	apply := func(ev payment.ProviderEvent) error {
 		ev.Provider, ev.Digest = generic.Name, "d-"+ev.EventID
-		_, err := h.ApplyProviderEvent(ctx, ev, command.Meta{})
+		_, err := h.ApplyProviderEvent(ctx, ev)
 		return err
 	}
-	if err := apply(payment.ProviderEvent{EventID: "refunded", Kind: payment.ProviderSucceeded, Reference: a, PaymentID: "pay_other_a"}); err != nil {
+	if err := apply(payment.ProviderEvent{EventID: "refunded", Kind: payment.ProviderSucceeded, Reference: a, PaymentID: "pay_other_a", Unstated: payment.FactAmount | payment.FactCurrency}); err != nil {
 		t.Fatal(err)
 	}
 	p.down = true
-	due := payment.ProviderEvent{EventID: "due", Kind: payment.ProviderSucceeded, Reference: b, PaymentID: "pay_other_b"}
+	due := payment.ProviderEvent{EventID: "due", Kind: payment.ProviderSucceeded, Reference: b, PaymentID: "pay_other_b", Unstated: payment.FactAmount | payment.FactCurrency}
 	if err := apply(due); err == nil {
 		t.Fatal("a refund that failed answered nil")
 	}
-	if err := apply(payment.ProviderEvent{EventID: "amount", Kind: payment.ProviderSucceeded, Reference: c, PaymentID: ours, Amount: 1}); err != nil {
+	if err := apply(payment.ProviderEvent{EventID: "amount", Kind: payment.ProviderSucceeded, Reference: c, PaymentID: ours, Amount: 1, Unstated: payment.FactCurrency}); err != nil {
 		t.Fatal(err)
 	}
 	if err := apply(payment.ProviderEvent{EventID: "matches", Kind: payment.ProviderSucceeded, Reference: c, PaymentID: ours, Amount: 1500, Currency: "EUR"}); err != nil {

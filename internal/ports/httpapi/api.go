@@ -227,6 +227,8 @@ type response struct {
 	body    []byte
 	problem *Problem // sent as the body, with the request id, when set
 	err     error    // logged, never sent
+	// logAttrs are logged with the request's line, never sent.
+	logAttrs []slog.Attr
 }
 
 // Handle answers one HTTP API request. It never returns an error: every failure,
@@ -406,6 +408,7 @@ func (a *API) log(r *request, method, pattern string, out response, took time.Du
 	if out.err != nil {
 		attrs = append(attrs, slog.String("error", out.err.Error()))
 	}
+	attrs = append(attrs, out.logAttrs...)
 	a.cfg.Logger.LogAttrs(r.ctx, level, "request", attrs...)
 }
 

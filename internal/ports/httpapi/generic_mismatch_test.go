@@ -11,6 +11,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/lib/strictjson"
 )
 
 // TestAGenericEventThatNamesAnotherPaymentChangesNothing: the generic provider's
@@ -33,9 +34,9 @@ func TestAGenericEventThatNamesAnotherPaymentChangesNothing(t *testing.T) {
 		ev        generic.Event
 		wantTypes []string
 	}{
-		{generic.Event{ID: "g-other", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: "pay_someone_else"}, []string{"ProviderEventMismatched", "MismatchRefundOwed"}},
-		{generic.Event{ID: "g-amount", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: s.PaymentID, Amount: 1}, []string{"ProviderEventMismatched"}},
-		{generic.Event{ID: "g-currency", Type: generic.TypeFailed, PaymentReference: ref, Currency: "USD", Reason: "declined"}, []string{"ProviderEventMismatched"}},
+		{generic.Event{ID: "g-other", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: strictjson.Some("pay_someone_else")}, []string{"ProviderEventMismatched", "MismatchRefundOwed"}},
+		{generic.Event{ID: "g-amount", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: strictjson.Some(s.PaymentID), Amount: strictjson.Some(int64(1))}, []string{"ProviderEventMismatched"}},
+		{generic.Event{ID: "g-currency", Type: generic.TypeFailed, PaymentReference: ref, Currency: strictjson.Some("USD"), Reason: "declined"}, []string{"ProviderEventMismatched"}},
 	} {
 		if r := send(c.ev); r.body["mismatch"] != true || r.str("status") != "prepared" {
 			t.Errorf("%s: %s", c.ev.ID, r.raw)
@@ -44,19 +45,29 @@ func TestAGenericEventThatNamesAnotherPaymentChangesNothing(t *testing.T) {
 			t.Errorf("%s: the event's stream %v, want %v", c.ev.ID, got, c.wantTypes)
 		}
 	}
-	if got := streamTypes(t, store, payment.StreamID(ref)); !slices.Equal(got, []string{"PaymentPrepared"}) {
-		t.Errorf("the payment's events: %v", got)
-	}
-	if r := send(generic.Event{ID: "g-ours", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: s.PaymentID, Amount: 1500, Currency: "EUR"}); r.str("status") != "confirmed" || r.body["mismatch"] != nil {
-		t.Errorf("the payment's own: %s", r.raw)
-	}
+	// A member that is there states a fact: a value no payment has is refused, and
+	// changes nothing, however it would compare.
 	for _, body := range []string{
 		`{"id":"g-bad1","type":"payment.succeeded","paymentReference":"` + ref + `","currency":"eur"}`,
 		`{"id":"g-bad2","type":"payment.succeeded","paymentReference":"` + ref + `","amount":-5}`,
 		`{"id":"g-bad3","type":"payment.succeeded","paymentReference":"` + ref + `","paymentId":"<b>"}`,
+		`{"id":"g-bad4","type":"payment.succeeded","paymentReference":"` + ref + `","amount":0,"paymentId":""}`,
+		`{"id":"g-bad5","type":"payment.succeeded","paymentReference":"` + ref + `","amount":0}`,
+		`{"id":"g-bad6","type":"payment.succeeded","paymentReference":"` + ref + `","paymentId":""}`,
+		`{"id":"g-bad7","type":"payment.succeeded","paymentReference":"` + ref + `","currency":""}`,
+		`{"id":"g-bad8","type":"payment.succeeded","paymentReference":"` + ref + `","amount":100000000}`,
+		`{"id":"g-bad9","type":"payment.succeeded","paymentReference":"` + ref + `","amount":null}`,
+		`{"id":"g-bad10","type":"payment.succeeded","paymentReference":"` + ref + `","paymentId":null}`,
+		`{"id":"g-bad11","type":"payment.succeeded","paymentReference":"` + ref + `","amount":1500.5}`,
 	} {
 		if r := h.do(http.MethodPost, "/webhooks/payments", body, with(anonymous, signed(secret, body, h.now))); r.status != http.StatusBadRequest {
 			t.Errorf("%s: %d %s", body, r.status, r.raw)
 		}
+	}
+	if got := streamTypes(t, store, payment.StreamID(ref)); !slices.Equal(got, []string{"PaymentPrepared"}) {
+		t.Errorf("the payment's events: %v", got)
+	}
+	if r := send(generic.Event{ID: "g-ours", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: strictjson.Some(s.PaymentID), Amount: strictjson.Some(int64(1500)), Currency: strictjson.Some("EUR")}); r.str("status") != "confirmed" || r.body["mismatch"] != nil {
+		t.Errorf("the payment's own: %s", r.raw)
 	}
 }

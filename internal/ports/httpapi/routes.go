@@ -364,7 +364,16 @@ func (a *API) providerWebhook(r *request, parser WebhookParser, ignoreUnknown bo
 	case err != nil:
 		return errorResponse(err)
 	}
-	res, err := a.cfg.Commands.ApplyProviderEvent(r.ctx, ev, r.meta())
+	resp := a.applyWebhook(r, ev, ignoreUnknown)
+	// The request's log line names the provider's event, which is the cause every
+	// recorded event names: the request and what it recorded stay tied.
+	resp.logAttrs = append(resp.logAttrs, slog.String("provider", ev.Provider), slog.String("providerEventId", ev.EventID))
+	return resp
+}
+
+// applyWebhook applies a verified provider event once and answers it.
+func (a *API) applyWebhook(r *request, ev payment.ProviderEvent, ignoreUnknown bool) response {
+	res, err := a.cfg.Commands.ApplyProviderEvent(r.ctx, ev)
 	if ignoreUnknown && errors.Is(err, payment.ErrPaymentNotFound) || errors.Is(err, payment.ErrWebhookIgnored) {
 		return jsonResponse(http.StatusOK, WebhookAnswer{EventID: ev.EventID, Ignored: true})
 	}

@@ -129,11 +129,17 @@ func (s *stack) request(renter, bike string) string {
 	return got.RentalID
 }
 
+// providerEventID is the id of the generic provider's event of outcome typ about
+// a rental's payment, as provider sends it.
+func providerEventID(typ, rentalID string) string {
+	return "evt-" + typ[len("payment."):] + "-" + strings.ReplaceAll(rentalID, "_", "-")
+}
+
 // provider reports, as the generic provider, the outcome typ (generic.TypeSucceeded
 // or generic.TypeFailed, for reason) of a rental's payment.
 func (s *stack) provider(rentalID, typ, reason string) {
 	s.t.Helper()
-	body, _ := json.Marshal(generic.Event{ID: "evt-" + typ[len("payment."):] + "-" + strings.ReplaceAll(rentalID, "_", "-"), Type: typ,
+	body, _ := json.Marshal(generic.Event{ID: providerEventID(typ, rentalID), Type: typ,
 		PaymentReference: payment.ReferenceFor(rentalID), Reason: reason})
 	hdr := http.Header{"Payment-Signature": {webhook.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
 	if code := s.send("POST", "/webhooks/payments", "", body, hdr, nil); code != http.StatusOK {
@@ -360,6 +366,13 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	run(t, ctx, "the refund on the rental's page", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, a)),
 		waitFor(`document.getElementById('refund-state')?.textContent === 'owed'`),
 		waitFor(`document.querySelector('#timeline li[data-type="RefundOwed"]') !== null`))
+	// What the provider's event recorded says so, naming the event.
+	for _, typ := range []string{"PaymentSucceededAfterCancellation", "RefundOwed"} {
+		got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('#timeline li[data-type=%q] .cause').textContent`, typ))
+		if want := "caused by the provider's event " + providerEventID(generic.TypeSucceeded, a) + " (generic)"; got != want {
+			t.Errorf("%s's cause = %q, want %q", typ, got, want)
+		}
+	}
 	screenshot(t, ctx, "rental.png")
 
 	// Cancelling by click: "cancelled", and once the process has ended, "nothing-to-do".
@@ -407,7 +420,12 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		t.Errorf("countdown of a return due in the rental period = %q, want one that runs", got)
 	}
 	run(t, ctx, "record a return by click", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, d)),
-		waitFor(`document.getElementById('rental-status')?.textContent === 'approved'`),
+		waitFor(`document.getElementById('rental-status')?.textContent === 'approved'`))
+	if got, want := evaluate[string](t, ctx, `document.querySelector('#timeline li[data-type="PaymentConfirmed"] .cause').textContent`),
+		"caused by the provider's event "+providerEventID(generic.TypeSucceeded, d)+" (generic)"; got != want {
+		t.Errorf("PaymentConfirmed's cause = %q, want %q", got, want)
+	}
+	run(t, ctx, "record a return by click, confirmed",
 		confirmIn(`#record-return`),
 		waitFor(`document.getElementById('action-result')?.textContent === 'Return recorded: bike b4 is available.'`),
 		waitFor(`document.getElementById('rental-status')?.textContent === 'returned'`))

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,18 +34,26 @@ const (
 )
 
 // Event is the body of the generic provider's webhook, POST /webhooks/payments.
-// PaymentID, Amount and Currency are optional: an event that names them applies
-// only to a payment recorded with the same provider payment id (what CreatePayment
-// answered), amount and currency, as a Stripe event does.
+// PaymentID, Amount and Currency are optional (Optional: the facts the provider's
+// events may leave unstated), because the provider is told nothing when a payment
+// is created; but a member that is there states a fact, and the event applies only
+// to a payment recorded with the same provider payment id (what CreatePayment
+// answered), amount and currency, as a Stripe event does. A member that is there
+// with a value no payment can have ("amount": 0, "paymentId": "") is refused.
 type Event struct {
-	ID               string `json:"id"`
-	Type             string `json:"type"`
-	PaymentReference string `json:"paymentReference"`
-	Reason           string `json:"reason,omitempty"`
-	PaymentID        string `json:"paymentId,omitempty"`
-	Amount           int64  `json:"amount,omitempty"`
-	Currency         string `json:"currency,omitempty"`
+	ID               string                      `json:"id"`
+	Type             string                      `json:"type"`
+	PaymentReference string                      `json:"paymentReference"`
+	Reason           string                      `json:"reason,omitempty"`
+	PaymentID        strictjson.Optional[string] `json:"paymentId,omitzero"`
+	Amount           strictjson.Optional[int64]  `json:"amount,omitzero"`
+	Currency         strictjson.Optional[string] `json:"currency,omitzero"`
 }
+
+// Optional is what the provider's events may leave unstated of the provider's
+// payment: every fact (payment.ProviderEvent.Unstated lists those an event leaves
+// out).
+const Optional = payment.AllFacts
 
 // Provider is the generic provider. Its zero value creates, cancels and refunds
 // (nothing reaches the provider); webhooks need Verifier.
@@ -80,11 +89,14 @@ func (Provider) RefundPayment(context.Context, string, string) (string, error) {
 // the payment and the outcome, so it is valid for exactly those. A bad signature is
 // payment.ErrWebhookUnauthentic (and the body is not looked at); a body that is not
 // exactly one Event as strictjson.Decode reads it (each member once, named exactly,
-// nothing unknown or after it), with a known type, a valid reference and id, a
-// reason only for failures, and, where named, a payment id of the id's characters,
-// a positive amount and a currency as payment.CheckCurrency has it, is
-// payment.ErrWebhookMalformed, wrapping the *strictjson.Error that names the member
-// when there is one.
+// nothing unknown or after it, no null), with a known type, a valid reference and
+// id, a reason only for failures, and, for each of paymentId, amount and currency
+// that is there, a payment id of 1 to MaxEventIDLength of the id's characters, an
+// amount payment.CheckAmount accepts and a currency payment.CheckCurrency accepts,
+// is payment.ErrWebhookMalformed, wrapping the *strictjson.Error that names the
+// member when there is one. The event's Unstated lists the members left out; its
+// Digest is payment.EffectDigest of the event (the body names nothing that does not
+// decide its effect), and its BodyDigest the hex SHA-256 of the body.
 func (p Provider) ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error) {
 	if err := p.Verifier.Verify(header(webhook.Header), body, now); err != nil {
 		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookUnauthentic, err)
@@ -94,7 +106,7 @@ func (p Provider) ParseWebhook(header func(string) string, body []byte, now time
 		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookMalformed, err)
 	}
 	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, Reference: e.PaymentReference, Reason: e.Reason,
-		PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency}
+		PaymentID: e.PaymentID.Value, Amount: e.Amount.Value, Currency: e.Currency.Value, Unstated: unstated(e)}
 	switch e.Type {
 	case TypeSucceeded:
 		out.Kind = payment.ProviderSucceeded
@@ -106,24 +118,48 @@ func (p Provider) ParseWebhook(header func(string) string, body []byte, now time
 	default:
 		return payment.ProviderEvent{}, fmt.Errorf("%w: type %q is neither %s nor %s", payment.ErrWebhookMalformed, e.Type, TypeSucceeded, TypeFailed)
 	}
+	if err := checkEvent(e); err != nil {
+		return payment.ProviderEvent{}, fmt.Errorf("%w: %w", payment.ErrWebhookMalformed, err)
+	}
+	out.Digest = payment.EffectDigest(out, payment.ProviderObject{Type: e.Type})
+	sum := sha256.Sum256(body)
+	out.BodyDigest = hex.EncodeToString(sum[:])
+	return out, nil
+}
+
+// checkEvent says what is wrong with the members of e, nil if nothing is.
+func checkEvent(e Event) error {
 	switch {
 	case !validEventID(e.ID):
-		return payment.ProviderEvent{}, fmt.Errorf("%w: id must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", payment.ErrWebhookMalformed, MaxEventIDLength)
+		return fmt.Errorf("id must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", MaxEventIDLength)
 	case len(e.Reason) > MaxReasonLength:
-		return payment.ProviderEvent{}, fmt.Errorf("%w: reason is over %d bytes", payment.ErrWebhookMalformed, MaxReasonLength)
-	case e.PaymentID != "" && !validEventID(e.PaymentID):
-		return payment.ProviderEvent{}, fmt.Errorf("%w: paymentId must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", payment.ErrWebhookMalformed, MaxEventIDLength)
-	case e.Amount < 0:
-		return payment.ProviderEvent{}, fmt.Errorf("%w: amount must be positive", payment.ErrWebhookMalformed)
-	case e.Currency != "" && payment.CheckCurrency(e.Currency) != nil:
-		return payment.ProviderEvent{}, fmt.Errorf("%w: currency must be 3 upper-case letters (ISO 4217)", payment.ErrWebhookMalformed)
+		return fmt.Errorf("reason is over %d bytes", MaxReasonLength)
+	case e.PaymentID.Present && !validEventID(e.PaymentID.Value):
+		return fmt.Errorf("paymentId, where given, must be 1 to %d characters of A-Z, a-z, 0-9, _ or -", MaxEventIDLength)
+	case e.Amount.Present && payment.CheckAmount(e.Amount.Value) != nil:
+		return fmt.Errorf("amount, where given, must be a whole number of minor units from 1 to %d", payment.MaxAmount)
+	case e.Currency.Present && payment.CheckCurrency(e.Currency.Value) != nil:
+		return errors.New("currency, where given, must be 3 upper-case letters (ISO 4217)")
 	}
 	if _, err := payment.RentalIDFor(e.PaymentReference); err != nil {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: paymentReference: %v", payment.ErrWebhookMalformed, err)
+		return fmt.Errorf("paymentReference: %v", err)
 	}
-	sum := sha256.Sum256(body)
-	out.Digest = hex.EncodeToString(sum[:])
-	return out, nil
+	return nil
+}
+
+// unstated is what e leaves out of what the provider's events may leave out
+// (Optional).
+func unstated(e Event) payment.Facts {
+	var out payment.Facts
+	for _, m := range []struct {
+		fact    payment.Facts
+		present bool
+	}{{payment.FactPaymentID, e.PaymentID.Present}, {payment.FactAmount, e.Amount.Present}, {payment.FactCurrency, e.Currency.Present}} {
+		if !m.present {
+			out |= m.fact
+		}
+	}
+	return out & Optional
 }
 
 // validEventID reports whether id is 1 to MaxEventIDLength characters of A-Z, a-z,

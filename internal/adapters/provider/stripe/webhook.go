@@ -80,11 +80,21 @@ const maxUnix = 1 << 40
 // The event has Provider Name, EventID the event's id (evt_...), PaymentID the
 // PaymentIntent's id, Amount and Currency the PaymentIntent's (the charge's for
 // charge.refunded; Stripe writes currencies in lower case, the event in upper case
-// as payments record them), and Digest the hex SHA-256 of the body. A
-// PaymentIntent or charge without a positive amount and a currency is
-// payment.ErrWebhookMalformed. Whether the event is about the PaymentIntent, amount
-// and currency recorded for the reference is the caller's to check: metadata is
-// only what someone holding the API key wrote.
+// as payments record them). Stripe's events always state all three: Unstated is
+// empty, so a charge.refunded whose charge names no PaymentIntent states an empty
+// payment id, which is never the one recorded. A PaymentIntent or charge without
+// an amount of 1 to payment.MaxAmount and a currency is payment.ErrWebhookMalformed.
+// Whether the event is about the PaymentIntent, amount and currency recorded for
+// the reference is the caller's to check (payment.Disagreements): metadata is only
+// what someone holding the API key wrote.
+//
+// Digest is payment.EffectDigest of the event and of what it is about: its type,
+// and the object's kind, id and status, as paymentIntentEvent and
+// chargeRefundedEvent read them. The event object's other members describe the
+// delivery or the account, not the payment (pending_webhooks, which Stripe counts
+// down as it delivers, request, created, livemode, api_version), so a redelivery
+// that differs in them has the same digest. BodyDigest is the hex SHA-256 of the
+// body.
 func (p *Provider) ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error) {
 	sig := ""
 	if header != nil {
@@ -98,15 +108,21 @@ func (p *Provider) ParseWebhook(header func(string) string, body []byte, now tim
 		return payment.ProviderEvent{}, err
 	}
 	sum := sha256.Sum256(body)
-	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, Digest: hex.EncodeToString(sum[:])}
+	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, BodyDigest: hex.EncodeToString(sum[:])}
+	var obj payment.ProviderObject
 	switch string(e.Type) {
 	case EventPaymentSucceeded, EventPaymentFailed, EventPaymentCanceled:
-		return paymentIntentEvent(e, out)
+		out, obj, err = paymentIntentEvent(e, out)
 	case EventChargeRefunded:
-		return chargeRefundedEvent(e, out)
+		out, obj, err = chargeRefundedEvent(e, out)
 	default:
 		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %q", payment.ErrWebhookIgnored, e.ID, truncate(string(e.Type), 100))
 	}
+	if err != nil {
+		return payment.ProviderEvent{}, err
+	}
+	out.Digest = payment.EffectDigest(out, obj)
+	return out, nil
 }
 
 // decodeEvent reads the event of a body whose signature verify accepted: what
@@ -147,21 +163,22 @@ func decodeObject(e stripesdk.Event, v any) error {
 }
 
 // paymentIntentEvent completes out from an event about a PaymentIntent:
-// payment_intent.succeeded, payment_failed or canceled.
-func paymentIntentEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.ProviderEvent, error) {
+// payment_intent.succeeded, payment_failed or canceled. It returns what the event
+// is about, for its digest.
+func paymentIntentEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.ProviderEvent, payment.ProviderObject, error) {
 	var pi stripesdk.PaymentIntent
 	if err := decodeObject(e, &pi); err != nil {
-		return payment.ProviderEvent{}, err
+		return payment.ProviderEvent{}, payment.ProviderObject{}, err
 	}
 	if pi.Object != "payment_intent" || !strings.HasPrefix(pi.ID, "pi_") {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %s is not about a PaymentIntent", payment.ErrWebhookMalformed, e.ID, e.Type)
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s of type %s is not about a PaymentIntent", payment.ErrWebhookMalformed, e.ID, e.Type)
 	}
 	reference, ok := ourReference(pi.Metadata)
 	if !ok {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no reference of this service", payment.ErrWebhookIgnored, e.ID, pi.ID)
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no reference of this service", payment.ErrWebhookIgnored, e.ID, pi.ID)
 	}
-	if pi.Amount <= 0 || !isCurrency(string(pi.Currency)) {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, pi.ID)
+	if payment.CheckAmount(pi.Amount) != nil || !isCurrency(string(pi.Currency)) {
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s: PaymentIntent %s has no amount of 1 to %d or no currency", payment.ErrWebhookMalformed, e.ID, pi.ID, payment.MaxAmount)
 	}
 	out.Reference, out.PaymentID = reference, pi.ID
 	out.Amount, out.Currency = pi.Amount, strings.ToUpper(string(pi.Currency))
@@ -174,34 +191,35 @@ func paymentIntentEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.P
 	default:
 		out.Kind = payment.ProviderCancelled
 	}
-	return out, nil
+	return out, payment.ProviderObject{Type: string(e.Type), Object: pi.Object, ObjectID: pi.ID, Status: string(pi.Status)}, nil
 }
 
-// chargeRefundedEvent completes out from a charge.refunded event.
-func chargeRefundedEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.ProviderEvent, error) {
+// chargeRefundedEvent completes out from a charge.refunded event. It returns what
+// the event is about, for its digest.
+func chargeRefundedEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.ProviderEvent, payment.ProviderObject, error) {
 	var ch stripesdk.Charge
 	if err := decodeObject(e, &ch); err != nil {
-		return payment.ProviderEvent{}, err
+		return payment.ProviderEvent{}, payment.ProviderObject{}, err
 	}
 	if ch.Object != "charge" || ch.ID == "" {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %s is not about a charge", payment.ErrWebhookMalformed, e.ID, e.Type)
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s of type %s is not about a charge", payment.ErrWebhookMalformed, e.ID, e.Type)
 	}
 	if !ch.Refunded { // false while the charge is refunded only in part
-		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s is refunded in part only", payment.ErrWebhookIgnored, e.ID, ch.ID)
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s: charge %s is refunded in part only", payment.ErrWebhookIgnored, e.ID, ch.ID)
 	}
 	if ch.PaymentIntent != nil && strings.HasPrefix(ch.PaymentIntent.ID, "pi_") {
 		out.PaymentID = ch.PaymentIntent.ID
 	}
 	reference, ok := chargeReference(&ch)
 	if !ok && out.PaymentID == "" {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has neither a reference of this service nor a PaymentIntent", payment.ErrWebhookIgnored, e.ID, ch.ID)
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s: charge %s has neither a reference of this service nor a PaymentIntent", payment.ErrWebhookIgnored, e.ID, ch.ID)
 	}
-	if ch.Amount <= 0 || !isCurrency(string(ch.Currency)) {
-		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s: charge %s has no positive amount or no currency", payment.ErrWebhookMalformed, e.ID, ch.ID)
+	if payment.CheckAmount(ch.Amount) != nil || !isCurrency(string(ch.Currency)) {
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s: charge %s has no amount of 1 to %d or no currency", payment.ErrWebhookMalformed, e.ID, ch.ID, payment.MaxAmount)
 	}
 	out.Kind, out.Reference = payment.ProviderRefunded, reference
 	out.Amount, out.Currency = ch.Amount, strings.ToUpper(string(ch.Currency))
-	return out, nil
+	return out, payment.ProviderObject{Type: string(e.Type), Object: ch.Object, ObjectID: ch.ID, Status: string(ch.Status)}, nil
 }
 
 // chargeReference returns the reference of this service in a charge's metadata,

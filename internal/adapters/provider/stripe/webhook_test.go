@@ -146,11 +146,79 @@ func TestParseWebhookMapsStripeEvents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.want.Provider, c.want.Digest = "stripe", digest(c.body)
+			if got.BodyDigest != digest(c.body) || !strings.HasPrefix(got.Digest, payment.EffectDigestPrefix) {
+				t.Errorf("digests %q and %q, want the effect's and the body's", got.Digest, got.BodyDigest)
+			}
+			c.want.Provider, c.want.Digest, c.want.BodyDigest = "stripe", got.Digest, got.BodyDigest
 			if got != c.want {
 				t.Fatalf("ParseWebhook =\n %+v\nwant\n %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestADigestIsWhatDecidesTheEffect: two deliveries of one event that differ only
+// in the members that describe the delivery or the account (pending_webhooks, which
+// Stripe counts down as it delivers, request, created, livemode, account) have one
+// digest; one that differs in what decides its effect (the type, the object's id,
+// kind and status, the amount, the currency, the reference, a failure's reason)
+// has another.
+func TestADigestIsWhatDecidesTheEffect(t *testing.T) {
+	p := webhookProvider(t, 0)
+	parse := func(name string, change func(e map[string]any)) payment.ProviderEvent {
+		t.Helper()
+		body := edit(t, name, change)
+		ev, err := p.ParseWebhook(headerWith(sign(body, webhookSecret, signedAt)), body, verifyAt)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return ev
+	}
+	for _, name := range []string{"events/payment_intent.succeeded.json", "events/payment_intent.payment_failed.json", "events/charge.refunded.json"} {
+		first := parse(name, func(map[string]any) {})
+		for what, change := range map[string]func(e map[string]any){
+			"pending_webhooks": func(e map[string]any) { e["pending_webhooks"] = 0 },
+			"request":          func(e map[string]any) { e["request"] = map[string]any{"id": "req_other", "idempotency_key": "other"} },
+			"created":          func(e map[string]any) { e["created"] = 1780049999 },
+			"livemode":         func(e map[string]any) { e["livemode"] = true },
+			"all of them": func(e map[string]any) {
+				e["pending_webhooks"], e["created"], e["request"] = 7, 1780049999, nil
+			},
+		} {
+			again := parse(name, change)
+			if again.Digest != first.Digest {
+				t.Errorf("%s: a redelivery with another %s has digest %s, want the first's %s", name, what, again.Digest, first.Digest)
+			}
+			if again.BodyDigest == first.BodyDigest {
+				t.Errorf("%s: another %s left the body's digest as it was: the test changed nothing", name, what)
+			}
+		}
+	}
+	succeeded := "events/payment_intent.succeeded.json"
+	first := parse(succeeded, func(map[string]any) {})
+	for what, change := range map[string]func(e map[string]any){
+		"amount":    func(e map[string]any) { object(e)["amount"] = 1499 },
+		"currency":  func(e map[string]any) { object(e)["currency"] = "usd" },
+		"status":    func(e map[string]any) { object(e)["status"] = "processing" },
+		"object id": func(e map[string]any) { object(e)["id"] = "pi_3TbC4nLkdIwHu7ix0OtherOne" },
+		"reference": func(e map[string]any) {
+			object(e)["metadata"] = map[string]any{"reference": "rp_01JZ8K3M6Q2W4E5R7T9YAC"}
+		},
+		"type": func(e map[string]any) { e["type"] = "payment_intent.canceled" },
+	} {
+		if again := parse(succeeded, change); again.Digest == first.Digest {
+			t.Errorf("another %s has the same digest %s", what, first.Digest)
+		}
+	}
+	failed := "events/payment_intent.payment_failed.json"
+	if a, b := parse(failed, func(map[string]any) {}), parse(failed, func(e map[string]any) {
+		object(e)["last_payment_error"].(map[string]any)["message"] = "Your card has insufficient funds."
+	}); a.Digest == b.Digest {
+		t.Errorf("a failure for another reason has the same digest %s", a.Digest)
+	}
+	refunded := "events/charge.refunded.json"
+	if a, b := parse(refunded, func(map[string]any) {}), parse(refunded, func(e map[string]any) { object(e)["id"] = "ch_3TbC4nLkdIwHu7ix0OtherOne" }); a.Digest == b.Digest {
+		t.Errorf("a refund of another charge has the same digest %s", a.Digest)
 	}
 }
 
@@ -285,6 +353,11 @@ func TestParseWebhookRefusesMalformed(t *testing.T) {
 		{"a PaymentIntent without an amount", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(object(e), "amount") }), ""},
 		{"a PaymentIntent without a currency", edit(t, "events/payment_intent.payment_failed.json", func(e map[string]any) { delete(object(e), "currency") }), ""},
 		{"a refunded charge without a currency", edit(t, "events/charge.refunded.json", func(e map[string]any) { object(e)["currency"] = "" }), ""},
+		{"a PaymentIntent for 0", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { object(e)["amount"] = 0 }), ""},
+		{"a PaymentIntent for more than a payment may be", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { object(e)["amount"] = payment.MaxAmount + 1 }), ""},
+		{"a refunded charge for 0", edit(t, "events/charge.refunded.json", func(e map[string]any) { object(e)["amount"] = 0 }), ""},
+		{"a PaymentIntent without an id", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(object(e), "id") }), ""},
+		{"a PaymentIntent with an empty currency", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { object(e)["currency"] = "" }), ""},
 		// encoding/json, which stripe-go decodes with, takes the last of two members
 		// and a member named in another case; the service refuses both, at any depth.
 		{"type twice", succeeded(`"type": "payment_intent.succeeded"`, `"type": "payment_intent.canceled", "type": "payment_intent.succeeded"`), `"type"`},
@@ -371,7 +444,7 @@ func FuzzParseWebhook(f *testing.F) {
 		e, err := p.ParseWebhook(headerWith(header), body, verifyAt)
 		switch {
 		case err == nil:
-			if e.Provider != "stripe" || e.EventID == "" || e.Kind == "" || e.Digest != digest(body) || (e.Reference == "" && e.PaymentID == "") {
+			if e.Provider != "stripe" || e.EventID == "" || e.Kind == "" || e.BodyDigest != digest(body) || !strings.HasPrefix(e.Digest, payment.EffectDigestPrefix) || e.Unstated != 0 || (e.Reference == "" && e.PaymentID == "") {
 				t.Fatalf("accepted an incomplete event %+v", e)
 			}
 		case errors.Is(err, payment.ErrWebhookUnauthentic), errors.Is(err, payment.ErrWebhookMalformed), errors.Is(err, payment.ErrWebhookIgnored):

@@ -32,11 +32,22 @@ function cause(entry, byId) {
     case 'request': return 'caused by API request ' + what;
     case 'sweep': return 'caused by the sweep of ' + what;
     case 'deadline': return 'caused by the deadline of payment ' + what;
-    case 'provider-event': return 'caused by provider event ' + what;
+    case 'provider-event': return providerEventCause(what);
     case 'rentalctl': return 'caused by rentalctl ' + what;
     case 'provider-payment': return "caused by the provider's answer about payment " + what;
     default: return 'caused by ' + c;
   }
+}
+
+// providerEventCause reads what follows "provider-event:" in a causation id: the
+// provider and its event id ("stripe:evt_1"), or, for an id too long to be kept
+// whole, the provider and the id's SHA-256 ("stripe:sha256:<hex>").
+function providerEventCause(what) {
+  const [provider, ...rest] = what.split(':');
+  const id = rest.join(':');
+  if (!provider || !id) return "caused by the provider's event " + what;
+  if (id.startsWith('sha256:')) return `caused by the provider's event whose id has SHA-256 ${id.slice('sha256:'.length)} (${provider})`;
+  return `caused by the provider's event ${id} (${provider})`;
 }
 
 function details(data) {
