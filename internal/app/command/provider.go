@@ -357,7 +357,8 @@ func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (paym
 //
 // Every event it records, on every delivery (the receipt, what the event changes,
 // a refund, a mismatch's refund), names the provider's event as its cause
-// (ProviderCausationID), and its correlation is the rental's: whoever delivered
+// (ProviderCausationID; for what the provider said when asked, ToldCausationID),
+// and its correlation is the rental's: whoever delivered
 // the event (an HTTP request, a test) is the caller's to log beside the event id.
 func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEvent) (ProviderResult, error) {
 	if err := h.needProvider("provider event " + ev.EventID); err != nil {
@@ -371,7 +372,7 @@ func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEve
 	if err != nil {
 		return ProviderResult{}, err
 	}
-	meta := Meta{CausationID: ProviderCausationID(ev.Provider, ev.EventID)}
+	meta := Meta{CausationID: causationOf(ev)}
 	a := &application{h: h, ev: ev, receiptStream: ReceiptStreamID(ev.Provider, ev.EventID), meta: meta}
 	if _, err := eventstore.ExecuteStreams(ctx, oneStreamAlone{store}, a.attempt, h.policy); err != nil {
 		return ProviderResult{}, err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -70,8 +71,8 @@ func (h *Handler) recordTold(ctx context.Context, s payment.Payment, told paymen
 		return s, nil
 	}
 	ev := toldEvent(h.providerName(), s.Reference, told)
-	meta.CausationID = ToldCausationID(ev.Provider, told.PaymentID)
-	res, err := h.ApplyProviderEvent(ctx, ev, meta)
+	meta.CausationID = causationOf(ev)
+	res, err := h.ApplyProviderEvent(ctx, ev)
 	if err != nil {
 		return res.Payment, fmt.Errorf("command: record what the provider said of payment %s: %w", s.Reference, err)
 	}
@@ -101,16 +102,27 @@ const ToldEventPrefix = "told:"
 // same event, and its digest covers what decides its effect (payment id, amount,
 // currency), so that the same word is a duplicate and another is refused.
 func toldEvent(provider, reference string, told payment.Told) payment.ProviderEvent {
-	sum := sha256.Sum256(fmt.Appendf(nil, "told\x00%s\x00%s\x00%d\x00%s", told.PaymentID, payment.ProviderSucceeded, told.Amount, told.Currency))
 	id := ToldEventPrefix + told.PaymentID
 	if len(id) > payment.MaxEventIDLength {
 		long := sha256.Sum256([]byte(told.PaymentID))
 		id = ToldEventPrefix + "sha256:" + hex.EncodeToString(long[:])
 	}
-	return payment.ProviderEvent{
+	ev := payment.ProviderEvent{
 		Provider: provider, EventID: id, Kind: payment.ProviderSucceeded, Reference: reference,
-		PaymentID: told.PaymentID, Amount: told.Amount, Currency: told.Currency, Digest: hex.EncodeToString(sum[:]),
+		PaymentID: told.PaymentID, Amount: told.Amount, Currency: told.Currency,
 	}
+	ev.Digest = payment.EffectDigest(ev, payment.ProviderObject{Type: "told", ObjectID: told.PaymentID, Status: string(payment.ProviderSucceeded)})
+	return ev
+}
+
+// causationOf is the causation id of everything provider event ev records: the
+// provider's answer about its payment (ToldCausationID) for an event toldEvent
+// made, the provider's event (ProviderCausationID) for every other.
+func causationOf(ev payment.ProviderEvent) string {
+	if strings.HasPrefix(ev.EventID, ToldEventPrefix) {
+		return ToldCausationID(ev.Provider, ev.PaymentID)
+	}
+	return ProviderCausationID(ev.Provider, ev.EventID)
 }
 
 // ToldCausationID is the causation id of what is recorded on the provider's word

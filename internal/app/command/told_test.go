@@ -132,7 +132,7 @@ func TestAPaymentStripeSaysSucceededIsConfirmedAtItsDeadline(t *testing.T) {
 	}
 
 	// The lost webhook, at last: acknowledged, and nothing changes.
-	late, err := h.ApplyProviderEvent(ctx, lateWebhook(t, provider, "evt_late_t1", ref, intent), command.Meta{})
+	late, err := h.ApplyProviderEvent(ctx, lateWebhook(t, provider, "evt_late_t1", ref, intent))
 	if err != nil || late.Mismatch != nil || late.Payment.Status != payment.StatusConfirmed {
 		t.Fatalf("the late webhook: %+v, %v; want acknowledged, the payment confirmed", late, err)
 	}

@@ -135,7 +135,7 @@ func TestALostWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 	}
 	before, _ := w.store.Read(ctx, payment.StreamID(ref), 0)
 	late := lateSucceeded(t, provider, pay.PaymentID, ref)
-	res, err := w.commands.ApplyProviderEvent(ctx, late, command.Meta{})
+	res, err := w.commands.ApplyProviderEvent(ctx, late)
 	if err != nil || res.Payment.Status != payment.StatusConfirmed || res.Mismatch != nil {
 		t.Fatalf("the late webhook: %+v, %v", res, err)
 	}
