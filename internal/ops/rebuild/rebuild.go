@@ -6,6 +6,7 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -110,13 +111,24 @@ func PendingPayments(ctx context.Context, events Source, projection Projector, p
 	err := g.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	switch {
-	case err != nil:
-		return res, err
-	case listErr != nil:
-		return res, fmt.Errorf("rebuild: list streams: %w", listErr)
+	if listErr != nil && err == nil {
+		err = fmt.Errorf("rebuild: list streams: %w", listErr)
 	}
-	return res, nil
+	return res, stoppedBy(ctx, err)
+}
+
+// stoppedBy is err, naming also why ctx ended if it did: a call that failed
+// because the rebuild was stopped (a lost lock cancels its context with ErrLost)
+// reports its own error, often a bare "context canceled" from the SDK, which does
+// not carry the cause.
+func stoppedBy(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	if cause := context.Cause(ctx); !errors.Is(err, cause) {
+		return fmt.Errorf("rebuild: stopped (%w): %w", cause, err)
+	}
+	return err
 }
 
 // replay applies one stream's records in version order and returns how many there
