@@ -426,6 +426,8 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	run(t, ctx, "a refused return", chromedp.SetValue(chromedp.CSS(`#return-bike-id`), "b1"),
 		confirmIn(`#return-form button[type=submit]`), waitFor(present(`#return-form-result .problem .problem-title`)))
 	readsAsAProblem(t, ctx, "#return-form-result", "Conflict")
+	run(t, ctx, "show the refusal", js(`document.getElementById('return-form').scrollIntoView({ block: 'center' })`))
+	screenshot(t, ctx, "problem.png")
 
 	// Markup in a rental id and in an event's field stays text.
 	watch.expect("GET", "/rentals/"+strings.ReplaceAll(url.QueryEscape(markup), "+", "%20"), http.StatusBadRequest)

@@ -15,6 +15,13 @@ function field(id, label, hint, optional = false) {
   return { input, nodes: [h('label', { for: id }, label), input, hint ? h('p', { class: 'muted' }, hint) : null] };
 }
 
+// notDone says, above a refusal, what did not happen, by form.
+const notDone = {
+  'cancel-form': 'The payment was not cancelled.',
+  'register-form': 'The bike was not registered.',
+  'return-form': 'The return was not recorded.',
+};
+
 function action(id, title, fields, question, label, run, danger = false) {
   const result = h('div', { id: id + '-result', role: 'status' });
   const form = h('form', { class: 'card', id }, h('h3', {}, title), fields.map((f) => f.nodes),
@@ -25,7 +32,7 @@ function action(id, title, fields, question, label, run, danger = false) {
     if (!form.reportValidity()) { fill(result); return; }
     const values = fields.map((f) => f.input.value);
     if (!(await confirm(question(...values), label, danger))) { fill(result, 'Not sent.'); return; }
-    try { fill(result, await run(...values)); } catch (err) { fill(result, actionError(err, label + ': not done.')); }
+    try { fill(result, await run(...values)); } catch (err) { fill(result, actionError(err, notDone[id])); }
   });
   return form;
 }
