@@ -91,7 +91,10 @@ func (l *browserLog) event(ev any) {
 			l.failed = append(l.failed, fmt.Sprintf("%s %d", l.request(e.RequestID, e.Response.URL), e.Response.Status))
 		}
 	case *network.EventLoadingFailed:
-		if !l.failedBy[e.RequestID] {
+		// A request the page gave up itself (it navigated away: a sign-out to the
+		// provider) is cancelled, not failed, and nobody sees it; anything else
+		// that did not load (refused by the policy, blocked, no answer) is a failure.
+		if !l.failedBy[e.RequestID] && !(e.Canceled && e.BlockedReason == "") {
 			l.failedBy[e.RequestID] = true
 			l.errors = append(l.errors, fmt.Sprintf("request %s failed: %s %s", l.request(e.RequestID, ""), e.ErrorText, e.BlockedReason))
 		}
