@@ -37,6 +37,25 @@ const (
 	StatusCancelled       Status = "cancelled"        // the payment was called off, the bike is free, the process ended
 )
 
+// Statuses returns every status, in the order a rental reaches them.
+func Statuses() []Status {
+	return []Status{StatusRequested, StatusAwaitingPayment, StatusApproved, StatusOverdue, StatusReturned,
+		StatusRejecting, StatusRejected, StatusCancelling, StatusCancelled}
+}
+
+// BikeOut reports whether the renter has the bike: a return can be recorded.
+func (s Status) BikeOut() bool { return s == StatusApproved || s == StatusOverdue }
+
+// PaymentOpen reports whether the rental's payment is prepared and neither
+// settled nor called off: cancelling it can still succeed.
+func (s Status) PaymentOpen() bool { return s == StatusAwaitingPayment }
+
+// Moving reports whether the rental will reach another status without anyone
+// acting on it: its payment is on its way, or its bike is being released.
+func (s Status) Moving() bool {
+	return s == StatusRequested || s == StatusAwaitingPayment || s == StatusCancelling || s == StatusRejecting
+}
+
 // View is one rental as an operator sees it.
 type View struct {
 	RentalID         string   `json:"rentalId"`

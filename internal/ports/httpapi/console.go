@@ -9,6 +9,9 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/bikerental/bikerental/internal/app/rentalview"
+	"github.com/bikerental/bikerental/internal/domain/ident"
 )
 
 // The operator console: plain HTML, CSS and ES modules, embedded in the command
@@ -142,7 +145,10 @@ func (a *API) consoleFile(name string) response {
 	typ, ok := consoleTypes[path.Ext(name)]
 	var body []byte
 	var err error
-	if ok && !strings.ContainsAny(name, "/\\") && !strings.HasPrefix(name, ".") {
+	switch {
+	case name == ConsoleRulesFile:
+		body = consoleRules
+	case ok && !strings.ContainsAny(name, "/\\") && !strings.HasPrefix(name, "."):
 		body, err = consoleFiles.ReadFile("console/" + name)
 	}
 	if !ok || body == nil || err != nil {
@@ -154,6 +160,52 @@ func (a *API) consoleFile(name string) response {
 	a.consoleHeaders(resp.headers)
 	return resp
 }
+
+// ConsoleRulesFile is the console's module of the service's own rules (consoleRules).
+const ConsoleRulesFile = "rules.js"
+
+// consoleRules is the ES module rules.js, written from the declarations the
+// console must obey so that it never keeps a copy of them: the form of an id, as
+// an input's pattern (browsers compile patterns with the v flag, under which a
+// class's literal hyphen must be escaped), and which rental statuses let the
+// operator record a return, cancel the payment, or wait for the rental to move
+// on its own (rentalview.Status).
+var consoleRules = func() []byte {
+	var bikeOut, paymentOpen, moving []string
+	for _, s := range rentalview.Statuses() {
+		if s.BikeOut() {
+			bikeOut = append(bikeOut, string(s))
+		}
+		if s.PaymentOpen() {
+			paymentOpen = append(paymentOpen, string(s))
+		}
+		if s.Moving() {
+			moving = append(moving, string(s))
+		}
+	}
+	var b strings.Builder
+	b.WriteString("// The service's own rules, written by the API from their declarations.\n\n")
+	for _, c := range []struct {
+		name, doc string
+		value     any
+	}{
+		{"ID_PATTERN", "what an id (a bike's, a rental's, a subject's) must match, as an input's pattern", htmlPattern(ident.Pattern)},
+		{"ID_MAX_LENGTH", "the longest id", ident.MaxLength},
+		{"BIKE_OUT", "the statuses of a rental whose renter has the bike: a return can be recorded", bikeOut},
+		{"PAYMENT_OPEN", "the statuses of a rental whose payment can still be cancelled", paymentOpen},
+		{"MOVING", "the statuses of a rental that moves on without anyone acting", moving},
+	} {
+		v, _ := json.Marshal(c.value)
+		fmt.Fprintf(&b, "// %s is %s.\nexport const %s = Object.freeze(%s);\n", c.name, c.doc, c.name, v)
+	}
+	return []byte(b.String())
+}()
+
+// htmlPattern returns a regular expression of the service's (a class with a
+// literal hyphen last, as ident.Pattern) as an HTML pattern attribute must be
+// written: browsers compile it with the v flag, which refuses an unescaped hyphen
+// in a class.
+func htmlPattern(re string) string { return strings.ReplaceAll(re, "-]", `\-]`) }
 
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)

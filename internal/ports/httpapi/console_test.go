@@ -2,16 +2,20 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bikerental/bikerental/internal/app/rentalview"
+	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
 )
@@ -31,6 +35,7 @@ func TestTheConsoleIsServedWithAStrictPolicy(t *testing.T) {
 		"/console/app.js":     "text/javascript; charset=utf-8",
 		"/console/style.css":  "text/css; charset=utf-8",
 		"/console/icon.svg":   "image/svg+xml",
+		"/console/rules.js":   "text/javascript; charset=utf-8",
 		"/console/config":     "application/json",
 	} {
 		r := h.expect(http.MethodGet, path, "", anonymous, http.StatusOK)
@@ -52,6 +57,44 @@ func TestTheConsoleIsServedWithAStrictPolicy(t *testing.T) {
 	// Markup in a name asked for comes back as JSON text, not markup.
 	if r := h.do(http.MethodGet, "/console/%3Cimg%20src=x%3E.js", "", anonymous); strings.Contains(r.raw, "<img") {
 		t.Errorf("the 404 echoes markup: %s", r.raw)
+	}
+}
+
+// TestTheConsoleRulesAreWrittenFromTheirDeclarations reads the console's rules.js:
+// the id pattern it holds, compiled as a browser compiles a pattern attribute (the
+// whole value), accepts exactly the ids ident.Valid does, and each list of
+// statuses is what rentalview.Status says of every status.
+func TestTheConsoleRulesAreWrittenFromTheirDeclarations(t *testing.T) {
+	h := newHarness(t, eventstore.NewMemory(), nil)
+	r := h.expect(http.MethodGet, "/console/rules.js", "", anonymous, http.StatusOK)
+	consts := map[string]json.RawMessage{}
+	for _, m := range regexp.MustCompile(`(?m)^export const ([A-Z_]+) = Object\.freeze\((.*)\);$`).FindAllStringSubmatch(r.raw, -1) {
+		consts[m[1]] = json.RawMessage(m[2])
+	}
+	var pattern string
+	if err := json.Unmarshal(consts["ID_PATTERN"], &pattern); err != nil {
+		t.Fatalf("ID_PATTERN: %v in %s", err, r.raw)
+	}
+	if strings.Contains(strings.ReplaceAll(pattern, `\-`, ""), "-]") {
+		t.Errorf("ID_PATTERN %q has a class with an unescaped hyphen, which the v flag refuses", pattern)
+	}
+	re := regexp.MustCompile(`^(?:` + pattern + `)$`)
+	for _, id := range []string{"b1", "b1_abc-DEF", strings.Repeat("x", ident.MaxLength), "", " b1", "b1/x", "a b", "<img>", strings.Repeat("x", ident.MaxLength+1), "é", "b1\n"} {
+		if re.MatchString(id) != ident.Valid(id) {
+			t.Errorf("ID_PATTERN %q on %q: %v, ident.Valid: %v", pattern, id, re.MatchString(id), ident.Valid(id))
+		}
+	}
+	for name, holds := range map[string]func(rentalview.Status) bool{
+		"BIKE_OUT": rentalview.Status.BikeOut, "PAYMENT_OPEN": rentalview.Status.PaymentOpen, "MOVING": rentalview.Status.Moving,
+	} {
+		var got []rentalview.Status
+		if err := json.Unmarshal(consts[name], &got); err != nil {
+			t.Fatalf("%s: %v in %s", name, err, r.raw)
+		}
+		want := slices.DeleteFunc(rentalview.Statuses(), func(s rentalview.Status) bool { return !holds(s) })
+		if !slices.Equal(got, want) || len(got) == 0 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
 	}
 }
 

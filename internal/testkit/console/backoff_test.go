@@ -19,7 +19,7 @@ const retryAfter = 10
 // rule does): the console says so, asks again no sooner than Retry-After allows,
 // and on the next answer recovers, saying that the API answers again.
 func TestTheConsoleWaitsOutA429(t *testing.T) {
-	ctx := browser(t)
+	ctx, _ := browser(t)
 	s := startStack(t, nil)
 	run(t, ctx, "sign in as an operator", chromedp.Navigate(local.ConsoleURL(s.base)), signIn("ops", true),
 		chromedp.WaitVisible(chromedp.CSS(`#signed-in-as`)),

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,8 +160,9 @@ func (s *stack) sweep() deadline.Summary {
 }
 
 // browser starts one headless Chromium for the test, or skips the test when there
-// is none (fails under CI=true: make chromium installs it).
-func browser(t *testing.T, more ...chromedp.ExecAllocatorOption) context.Context {
+// is none (fails under CI=true: make chromium installs it). The test fails at its
+// end if the browser reported an error it did not expect (browserLog).
+func browser(t *testing.T, more ...chromedp.ExecAllocatorOption) (context.Context, *browserLog) {
 	t.Helper()
 	path := os.Getenv("CHROMIUM")
 	if path == "" {
@@ -186,7 +188,7 @@ func browser(t *testing.T, more ...chromedp.ExecAllocatorOption) context.Context
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium %s: %v", path, err)
 	}
-	return ctx
+	return ctx, watchBrowser(t, ctx)
 }
 
 // waitFor waits, up to 30 seconds, until the JavaScript expression cond is true in
@@ -281,11 +283,19 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // and it leaves, read its timeline, cancel another by click, and see a renter
 // refused and planted markup shown as text.
 func TestTheConsoleInABrowser(t *testing.T) {
-	ctx := browser(t)
+	ctx, watch := browser(t)
 	s := startStack(t, nil)
 
-	// A renter's token is refused with a clear "not an operator".
-	run(t, ctx, "sign in as a renter", chromedp.Navigate(local.ConsoleURL(s.base)), signIn("rita", false),
+	// A renter's token is refused with a clear "not an operator": the console's
+	// check of the token is answered 403.
+	watch.expect("GET", "/deadlines?limit=1", http.StatusForbidden)
+	run(t, ctx, "a subject that is not an id is refused by the field", chromedp.Navigate(local.ConsoleURL(s.base)),
+		chromedp.WaitVisible(chromedp.CSS(`#sign-in`)), chromedp.SetValue(chromedp.CSS(`#sub`), "rita smith"), chromedp.Click(chromedp.CSS(`#sign-in`)),
+		waitFor(`document.getElementById('sub').validity.patternMismatch && document.activeElement === document.getElementById('sub')`))
+	if sent := watch.sentMatching(func(r string) bool { return strings.HasPrefix(r, "POST /local/tokens") }); len(sent) != 0 {
+		t.Fatalf("a subject the field refuses was sent: %v", sent)
+	}
+	run(t, ctx, "sign in as a renter", signIn("rita", false),
 		waitFor(`document.getElementById('notice').textContent.includes('Not an operator')`))
 	if evaluate[bool](t, ctx, present(`#signed-in-as`)) || evaluate[string](t, ctx, `getComputedStyle(document.getElementById('nav')).display`) != "none" {
 		t.Fatal("a renter's token signed in, or the pages show without a sign-in")
@@ -293,7 +303,15 @@ func TestTheConsoleInABrowser(t *testing.T) {
 
 	// An operator signs in and registers two bikes through the Actions page.
 	run(t, ctx, "sign in as an operator", signIn("ops", true), chromedp.WaitVisible(chromedp.CSS(`#signed-in-as`)),
-		waitFor(`document.getElementById('todo-status').textContent.includes('Nothing outstanding')`))
+		waitFor(`document.getElementById('todo-status').textContent.includes('Nothing outstanding')`),
+		waitFor(present(`#todo-empty a[href="#/actions"]`)), waitFor(`document.getElementById('notice').textContent === ''`))
+	if evaluate[bool](t, ctx, `getComputedStyle(document.querySelector('#todo')).display !== 'none' && document.querySelector('#todo').offsetParent !== null`) {
+		t.Error("an empty to-do list shows an empty table")
+	}
+	run(t, ctx, "the bare rental page says what to do", js(`location.hash = '#/rental'`),
+		waitFor(present(`#rental-hint a[href="#/todo"]`)), chromedp.Click(chromedp.CSS(`#rental-lookup button[type=submit]`)),
+		waitFor(`document.getElementById('rental-id').validity.valueMissing`))
+	emptyIDs(t, ctx, watch)
 	for _, bike := range []string{"b1", "b2", "b3"} {
 		run(t, ctx, "register "+bike, js(`location.hash = '#/actions'`),
 			chromedp.WaitVisible(chromedp.CSS(`#register-bike-id`)),
@@ -317,7 +335,14 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	// its process's; the countdown runs out; the sweep gives up on it, and it leaves.
 	a := s.request("alice", "b1")
 	run(t, ctx, "the rental appears", js(`location.hash = '#/todo'`),
-		waitFor(present(row(a, "payment"))), waitFor(present(row(a, "stuck"))))
+		waitFor(present(row(a, "payment"))), waitFor(present(row(a, "stuck"))),
+		waitFor(`document.getElementById('todo-twice').textContent.includes('listed twice')`))
+	for kind, want := range map[string]string{"payment": "Payment due", "stuck": "Process check"} {
+		if got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('%s .badge').textContent`, row(a, kind))); got != want {
+			t.Errorf("a %s row reads %q, want %q", kind, got, want)
+		}
+	}
+	timesInUTC(t, ctx, "the to-do list", 3)
 	run(t, ctx, "a refresh keeps the keyboard on its row", js(fmt.Sprintf(`document.querySelector('%s a').focus()`, row(a, "payment"))),
 		js(`window.__read = document.getElementById('todo-status').textContent`),
 		waitFor(`document.getElementById('todo-status').textContent !== window.__read`),
@@ -355,17 +380,19 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	s.provider(a, generic.TypeSucceeded, "")
 	run(t, ctx, "the refund owed", js(`location.hash = '#/backlog'`),
 		waitFor(present(fmt.Sprintf(`#refunds-table tr[data-rental=%q]`, a))),
-		waitFor(`document.getElementById('stuck-body').textContent === 'No rental is stuck.'`))
+		waitFor(`document.getElementById('stuck-body').textContent === 'No rental is stuck: every process finished in time.'`))
 	screenshot(t, ctx, "refunds.png")
 	run(t, ctx, "the refund owed on the to-do list", js(`location.hash = '#/todo'`),
 		waitFor(present(row(a, "refund"))),
 		waitFor(fmt.Sprintf(`document.querySelector(%q).classList.contains('overdue')`, row(a, "refund"))))
-	if got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('%s .badge').textContent`, row(a, "refund"))); got != "refund owed" {
-		t.Errorf("a refund owed's row reads %q, want its kind as \"refund owed\"", got)
+	if got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('%s .badge').textContent`, row(a, "refund"))); got != "Refund owed" {
+		t.Errorf("a refund owed's row reads %q, want its kind as \"Refund owed\"", got)
 	}
 	run(t, ctx, "the refund on the rental's page", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, a)),
 		waitFor(`document.getElementById('refund-state')?.textContent === 'owed'`),
 		waitFor(`document.querySelector('#timeline li[data-type="RefundOwed"]') !== null`))
+	timesInUTC(t, ctx, "the rental's timeline", 8)
+	noActionOnAnEndedRental(t, ctx)
 	// What the provider's event recorded says so, naming the event.
 	for _, typ := range []string{"PaymentSucceededAfterCancellation", "RefundOwed"} {
 		got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('#timeline li[data-type=%q] .cause').textContent`, typ))
@@ -375,17 +402,35 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "rental.png")
 
-	// Cancelling by click: "cancelled", and once the process has ended, "nothing-to-do".
+	// Cancelling by click: offered while the payment is open (and no return then),
+	// "cancelled", and then no longer offered; from the Actions page, which offers it
+	// for any id, "nothing-to-do".
 	b := s.request("bob", "b2")
 	run(t, ctx, "cancel by click", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, b)),
-		waitFor(`document.getElementById('rental-status')?.textContent === 'awaiting-payment'`),
-		confirmIn(`#cancel-payment`),
+		waitFor(`document.getElementById('rental-status')?.textContent === 'awaiting-payment'`))
+	if evaluate[bool](t, ctx, present(`#record-return`)) {
+		t.Error("a rental awaiting its payment offers to record its return")
+	}
+	run(t, ctx, "cancel by click, confirmed", confirmIn(`#cancel-payment`),
 		waitFor(`document.getElementById('cancel-outcome')?.textContent === 'cancelled'`),
-		waitFor(`document.getElementById('rental-status')?.textContent === 'cancelled'`),
-		confirmIn(`#cancel-payment`),
-		waitFor(`document.getElementById('cancel-outcome')?.textContent === 'nothing-to-do'`))
+		waitFor(`document.getElementById('rental-status')?.textContent === 'cancelled'`))
+	noActionOnAnEndedRental(t, ctx)
+	run(t, ctx, "cancel an ended rental's payment from the Actions page", js(`location.hash = '#/actions'`),
+		chromedp.WaitVisible(chromedp.CSS(`#cancel-rental-id`)), chromedp.SetValue(chromedp.CSS(`#cancel-rental-id`), b),
+		confirmIn(`#cancel-form button[type=submit]`),
+		waitFor(`document.querySelector('#cancel-form-result .outcome')?.textContent === 'nothing-to-do'`))
+
+	// A refusal reads as the problem's title and detail, styled as an error: b1 is
+	// not rented.
+	watch.expect("POST", "/bikes/b1/return", http.StatusConflict)
+	run(t, ctx, "a refused return", chromedp.SetValue(chromedp.CSS(`#return-bike-id`), "b1"),
+		confirmIn(`#return-form button[type=submit]`), waitFor(present(`#return-form-result .problem .problem-title`)))
+	readsAsAProblem(t, ctx, "#return-form-result", "Conflict")
+	run(t, ctx, "show the refusal", js(`document.getElementById('return-form').scrollIntoView({ block: 'center' })`))
+	screenshot(t, ctx, "problem.png")
 
 	// Markup in a rental id and in an event's field stays text.
+	watch.expect("GET", "/rentals/"+strings.ReplaceAll(url.QueryEscape(markup), "+", "%20"), http.StatusBadRequest)
 	run(t, ctx, "a crafted rental id", js(fmt.Sprintf(`location.hash = '#/rental/' + encodeURIComponent(%q)`, markup)),
 		chromedp.WaitVisible(chromedp.CSS(`#rental-error`)))
 	if got := evaluate[string](t, ctx, `document.getElementById('rental-error').textContent`); !strings.Contains(got, markup) {
@@ -393,6 +438,10 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	}
 	if !evaluate[bool](t, ctx, noInjection) {
 		t.Error("a crafted rental id made an element")
+	}
+	readsAsAProblem(t, ctx, "#rental-error", "Bad Request")
+	if got := evaluate[string](t, ctx, `document.querySelector('#rental-error ul.invalid li')?.textContent`); !strings.HasPrefix(got, "rentalId must match") {
+		t.Errorf("the crafted id's problem names %q, want the rentalId and why", got)
 	}
 	c := s.request("carol", "b3")
 	run(t, ctx, "wait for the payment", js(`location.hash = '#/todo'`), waitFor(present(row(c, "payment"))))
@@ -421,6 +470,9 @@ func TestTheConsoleInABrowser(t *testing.T) {
 	}
 	run(t, ctx, "record a return by click", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, d)),
 		waitFor(`document.getElementById('rental-status')?.textContent === 'approved'`))
+	if evaluate[bool](t, ctx, present(`#cancel-payment`)) {
+		t.Error("an approved rental offers to cancel its payment")
+	}
 	if got, want := evaluate[string](t, ctx, `document.querySelector('#timeline li[data-type="PaymentConfirmed"] .cause').textContent`),
 		"caused by the provider's event "+providerEventID(generic.TypeSucceeded, d)+" (generic)"; got != want {
 		t.Errorf("PaymentConfirmed's cause = %q, want %q", got, want)
@@ -429,6 +481,7 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		confirmIn(`#record-return`),
 		waitFor(`document.getElementById('action-result')?.textContent === 'Return recorded: bike b4 is available.'`),
 		waitFor(`document.getElementById('rental-status')?.textContent === 'returned'`))
+	noActionOnAnEndedRental(t, ctx)
 	run(t, ctx, "the return leaves the list", js(`location.hash = '#/todo'`),
 		waitFor(`document.getElementById('todo-status').textContent.startsWith('1 outstanding')`),
 		waitFor(`!(`+present(row(d, "return"))+`)`))
@@ -444,4 +497,82 @@ func inOrder(got, want []string) bool {
 		}
 	}
 	return i == len(want)
+}
+
+// emptyIDs tries every action of the Actions page with an empty or malformed id,
+// by click and by Enter: the browser refuses each before a question is asked, and
+// nothing is sent.
+func emptyIDs(t *testing.T, ctx context.Context, watch *browserLog) {
+	t.Helper()
+	run(t, ctx, "the Actions page", js(`location.hash = '#/actions'`), chromedp.WaitVisible(chromedp.CSS(`#cancel-rental-id`)))
+	for _, c := range []struct{ form, field, value, fill, fillValue, broken string }{
+		{"cancel-form", "cancel-rental-id", "", "", "", "valueMissing"},
+		{"cancel-form", "cancel-rental-id", "   ", "", "", "patternMismatch"},
+		{"cancel-form", "cancel-rental-id", "b1/../x", "", "", "patternMismatch"},
+		{"register-form", "register-bike-id", "", "", "", "valueMissing"},
+		{"register-form", "register-bike-id", "<b>", "", "", "patternMismatch"},
+		{"return-form", "return-bike-id", "", "return-rental-id", "b1_x", "valueMissing"},
+		{"return-form", "return-rental-id", "a b", "return-bike-id", "b1", "patternMismatch"},
+	} {
+		what := fmt.Sprintf("%s with %s %q", c.form, c.field, c.value)
+		set := js(fmt.Sprintf(`document.querySelectorAll('main input').forEach((i) => { i.value = '' }), document.getElementById(%q).value = %q`, c.field, c.value))
+		if c.fill != "" {
+			set = chromedp.Steps(set, js(fmt.Sprintf(`document.getElementById(%q).value = %q`, c.fill, c.fillValue)))
+		}
+		invalid := fmt.Sprintf(`document.getElementById(%q).validity.%s && document.activeElement === document.getElementById(%q) && !document.querySelector('dialog')`, c.field, c.broken, c.field)
+		run(t, ctx, what+", by click", set, chromedp.Click(chromedp.CSS(`#`+c.form+` button[type=submit]`)), waitFor(invalid))
+		run(t, ctx, what+", by Enter", set, chromedp.Focus(chromedp.CSS(`#`+c.field)), chromedp.KeyEvent("\r"), waitFor(invalid))
+	}
+	if sent := watch.sentMatching(func(r string) bool {
+		return strings.HasPrefix(r, "PUT /bikes") || strings.HasPrefix(r, "POST /bikes") || strings.Contains(r, "cancel-payment")
+	}); len(sent) != 0 {
+		t.Fatalf("an action with an empty or malformed id was sent: %v", sent)
+	}
+	run(t, ctx, "clear the Actions page", js(`document.querySelectorAll('main input').forEach((i) => { i.value = '' })`))
+}
+
+// timesInUTC checks that the page writes every time (at least min of them) one way:
+// the date, the time to the second, and the zone.
+func timesInUTC(t *testing.T, ctx context.Context, page string, min int) {
+	t.Helper()
+	times := evaluate[[]string](t, ctx, `[...document.querySelectorAll('main time')].map((e) => e.textContent)`)
+	if len(times) < min {
+		t.Errorf("%s shows %d times, want at least %d", page, len(times), min)
+	}
+	for _, s := range times {
+		if _, err := time.Parse("2006-01-02 15:04:05 MST", s); err != nil || !strings.HasSuffix(s, " UTC") {
+			t.Errorf("%s writes a time as %q, want YYYY-MM-DD HH:MM:SS UTC", page, s)
+		}
+	}
+	if got := evaluate[string](t, ctx, `document.querySelector('main').innerText`); strings.Contains(got, " AM") || strings.Contains(got, " PM") {
+		t.Errorf("%s writes a time in the browser's 12-hour clock: %s", page, got)
+	}
+}
+
+// noActionOnAnEndedRental checks that the rental page on view offers nothing for a
+// rental that has ended, and says so.
+func noActionOnAnEndedRental(t *testing.T, ctx context.Context) {
+	t.Helper()
+	run(t, ctx, "an ended rental offers nothing", waitFor(`document.getElementById('no-action')?.textContent === 'Nothing to do: the rental has ended.'`))
+	if n := evaluate[float64](t, ctx, `document.querySelectorAll('#rental-actions button').length`); n != 0 {
+		t.Errorf("an ended rental (%s) offers %v actions", evaluate[string](t, ctx, `document.getElementById('rental-status').textContent`), n)
+	}
+}
+
+// readsAsAProblem checks that the refusal shown in sel reads as a problem in words:
+// its title, no raw API terms, styled as an error.
+func readsAsAProblem(t *testing.T, ctx context.Context, sel, title string) {
+	t.Helper()
+	text := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector(%q).textContent`, sel))
+	if got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('%s .problem-title').textContent`, sel)); got != title {
+		t.Errorf("%s: the problem's title reads %q, want %q (%s)", sel, got, title, text)
+	}
+	for _, raw := range []string{"invalidParams", "[HTTP", "see "} {
+		if strings.Contains(text, raw) {
+			t.Errorf("%s reads like the API's raw answer (%q): %s", sel, raw, text)
+		}
+	}
+	if got := evaluate[string](t, ctx, fmt.Sprintf(`getComputedStyle(document.querySelector('%s .problem')).borderLeftColor`, sel)); got != "rgb(180, 35, 24)" {
+		t.Errorf("%s: the problem is not styled as an error (border %s)", sel, got)
+	}
 }

@@ -112,7 +112,7 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // in the page's memory only (not in its address, storage or cookies), the operator
 // routes opened with it; then signs out at the provider.
 func TestTheConsoleSignsInByCodeWithPKCE(t *testing.T) {
-	ctx := browser(t, chromedp.IgnoreCertErrors)
+	ctx, _ := browser(t, chromedp.IgnoreCertErrors)
 	p := &provider{t: t, clientID: "console-client", challenges: map[string]string{}}
 	idp := httptest.NewTLSServer(p)
 	t.Cleanup(idp.Close)

@@ -1,9 +1,11 @@
 // The operator console: sign-in, then four pages by the address's fragment
 // (#/todo, #/rental/<id>, #/backlog, #/actions).
 
-import { ApiError, setToken, signedIn, whenRecovered, whenThrottled, whenUnauthenticated } from './api.js';
+import { setToken, signedIn, whenRecovered, whenThrottled, whenUnauthenticated } from './api.js';
 import { checkOperator, handleCallback, loadConfig, signInLocal, signInOIDC, signOut, subjectOf } from './auth.js';
 import { fill, h } from './dom.js';
+import { describe } from './problem.js';
+import { ID_MAX_LENGTH, ID_PATTERN } from './rules.js';
 import { todoPage } from './todo.js';
 import { rentalPage } from './rental.js';
 import { backlogPage } from './backlog.js';
@@ -17,21 +19,11 @@ const noticeEl = document.getElementById('notice');
 let config = null;
 let leave = () => {};
 
-// notice says something in the status line; error marks it as a failure.
-export function notice(text, error = false) {
+// notice says something in the status line (text or nodes); error marks it as a
+// failure.
+export function notice(what, error = false) {
   noticeEl.className = error ? 'error' : '';
-  noticeEl.textContent = text;
-}
-
-// describe turns an error into what the operator reads.
-export function describe(err) {
-  if (err instanceof ApiError) {
-    if (err.status === 403) return 'Not an operator: this token does not carry the operator scope.';
-    const params = err.problem && Array.isArray(err.problem.invalidParams)
-      ? err.problem.invalidParams.map((p) => `${p.name}: ${p.reason}`).join('; ') : '';
-    return `${err.message}${params ? ' (' + params + ')' : ''} [HTTP ${err.status}]`;
-  }
-  return String(err && err.message ? err.message : err);
+  fill(noticeEl, what);
 }
 
 function signInPage(reason) {
@@ -40,7 +32,8 @@ function signInPage(reason) {
   const content = [h('h2', {}, 'Sign in')];
   if (reason) content.push(h('p', { class: 'muted' }, reason));
   if (config.signIn === 'local') {
-    const sub = h('input', { type: 'text', id: 'sub', name: 'sub', value: 'operator', autocomplete: 'username', required: true, pattern: '[A-Za-z0-9_-]{1,64}' });
+    const sub = h('input', { type: 'text', id: 'sub', name: 'sub', value: 'operator', autocomplete: 'username', required: true, pattern: ID_PATTERN, maxlength: ID_MAX_LENGTH,
+      title: 'Letters, digits, _ and -, up to ' + ID_MAX_LENGTH });
     const op = h('input', { type: 'checkbox', id: 'as-operator', name: 'operator', checked: true });
     const form = h('form', { class: 'card', id: 'sign-in-local' },
       h('p', {}, 'The local runner\'s own issuer mints the token (POST /local/tokens).'),
@@ -71,7 +64,7 @@ async function signIn(getToken) {
     setToken(token);
     if (!(await checkOperator())) {
       setToken(null);
-      notice('Not an operator: this token does not carry the operator scope, so the console cannot open the operator routes.', true);
+      notice([h('strong', {}, 'Not an operator.'), ' This token does not carry the operator scope, so the console cannot open the operator routes: sign in with an operator\'s account.'], true);
       signInPage();
       return;
     }
@@ -82,7 +75,7 @@ async function signIn(getToken) {
     route();
   } catch (e) {
     setToken(null);
-    notice(describe(e), true);
+    notice(describe(e, 'The sign-in did not succeed.'), true);
   }
 }
 
@@ -120,7 +113,7 @@ async function start() {
   try {
     config = await loadConfig();
   } catch (e) {
-    notice('The console\'s configuration could not be read: ' + describe(e), true);
+    notice(describe(e, 'The console\'s configuration could not be read: reload the page to try again.'), true);
     return;
   }
   signInPage();

@@ -32,26 +32,26 @@ export function backlogPage(main, _arg, { describe }) {
     try {
       const list = await refundsOwed();
       if (stopped) return;
-      fill(refunds.body, list.count === 0 ? h('p', {}, 'No refund is owed.')
+      fill(refunds.body, list.count === 0 ? h('p', { id: 'refunds-empty' }, 'No refund is owed. A refund owed appears here when a provider that cannot refund takes money for a rental that did not get its bike.')
         : table('refunds-table', [['Rental'], ['Payment', 'hide-narrow'], ['Owed since'], ['Age', 'num']],
           list.refunds.map((r) => h('tr', { 'data-rental': r.rentalId },
             h('td', {}, link(r.rentalId)), h('td', { class: 'mono hide-narrow' }, r.paymentReference),
             h('td', {}, time(r.owedSince)), h('td', { class: 'num' }, duration(r.ageSeconds))))));
     } catch (e) {
-      if (!stopped) fill(refunds.body, h('p', {}, 'The refunds owed could not be read: ' + describe(e)));
+      if (!stopped) fill(refunds.body, describe(e, 'The refunds owed could not be read; the page tries again in a few seconds.'));
     }
   };
   const loadStuck = async () => {
     try {
       const list = await stuckRentals();
       if (stopped) return;
-      fill(stuck.body, list.count === 0 ? h('p', {}, 'No rental is stuck.')
+      fill(stuck.body, list.count === 0 ? h('p', { id: 'stuck-empty' }, 'No rental is stuck: every process finished in time.')
         : table('stuck-table', [['Rental'], ['Requested at', 'hide-narrow'], ['Stuck since'], ['Age', 'num']],
           list.rentals.map((r) => h('tr', { 'data-rental': r.rentalId },
             h('td', {}, link(r.rentalId)), h('td', { class: 'hide-narrow' }, time(r.requestedAt)),
             h('td', {}, time(r.stuckSince)), h('td', { class: 'num' }, duration(r.ageSeconds))))));
     } catch (e) {
-      if (!stopped) fill(stuck.body, h('p', {}, 'The stuck rentals could not be read: ' + describe(e)));
+      if (!stopped) fill(stuck.body, describe(e, 'The stuck rentals could not be read; the page tries again in a few seconds.'));
     }
   };
   const stopPolling = poll(() => Promise.all([loadRefunds(), loadStuck()]), REFRESH_MS);

@@ -35,11 +35,17 @@ export function rentalHref(id) {
   return '#/rental/' + encodeURIComponent(id);
 }
 
-// time renders an instant as a <time> element, in UTC to the second.
+// clock writes an instant the one way the console writes times: in UTC, to the
+// second, with the zone ("2026-12-01 18:40:55 UTC").
+export function clock(d) {
+  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+}
+
+// time renders an instant as a <time> element, written by clock.
 export function time(iso) {
-  const d = new Date(iso);
+  const d = iso instanceof Date ? iso : new Date(iso);
   if (Number.isNaN(d.getTime())) return h('span', {}, String(iso));
-  return h('time', { datetime: d.toISOString() }, d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+  return h('time', { datetime: d.toISOString() }, clock(d));
 }
 
 // duration renders whole seconds as "1h 02m", "3m 05s" or "12s".

@@ -3,12 +3,25 @@
 // commands that apply to it.
 
 import { cancelPayment, rental, returnBike } from './api.js';
-import { confirm, fill, h, rentalHref, time } from './dom.js';
+import { confirm, duration, fill, h, rentalHref, time } from './dom.js';
 import { nextDelay } from './poll.js';
+import { BIKE_OUT, ID_MAX_LENGTH, ID_PATTERN, MOVING, PAYMENT_OPEN } from './rules.js';
 
-// While a rental is on its way somewhere, its page reads it again on its own.
-const UNSETTLED = ['requested', 'awaiting-payment', 'cancelling', 'rejecting'];
+// While a rental moves on on its own (MOVING), its page reads it again.
 const REFRESH_MS = 3000;
+
+// statusWords say what a rental's status means to an operator.
+const statusWords = {
+  'requested': 'the bike is held; the payment is being prepared',
+  'awaiting-payment': 'waiting for the renter to pay',
+  'approved': 'paid: the renter has the bike',
+  'overdue': 'the renter has the bike, and it was not back by its due time',
+  'returned': 'the bike came back',
+  'rejecting': 'the payment was refused; the bike is being released',
+  'rejected': 'the payment was refused; the bike is free again',
+  'cancelling': 'the payment was called off; the bike is being released',
+  'cancelled': 'the payment was called off; the bike is free again',
+};
 
 // streamKind names the stream an event is in: bike, payment or process.
 function streamKind(stream) {
@@ -57,7 +70,8 @@ function details(data) {
 }
 
 function lookupForm(value) {
-  const input = h('input', { type: 'text', id: 'rental-id', name: 'rentalId', value, autocomplete: 'off', spellcheck: 'false', required: true });
+  const input = h('input', { type: 'text', id: 'rental-id', name: 'rentalId', value, autocomplete: 'off', spellcheck: 'false', required: true,
+    pattern: ID_PATTERN, maxlength: ID_MAX_LENGTH, title: 'A rental id: letters, digits, _ and -' });
   const form = h('form', { class: 'card', id: 'rental-lookup' },
     h('label', { for: 'rental-id' }, 'Rental id'),
     h('div', { class: 'row' }, input, h('button', { type: 'submit' }, 'Show')));
@@ -65,14 +79,62 @@ function lookupForm(value) {
   return form;
 }
 
+// hint is what the bare page says: where rental ids come from.
+function hint() {
+  return h('p', { class: 'muted', id: 'rental-hint' }, 'Type a rental\'s id to read its status and its timeline, and to act on it. ',
+    'Every rental the ', h('a', { href: '#/todo' }, 'to-do list'), ' or ', h('a', { href: '#/backlog' }, 'Refunds & stuck'),
+    ' shows links here; a renter finds theirs in the answer to their request.');
+}
+
+// actionsFor returns what an operator can do to rental v, only what can succeed
+// (rules.js): record the return while the renter has the bike, cancel the payment
+// while it is open; and otherwise a line saying why there is nothing to do. result
+// shows an action's answer; show reads the rental again after one.
+function actionsFor(v, result, show, describe) {
+  const actions = [];
+  if (PAYMENT_OPEN.includes(v.status)) {
+    const cancel = h('button', { type: 'button', id: 'cancel-payment', class: 'danger' }, 'Cancel payment…');
+    cancel.addEventListener('click', async () => {
+      if (!(await confirm(`Cancel the payment of rental ${v.rentalId}? The bike is then freed; a payment the provider has confirmed meanwhile declines it.`, 'Cancel payment', true))) return;
+      try {
+        const r = await cancelPayment(v.rentalId);
+        fill(result, 'Cancel payment: ', h('span', { class: 'outcome ' + r.outcome, id: 'cancel-outcome' }, r.outcome));
+        show();
+      } catch (e) { fill(result, describe(e, 'The payment was not cancelled.')); }
+    });
+    actions.push(cancel);
+  }
+  if (BIKE_OUT.includes(v.status)) {
+    const ret = h('button', { type: 'button', id: 'record-return' }, 'Record return…');
+    ret.addEventListener('click', async () => {
+      if (!(await confirm(`Record that bike ${v.bikeId} of rental ${v.rentalId} came back?`, 'Record return'))) return;
+      try {
+        const b = await returnBike(v.bikeId, v.rentalId);
+        fill(result, 'Return recorded: bike ', h('code', {}, b.bikeId), ' is ', b.status, '.');
+        show();
+      } catch (e) { fill(result, describe(e, 'The return was not recorded.')); }
+    });
+    actions.push(ret);
+  }
+  if (actions.length === 0) {
+    actions.push(h('p', { class: 'muted', id: 'no-action' }, MOVING.includes(v.status)
+      ? 'Nothing to do: the rental moves on on its own, and this page follows it.'
+      : 'Nothing to do: the rental has ended.'));
+  }
+  return actions;
+}
+
 export function rentalPage(main, id, { notice, describe }) {
   fill(main, h('h2', {}, 'Rental'), lookupForm(id));
-  if (!id) return () => {};
+  if (!id) {
+    main.append(hint());
+    return () => {};
+  }
   const out = h('div', { id: 'rental' }, h('p', { class: 'muted' }, 'Reading the rental…'));
   main.append(out);
   let stopped = false;
   let again = null;
-  const result = h('p', { id: 'action-result', role: 'status' });
+  const result = h('div', { id: 'action-result', role: 'status' });
 
   const show = async () => {
     if (document.querySelector('dialog[open]')) { // never redraw under a question being asked
@@ -85,23 +147,26 @@ export function rentalPage(main, id, { notice, describe }) {
       v = await rental(id);
     } catch (e) {
       if (!stopped && e.status === 429) { clearTimeout(again); again = setTimeout(show, nextDelay(REFRESH_MS)); return; }
-      if (!stopped) fill(out, h('p', { class: 'card', id: 'rental-error' }, 'Rental ', h('code', {}, id), ': ', describe(e)));
+      if (!stopped) fill(out, h('div', { id: 'rental-error' }, describe(e, ['Rental ', h('code', {}, id), ' could not be read.'])));
       return;
     }
     if (stopped) return;
     clearTimeout(again);
-    if (UNSETTLED.includes(v.status)) again = setTimeout(show, nextDelay(REFRESH_MS));
+    if (MOVING.includes(v.status)) again = setTimeout(show, nextDelay(REFRESH_MS));
     const focused = out.contains(document.activeElement) ? document.activeElement.id : '';
     const byId = new Map(v.history.filter((e) => e.eventId).map((e) => [e.eventId, e]));
     const pay = v.payment || {};
     const facts = h('dl', { class: 'facts' },
-      h('dt', {}, 'Status'), h('dd', { id: 'rental-status' }, v.status),
+      h('dt', {}, 'Status'), h('dd', {}, h('span', { id: 'rental-status', class: 'status' }, v.status),
+        statusWords[v.status] ? h('span', { class: 'muted' }, ': ' + statusWords[v.status]) : null),
       h('dt', {}, 'Rental'), h('dd', { class: 'mono' }, v.rentalId),
       h('dt', {}, 'Bike'), h('dd', { class: 'mono' }, v.bikeId),
       h('dt', {}, 'Renter'), h('dd', { class: 'mono' }, v.renter),
       h('dt', {}, 'Payment'), h('dd', { class: 'mono' }, v.paymentReference),
       h('dt', {}, 'Payment status'), h('dd', { id: 'payment-status' }, pay.status || 'none yet'),
-      h('dt', {}, 'Refund'), h('dd', { id: 'refund-state' }, pay.refund || 'none'));
+      h('dt', {}, 'Refund'), h('dd', { id: 'refund-state' }, pay.refund || 'none'),
+      v.overdue ? [h('dt', {}, 'Due back'), h('dd', { id: 'due-back' }, time(v.overdue.dueAt),
+        v.overdue.lateSeconds !== undefined ? ` (back ${duration(v.overdue.lateSeconds)} late)` : ' (overdue)')] : null);
     const timeline = h('ol', { class: 'timeline', id: 'timeline' }, v.history.map((e) => {
       const kind = streamKind(e.stream);
       return h('li', { class: 'stream-' + kind, 'data-type': e.type },
@@ -110,30 +175,9 @@ export function rentalPage(main, id, { notice, describe }) {
           h('span', { class: 'cause' }, cause(e, byId))),
         details(e.data).length ? h('div', { class: 'event-data mono' }, details(e.data).join('  ')) : null);
     }));
-    const cancel = h('button', { type: 'button', id: 'cancel-payment', class: 'danger' }, 'Cancel payment…');
-    cancel.addEventListener('click', async () => {
-      if (!(await confirm(`Cancel the payment of rental ${v.rentalId}? A confirmed payment declines it.`, 'Cancel payment', true))) return;
-      try {
-        const r = await cancelPayment(v.rentalId);
-        fill(result, 'Cancel payment: ', h('span', { class: 'outcome ' + r.outcome, id: 'cancel-outcome' }, r.outcome));
-        show();
-      } catch (e) { fill(result, describe(e)); }
-    });
-    const actions = [cancel];
-    if (v.status === 'approved') {
-      const ret = h('button', { type: 'button', id: 'record-return' }, 'Record return…');
-      ret.addEventListener('click', async () => {
-        if (!(await confirm(`Record that bike ${v.bikeId} of rental ${v.rentalId} came back?`, 'Record return'))) return;
-        try {
-          const b = await returnBike(v.bikeId, v.rentalId);
-          fill(result, 'Return recorded: bike ', h('code', {}, b.bikeId), ' is ', b.status, '.');
-          show();
-        } catch (e) { fill(result, describe(e)); }
-      });
-      actions.push(ret);
-    }
+    const actions = actionsFor(v, result, show, describe);
     fill(out,
-      h('section', { class: 'card' }, facts, h('div', { class: 'row' }, actions), result),
+      h('section', { class: 'card' }, facts, h('div', { class: 'row', id: 'rental-actions' }, actions), result),
       h('h3', {}, `Timeline (${v.history.length} events)`), timeline);
     if (focused && document.getElementById(focused)) document.getElementById(focused).focus();
     notice('');

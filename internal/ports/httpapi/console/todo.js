@@ -10,15 +10,35 @@ import { poll } from './poll.js';
 // /deadlines's 5 a second (docs/decisions/0025-floods-are-refused-at-the-edge.md).
 export const REFRESH_MS = 6000;
 
+// kinds are the to-do list's kinds in an operator's words: a label, and what the
+// row means and what happens when it falls due. A kind the console does not know
+// shows by its name.
 const kinds = {
-  payment: 'payment due',
-  stuck: 'process due',
-  return: 'return due',
-  refund: 'refund owed',
+  payment: ['Payment due', 'the renter has until then to pay; then the sweep cancels the payment and frees the bike'],
+  stuck: ['Process check', 'by then the rental\'s process should have finished; if not, the sweep repairs it'],
+  return: ['Bike due back', 'the renter should bring the bike back by then; once overdue, follow the renter up'],
+  refund: ['Refund owed', 'money taken for a rental that did not get its bike: pay it back; it leaves once the refund is recorded'],
 };
 
+function legend() {
+  return h('details', { class: 'legend', id: 'todo-legend' }, h('summary', {}, 'What the kinds mean'),
+    h('dl', {}, Object.entries(kinds).map(([k, [label, meaning]]) => [
+      h('dt', {}, h('span', { class: 'badge ' + k }, label)), h('dd', {}, meaning + '.')])));
+}
+
+// twice explains a rental listed more than once.
+const twice = 'A rental waiting for its payment is listed twice: its payment due and, a little later, the check ' +
+  'that its process finished. Both leave the list when the payment settles; the rental\'s page shows its whole story.';
+
+// empty is what the list says when nothing is outstanding, and what to do then.
+function empty() {
+  return h('p', { class: 'card', id: 'todo-empty' }, 'Nothing outstanding: no payment is awaited, no bike is out and no refund is owed. ',
+    'New requests appear here as they are made. To read one rental, open ', h('a', { href: '#/rental' }, 'Rental'),
+    '; to register bikes or record a return, open ', h('a', { href: '#/actions' }, 'Actions'), '.');
+}
+
 export function todoPage(main, _arg, { describe }) {
-  const status = h('p', { class: 'muted', id: 'todo-status' }, 'Reading the to-do list…');
+  const status = h('div', { class: 'muted', id: 'todo-status' }, 'Reading the to-do list…');
   const body = h('tbody', { id: 'todo-rows' });
   const table = h('div', { class: 'table-wrap' }, h('table', { id: 'todo' },
     h('caption', { class: 'muted' }, 'Outstanding deadlines, overdue first'),
@@ -27,7 +47,9 @@ export function todoPage(main, _arg, { describe }) {
       h('th', { scope: 'col', class: 'num' }, 'Age'), h('th', { scope: 'col', class: 'hide-narrow' }, 'Due at'),
       h('th', { scope: 'col' }, 'Countdown'))),
     body));
-  fill(main, h('h2', {}, 'To-do'), status, table);
+  const none = h('div', { id: 'todo-none' });
+  const note = h('p', { class: 'muted', id: 'todo-twice' });
+  fill(main, h('h2', {}, 'To-do'), status, none, table, note, legend());
 
   let rows = [];
   let skew = 0; // server time minus this browser's
@@ -52,7 +74,7 @@ export function todoPage(main, _arg, { describe }) {
     const focused = body.contains(document.activeElement) ? document.activeElement.closest('tr') : null;
     const keep = focused ? [focused.dataset.kind, focused.dataset.rental] : null;
     fill(body, rows.map((r) => h('tr', { 'data-kind': r.kind, 'data-rental': r.rentalId, 'data-due': r.dueAt, 'data-age': r.ageSeconds, 'data-read': r.read },
-      h('td', {}, h('span', { class: 'badge ' + (kinds[r.kind] ? r.kind : '') }, kinds[r.kind] || r.kind)),
+      h('td', {}, h('span', { class: 'badge ' + (kinds[r.kind] ? r.kind : ''), title: kinds[r.kind] ? kinds[r.kind][1] : null }, kinds[r.kind] ? kinds[r.kind][0] : r.kind)),
       h('td', {}, h('a', { href: rentalHref(r.rentalId), class: 'mono' }, r.rentalId)),
       h('td', { class: 'num age' }, duration(r.ageSeconds)),
       h('td', { class: 'hide-narrow' }, time(r.dueAt)),
@@ -72,10 +94,14 @@ export function todoPage(main, _arg, { describe }) {
       skew = Date.parse(list.now) - read;
       rows = list.deadlines.map((r) => ({ ...r, read: read + skew }));
       render();
-      status.textContent = list.count === 0 ? 'Nothing outstanding.'
-        : `${list.count} outstanding${list.count >= list.limit ? ' (the first ' + list.limit + ')' : ''}; read ${new Date(read).toLocaleTimeString()}.`;
+      table.hidden = list.count === 0;
+      const rentals = new Set(rows.map((r) => r.rentalId));
+      fill(note, rentals.size < rows.length ? twice : null);
+      fill(none, list.count === 0 ? empty() : null);
+      fill(status, list.count === 0 ? 'Nothing outstanding' : `${list.count} outstanding${list.count >= list.limit ? ' (the first ' + list.limit + ')' : ''}`,
+        '; read at ', time(new Date(read + skew)), '.');
     } catch (e) {
-      if (!stopped) status.textContent = 'The to-do list could not be read: ' + describe(e);
+      if (!stopped) fill(status, describe(e, 'The to-do list could not be read; the console tries again in a few seconds.'));
     }
   };
 
