@@ -11,9 +11,9 @@ import (
 )
 
 // RefundMadeByHand records, on the payment of rentalID, that an operator paid its
-// refund owed back by hand (payment.RecordRefundMadeByHand, run as Payment runs it:
-// load, decide, append at the version read, retry conflicts; no provider is
-// called). The refusals are payment.Decide's, and change nothing; a rental with no
+// refund owed back by hand (payment.RecordRefundMadeByHand, run through the
+// payments' Runner as Payment runs it: load, decide, append at the version read,
+// retry conflicts). No provider is called, so a Handler without one records it. The refusals are payment.Decide's, and change nothing; a rental with no
 // payment prepared is told apart: one its bike does not know is
 // rentalview.ErrNotFound, one whose payment was never prepared owes no refund
 // (payment.ErrNoRefundOwed). Sending it twice is safe: the second is refused with
@@ -27,7 +27,7 @@ func (h *Handler) RefundMadeByHand(ctx context.Context, rentalID string, amount 
 	if meta.CorrelationID == "" {
 		meta.CorrelationID = rentalID
 	}
-	res, err := h.Payment(ctx, c, meta)
+	res, err := run(ctx, h, payments, payment.StreamID(c.Reference), payment.Command(c), meta) // no provider is asked: a handler without one records it too
 	if !errors.Is(err, payment.ErrPaymentNotFound) {
 		return res, err
 	}

@@ -147,3 +147,13 @@ func TestConcurrentRefundsMadeByHandRecordOne(t *testing.T) {
 		}
 	})
 }
+
+// TestARefundMadeByHandNeedsNoProvider: nothing is asked of a provider, so a
+// handler without one (as rentalctl opens it) records it.
+func TestARefundMadeByHandNeedsNoProvider(t *testing.T) {
+	store := eventstore.NewMemory()
+	id := owedRental(t, command.New(store, command.WithProvider(generic.Provider{})), "b1")
+	if res, err := command.New(store).RefundMadeByHand(ctx, id, 1500, "bank-1", "op", command.Meta{}); err != nil || res.State.Refund != payment.RefundStatusMadeByHand {
+		t.Fatalf("without a provider: %+v, %v", res, err)
+	}
+}
