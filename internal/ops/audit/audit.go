@@ -950,6 +950,7 @@ func (a *auditor) report() Report {
 type refundsByHand struct {
 	owed     *payment.RefundOwed
 	settled  string // the first event that settled the refund owed, with its version
+	byHand   bool   // and whether it was a RefundMadeByHand
 	problems []string
 }
 
@@ -974,7 +975,7 @@ func (b *refundsByHand) observe(r eventstore.Record, e payment.Event) {
 			b.problems = append(b.problems, fmt.Sprintf("RefundMadeByHand at version %d after %s: the refund was recorded twice", r.Version, b.settled))
 		}
 	case payment.PaymentRefunded:
-		if b.settled != "" && strings.HasPrefix(b.settled, "RefundMadeByHand") {
+		if b.byHand {
 			b.problems = append(b.problems, fmt.Sprintf("PaymentRefunded at version %d after %s: the refund was recorded twice", r.Version, b.settled))
 		}
 	default:
@@ -982,5 +983,6 @@ func (b *refundsByHand) observe(r eventstore.Record, e payment.Event) {
 	}
 	if b.settled == "" {
 		b.settled = fmt.Sprintf("%s at version %d", r.Type, r.Version)
+		_, b.byHand = e.(payment.RefundMadeByHand)
 	}
 }
