@@ -27,8 +27,8 @@ const SettledRefunded = "refunded"
 // RefundKind is the refund owed: RefundOwed (money a provider that cannot refund
 // took for a rental that did not get its bike) opens the rental's payment's row,
 // due at once; PaymentRefunded or RefundMadeByHand (payment.SettlesRefund) settles
-// it. Operators pay it back by hand: the kind
-// has no command, and the sweep never reads its lane (deadline.Kind.ByHand). Its
+// it. Operators pay it back by hand: the kind has no command, and the sweep never
+// reads its lane (deadline.Kind.ByHand). Its
 // rows are listed by a query per shard (GET /refunds/owed, GET /deadlines), not by a
 // scan of the Events table.
 func RefundKind() deadline.Kind {
