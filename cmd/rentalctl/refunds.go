@@ -11,10 +11,12 @@ const refundsUsage = `Usage: rentalctl refunds [flags]
 
 Lists the refunds the service owes, oldest first: money a payment provider that
 cannot refund (the generic provider) took for a rental that did not get its bike.
-Each needs paying back by hand; the RefundsOwed alarm reports them as they happen.
-Refunds through Stripe are made by the service itself and are not listed.
+Each needs paying back by hand, and leaves the list once that is recorded
+(rentalctl refund-made-by-hand); the RefundsOwed alarm reports them as they
+happen. Refunds through Stripe are made by the service itself and are not listed.
 
-It scans the Events table, filtered on RefundOwed and PaymentRefunded, so it reads
+It scans the Events table, filtered on RefundOwed and the events that settle a
+refund (PaymentRefunded, RefundMadeByHand), so it reads
 the whole table, printing on stderr how many events it has scanned after each page;
 it only reads, and is safe to run at any time. Needs dynamodb:Scan on the Events
 table.

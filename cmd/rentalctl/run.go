@@ -60,6 +60,7 @@ var commands = []subcommand{
 	{"cancel", "RENTAL_ID", "send CancelRentalPayment and print the outcome", runCancel},
 	{"sweep", "", "run the sweep now or --at a time; --dry-run only lists", runSweep},
 	{"refunds", "", "refunds owed for rentals that did not get their bike, oldest first", runRefunds},
+	{"refund-made-by-hand", "RENTAL_ID", "record a refund owed as paid back by hand: --amount, --reference, --by", runRefundMadeByHand},
 	{"mismatches", "", "provider events that did not match the payment recorded, oldest first", runMismatches},
 	{"cancellations", "", "cancellations owed to the payment provider, oldest first", runCancellations},
 	{"parked", "", "stream records parked for the sweep to deliver again, soonest due first", runParked},

@@ -28,6 +28,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/dev/emulator"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -585,20 +586,27 @@ func TestARebuildThatLostItsLockLeavesTheSweepToTheHolder(t *testing.T) {
 func TestEveryVariableRentalctlReadsIsListed(t *testing.T) {
 	w := rebuildtest.NewWorld(t)
 	outstanding, confirmed := w.Rent("listed1", rebuildtest.Outstanding), w.Rent("listed2", rebuildtest.Confirmed)
+	owed := w.Rent("listed3", rebuildtest.Outstanding)
+	for _, c := range []payment.Command{payment.CancelPayment{Reference: payment.ReferenceFor(owed)}, payment.ConfirmPayment{Reference: payment.ReferenceFor(owed)}, payment.OweRefund{Reference: payment.ReferenceFor(owed)}} {
+		if _, err := w.Commands.Payment(context.Background(), c, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	base := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	base["SWEEP_SCHEDULE_NAME"] = createSchedule(t, scheduler.NewFromConfig(emulatortest.Config(t)))
 	runs := map[string][][]string{
-		"history":       {{"history", outstanding}},
-		"pending":       {{"pending"}, {"pending", "--overdue"}},
-		"cancel":        {{"cancel", confirmed}},
-		"sweep":         {{"sweep", "--dry-run"}, {"sweep"}},
-		"refunds":       {{"refunds"}},
-		"repair":        {{"repair", confirmed}, {"repair", "--stuck"}},
-		"audit":         {{"audit", "--quiet"}},
-		"rebuild":       {{"rebuild"}},
-		"cancellations": {{"cancellations"}},
-		"parked":        {{"parked"}},
-		"mismatches":    {{"mismatches"}},
+		"history":             {{"history", outstanding}},
+		"pending":             {{"pending"}, {"pending", "--overdue"}},
+		"cancel":              {{"cancel", confirmed}},
+		"sweep":               {{"sweep", "--dry-run"}, {"sweep"}},
+		"refunds":             {{"refunds"}},
+		"refund-made-by-hand": {{"refund-made-by-hand", owed, "--amount", "1500", "--reference", "bank-1", "--by", "ann"}},
+		"repair":              {{"repair", confirmed}, {"repair", "--stuck"}},
+		"audit":               {{"audit", "--quiet"}},
+		"rebuild":             {{"rebuild"}},
+		"cancellations":       {{"cancellations"}},
+		"parked":              {{"parked"}},
+		"mismatches":          {{"mismatches"}},
 	}
 	var mu sync.Mutex
 	read := map[string]bool{}

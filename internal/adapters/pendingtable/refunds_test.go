@@ -141,3 +141,45 @@ func TestRefundsOwedAreListedUntilRefunded(t *testing.T) {
 		t.Errorf("under 1 shard: %+v; want %d", got, len(refs)-1)
 	}
 }
+
+// TestARefundMadeByHandSettlesItsRow: RefundMadeByHand takes a refund owed off the
+// list, for good, as the provider's PaymentRefunded does; delivered twice, or
+// before its RefundOwed, it leaves nothing listed.
+func TestARefundMadeByHandSettlesItsRow(t *testing.T) {
+	ctx := context.Background()
+	client := emulatortest.DynamoDB(t)
+	table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+	p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	owed := func(ref string) eventstore.Record {
+		return refundRecord(t, ref, 5, payment.RefundOwed{Reference: ref, PaymentID: "pay_1", Amount: 1500, Currency: "EUR"}, at)
+	}
+	byHand := func(ref string) eventstore.Record {
+		return refundRecord(t, ref, 6, payment.RefundMadeByHand{Reference: ref, PaymentID: "pay_1", Amount: 1500, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"}, at.Add(time.Minute))
+	}
+	first, second := payment.ReferenceFor(rental.NewRentalID("a", "AAAAAAAAAAAAAAAAAAAAAA")), payment.ReferenceFor(rental.NewRentalID("b", "AAAAAAAAAAAAAAAAAAAAAA"))
+	for _, r := range []eventstore.Record{owed(first), owed(second)} {
+		if err := p.Apply(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := refundsOwed(t, p, at.Add(time.Hour)); len(got) != 2 {
+		t.Fatalf("owed: %+v", got)
+	}
+	// The first made by hand, delivered twice, then its RefundOwed replayed; the
+	// second's RefundMadeByHand projected before its RefundOwed is (in another order).
+	third := payment.ReferenceFor(rental.NewRentalID("c", "AAAAAAAAAAAAAAAAAAAAAA"))
+	for _, r := range []eventstore.Record{byHand(first), byHand(first), owed(first), byHand(third), owed(third)} {
+		if err := p.Apply(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := refundsOwed(t, p, at.Add(time.Hour))
+	secondID, _ := payment.RentalIDFor(second)
+	if len(got) != 1 || got[0].Subject != secondID {
+		t.Fatalf("after the refunds made by hand: %+v; want only %s", got, secondID)
+	}
+}

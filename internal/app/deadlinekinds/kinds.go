@@ -5,8 +5,8 @@
 // (RequestApproved, settled by BikeReturned; FlagOverdueReturn), which its flag
 // (ReturnOverdue) hands over to the operators as an overdue return (settled by
 // BikeReturned; by hand, unswept, listed as a return), and a refund owed
-// (RefundOwed, settled by PaymentRefunded; by hand, unswept). Package deadline's
-// machinery works over them without knowing what they are about
+// (RefundOwed, settled by PaymentRefunded or RefundMadeByHand; by hand, unswept).
+// Package deadline's machinery works over them without knowing what they are about
 // (docs/decisions/0020-deadline-kinds.md).
 package deadlinekinds
 

@@ -26,18 +26,19 @@ const SettledRefunded = "refunded"
 
 // RefundKind is the refund owed: RefundOwed (money a provider that cannot refund
 // took for a rental that did not get its bike) opens the rental's payment's row,
-// due at once; PaymentRefunded settles it. Operators pay it back by hand: the kind
-// has no command, and the sweep never reads its lane (deadline.Kind.ByHand). Its
+// due at once; PaymentRefunded or RefundMadeByHand (payment.SettlesRefund) settles
+// it. Operators pay it back by hand: the kind has no command, and the sweep never
+// reads its lane (deadline.Kind.ByHand). Its
 // rows are listed by a query per shard (GET /refunds/owed, GET /deadlines), not by a
 // scan of the Events table.
 func RefundKind() deadline.Kind {
 	return deadline.Kind{Name: Refund, Prefix: RefundPrefix, Lane: RefundLane, Change: refundChange, Valid: ident.Valid, ByHand: true}
 }
 
-// refundChange is the refund owed's Change: RefundOwed opens, PaymentRefunded
-// settles; payments of no rental are no row of it.
+// refundChange is the refund owed's Change: RefundOwed opens, PaymentRefunded or
+// RefundMadeByHand settles; payments of no rental are no row of it.
 func refundChange(r eventstore.Record) (deadline.Change, bool, error) {
-	if r.Type != (payment.RefundOwed{}).EventType() && r.Type != (payment.PaymentRefunded{}).EventType() {
+	if r.Type != (payment.RefundOwed{}).EventType() && !payment.SettlesRefund(r.Type) {
 		return deadline.Change{}, false, nil
 	}
 	e, err := payment.DecodeEvent(r.Type, r.Data)
@@ -48,7 +49,7 @@ func refundChange(r eventstore.Record) (deadline.Change, bool, error) {
 	if err != nil {
 		return deadline.Change{}, false, nil // not a rental's payment
 	}
-	if _, refunded := e.(payment.PaymentRefunded); refunded {
+	if payment.SettlesRefund(r.Type) { // refunded by the provider, or made by hand
 		return deadline.Change{Subject: rentalID, Settled: true, How: SettledRefunded}, true, nil
 	}
 	return deadline.Change{Subject: rentalID}, true, nil

@@ -45,11 +45,10 @@ var wakes = map[string][]string{
 	// And the returns
 	// due (deadlinekinds.ReturnKind): an approval opens one, the bike's return or
 	// its being flagged overdue settles it. And the refunds owed
-	// (deadlinekinds.RefundKind), until refunded, so that operators list them
-	// without a scan.
-	Projector: sorted(payment.SettlementTypes(),
+	// (deadlinekinds.RefundKind), until refunded by the provider or made by hand,
+	// so that operators list them without a scan.
+	Projector: sorted(slices.Concat(payment.SettlementTypes(), payment.RefundSettlementTypes()),
 		payment.RefundOwed{}.EventType(),
-		payment.PaymentRefunded{}.EventType(),
 		rental.BikeRequested{}.EventType(),
 		rental.RequestApproved{}.EventType(),
 		rental.BikeReturned{}.EventType(),

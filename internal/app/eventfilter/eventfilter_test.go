@@ -28,6 +28,7 @@ var decided = map[string]map[string]bool{
 	"RefundRequested":                   {eventfilter.Process: false, eventfilter.Projector: false},
 	"RefundOwed":                        {eventfilter.Process: true, eventfilter.Projector: true},
 	"PaymentRefunded":                   {eventfilter.Process: false, eventfilter.Projector: true},
+	"RefundMadeByHand":                  {eventfilter.Process: false, eventfilter.Projector: true},
 	"CancellationOwedAtProvider":        {eventfilter.Process: true, eventfilter.Projector: true},
 	"CancellationDoneAtProvider":        {eventfilter.Process: false, eventfilter.Projector: true},
 	"CancellationStillOwed":             {eventfilter.Process: false, eventfilter.Projector: true},
@@ -74,7 +75,7 @@ func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {
 
 func TestStreamFilter(t *testing.T) {
 	got := schema.StreamFilter(eventfilter.Types(eventfilter.Projector))
-	want := `{"dynamodb":{"NewImage":{"type":{"S":["BikeRequested","BikeReturned","CancellationDoneAtProvider","CancellationOwedAtProvider","CancellationStillOwed","PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRefunded","PaymentRejected","PaymentSucceededAfterCancellation","RefundOwed","RentalPaymentProcessCompleted","RequestApproved","ReturnOverdue"]}}}}`
+	want := `{"dynamodb":{"NewImage":{"type":{"S":["BikeRequested","BikeReturned","CancellationDoneAtProvider","CancellationOwedAtProvider","CancellationStillOwed","PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRefunded","PaymentRejected","PaymentSucceededAfterCancellation","RefundMadeByHand","RefundOwed","RentalPaymentProcessCompleted","RequestApproved","ReturnOverdue"]}}}}`
 	if got != want {
 		t.Errorf("Pattern = %s, want %s", got, want)
 	}

@@ -93,8 +93,9 @@ type Payment struct {
 	// and WithoutSecrets removes it for every other reader.
 	ClientSecret string `json:"clientSecret,omitempty"`
 	Status       string `json:"status"`
-	// Refund is "requested", "owed" or "refunded" once money taken after the
-	// payment was given up on goes back.
+	// Refund is "requested", "owed", "refunded" (by the provider) or
+	// "refunded-by-hand" (an operator recorded the refund owed paid back by hand)
+	// once money taken after the payment was given up on goes back.
 	Refund string `json:"refund,omitempty"`
 }
 

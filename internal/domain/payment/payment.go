@@ -2,7 +2,7 @@
 // reference, derived from a rental id, records a payment being prepared at the
 // provider, how it settled (confirmed, rejected or cancelled) and, when the money
 // arrived for a payment already given up on, how it went back (a refund, or a
-// refund owed), and whether a cancellation the provider did not answer is still
+// refund owed and then made by hand), and whether a cancellation the provider did not answer is still
 // owed to it. Decide and Evolve are pure; the provider is called around them.
 package payment
 
@@ -77,6 +77,7 @@ const (
 	RefundStatusRequested RefundStatus = "requested" // the provider accepted a refund
 	RefundStatusOwed      RefundStatus = "owed"      // the provider cannot refund: operators must
 	RefundStatusDone      RefundStatus = "refunded"  // the provider confirmed the refund
+	// RefundStatusMadeByHand (byhand.go): an operator recorded the refund owed made by hand.
 )
 
 // Payment is the state of one payment reference's stream. Amount is in minor
@@ -324,6 +325,8 @@ func ReferenceOf(e Event) string {
 		return e.Reference
 	case CancellationStillOwed:
 		return e.Reference
+	case RefundMadeByHand:
+		return e.Reference
 	}
 	return ""
 }
@@ -341,6 +344,7 @@ var events = eventtype.Declare[Event]("payment",
 	eventtype.Of[CancellationOwedAtProvider](),
 	eventtype.Of[CancellationDoneAtProvider](),
 	eventtype.Of[CancellationStillOwed](),
+	eventtype.Of[RefundMadeByHand](),
 )
 
 // EventTypes returns the type name of every event of this package, in a new slice.
@@ -502,7 +506,7 @@ func Evolve(s Payment, e Event) Payment {
 	case CancellationStillOwed:
 		s.CancellationTries = max(s.CancellationTries, e.Tries)
 	case RefundRequested:
-		if s.Refund != RefundStatusDone {
+		if !s.Refunded() {
 			s.Refund = RefundStatusRequested
 		}
 	case RefundOwed:
@@ -511,6 +515,10 @@ func Evolve(s Payment, e Event) Payment {
 		}
 	case PaymentRefunded:
 		s.Refund = RefundStatusDone
+	case RefundMadeByHand:
+		if !s.Refunded() {
+			s.Refund = RefundStatusMadeByHand
+		}
 	}
 	return s
 }
@@ -609,6 +617,9 @@ func decide(s Payment, c Command) ([]Event, error) {
 		}
 		return out, nil
 
+	case RecordRefundMadeByHand:
+		return decideRefundMadeByHand(s, c)
+
 	case RecordCancelledAtProvider:
 		if !s.CancellationDue() {
 			return nil, nil
@@ -663,6 +674,11 @@ func validate(s Payment, c Command) error {
 		ref = c.Reference
 	case ConfirmRefund:
 		ref = c.Reference
+	case RecordRefundMadeByHand:
+		ref = c.Reference
+		if err := validateRefundMadeByHand(c); err != nil {
+			return err
+		}
 	case RecordCancelledAtProvider:
 		ref = c.Reference
 	case GiveUpUnmatchedSuccess:

@@ -25,6 +25,7 @@ var (
 	unanswered = CancellationOwedAtProvider{Reference: ref, PaymentID: "p1", Attempts: 3}
 	atProvider = CancellationDoneAtProvider{Reference: ref, PaymentID: "p1"}
 	stillOwed  = CancellationStillOwed{Reference: ref, PaymentID: "p1", Tries: 1}
+	byHand     = RefundMadeByHand{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", OperatorReference: "bank-transfer-123", RecordedBy: "op-1"}
 )
 
 func TestDecide(t *testing.T) {
@@ -195,7 +196,7 @@ type unknownEvent struct{}
 
 func (unknownEvent) EventType() string { return "Unknown" }
 
-var allEvents = []Event{prepared, confirmed, rejected, cancelled, late, asked, owed, refunded, unanswered, atProvider, stillOwed}
+var allEvents = []Event{prepared, confirmed, rejected, cancelled, late, asked, owed, refunded, unanswered, atProvider, stillOwed, byHand}
 
 func TestEventTypes(t *testing.T) {
 	var names []string

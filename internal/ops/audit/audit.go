@@ -115,7 +115,8 @@ const (
 	BikeNotTold = "bike-not-told"
 	// MoneyKept: the provider took the money for a payment already cancelled or
 	// rejected (PaymentSucceededAfterCancellation) and there is neither a refund
-	// (RefundRequested, PaymentRefunded) nor a refund owed (RefundOwed); or a
+	// (RefundRequested, PaymentRefunded, RefundMadeByHand) nor a refund owed
+	// (RefundOwed); or a
 	// provider event reported money taken on a provider payment that is not the one
 	// recorded (command.ProviderEventMismatched, RefundDue) and its stream records
 	// neither its refund nor its being owed; when not quiet, only once the late
@@ -128,6 +129,15 @@ const (
 	// OpenStale: an open-process row for a rental whose process completed; when not
 	// quiet, only once the completion is older than the grace.
 	OpenStale = "open-stale"
+	// RefundByHandUnfounded: a RefundMadeByHand that the service would have
+	// refused (payment.Decide): in a payment stream that owed no refund before it
+	// (no RefundOwed), for another amount or currency than the RefundOwed's, or
+	// after the refund was recorded already (by hand or by the provider's
+	// PaymentRefunded); only data written around the service (a hand edit, a bad
+	// import) holds one. And a PaymentRefunded after a RefundMadeByHand: the
+	// provider reports a refund of money an operator says went back by hand, so
+	// the renter may have been paid twice.
+	RefundByHandUnfounded = "refund-by-hand-unfounded"
 	// OwedMissing: a payment whose cancellation is owed to the provider
 	// (CancellationOwedAtProvider, neither made since nor overtaken by a late
 	// success) without an owed-cancellation row in PendingPayments, so the sweep
@@ -627,6 +637,7 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 		refunded      bool
 		owedAt        time.Time
 		madeAt        time.Time
+		refunds       refundsByHand
 	)
 	apply := func(r eventstore.Record) error {
 		e, err := payment.DecodeEvent(r.Type, r.Data)
@@ -647,8 +658,12 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 			if lateSuccessAt.IsZero() {
 				lateSuccessAt = r.RecordedAt
 			}
-		case payment.RefundRequested, payment.RefundOwed, payment.PaymentRefunded:
+		case payment.RefundRequested, payment.PaymentRefunded, payment.RefundMadeByHand:
 			refunded = true
+			refunds.observe(r, e)
+		case payment.RefundOwed:
+			refunded = true
+			refunds.observe(r, e)
 		case payment.CancellationOwedAtProvider:
 			if owedAt.IsZero() {
 				owedAt = r.RecordedAt
@@ -663,6 +678,9 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 	finish := func() {
 		if len(settlements) > 1 {
 			c.violate(PaymentSettledTwice, fmt.Sprintf("settled %d times: %s", len(settlements), strings.Join(settlements, ", ")))
+		}
+		for _, problem := range refunds.problems {
+			c.violate(RefundByHandUnfounded, problem)
 		}
 		rentalID, err := payment.RentalIDFor(reference)
 		c.merge = func(a *auditor) {
@@ -924,5 +942,47 @@ func (a *auditor) report() Report {
 		PendingRows: a.pendingRows,
 		Parked:      a.parked,
 		Violations:  v,
+	}
+}
+
+// refundsByHand follows what a payment stream says of its refund owed, to find a
+// RefundMadeByHand that the service would have refused.
+type refundsByHand struct {
+	owed     *payment.RefundOwed
+	settled  string // the first event that settled the refund owed, with its version
+	byHand   bool   // and whether it was a RefundMadeByHand
+	problems []string
+}
+
+// observe notes r, an event e of the refund's (RefundOwed or an event that settles
+// a refund, payment.SettlesRefund; others are ignored).
+func (b *refundsByHand) observe(r eventstore.Record, e payment.Event) {
+	switch e := e.(type) {
+	case payment.RefundOwed:
+		if b.owed == nil {
+			b.owed = &e
+		}
+		return
+	case payment.RefundMadeByHand:
+		switch {
+		case b.owed == nil:
+			b.problems = append(b.problems, fmt.Sprintf("RefundMadeByHand at version %d (%d %s, reference %q, by %q) where no refund was owed",
+				r.Version, e.Amount, e.Currency, e.OperatorReference, e.RecordedBy))
+		case e.Amount != b.owed.Amount || e.Currency != b.owed.Currency:
+			b.problems = append(b.problems, fmt.Sprintf("RefundMadeByHand at version %d for %d %s where %d %s was owed",
+				r.Version, e.Amount, e.Currency, b.owed.Amount, b.owed.Currency))
+		case b.settled != "":
+			b.problems = append(b.problems, fmt.Sprintf("RefundMadeByHand at version %d after %s: the refund was recorded twice", r.Version, b.settled))
+		}
+	case payment.PaymentRefunded:
+		if b.byHand {
+			b.problems = append(b.problems, fmt.Sprintf("PaymentRefunded at version %d after %s: the refund was recorded twice", r.Version, b.settled))
+		}
+	default:
+		return
+	}
+	if b.settled == "" {
+		b.settled = fmt.Sprintf("%s at version %d", r.Type, r.Version)
+		_, b.byHand = e.(payment.RefundMadeByHand)
 	}
 }

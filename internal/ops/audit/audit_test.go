@@ -318,6 +318,56 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			detail: "no refund or refund owed",
 		},
 		{
+			name:  "a refund owed, made by hand, is money returned and off the to-do list",
+			quiet: true,
+			damage: func(w *world) {
+				ref := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 4, payment.RefundOwed{Reference: ref, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 5, payment.RefundMadeByHand{Reference: ref, Amount: 1500, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"})
+				w.project()
+			},
+			want: func(w *world) []string { return nil },
+		},
+		{
+			name:  "a refund made by hand that the service would have refused",
+			quiet: true,
+			damage: func(w *world) {
+				byHand := func(ref string, amount int64, currency string) payment.RefundMadeByHand {
+					return payment.RefundMadeByHand{Reference: ref, Amount: amount, Currency: currency, OperatorReference: "bank-1", RecordedBy: "ann"}
+				}
+				// Another amount than owed.
+				ref := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 4, payment.RefundOwed{Reference: ref, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 5, byHand(ref, 150, "EUR"))
+				// Owed by nothing: the money was never taken late.
+				other := payment.ReferenceFor(w.rentals["cancelled"])
+				w.putEvent(payment.StreamID(other), 3, byHand(other, 1500, "EUR"))
+				w.project()
+			},
+			want: func(w *world) []string {
+				return []string{"refund-by-hand-unfounded " + paymentOf(w.rentals["rejected"]), "refund-by-hand-unfounded " + paymentOf(w.rentals["cancelled"])}
+			},
+			detail: "for 150 EUR where 1500 EUR was owed",
+		},
+		{
+			name:  "a refund recorded twice",
+			quiet: true,
+			damage: func(w *world) {
+				ref := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 4, payment.RefundOwed{Reference: ref, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 5, payment.RefundMadeByHand{Reference: ref, Amount: 1500, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"})
+				w.putEvent(payment.StreamID(ref), 6, payment.PaymentRefunded{Reference: ref})
+				w.project()
+			},
+			want: func(w *world) []string {
+				return []string{"refund-by-hand-unfounded " + paymentOf(w.rentals["rejected"])}
+			},
+			detail: "PaymentRefunded at version 6 after RefundMadeByHand at version 5: the refund was recorded twice",
+		},
+		{
 			name:  "a refund owed that the to-do list does not hold",
 			quiet: true,
 			damage: func(w *world) {

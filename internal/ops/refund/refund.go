@@ -7,11 +7,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	dynamoTypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
@@ -34,22 +35,15 @@ type Scanner interface {
 }
 
 // List returns the refunds owed in the Events table, oldest first: every RefundOwed
-// whose payment has no PaymentRefunded. Refunds are rare and this is an operator's
-// tool, so it scans the table, filtered on the two event types; it needs
+// whose payment has no event that settles a refund (payment.SettlesRefund: the
+// provider's PaymentRefunded, or a RefundMadeByHand). Refunds are rare and this is
+// an operator's tool, so it scans the table, filtered on those event types; it needs
 // dynamodb:Scan on the table. progress, if not nil, is called after each page of the
 // scan with the number of items scanned so far (the filter's rejects included).
 func List(ctx context.Context, db Scanner, table string, progress func(scanned int)) ([]Owed, error) {
 	owed := map[string]Owed{}
 	refunded := map[string]bool{}
-	in := &dynamodb.ScanInput{
-		TableName:                aws.String(table),
-		FilterExpression:         aws.String("#t IN (:owed, :refunded)"),
-		ExpressionAttributeNames: map[string]string{"#t": schema.EventsType},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":owed":     &types.AttributeValueMemberS{Value: payment.RefundOwed{}.EventType()},
-			":refunded": &types.AttributeValueMemberS{Value: payment.PaymentRefunded{}.EventType()},
-		},
-	}
+	in := scanInput(table)
 	scanned := 0
 	for {
 		out, err := db.Scan(ctx, in)
@@ -66,13 +60,12 @@ func List(ctx context.Context, db Scanner, table string, progress func(scanned i
 			if err != nil {
 				return nil, fmt.Errorf("refund: %s version %d: %w", r.StreamID, r.Version, err)
 			}
-			switch e := e.(type) {
-			case payment.RefundOwed:
-				rentalID, _ := payment.RentalIDFor(e.Reference)
-				owed[e.Reference] = Owed{PaymentReference: e.Reference, RentalID: rentalID, PaymentID: e.PaymentID,
-					Amount: e.Amount, Currency: e.Currency, OwedSince: r.RecordedAt}
-			case payment.PaymentRefunded:
-				refunded[e.Reference] = true
+			if o, ok := e.(payment.RefundOwed); ok {
+				rentalID, _ := payment.RentalIDFor(o.Reference)
+				owed[o.Reference] = Owed{PaymentReference: o.Reference, RentalID: rentalID, PaymentID: o.PaymentID,
+					Amount: o.Amount, Currency: o.Currency, OwedSince: r.RecordedAt}
+			} else if payment.SettlesRefund(r.Type) {
+				refunded[payment.ReferenceOf(e)] = true
 			}
 		}
 		if progress != nil {
@@ -91,4 +84,22 @@ func List(ctx context.Context, db Scanner, table string, progress func(scanned i
 	}
 	slices.SortFunc(list, func(a, b Owed) int { return a.OwedSince.Compare(b.OwedSince) })
 	return list, nil
+}
+
+// scanInput is the Scan of table for the events List reads: RefundOwed, and every
+// event that settles a refund.
+func scanInput(table string) *dynamodb.ScanInput {
+	types := append([]string{payment.RefundOwed{}.EventType()}, payment.RefundSettlementTypes()...)
+	values := map[string]dynamoTypes.AttributeValue{}
+	names := make([]string, len(types))
+	for i, t := range types {
+		names[i] = fmt.Sprintf(":t%d", i)
+		values[names[i]] = &dynamoTypes.AttributeValueMemberS{Value: t}
+	}
+	return &dynamodb.ScanInput{
+		TableName:                 aws.String(table),
+		FilterExpression:          aws.String("#t IN (" + strings.Join(names, ", ") + ")"),
+		ExpressionAttributeNames:  map[string]string{"#t": schema.EventsType},
+		ExpressionAttributeValues: values,
+	}
 }

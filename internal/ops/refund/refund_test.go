@@ -18,8 +18,9 @@ import (
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
 
-// TestListsWhatIsStillOwedOldestFirst writes three refunds owed, one of them paid
-// since, among other events, to a table in the emulator.
+// TestListsWhatIsStillOwedOldestFirst writes four refunds owed, one of them
+// refunded by the provider since and one made by hand, among other events, to a
+// table in the emulator.
 func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	ctx := context.Background()
 	client, table := emulatortest.EventsTable(t)
@@ -48,6 +49,9 @@ func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	put(late, base.Add(time.Hour), owed(late)...)
 	put(early, base, owed(early)...)
 	put(paid, base, append(owed(paid), payment.PaymentRefunded{Reference: paid, PaymentID: "pay-" + paid})...)
+	byHand := payment.ReferenceFor("b5_AAAAAAAAAAAAAAAAAAAAA5")
+	put(byHand, base, append(owed(byHand), payment.RefundMadeByHand{Reference: byHand, PaymentID: "pay-" + byHand, Amount: 1500, Currency: "EUR",
+		OperatorReference: "bank-transfer-1", RecordedBy: "op-1"})...)
 	put(payment.ReferenceFor("b4_AAAAAAAAAAAAAAAAAAAAA4"), base, payment.PaymentPrepared{Reference: "rp_b4_AAAAAAAAAAAAAAAAAAAAA4", PaymentID: "p", Amount: 1, Currency: "EUR"})
 
 	// Pages of five items, so that the scan takes several and reports each.
@@ -56,9 +60,9 @@ func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 4 + 4 + 5 + 1 events: pages of 5, 5, 4, and an empty last one at most.
-	if len(progress) < 3 || progress[0] != 5 || progress[1] != 10 || progress[len(progress)-1] != 14 {
-		t.Errorf("progress after each page: %v, want 5, 10, ... 14", progress)
+	// 4 + 4 + 5 + 5 + 1 events: pages of 5, 5, 5, 4, and an empty last one at most.
+	if len(progress) < 4 || progress[0] != 5 || progress[1] != 10 || progress[len(progress)-1] != 19 {
+		t.Errorf("progress after each page: %v, want 5, 10, ... 19", progress)
 	}
 	if len(got) != 2 || got[0].PaymentReference != early || got[1].PaymentReference != late {
 		t.Fatalf("owed = %+v, want %s then %s", got, early, late)

@@ -156,6 +156,7 @@ func (a *API) table() []route {
 		{Route{http.MethodGet, "/rentals", Renter}, a.listRentals},
 		{Route{http.MethodGet, "/rentals/{rentalId}", Renter}, a.getRental},
 		{Route{http.MethodPost, "/rentals/{rentalId}/cancel-payment", Operator}, a.cancelPayment},
+		{Route{http.MethodPost, "/rentals/{rentalId}/refund-made-by-hand", Operator}, a.refundMadeByHand},
 		{Route{http.MethodPost, "/webhooks/payments", Webhook}, a.genericWebhook},
 		{Route{http.MethodPost, "/webhooks/stripe", Webhook}, a.stripeWebhook},
 		{Route{http.MethodGet, "/payments/pending", Operator}, a.pendingPayments},

@@ -50,6 +50,9 @@ const (
 	ProblemBikeNotRented
 	ProblemNotActiveRental
 	ProblemPaymentAlreadyConfirmed
+	ProblemRefundNotOwed
+	ProblemRefundAlreadyRecorded
+	ProblemRefundAmountNotOwed
 	ProblemWebhookEventReused
 	ProblemBusy
 	ProblemUnavailable
@@ -78,6 +81,9 @@ var problemTypes = [numProblemTypes]struct {
 	ProblemBikeNotRented:           {"bike-not-rented", http.StatusConflict},
 	ProblemNotActiveRental:         {"not-active-rental", http.StatusConflict},
 	ProblemPaymentAlreadyConfirmed: {"payment-already-confirmed", http.StatusConflict},
+	ProblemRefundNotOwed:           {"refund-not-owed", http.StatusConflict},
+	ProblemRefundAlreadyRecorded:   {"refund-already-recorded", http.StatusConflict},
+	ProblemRefundAmountNotOwed:     {"refund-amount-not-owed", http.StatusUnprocessableEntity},
 	ProblemWebhookEventReused:      {"webhook-event-reused", http.StatusUnprocessableEntity},
 	ProblemBusy:                    {"busy", http.StatusServiceUnavailable},
 	ProblemUnavailable:             {"unavailable", http.StatusServiceUnavailable},
@@ -193,6 +199,9 @@ func errorResponse(err error) response {
 		{rental.ErrBikeNotRented, ProblemBikeNotRented},
 		{rental.ErrNotActiveRental, ProblemNotActiveRental},
 		{payment.ErrPaymentAlreadyConfirmed, ProblemPaymentAlreadyConfirmed},
+		{payment.ErrRefundAlreadyRecorded, ProblemRefundAlreadyRecorded},
+		{payment.ErrNoRefundOwed, ProblemRefundNotOwed},
+		{payment.ErrRefundAmountNotOwed, ProblemRefundAmountNotOwed},
 	} {
 		if errors.Is(err, m.target) {
 			resp := problem(m.typ, detailOf(err, m.target))
@@ -239,6 +248,8 @@ func detailOf(err, target error) string {
 	switch target {
 	case rental.ErrInvalidCommand, payment.ErrInvalidCommand, renter.ErrInvalidCommand, eventstore.ErrInvalidInput, payment.ErrWebhookMalformed:
 		return err.Error()
+	case payment.ErrRefundAmountNotOwed:
+		return err.Error() // names the amount owed, for the operator who sent another
 	case webhook.ErrUnauthorized, payment.ErrWebhookUnauthentic:
 		return "the webhook's signature header is missing, malformed, stale or wrong"
 	}

@@ -90,6 +90,7 @@ func TestRoutesListsEveryOperation(t *testing.T) {
 		"POST /bikes/{bikeId}/return",
 		"POST /rentals",
 		"POST /rentals/{rentalId}/cancel-payment",
+		"POST /rentals/{rentalId}/refund-made-by-hand",
 		"POST /webhooks/payments",
 		"POST /webhooks/stripe",
 		"PUT /bikes/{bikeId}",
@@ -102,17 +103,18 @@ func TestRoutesListsEveryOperation(t *testing.T) {
 func TestSecurityOfEachOperation(t *testing.T) {
 	doc := apicontract.MustLoad(t).Document()
 	want := map[string]string{
-		"PUT /bikes/{bikeId}":                     "operator",
-		"GET /bikes/{bikeId}":                     "",
-		"POST /bikes/{bikeId}/return":             "operator",
-		"POST /rentals":                           "bearer",
-		"GET /rentals":                            "bearer",
-		"GET /rentals/{rentalId}":                 "bearer|operator",
-		"POST /rentals/{rentalId}/cancel-payment": "operator",
-		"POST /webhooks/payments":                 "",
-		"POST /webhooks/stripe":                   "",
-		"GET /payments/pending":                   "operator",
-		"GET /deadlines":                          "operator",
+		"PUT /bikes/{bikeId}":                          "operator",
+		"GET /bikes/{bikeId}":                          "",
+		"POST /bikes/{bikeId}/return":                  "operator",
+		"POST /rentals":                                "bearer",
+		"GET /rentals":                                 "bearer",
+		"GET /rentals/{rentalId}":                      "bearer|operator",
+		"POST /rentals/{rentalId}/cancel-payment":      "operator",
+		"POST /rentals/{rentalId}/refund-made-by-hand": "operator",
+		"POST /webhooks/payments":                      "",
+		"POST /webhooks/stripe":                        "",
+		"GET /payments/pending":                        "operator",
+		"GET /deadlines":                               "operator",
 	}
 	for route, schemes := range want {
 		method, path, _ := strings.Cut(route, " ")
@@ -256,6 +258,12 @@ func TestValidateResponse(t *testing.T) {
 			`{"rentalId":"` + rentalID + `","bikeId":"bike-1","renter":"alice","status":"cancelled","paymentReference":"` + ref + `",` +
 				`"payment":{"status":"cancelled","refund":"owed"},"history":[]}`, false},
 		{"a cancellation", "POST", "/rentals/" + rentalID + "/cancel-payment", nil, 200, jsonHeader("r"), `{"rentalId":"` + rentalID + `","outcome":"nothing-to-do"}`, true},
+		{"a refund made by hand", "POST", "/rentals/" + rentalID + "/refund-made-by-hand", nil, 200, jsonHeader("r"),
+			`{"rentalId":"` + rentalID + `","paymentReference":"` + ref + `","amount":1500,"currency":"EUR","reference":"<b>bank-1</b>","recordedBy":"ops","recordedAt":"2026-11-29T12:00:00Z","refund":"refunded-by-hand"}`, true},
+		{"a refund made by hand that is not", "POST", "/rentals/" + rentalID + "/refund-made-by-hand", nil, 200, jsonHeader("r"),
+			`{"rentalId":"` + rentalID + `","paymentReference":"` + ref + `","amount":1500,"currency":"EUR","reference":"bank-1","recordedBy":"ops","recordedAt":"2026-11-29T12:00:00Z","refund":"owed"}`, false},
+		{"a refund made by hand for another amount", "POST", "/rentals/" + rentalID + "/refund-made-by-hand", nil, 422, problem("r"), problemBody(problemBase+"refund-amount-not-owed", 422, "r"), true},
+		{"a refund made by hand twice", "POST", "/rentals/" + rentalID + "/refund-made-by-hand", nil, 409, problem("r"), problemBody(problemBase+"refund-already-recorded", 409, "r"), true},
 		{"a cancellation's 501", "POST", "/rentals/" + rentalID + "/cancel-payment", nil, 501, problem("r"), problemBody("about:blank", 501, "r"), true},
 		{"pending payments", "GET", "/payments/pending", url.Values{"limit": {"5"}}, 200, jsonHeader("r"),
 			`{"payments":[{"paymentReference":"` + ref + `","rentalId":"` + rentalID + `","preparedAt":"2026-11-29T12:00:00Z","ageSeconds":31}],"count":1,"limit":5}`, true},

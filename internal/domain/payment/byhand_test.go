@@ -1,0 +1,103 @@
+package payment
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRefundMadeByHand: given a payment's events, when an operator records a
+// refund made by hand, then the refund owed is settled by RefundMadeByHand, or the
+// command is refused with its sentinel and nothing is decided.
+func TestRefundMadeByHand(t *testing.T) {
+	made := RecordRefundMadeByHand{Reference: ref, Amount: 1250, OperatorReference: "bank-transfer-123", RecordedBy: "op-1"}
+	with := func(f func(*RecordRefundMadeByHand)) RecordRefundMadeByHand { c := made; f(&c); return c }
+	owedCase := []Event{prepared, cancelled, late, owed}
+	tests := []struct {
+		name  string
+		given []Event
+		when  Command
+		then  []Event
+		err   error
+	}{
+		{"a refund owed is recorded made by hand", owedCase, made, []Event{byHand}, nil},
+		{"after a rejection likewise", []Event{prepared, rejected, late, owed}, made, []Event{byHand}, nil},
+		{"markup in the reference is data", owedCase, with(func(c *RecordRefundMadeByHand) { c.OperatorReference = `<script>alert(1)</script>` }),
+			[]Event{RefundMadeByHand{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", OperatorReference: `<script>alert(1)</script>`, RecordedBy: "op-1"}}, nil},
+		{"a second one is refused", append(slices.Clone(owedCase), byHand), made, nil, ErrRefundAlreadyRecorded},
+		{"a second one with another reference is refused", append(slices.Clone(owedCase), byHand), with(func(c *RecordRefundMadeByHand) { c.OperatorReference = "other" }), nil, ErrRefundAlreadyRecorded},
+		{"a second one with another amount is refused as recorded", append(slices.Clone(owedCase), byHand), with(func(c *RecordRefundMadeByHand) { c.Amount = 1 }), nil, ErrRefundAlreadyRecorded},
+		{"one the provider refunded is recorded already", append(slices.Clone(owedCase), refunded), made, nil, ErrRefundAlreadyRecorded},
+		{"another amount is refused", owedCase, with(func(c *RecordRefundMadeByHand) { c.Amount = 1249 }), nil, ErrRefundAmountNotOwed},
+		{"more than owed is refused", owedCase, with(func(c *RecordRefundMadeByHand) { c.Amount = 1251 }), nil, ErrRefundAmountNotOwed},
+		{"no late success, no refund owed", []Event{prepared, cancelled}, made, nil, ErrNoRefundOwed},
+		{"a confirmed payment owes nothing", []Event{prepared, confirmed}, made, nil, ErrNoRefundOwed},
+		{"a payment waiting for its renter owes nothing", []Event{prepared}, made, nil, ErrNoRefundOwed},
+		{"a late success not yet owed is not made by hand", []Event{prepared, cancelled, late}, made, nil, ErrNoRefundOwed},
+		{"a refund the provider is making is not made by hand", []Event{prepared, cancelled, late, asked}, made, nil, ErrNoRefundOwed},
+		{"an unknown payment", nil, made, nil, ErrPaymentNotFound},
+		{"a zero amount", owedCase, with(func(c *RecordRefundMadeByHand) { c.Amount = 0 }), nil, ErrInvalidCommand},
+		{"a negative amount", owedCase, with(func(c *RecordRefundMadeByHand) { c.Amount = -1250 }), nil, ErrInvalidCommand},
+		{"no operator reference", owedCase, with(func(c *RecordRefundMadeByHand) { c.OperatorReference = "" }), nil, ErrInvalidCommand},
+		{"a reference too long", owedCase, with(func(c *RecordRefundMadeByHand) {
+			c.OperatorReference = strings.Repeat("x", MaxOperatorReferenceLength+1)
+		}), nil, ErrInvalidCommand},
+		{"a reference with a line break", owedCase, with(func(c *RecordRefundMadeByHand) { c.OperatorReference = "bank\nforged log line" }), nil, ErrInvalidCommand},
+		{"a reference with a control character", owedCase, with(func(c *RecordRefundMadeByHand) { c.OperatorReference = "bank\x1b[31m" }), nil, ErrInvalidCommand},
+		{"a reference with a bidi override", owedCase, with(func(c *RecordRefundMadeByHand) { c.OperatorReference = "bank\u202eknab" }), nil, ErrInvalidCommand},
+		{"a reference that is not UTF-8", owedCase, with(func(c *RecordRefundMadeByHand) { c.OperatorReference = "bank\xff" }), nil, ErrInvalidCommand},
+		{"a reference padded with spaces", owedCase, with(func(c *RecordRefundMadeByHand) { c.OperatorReference = " bank " }), nil, ErrInvalidCommand},
+		{"nobody recorded it", owedCase, with(func(c *RecordRefundMadeByHand) { c.RecordedBy = "" }), nil, ErrInvalidCommand},
+		{"for another payment's stream", owedCase, with(func(c *RecordRefundMadeByHand) { c.Reference = ReferenceFor("r-2") }), nil, ErrInvalidCommand},
+		{"a malformed reference", owedCase, with(func(c *RecordRefundMadeByHand) { c.Reference = "rp_<b>" }), nil, ErrInvalidCommand},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Decide(Fold(tc.given), tc.when)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("Decide error = %v, want %v", err, tc.err)
+			}
+			if !slices.Equal(got, tc.then) {
+				t.Fatalf("Decide events = %#v, want %#v", got, tc.then)
+			}
+			if len(got) == 0 {
+				return
+			}
+			after := Fold(append(slices.Clone(tc.given), got...))
+			if after.Refund != RefundStatusMadeByHand || !after.Refunded() || after.RefundDue() {
+				t.Fatalf("after %v the payment is %+v, want its refund made by hand", got, after)
+			}
+			// A second request, the very same one included, is refused and decides nothing.
+			if again, err := Decide(after, tc.when); again != nil || !errors.Is(err, ErrRefundAlreadyRecorded) {
+				t.Fatalf("repeated command = %#v, %v; want nil, ErrRefundAlreadyRecorded", again, err)
+			}
+		})
+	}
+}
+
+func TestTheAmountRefusedSaysWhatIsOwed(t *testing.T) {
+	_, err := Decide(Fold([]Event{prepared, cancelled, late, owed}), RecordRefundMadeByHand{Reference: ref, Amount: 1000, OperatorReference: "x", RecordedBy: "op"})
+	if !errors.Is(err, ErrRefundAmountNotOwed) || !strings.Contains(err.Error(), "1250 EUR is owed, not 1000") {
+		t.Fatalf("error = %v", err)
+	}
+}
+
+// TestARefundMadeByHandStaysMade: the provider's word that it refunded, after, is
+// recorded (the money went back twice, which the history shows) and nothing owes a
+// refund again; a refund requested after changes nothing.
+func TestARefundMadeByHandStaysMade(t *testing.T) {
+	s := Fold([]Event{prepared, cancelled, late, owed, byHand, asked})
+	if s.Refund != RefundStatusMadeByHand || s.RefundDue() {
+		t.Fatalf("a refund requested after one made by hand: %+v", s)
+	}
+	if got, err := Decide(s, OweRefund{Reference: ref}); got != nil || err != nil {
+		t.Fatalf("OweRefund after a refund made by hand = %v, %v", got, err)
+	}
+	if !SettlesRefund("RefundMadeByHand") || !SettlesRefund("PaymentRefunded") || SettlesRefund("RefundOwed") {
+		t.Fatal("SettlesRefund")
+	}
+	if got := RefundSettlementTypes(); !slices.Equal(got, []string{"PaymentRefunded", "RefundMadeByHand"}) {
+		t.Fatalf("RefundSettlementTypes() = %v", got)
+	}
+}

@@ -1,0 +1,121 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// owe plays what makes the rental's refund owed: its payment cancelled, then taken
+// by a provider that cannot refund.
+func (h *harness) owe(rentalID string) string {
+	h.t.Helper()
+	ref := h.prepare(rentalID)
+	for _, c := range []payment.Command{payment.CancelPayment{Reference: ref}, payment.ConfirmPayment{Reference: ref, ProviderEventID: "evt-late"}, payment.OweRefund{Reference: ref}} {
+		if _, err := h.commands.Payment(context.Background(), c, command.Meta{}); err != nil {
+			h.t.Fatalf("%T: %v", c, err)
+		}
+	}
+	return ref
+}
+
+// TestARefundMadeByHandIsRecordedByAnOperatorOnce: an operator records a refund
+// owed as paid back by hand, once; who recorded it is the token's subject; every
+// refusal (a renter, nobody, an unknown rental, a rental that owes nothing, another
+// amount, a second request, a bad body, a forged recorder) answers its problem and
+// changes nothing.
+func TestARefundMadeByHandIsRecordedByAnOperatorOnce(t *testing.T) {
+	stores(t, func(t *testing.T, store eventstore.Store) {
+		h := newHarness(t, store, nil)
+		owedID := h.rentBike("b1", "alice")
+		ref := h.owe(owedID)
+		notOwedID := h.rentBike("b2", "bob")
+		notOwedRef := h.prepare(notOwedID)
+		streams := []string{payment.StreamID(ref), payment.StreamID(notOwedRef), rental.StreamID("b1"), rental.StreamID("b2")}
+		path := "/rentals/" + owedID + "/refund-made-by-hand"
+		const body = `{"amount":1500,"reference":"<img src=x onerror=alert(1)>"}`
+		before := h.totalEvents(streams...)
+
+		refused := []struct {
+			name, path, body string
+			headers          map[string]string
+			status           int
+			problem          string
+		}{
+			{"nobody", path, body, anonymous, 401, "unauthenticated"},
+			{"the rental's own renter", path, body, as("alice"), 403, "forbidden"},
+			{"another renter", path, body, as("bob"), 403, "forbidden"},
+			{"an unknown rental", "/rentals/" + rental.NewRentalID("b1", "ZZZZZZZZZZZZZZZZZZZZZZ") + "/refund-made-by-hand", body, nil, 404, "rental-not-found"},
+			{"an unknown bike's rental", "/rentals/" + rental.NewRentalID("b7", "ZZZZZZZZZZZZZZZZZZZZZZ") + "/refund-made-by-hand", body, nil, 404, "rental-not-found"},
+			{"markup in the rental id", "/rentals/%3Cscript%3E/refund-made-by-hand", body, nil, 400, "invalid-request"},
+			{"a rental that owes nothing", "/rentals/" + notOwedID + "/refund-made-by-hand", body, nil, 409, "refund-not-owed"},
+			{"another amount", path, `{"amount":1499,"reference":"bank-1"}`, nil, 422, "refund-amount-not-owed"},
+			{"no amount", path, `{"reference":"bank-1"}`, nil, 400, "invalid-request"},
+			{"a negative amount", path, `{"amount":-1500,"reference":"bank-1"}`, nil, 400, "invalid-request"},
+			{"an amount in a string", path, `{"amount":"1500","reference":"bank-1"}`, nil, 400, "invalid-request"},
+			{"a fractional amount", path, `{"amount":1500.5,"reference":"bank-1"}`, nil, 400, "invalid-request"},
+			{"no reference", path, `{"amount":1500}`, nil, 400, "invalid-request"},
+			{"a reference with a line break", path, `{"amount":1500,"reference":"bank\nINFO forged"}`, nil, 400, "invalid-request"},
+			{"a reference too long", path, `{"amount":1500,"reference":"` + strings.Repeat("x", 101) + `"}`, nil, 400, "invalid-request"},
+			{"a forged recorder", path, `{"amount":1500,"reference":"bank-1","recordedBy":"someone-else"}`, nil, 400, "invalid-request"},
+			{"a member twice", path, `{"amount":1,"amount":1500,"reference":"bank-1"}`, nil, 400, "invalid-request"},
+			{"an empty body", path, ``, nil, 400, "invalid-request"},
+		}
+		for _, c := range refused {
+			r := h.expect(http.MethodPost, c.path, c.body, c.headers, c.status)
+			if !strings.HasSuffix(r.str("type"), "#problem-"+c.problem) {
+				t.Errorf("%s: %s, want problem %s", c.name, r.raw, c.problem)
+			}
+			if n := h.totalEvents(streams...); n != before {
+				t.Fatalf("%s: the refusal wrote %d events", c.name, n-before)
+			}
+		}
+		if r := h.do(http.MethodPost, path, `{"amount":1499,"reference":"bank-1"}`, nil); !strings.Contains(r.str("detail"), "1500 EUR is owed, not 1499") {
+			t.Errorf("another amount's detail does not say what is owed: %s", r.raw)
+		}
+
+		r := h.expect(http.MethodPost, path, body, nil, http.StatusOK)
+		var got struct {
+			RentalID, PaymentReference, Currency, Reference, RecordedBy, RecordedAt, Refund string
+			Amount                                                                          int64
+		}
+		if err := json.Unmarshal([]byte(r.raw), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.RentalID != owedID || got.PaymentReference != ref || got.Amount != 1500 || got.Currency != "EUR" || got.Reference != "<img src=x onerror=alert(1)>" ||
+			got.RecordedBy != "ops" || got.Refund != "refunded-by-hand" || got.RecordedAt == "" {
+			t.Errorf("answer %s", r.raw)
+		}
+		if strings.Contains(r.raw, "<img") || r.headers["Content-Type"] != "application/json" {
+			t.Errorf("the reference's markup is not escaped as JSON data: %s (%s)", r.raw, r.headers["Content-Type"])
+		}
+		if n := h.totalEvents(streams...); n != before+1 {
+			t.Fatalf("a refund made by hand wrote %d events, want 1", n-before)
+		}
+
+		// The rental's view shows it, the reference as text.
+		v := h.expect(http.MethodGet, "/rentals/"+owedID, "", nil, http.StatusOK)
+		if p, _ := v.body["payment"].(map[string]any); p["refund"] != "refunded-by-hand" || !strings.Contains(v.raw, `"type":"RefundMadeByHand"`) ||
+			!strings.Contains(v.raw, `"operatorReference":"\u003cimg src=x onerror=alert(1)\u003e","recordedBy":"ops"`) {
+			t.Errorf("the rental's view: %s", v.raw)
+		}
+
+		// A second one, replayed or altered, is refused and changes nothing.
+		for _, again := range []string{body, `{"amount":1500,"reference":"bank-2"}`, `{"amount":1,"reference":"bank-2"}`} {
+			r := h.expect(http.MethodPost, path, again, nil, http.StatusConflict)
+			if !strings.HasSuffix(r.str("type"), "#problem-refund-already-recorded") {
+				t.Errorf("again %s: %s", again, r.raw)
+			}
+		}
+		if n := h.totalEvents(streams...); n != before+1 {
+			t.Fatalf("the second requests wrote %d events", n-before-1)
+		}
+	})
+}
