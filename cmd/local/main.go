@@ -55,9 +55,18 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, withDefaults(os.Getenv), local.StartWith); err != nil {
-		fmt.Fprintln(os.Stderr, "make run:", err)
+		fmt.Fprintln(os.Stderr, "make run:", explain(err))
 		os.Exit(1)
 	}
+}
+
+// explain is what the user is told of err: a refused setting as it is (the one
+// form of wiring.SettingError), without the chain of the parts that read it.
+func explain(err error) string {
+	if se, ok := wiring.Refused(err); ok {
+		return se.Error()
+	}
+	return err.Error()
 }
 
 var defaults = map[string]string{
@@ -92,7 +101,7 @@ type settings struct {
 func parseSettings(getenv wiring.Getenv) (settings, error) {
 	var set settings
 	if n, err := strconv.Atoi(getenv("PORT")); err != nil || n < 0 || n > 65535 {
-		return set, fmt.Errorf("PORT=%q: want a port number from 0 to 65535", getenv("PORT"))
+		return set, wiring.BadSetting("PORT", getenv("PORT"), "a port number from 0 to 65535")
 	}
 	set.port = getenv("PORT")
 	interval, err := wiring.Duration(getenv, "SWEEP_INTERVAL", 5*time.Second)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -86,9 +87,17 @@ const (
 
 var bit = map[string]int{lambdas.Command: command, lambdas.Process: process, lambdas.Projector: projector, lambdas.Sweep: sweep}
 
+// refusalForm is the one form of a refused setting (wiring.SettingError): the
+// variable, its value quoted (left out for a secret), and what it wants.
+func refusalForm(variable string) *regexp.Regexp {
+	v := regexp.QuoteMeta(variable)
+	return regexp.MustCompile(`^(bad setting ` + v + `=".*"|bad setting ` + v + ` \(not shown\)|missing setting ` + v + `): want \S.*$`)
+}
+
 // TestEveryBadSettingIsRefusedBeforeAWS builds every function with one bad setting
 // at a time: each builder that reads the setting returns an error naming it, and
-// has made no AWS client, so sent no request (nor read a secret).
+// has made no AWS client, so sent no request (nor read a secret); the refusal is a
+// wiring.SettingError naming the variable, in the one form.
 func TestEveryBadSettingIsRefusedBeforeAWS(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -157,6 +166,11 @@ func TestEveryBadSettingIsRefusedBeforeAWS(t *testing.T) {
 				}
 				if !errors.Is(err, wiring.ErrBadSetting) && !errors.Is(err, wiring.ErrMissingSetting) {
 					t.Errorf("Build = %v, want ErrBadSetting or ErrMissingSetting", err)
+				}
+				if se, ok := wiring.Refused(err); !ok || se.Name != tc.variable || !refusalForm(tc.variable).MatchString(se.Error()) {
+					t.Errorf("Build = %v, want the refusal of %s in the one form", err, tc.variable)
+				} else if se.Secret && strings.Contains(se.Error(), env[tc.variable]) && env[tc.variable] != "" {
+					t.Errorf("the refusal of the secret %s quotes it: %v", tc.variable, se)
 				}
 				if sent := client.requests(); len(sent) > 0 {
 					t.Errorf("Build sent %d requests to AWS before refusing the setting: %v", len(sent), sent)
