@@ -36,8 +36,14 @@ help: ## list the targets
 demo: moto stripe-mock ## a narrated walk-through of the service on its own local stack (about 20 seconds on 2 cores, 24 GiB)
 	$(GO) run ./cmd/demo
 
-run: moto stripe-mock ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
-	$(GO) run ./cmd/local
+# make run builds the runner and runs it, so that its exit status and its messages
+# are its own (Ctrl-C is a clean stop, status 0); stripe-mock is installed only for
+# PAYMENT_PROVIDER=stripe without STRIPE_API_URL, the one case the runner starts it.
+LOCAL := bin/local
+RUN_NEEDS := moto $(if $(filter stripe,$(PAYMENT_PROVIDER)),$(if $(STRIPE_API_URL),,$(STRIPE_MOCK)))
+run: $(RUN_NEEDS) ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
+	@$(GO) build -o $(LOCAL) ./cmd/local
+	@exec $(LOCAL)
 
 # The packages whose code runs goroutines (stream batches, the sweep, the process,
 # the command handler, the HTTP API, the local stack and its pollers, the table's
