@@ -56,7 +56,7 @@ type subcommand struct {
 // is rebuild's older name, still accepted.
 var commands = []subcommand{
 	{"history", "RENTAL_ID", "a rental's status and audit trail, as GET /rentals/{id}", runHistory},
-	{"pending", "", "outstanding payments, oldest first; --overdue: past due", runPending},
+	{"pending", "", "outstanding payments, oldest first; --overdue: past due; --kind: one kind's to-do list", runPending},
 	{"cancel", "RENTAL_ID", "send CancelRentalPayment and print the outcome", runCancel},
 	{"sweep", "", "run the sweep now or --at a time; --dry-run only lists", runSweep},
 	{"refunds", "", "refunds owed for rentals that did not get their bike, oldest first", runRefunds},
