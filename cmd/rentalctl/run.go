@@ -235,13 +235,10 @@ func (f *flags) stringEnv(p *string, name, env, help string) {
 }
 
 func (f *flags) intEnv(p *int, name, env string, def int, help string) {
-	if v := f.getenv(env); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			f.envErrs[name] = fmt.Errorf("%s=%q: want a positive whole number", env, v)
-		} else {
-			def = n
-		}
+	if n, err := wiring.Int(f.getenv, env, def); err != nil {
+		f.envErrs[name] = err // the setting's rule, and its one form of refusal
+	} else {
+		def = n
 	}
 	f.fs.IntVar(p, name, def, help+" ["+env+"]")
 	f.settings[env] = setting{name, func() string { return strconv.Itoa(*p) }, func() error {
@@ -253,13 +250,10 @@ func (f *flags) intEnv(p *int, name, env string, def int, help string) {
 }
 
 func (f *flags) durationEnv(p *time.Duration, name, env string, def time.Duration, help string) {
-	if v := f.getenv(env); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			f.envErrs[name] = fmt.Errorf("%s=%q: want a positive duration such as 15m or 90s", env, v)
-		} else {
-			def = d
-		}
+	if d, err := wiring.Duration(f.getenv, env, def); err != nil {
+		f.envErrs[name] = err
+	} else {
+		def = d
 	}
 	f.fs.DurationVar(p, name, def, help+" ["+env+"]")
 	f.settings[env] = setting{name, func() string { return p.String() }, func() error {
