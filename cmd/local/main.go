@@ -10,7 +10,10 @@
 // rentalctl at its stack (every variable rentalctl reads, with the stack's value),
 // and the operator console's address (/console, signing in through the runner's own
 // issuer), and the functions' metrics go to stdout as they go to Lambda's, one
-// Embedded Metric Format document a line. Ctrl-C stops everything it started.
+// Embedded Metric Format document a line. Ctrl-C (or SIGTERM) stops everything it
+// started and ends it with status 0; a refused setting, or a stack that cannot start
+// or fails, ends it with status 1 and one line on stderr that names the problem (a
+// setting in its one form, wiring.SettingError).
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
 // (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
