@@ -29,15 +29,23 @@ LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 .PHONY: chromium help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup bench-throughput build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
+STACK_NEEDS = moto $(if $(filter stripe,$(PAYMENT_PROVIDER)),$(if $(STRIPE_API_URL),,$(STRIPE_MOCK)))
+
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{n[NR] = $$1; d[NR] = $$2; if (length($$1) > w) w = length($$1)} \
 		END {for (i = 1; i <= NR; i++) printf "  make %s  %s\n", sprintf("%-" w "s", n[i]), d[i]}'
 
-demo: moto stripe-mock ## a narrated walk-through of the service on its own local stack (about 20 seconds on 2 cores, 24 GiB)
+demo: $(STACK_NEEDS) ## a narrated walk-through of the service on its own local stack (about 20 seconds on 2 cores, 24 GiB)
 	$(GO) run ./cmd/demo
 
-run: moto stripe-mock ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
-	$(GO) run ./cmd/local
+# make run builds the runner and runs it, so that its exit status and its messages
+# are its own (Ctrl-C is a clean stop, status 0). A local stack (make run, make demo)
+# needs stripe-mock only for PAYMENT_PROVIDER=stripe without STRIPE_API_URL, the one
+# case it starts it, and only then is it installed.
+LOCAL := bin/local
+run: $(STACK_NEEDS) ## run the service locally: moto, the tables and the HTTP API on 127.0.0.1:3000 (or PORT)
+	@$(GO) build -o $(LOCAL) ./cmd/local
+	@exec $(LOCAL)
 
 # The packages whose code runs goroutines (stream batches, the sweep, the process,
 # the command handler, the HTTP API, the local stack and its pollers, the table's

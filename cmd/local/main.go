@@ -10,7 +10,10 @@
 // rentalctl at its stack (every variable rentalctl reads, with the stack's value),
 // and the operator console's address (/console, signing in through the runner's own
 // issuer), and the functions' metrics go to stdout as they go to Lambda's, one
-// Embedded Metric Format document a line. Ctrl-C stops everything it started.
+// Embedded Metric Format document a line. Ctrl-C (or SIGTERM) stops everything it
+// started and ends it with status 0; a refused setting, or a stack that cannot start
+// or fails, ends it with status 1 and one line on stderr that names the problem (a
+// setting in its one form, wiring.SettingError).
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
 // (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
@@ -55,9 +58,18 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, withDefaults(os.Getenv), local.StartWith); err != nil {
-		fmt.Fprintln(os.Stderr, "make run:", err)
+		fmt.Fprintln(os.Stderr, "make run:", explain(err))
 		os.Exit(1)
 	}
+}
+
+// explain is what the user is told of err: a refused setting as it is (the one
+// form of wiring.SettingError), without the chain of the parts that read it.
+func explain(err error) string {
+	if se, ok := wiring.Refused(err); ok {
+		return se.Error()
+	}
+	return err.Error()
 }
 
 var defaults = map[string]string{
@@ -92,7 +104,7 @@ type settings struct {
 func parseSettings(getenv wiring.Getenv) (settings, error) {
 	var set settings
 	if n, err := strconv.Atoi(getenv("PORT")); err != nil || n < 0 || n > 65535 {
-		return set, fmt.Errorf("PORT=%q: want a port number from 0 to 65535", getenv("PORT"))
+		return set, wiring.BadSetting("PORT", getenv("PORT"), "a port number from 0 to 65535")
 	}
 	set.port = getenv("PORT")
 	interval, err := wiring.Duration(getenv, "SWEEP_INTERVAL", 5*time.Second)

@@ -18,9 +18,10 @@ const historyUsage = `Usage: rentalctl history [flags] RENTAL_ID
 
 Prints a rental's status and its audit trail: every event of its bike, its payment
 and its rental-payment process that belongs to it, in order, with times and what
-caused each (a request id, the event a process reacted to, "sweep:<time>", or
-"rentalctl:..."). It is what GET /rentals/{id} answers; --json prints that same
-document. Status is one of requested, awaiting-payment, approved, returned,
+caused each, in the operator console's words (the event it reacted to, an API
+request, the sweep, a deadline, the provider's event or its answer about the
+payment, or rentalctl). It is what GET /rentals/{id} answers; --json prints that
+same document, with each cause's id. Status is one of requested, awaiting-payment, approved, returned,
 rejected, cancelled.
 
 Exits 1 if no bike was ever requested under RENTAL_ID, 2 if RENTAL_ID cannot be a
@@ -53,16 +54,16 @@ func printHistory(out io.Writer, v ctl.View) {
 	w.Flush()
 	fmt.Fprintln(out)
 	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TIME\tSTREAM\tVERSION\tEVENT\tDETAILS")
+	fmt.Fprintln(w, "TIME\tSTREAM\tVERSION\tEVENT\tDETAILS\tCAUSE")
 	for _, e := range v.History {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", timestamp(e.At), e.Stream, e.Version, e.Type, details(e))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", timestamp(e.At), e.Stream, e.Version, e.Type, details(e), v.CauseOf(e))
 	}
 	w.Flush()
 	fmt.Fprintf(out, "%d events\n", len(v.History))
 }
 
 // details renders an event's data as key=value pairs, leaving out the ids the
-// header already shows, and what caused it.
+// header already shows.
 func details(e ctl.Entry) string {
 	var fields []string
 	var data map[string]any
@@ -82,9 +83,6 @@ func details(e ctl.Entry) string {
 	slices.Sort(keys)
 	for _, k := range keys {
 		fields = append(fields, k+"="+value(data[k]))
-	}
-	if e.CausationID != "" {
-		fields = append(fields, "causedBy="+value(e.CausationID))
 	}
 	return strings.Join(fields, " ")
 }

@@ -23,13 +23,25 @@ const pendingUsage = `Usage: rentalctl pending [flags]
 Lists outstanding payments from the PendingPayments table, oldest first: each one's
 payment reference, rental, when it was prepared, its age, and its deadline (the
 time it was prepared plus PAYMENT_TIMEOUT). With --overdue, only the payments past
-their deadline: those the next sweep gives up on. With --kind (payment, return or
-stuck), the to-do list of that kind of deadline instead, overdue first: each row's
-rental, due time and age, as GET /deadlines answers. It reads the table's index, a
-query per shard, and never scans.
+their deadline: those the next sweep gives up on.
+
+With --kind, the to-do list of one kind of deadline instead, overdue first: each
+row's rental, due time and age, as GET /deadlines answers. The kinds: %s.
+
+It reads the table's index, a query per shard, and never scans.
 
 Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
 `
+
+// kindWords names the kinds --kind takes, as the declaration lists them
+// (ctl.DeadlineKinds): "payment, refund, return or stuck".
+func kindWords() string {
+	k := ctl.DeadlineKinds
+	if len(k) < 2 {
+		return strings.Join(k, "")
+	}
+	return strings.Join(k[:len(k)-1], ", ") + " or " + k[len(k)-1]
+}
 
 func printRows(out io.Writer, rows []ctl.PendingRow, now time.Time) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -65,12 +77,12 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 		asJSON       bool
 		kind         string
 	)
-	f := newFlags("pending", pendingUsage, c.getenv)
+	f := newFlags("pending", fmt.Sprintf(pendingUsage, kindWords()), c.getenv)
 	f.pendingTable(&pendingTable, "to read")
 	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
 	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
 	f.fs.BoolVar(&q.Overdue, "overdue", false, "list only payments past their deadline")
-	f.fs.StringVar(&kind, "kind", "", "list the rows of this kind of deadline (payment, return or stuck) instead")
+	f.fs.StringVar(&kind, "kind", "", "list the rows of this kind of deadline ("+kindWords()+") instead")
 	f.limit(&q.Limit, "payments")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {

@@ -56,7 +56,7 @@ type subcommand struct {
 // is rebuild's older name, still accepted.
 var commands = []subcommand{
 	{"history", "RENTAL_ID", "a rental's status and audit trail, as GET /rentals/{id}", runHistory},
-	{"pending", "", "outstanding payments, oldest first; --overdue: past due", runPending},
+	{"pending", "", "outstanding payments, oldest first; --overdue: past due; --kind: one kind's to-do list", runPending},
 	{"cancel", "RENTAL_ID", "send CancelRentalPayment and print the outcome", runCancel},
 	{"sweep", "", "run the sweep now or --at a time; --dry-run only lists", runSweep},
 	{"refunds", "", "refunds owed for rentals that did not get their bike, oldest first", runRefunds},
@@ -236,13 +236,10 @@ func (f *flags) stringEnv(p *string, name, env, help string) {
 }
 
 func (f *flags) intEnv(p *int, name, env string, def int, help string) {
-	if v := f.getenv(env); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			f.envErrs[name] = fmt.Errorf("%s=%q: want a positive whole number", env, v)
-		} else {
-			def = n
-		}
+	if n, err := wiring.Int(f.getenv, env, def); err != nil {
+		f.envErrs[name] = err // the setting's rule, and its one form of refusal
+	} else {
+		def = n
 	}
 	f.fs.IntVar(p, name, def, help+" ["+env+"]")
 	f.settings[env] = setting{name, func() string { return strconv.Itoa(*p) }, func() error {
@@ -254,13 +251,10 @@ func (f *flags) intEnv(p *int, name, env string, def int, help string) {
 }
 
 func (f *flags) durationEnv(p *time.Duration, name, env string, def time.Duration, help string) {
-	if v := f.getenv(env); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			f.envErrs[name] = fmt.Errorf("%s=%q: want a positive duration such as 15m or 90s", env, v)
-		} else {
-			def = d
-		}
+	if d, err := wiring.Duration(f.getenv, env, def); err != nil {
+		f.envErrs[name] = err
+	} else {
+		def = d
 	}
 	f.fs.DurationVar(p, name, def, help+" ["+env+"]")
 	f.settings[env] = setting{name, func() string { return p.String() }, func() error {

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ops/audit"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
 	"github.com/bikerental/bikerental/internal/testkit/rebuildtest"
 	"github.com/bikerental/bikerental/internal/wiring/operatorenv"
@@ -284,7 +286,8 @@ func TestUsage(t *testing.T) {
 		{name: "stray argument", args: []string{"rebuild-pending", "now"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
 		{name: "no events table", args: []string{"rebuild-pending"}, env: env{"PENDING_TABLE": "p"}, wantErr: errUsage},
 		{name: "no pending table", args: []string{"rebuild-pending", "-events-table", "e"}, wantErr: errUsage},
-		{name: "bad shards", args: []string{"rebuild-pending"}, env: env{"PENDING_SHARDS": "four"}, wantErr: errUsage},
+		{name: "bad shards", args: []string{"rebuild-pending"}, env: env{"PENDING_SHARDS": "four"}, wantErr: errUsage, errText: `bad setting PENDING_SHARDS="four": want `},
+		{name: "bad timeout", args: []string{"pending"}, env: env{"PENDING_TABLE": "p", "PAYMENT_TIMEOUT": "15"}, wantErr: errUsage, errText: `bad setting PAYMENT_TIMEOUT="15": want a positive duration`},
 		{name: "help lists audit", args: []string{"-h"}, stdout: "audit "},
 		{name: "audit help", args: []string{"audit", "-h"}, stdout: "-quiet"},
 		{name: "help of a command", args: []string{"help", "history"}, stdout: "Usage: rentalctl history [flags] RENTAL_ID"},
@@ -646,6 +649,38 @@ func TestEveryVariableRentalctlReadsIsListed(t *testing.T) {
 	for _, must := range []string{"PAYMENT_TIMEOUT", "STRIPE_API_URL", "SWEEP_SCHEDULE_NAME", "AWS_ENDPOINT_URL"} {
 		if !read[must] {
 			t.Errorf("rentalctl never read %s: the runs here do not cover what it reads", must)
+		}
+	}
+}
+
+// TestPendingHelpNamesEveryDeclaredKind: pending -h names, in --kind's line and in
+// the text, every kind the to-do list declares (ctl.DeadlineKinds, from
+// deadlinekinds.Listed), so that a kind added to the declaration is in the help.
+func TestPendingHelpNamesEveryDeclaredKind(t *testing.T) {
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"pending", "-h"}, env{}.get, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	help := stdout.String()
+	_, flagHelp, ok := strings.Cut(help, "-kind string\n")
+	if !ok {
+		t.Fatalf("pending -h has no -kind flag:\n%s", help)
+	}
+	flagHelp, _, _ = strings.Cut(flagHelp, "\n")
+	listed := regexp.MustCompile(`The kinds: ([^.]*)\.`).FindStringSubmatch(help)
+	if listed == nil {
+		t.Fatalf("pending -h's text does not list the kinds:\n%s", help)
+	}
+	if len(ctl.DeadlineKinds) < 4 {
+		t.Fatalf("ctl.DeadlineKinds = %v: fewer kinds than the service declares", ctl.DeadlineKinds)
+	}
+	for _, kind := range ctl.DeadlineKinds {
+		word := regexp.MustCompile(`\b` + regexp.QuoteMeta(kind) + `\b`)
+		if !word.MatchString(flagHelp) {
+			t.Errorf("-kind's help %q does not name the kind %s", flagHelp, kind)
+		}
+		if !word.MatchString(listed[1]) {
+			t.Errorf("pending -h's text lists the kinds %q, without %s", listed[1], kind)
 		}
 	}
 }

@@ -31,9 +31,39 @@ func ConsoleSignIn(getenv Getenv) (httpapi.ConsoleSignIn, error) {
 	s := httpapi.ConsoleSignIn{Mode: getenv(EnvConsoleSignIn), Issuer: getenv(EnvConsoleIssuer),
 		ClientID: getenv(EnvConsoleClientID), AuthURL: getenv(EnvConsoleAuthURL)}
 	if err := s.Check(); err != nil {
-		return httpapi.ConsoleSignIn{}, fmt.Errorf("%w: %s: %w", ErrBadSetting, EnvConsoleSignIn, err)
+		return httpapi.ConsoleSignIn{}, consoleRefusal(s, err)
 	}
 	return s, nil
+}
+
+// consoleRefusal names the setting of s that httpapi.ConsoleSignIn.Check refused
+// (err): the mode, or with oidc the first part which, beside good stand-ins for the
+// others, still fails the check.
+func consoleRefusal(s httpapi.ConsoleSignIn, err error) error {
+	if s.Mode != httpapi.ConsoleSignInOIDC {
+		return bad(EnvConsoleSignIn, s.Mode, fmt.Sprintf("%s, %s or unset", httpapi.ConsoleSignInLocal, httpapi.ConsoleSignInOIDC))
+	}
+	good := httpapi.ConsoleSignIn{Mode: httpapi.ConsoleSignInOIDC, Issuer: "https://issuer.invalid", ClientID: "client"}
+	for _, part := range []struct {
+		name, value string
+		set         func(*httpapi.ConsoleSignIn)
+		want        string
+	}{
+		{EnvConsoleIssuer, s.Issuer, func(c *httpapi.ConsoleSignIn) { c.Issuer = s.Issuer }, "the OpenID provider's issuer, an https URL without query, fragment or credentials"},
+		{EnvConsoleClientID, s.ClientID, func(c *httpapi.ConsoleSignIn) { c.ClientID = s.ClientID }, "the console's app client id, without spaces, quotes, <, > or backslashes"},
+		{EnvConsoleAuthURL, s.AuthURL, func(c *httpapi.ConsoleSignIn) { c.AuthURL = s.AuthURL }, "the hosted UI's base URL, https without query, fragment or credentials, or unset"},
+	} {
+		probe := good
+		part.set(&probe)
+		if probe.Check() == nil {
+			continue
+		}
+		if part.value == "" {
+			return MissingSetting(part.name, part.want+", needed with "+EnvConsoleSignIn+"="+httpapi.ConsoleSignInOIDC)
+		}
+		return bad(part.name, part.value, part.want)
+	}
+	return bad(EnvConsoleSignIn, s.Mode, err.Error())
 }
 
 // OperatorGroup returns OPERATOR_GROUP, checked.

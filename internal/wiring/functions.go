@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -54,8 +53,8 @@ func Run(build Builder) {
 }
 
 // ErrNoPendingTable reports a function that needs the PendingPayments table started
-// without PENDING_TABLE; it wraps ErrMissingSetting.
-var ErrNoPendingTable = fmt.Errorf("%w: %s", ErrMissingSetting, EnvPendingTable)
+// without PENDING_TABLE; it is a SettingError, ErrMissingSetting.
+var ErrNoPendingTable = MissingSetting(EnvPendingTable, "the PendingPayments table's name or ARN")
 
 // StreamHandler is the handler of a function on the Events table's stream.
 type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)

@@ -1,7 +1,6 @@
 package wiring
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 )
@@ -26,5 +25,5 @@ func LogLevel(getenv Getenv) (slog.Level, error) {
 	case "error":
 		return slog.LevelError, nil
 	}
-	return 0, fmt.Errorf("%w: %s=%q: want debug, info, warn or error", ErrBadSetting, EnvLogLevel, v)
+	return 0, bad(EnvLogLevel, v, "debug, info, warn or error")
 }

@@ -21,15 +21,71 @@ import (
 // the function at start instead.
 
 // ErrBadSetting reports an environment variable whose value the service refuses.
-var ErrBadSetting = errors.New("wiring: bad setting")
+// Every such error is a *SettingError.
+var ErrBadSetting = errors.New("bad setting")
 
-// bad returns the error of a refused setting; the value is quoted unless secret.
+// SettingError is a setting the service refuses, in the one form every refusal
+// takes: `bad setting NAME="value": want …`, `bad setting NAME (not shown): want …`
+// for a secret, whose value is never quoted, and `missing setting NAME: want …` for
+// one that is needed and unset. It is ErrBadSetting, or ErrMissingSetting when
+// Missing. Programs print it as it is, without the chain of who read the setting
+// (Refused finds it).
+type SettingError struct {
+	Name    string // the environment variable
+	Value   string // what it holds; never shown when Secret
+	Secret  bool   // a secret: the value is left out of the message
+	Missing bool   // needed and unset
+	Want    string // what would be taken, in words
+}
+
+func (e *SettingError) Error() string {
+	switch {
+	case e.Missing:
+		return fmt.Sprintf("missing setting %s: want %s", e.Name, e.Want)
+	case e.Secret:
+		return fmt.Sprintf("bad setting %s (not shown): want %s", e.Name, e.Want)
+	}
+	return fmt.Sprintf("bad setting %s=%q: want %s", e.Name, e.Value, e.Want)
+}
+
+// Is makes a SettingError ErrBadSetting, or ErrMissingSetting when Missing.
+func (e *SettingError) Is(target error) bool {
+	if e.Missing {
+		return target == ErrMissingSetting
+	}
+	return target == ErrBadSetting
+}
+
+// Refused returns the SettingError err holds, if any: what a program tells its user
+// when it refuses to start, in place of err's chain of who read the setting.
+func Refused(err error) (*SettingError, bool) {
+	var se *SettingError
+	ok := errors.As(err, &se)
+	return se, ok
+}
+
+// bad returns the error of a refused setting, its value quoted.
 func bad(name, value, want string) error {
-	return fmt.Errorf("%w: %s=%q: want %s", ErrBadSetting, name, value, want)
+	return &SettingError{Name: name, Value: value, Want: want}
+}
+
+// BadSetting returns the error of a refused setting, its value quoted: the one form
+// of ErrBadSetting for the settings read outside this package.
+func BadSetting(name, value, want string) error { return bad(name, value, want) }
+
+// BadSecret returns the error of a refused secret setting, which never quotes it.
+func BadSecret(name, want string) error { return &SettingError{Name: name, Secret: true, Want: want} }
+
+// MissingSetting returns the error of a needed setting that is unset.
+func MissingSetting(name, want string) error {
+	return &SettingError{Name: name, Missing: true, Want: want}
 }
 
 // tablePattern is what DynamoDB takes as a table's name.
 var tablePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+
+// tableWant is what a table setting takes.
+const tableWant = "a DynamoDB table's name (3 to 255 of A-Z, a-z, 0-9, _, - and .) or ARN"
 
 // table reads the table setting name: a DynamoDB table's name, or its ARN. With
 // need, an unset one is an error wrapping ErrMissingSetting; else it is "".
@@ -37,13 +93,13 @@ func table(getenv Getenv, name string, need bool) (string, error) {
 	v := getenv(name)
 	switch {
 	case v == "" && need:
-		return "", fmt.Errorf("%w: %s", ErrMissingSetting, name)
+		return "", MissingSetting(name, tableWant)
 	case v == "":
 		return "", nil
 	case tablePattern.MatchString(v), strings.HasPrefix(v, "arn:") && strings.Contains(v, ":table/") && len(v) <= 1024:
 		return v, nil
 	}
-	return "", bad(name, v, "a DynamoDB table's name (3 to 255 of A-Z, a-z, 0-9, _, - and .) or ARN")
+	return "", bad(name, v, tableWant)
 }
 
 func intSetting(getenv Getenv, name string, def int) (int, error) {
@@ -101,7 +157,7 @@ func RentalPrice(getenv Getenv) (process.Price, error) {
 func RecordingMode(getenv Getenv) (process.RecordingMode, error) {
 	mode, err := process.ParseRecordingMode(getenv(EnvRecordingMode))
 	if err != nil {
-		return mode, fmt.Errorf("%w: %s: %w", ErrBadSetting, EnvRecordingMode, err)
+		return mode, bad(EnvRecordingMode, getenv(EnvRecordingMode), fmt.Sprintf("%s or %s", process.RecordByAppend, process.RecordByCommand))
 	}
 	return mode, nil
 }

@@ -86,12 +86,13 @@ var DefaultPrice = process.Price{Amount: 1500, Currency: "EUR"}
 type Getenv func(string) string
 
 // ErrMissingSetting reports a required environment variable that is not set.
-var ErrMissingSetting = errors.New("wiring: required setting missing")
+// Every such error is a *SettingError.
+var ErrMissingSetting = errors.New("missing setting")
 
-func required(getenv Getenv, name string) (string, error) {
+func required(getenv Getenv, name, want string) (string, error) {
 	v := getenv(name)
 	if v == "" {
-		return "", fmt.Errorf("%w: %s", ErrMissingSetting, name)
+		return "", MissingSetting(name, want)
 	}
 	return v, nil
 }
@@ -177,7 +178,7 @@ func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 	}
 	policy, err := deadline.NewPolicy(timeout, grace)
 	if err != nil {
-		return deadline.Policy{}, fmt.Errorf("%w: %s and %s: %w", ErrBadSetting, EnvPaymentTimeout, EnvStuckGrace, err)
+		return deadline.Policy{}, bad(EnvPaymentTimeout, getenv(EnvPaymentTimeout), fmt.Sprintf("a positive duration, with %s one too (%v)", EnvStuckGrace, err))
 	}
 	return policy, nil
 }
@@ -318,9 +319,9 @@ func StreamBatch(getenv Getenv, logger *slog.Logger) (streambatch.Options, error
 // error wraps ErrBadSetting and names the variable.
 func Int(getenv Getenv, name string, def int) (int, error) { return intSetting(getenv, name, def) }
 
-// Required reads a setting that must be set; an empty one is an error wrapping
-// ErrMissingSetting.
-func Required(getenv Getenv, name string) (string, error) { return required(getenv, name) }
+// Required reads a setting that must be set; an empty one is a SettingError
+// (ErrMissingSetting) saying it wants want.
+func Required(getenv Getenv, name, want string) (string, error) { return required(getenv, name, want) }
 
 // Duration reads a duration setting such as 15m, def when unset; it must be
 // positive. The error wraps ErrBadSetting and names the variable.

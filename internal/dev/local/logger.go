@@ -1,7 +1,6 @@
 package local
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -26,6 +25,6 @@ func NewLogger(getenv wiring.Getenv, w io.Writer) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	default:
-		return nil, fmt.Errorf("%s=%q: want text or json", EnvLogFormat, v)
+		return nil, wiring.BadSetting(EnvLogFormat, v, "text or json")
 	}
 }

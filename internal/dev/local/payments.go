@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -44,7 +45,10 @@ func withStripe(ctx context.Context, getenv wiring.Getenv, progress io.Writer) (
 	fmt.Fprintln(progress, "starting Stripe's API mock (stripe-mock)...")
 	mock, err := startStripeMock(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("local: PAYMENT_PROVIDER=stripe: %w (make stripe-mock installs it)", err)
+		if errors.Is(err, stripemock.ErrNotInstalled) {
+			return nil, nil, errors.New("PAYMENT_PROVIDER=stripe needs stripe-mock, which is not installed: make stripe-mock installs it (or set STRIPE_MOCK to one, or STRIPE_API_URL to a Stripe API)")
+		}
+		return nil, nil, fmt.Errorf("PAYMENT_PROVIDER=stripe needs stripe-mock, which did not start: %w", err)
 	}
 	fmt.Fprintf(progress, "Stripe API mock: %s\n", mock.URL)
 	return func(name string) string {

@@ -239,12 +239,7 @@ var startEmulator = emulator.Start
 // before it claims its port.
 func CheckSettings(getenv wiring.Getenv) error { return checkSettings(withSettingDefaults(getenv)) }
 
-func checkSettings(getenv wiring.Getenv) error {
-	if err := lambdas.Check(getenv); err != nil {
-		return fmt.Errorf("local: %w", err)
-	}
-	return nil
-}
+func checkSettings(getenv wiring.Getenv) error { return lambdas.Check(getenv) }
 
 // withSettingDefaults fills in the local defaults of the settings getenv leaves
 // empty: the precise deadlines' and Stripe's keys (stripe-mock's address comes

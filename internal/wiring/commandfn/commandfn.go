@@ -42,20 +42,22 @@ func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv wiring.Ge
 		}
 		secret = aws.ToString(out.SecretString)
 	} else {
-		if secret, err = wiring.Required(getenv, wiring.EnvWebhookSecret); err != nil {
-			return nil, fmt.Errorf("%w (or %s)", err, wiring.EnvWebhookSecretID)
+		if secret, err = wiring.Required(getenv, wiring.EnvWebhookSecret, secretWant+", or "+wiring.EnvWebhookSecretID+" naming it in Secrets Manager"); err != nil {
+			return nil, err
 		}
 	}
 	v, err := webhook.NewVerifier([]byte(secret), webhook.DefaultTolerance)
 	if err != nil {
-		where := wiring.EnvWebhookSecret
 		if id != "" {
-			where = "the secret " + id
+			return nil, wiring.BadSecret(wiring.EnvWebhookSecretID, fmt.Sprintf("a secret whose value is %s (the secret %s is %d bytes)", secretWant, id, len(secret)))
 		}
-		return nil, fmt.Errorf("%w: %s: %w", wiring.ErrBadSetting, where, err)
+		return nil, wiring.BadSecret(wiring.EnvWebhookSecret, fmt.Sprintf("%s (it is %d bytes)", secretWant, len(secret)))
 	}
 	return v, nil
 }
+
+// secretWant is what the webhook secret takes.
+var secretWant = fmt.Sprintf("a webhook secret of at least %d bytes", webhook.MinSecretLen)
 
 // Check validates, touching nothing, every setting Build reads: MAX_PENDING_PER_RENTER,
 // the payment provider's (paymentfn.Check), Core's (wiring.CheckCore),

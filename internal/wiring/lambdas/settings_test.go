@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -86,9 +87,20 @@ const (
 
 var bit = map[string]int{lambdas.Command: command, lambdas.Process: process, lambdas.Projector: projector, lambdas.Sweep: sweep}
 
+// secrets are the settings whose value a refusal never shows.
+var secrets = map[string]bool{wiring.EnvWebhookSecret: true, "STRIPE_SECRET_KEY": true, "STRIPE_WEBHOOK_SECRET": true}
+
+// refusalForm is the one form of a refused setting (wiring.SettingError): the
+// variable, its value quoted (left out for a secret), and what it wants.
+func refusalForm(variable string) *regexp.Regexp {
+	v := regexp.QuoteMeta(variable)
+	return regexp.MustCompile(`^(bad setting ` + v + `=".*"|bad setting ` + v + ` \(not shown\)|missing setting ` + v + `): want \S.*$`)
+}
+
 // TestEveryBadSettingIsRefusedBeforeAWS builds every function with one bad setting
 // at a time: each builder that reads the setting returns an error naming it, and
-// has made no AWS client, so sent no request (nor read a secret).
+// has made no AWS client, so sent no request (nor read a secret); the refusal is a
+// wiring.SettingError naming the variable, in the one form.
 func TestEveryBadSettingIsRefusedBeforeAWS(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -130,6 +142,9 @@ func TestEveryBadSettingIsRefusedBeforeAWS(t *testing.T) {
 		{"unknown provider", map[string]string{"PAYMENT_PROVIDER": "paypal"}, "PAYMENT_PROVIDER", command | process | sweep},
 		{"Stripe secret id with a space", map[string]string{"STRIPE_SECRET_ID": "bikerental stripe"}, "STRIPE_SECRET_ID", command | process | sweep},
 		{"no Stripe key", map[string]string{"STRIPE_SECRET_ID": "", "STRIPE_WEBHOOK_SECRET": "whsec_x"}, "STRIPE_SECRET_KEY", command | process | sweep},
+		{"Stripe key with a space", map[string]string{"STRIPE_SECRET_ID": "", "STRIPE_SECRET_KEY": "sk_test_not shown", "STRIPE_WEBHOOK_SECRET": "whsec_x"}, "STRIPE_SECRET_KEY", command | process | sweep},
+		{"Stripe webhook secret with a space", map[string]string{"STRIPE_SECRET_ID": "", "STRIPE_SECRET_KEY": "sk_test_x", "STRIPE_WEBHOOK_SECRET": "whsec_not shown"}, "STRIPE_WEBHOOK_SECRET", command | process | sweep},
+		{"webhook secret short, from the environment", map[string]string{wiring.EnvWebhookSecretID: "", wiring.EnvWebhookSecret: "not-shown-short"}, wiring.EnvWebhookSecret, command},
 		{"Stripe API URL not a URL", map[string]string{"STRIPE_SECRET_ID": "", "STRIPE_SECRET_KEY": "sk_test_x", "STRIPE_WEBHOOK_SECRET": "whsec_x", "STRIPE_API_URL": "localhost:12111"}, "STRIPE_API_URL", command | process | sweep},
 		{"unknown deadline mode", map[string]string{wiring.EnvDeadlineMode: "sometimes"}, wiring.EnvDeadlineMode, projector},
 		{"precise without a role", map[string]string{wiring.EnvDeadlineRole: ""}, wiring.EnvDeadlineRole, projector},
@@ -157,6 +172,11 @@ func TestEveryBadSettingIsRefusedBeforeAWS(t *testing.T) {
 				}
 				if !errors.Is(err, wiring.ErrBadSetting) && !errors.Is(err, wiring.ErrMissingSetting) {
 					t.Errorf("Build = %v, want ErrBadSetting or ErrMissingSetting", err)
+				}
+				if se, ok := wiring.Refused(err); !ok || se.Name != tc.variable || !refusalForm(tc.variable).MatchString(se.Error()) {
+					t.Errorf("Build = %v, want the refusal of %s in the one form", err, tc.variable)
+				} else if v := env[tc.variable]; secrets[tc.variable] && v != "" && (!se.Secret || strings.Contains(se.Error(), v)) {
+					t.Errorf("the refusal of the secret %s shows it: %v", tc.variable, se)
 				}
 				if sent := client.requests(); len(sent) > 0 {
 					t.Errorf("Build sent %d requests to AWS before refusing the setting: %v", len(sent), sent)

@@ -92,7 +92,7 @@ func settings(getenv wiring.Getenv) (providerSettings, error) {
 		return providerSettings{}, err
 	}
 	if timeout > command.MaxProviderTimeout {
-		return providerSettings{}, fmt.Errorf("%w: %s=%q: at most %s, so that a call fits in the command function's time", wiring.ErrBadSetting, EnvProviderTimeout, getenv(EnvProviderTimeout), command.MaxProviderTimeout)
+		return providerSettings{}, wiring.BadSetting(EnvProviderTimeout, getenv(EnvProviderTimeout), fmt.Sprintf("at most %s, so that a call fits in the command function's time", command.MaxProviderTimeout))
 	}
 	secretID, err := wiring.SecretID(getenv, EnvStripeSecretID)
 	if err != nil {
@@ -103,17 +103,45 @@ func settings(getenv wiring.Getenv) (providerSettings, error) {
 		return providerSettings{timeout: timeout}, nil
 	case Stripe:
 	default:
-		return providerSettings{}, fmt.Errorf("%w: %s=%q: want %s or %s", wiring.ErrBadSetting, EnvProvider, name, Generic, Stripe)
+		return providerSettings{}, wiring.BadSetting(EnvProvider, name, Generic+" or "+Stripe)
 	}
 	set := providerSettings{timeout: timeout, stripe: true, secretID: secretID}
 	if secretID == "" { // a local run: the keys, and stripe-mock's address, from the environment
 		set.key, set.hookSecret, set.apiURL = getenv(EnvStripeSecretKey), getenv(EnvStripeWebhookSecret), getenv(EnvStripeAPIURL)
-		if _, err := stripe.New(stripe.Config{SecretKey: set.key, WebhookSecret: set.hookSecret, APIURL: set.apiURL}); err != nil {
-			return providerSettings{}, fmt.Errorf("%w: %w (set %s, or %s and %s; %s is optional)", wiring.ErrBadSetting, err,
-				EnvStripeSecretID, EnvStripeSecretKey, EnvStripeWebhookSecret, EnvStripeAPIURL)
+		if err := checkStripeKeys(set); err != nil {
+			return providerSettings{}, err
 		}
 	}
 	return set, nil
+}
+
+// checkStripeKeys checks the keys and the API URL of a local run by the Stripe
+// adapter's own rule (stripe.New), one at a time beside stand-ins for the others,
+// so that the refusal names the setting.
+func checkStripeKeys(set providerSettings) error {
+	const key, hook = "sk_test_standin", "whsec_standin"
+	for _, c := range []struct {
+		name, value, want string
+		secret            bool
+		cfg               stripe.Config
+	}{
+		{EnvStripeSecretKey, set.key, "a Stripe secret key without white space (or " + EnvStripeSecretID + ")", true, stripe.Config{SecretKey: set.key, WebhookSecret: hook}},
+		{EnvStripeWebhookSecret, set.hookSecret, "a Stripe webhook secret without white space (or " + EnvStripeSecretID + ")", true, stripe.Config{SecretKey: key, WebhookSecret: set.hookSecret}},
+		{EnvStripeAPIURL, set.apiURL, "an absolute http or https URL, or unset for Stripe's", false, stripe.Config{SecretKey: key, WebhookSecret: hook, APIURL: set.apiURL}},
+	} {
+		if _, err := stripe.New(c.cfg); err == nil {
+			continue
+		}
+		switch {
+		case c.value == "":
+			return wiring.MissingSetting(c.name, c.want)
+		case c.secret:
+			return wiring.BadSecret(c.name, c.want)
+		}
+		return wiring.BadSetting(c.name, c.value, c.want)
+	}
+	_, err := stripe.New(stripe.Config{SecretKey: set.key, WebhookSecret: set.hookSecret, APIURL: set.apiURL})
+	return err
 }
 
 // Provider returns the provider PAYMENT_PROVIDER names, each of its calls bounded by

@@ -5,7 +5,6 @@ package projectorfn
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
@@ -33,6 +32,12 @@ type timerSettings struct {
 	kinds                        deadline.Kinds
 }
 
+// What the schedule group and the ARNs take.
+const (
+	groupWant = "a schedule group's name: 1 to 64 letters, digits, '_', '-' or '.' characters"
+	arnWant   = "an ARN (arn:partition:service:region:account:resource)"
+)
+
 // groupPattern is what EventBridge Scheduler takes as a schedule group's name.
 var groupPattern = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,64}$`)
 
@@ -43,7 +48,7 @@ var groupPattern = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,64}$`)
 func timers(getenv wiring.Getenv) (timerSettings, error) {
 	mode, err := deadline.ParseMode(getenv(wiring.EnvDeadlineMode))
 	if err != nil {
-		return timerSettings{}, fmt.Errorf("%w: %s: %w", wiring.ErrBadSetting, wiring.EnvDeadlineMode, err)
+		return timerSettings{}, wiring.BadSetting(wiring.EnvDeadlineMode, getenv(wiring.EnvDeadlineMode), deadline.ModeSweep+" or "+deadline.ModePrecise)
 	}
 	kinds, err := wiring.PreciseKinds(getenv)
 	if err != nil {
@@ -52,22 +57,22 @@ func timers(getenv wiring.Getenv) (timerSettings, error) {
 	set := timerSettings{precise: mode == deadline.ModePrecise, kinds: kinds}
 	var missing error
 	for _, s := range []struct {
-		name string
-		into *string
+		name, want string
+		into       *string
 	}{
-		{wiring.EnvDeadlineGroup, &set.group}, {wiring.EnvDeadlineTarget, &set.target},
-		{wiring.EnvDeadlineRole, &set.role}, {wiring.EnvDeadlineDLQ, &set.deadDLQ},
+		{wiring.EnvDeadlineGroup, groupWant, &set.group}, {wiring.EnvDeadlineTarget, arnWant, &set.target},
+		{wiring.EnvDeadlineRole, arnWant, &set.role}, {wiring.EnvDeadlineDLQ, arnWant, &set.deadDLQ},
 	} {
 		v := getenv(s.name)
 		switch {
 		case v == "":
 			if missing == nil {
-				missing = fmt.Errorf("%w: %s (needed with %s=%s)", wiring.ErrMissingSetting, s.name, wiring.EnvDeadlineMode, deadline.ModePrecise)
+				missing = wiring.MissingSetting(s.name, s.want+", needed with "+wiring.EnvDeadlineMode+"="+deadline.ModePrecise)
 			}
 		case s.name == wiring.EnvDeadlineGroup && !groupPattern.MatchString(v):
-			return timerSettings{}, fmt.Errorf("%w: %s=%q: want a schedule group's name: 1 to 64 letters, digits, '_', '-' or '.' characters", wiring.ErrBadSetting, s.name, v)
+			return timerSettings{}, wiring.BadSetting(s.name, v, s.want)
 		case s.name != wiring.EnvDeadlineGroup && !validARN(v):
-			return timerSettings{}, fmt.Errorf("%w: %s=%q: want an ARN (arn:partition:service:region:account:resource)", wiring.ErrBadSetting, s.name, v)
+			return timerSettings{}, wiring.BadSetting(s.name, v, s.want)
 		}
 		*s.into = v
 	}
