@@ -161,8 +161,14 @@ func run(ctx context.Context, getenv wiring.Getenv, start startFunc) error {
 		listener.Addr(), set.interval, orDefault(getenv(wiring.EnvPaymentTimeout), "15m"))
 	fmt.Printf("Operator console: %s   (sign in (local) mints an operator token)\n", local.ConsoleURL("http://"+listener.Addr().String()))
 	err = up.Run(ctx, listener)
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
+	if cause := context.Cause(ctx); cause != nil {
+		if !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+		// A stop was asked for (Ctrl-C, SIGTERM): what the stack was doing when it
+		// came, such as a stream poller still describing its table, ends with the
+		// context's error, which is the stop itself and no failure.
+		return nil
 	}
 	return err
 }
