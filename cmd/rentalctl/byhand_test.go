@@ -84,7 +84,7 @@ func TestRefundMadeByHandTakesARefundOffTheList(t *testing.T) {
 	}
 	h := must(t, e, "history", id)
 	if !strings.Contains(h.stdout, "RefundMadeByHand") || !strings.Contains(h.stdout, `operatorReference="<b>bank transfer 7</b>"`) || !strings.Contains(h.stdout, "recordedBy=ann") ||
-		!strings.Contains(h.stdout, "causedBy=rentalctl:refund-made-by-hand:") {
+		!strings.Contains(h.stdout, "caused by rentalctl refund-made-by-hand:") {
 		t.Errorf("history:\n%s", h.stdout)
 	}
 	if v := decode[ctl.View](t, must(t, e, "history", id, "--json")); v.Payment == nil || v.Payment.Refund != string(payment.RefundStatusMadeByHand) {
