@@ -190,6 +190,10 @@ func TestAStripeRefundRefusedForGoodAfterAnOutageIsOwed(t *testing.T) {
 	if p := rw.parked(); len(p) != 0 {
 		t.Errorf("parked %+v; want none", p)
 	}
+	rw.pump("the refund owed reported with its reason", func() bool {
+		log := rw.processLog.String()
+		return strings.Contains(log, `"msg":"refund owed"`) && strings.Contains(log, "charge_disputed")
+	})
 	played, _ := rw.refunds.Counts()
 	if sum, err := rw.sweeper.Sweep(ctx, now.Add(deadline.ParkedBackoffMax)); err != nil || sum.Parked != 0 {
 		t.Fatalf("a later sweep: %+v, %v", sum, err)
