@@ -9,11 +9,14 @@ import (
 
 const refundsUsage = `Usage: rentalctl refunds [flags]
 
-Lists the refunds the service owes, oldest first: money a payment provider that
-cannot refund (the generic provider) took for a rental that did not get its bike.
-Each needs paying back by hand, and leaves the list once that is recorded
-(rentalctl refund-made-by-hand); the RefundsOwed alarm reports them as they
-happen. Refunds through Stripe are made by the service itself and are not listed.
+Lists the refunds the service owes, oldest first: money a payment provider could
+not refund took for a rental that did not get its bike (the generic provider
+cannot refund at all; Stripe refuses some refunds for good, say of a disputed
+payment, and REASON then says what it refused). Each needs paying back by hand,
+and leaves the list once that is recorded (rentalctl refund-made-by-hand); the
+RefundsOwed alarm reports them as they happen. A refund Stripe fails for a while,
+or refuses for a reason an operator fixes at Stripe (a key without the right to
+refund, a balance too low), is not listed: it is retried until it is made.
 
 It scans the Events table, filtered on RefundOwed and the events that settle a
 refund (PaymentRefunded, RefundMadeByHand), so it reads
@@ -38,9 +41,13 @@ func runRefunds(ctx context.Context, c *cli, args []string) error {
 		return c.printJSON(list)
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PAYMENT\tRENTAL\tPROVIDER PAYMENT\tAMOUNT\tOWED SINCE")
+	fmt.Fprintln(w, "PAYMENT\tRENTAL\tPROVIDER PAYMENT\tAMOUNT\tOWED SINCE\tREASON")
 	for _, o := range list.Refunds {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d.%02d %s\t%s\n", o.PaymentReference, o.RentalID, o.PaymentID, o.Amount/100, o.Amount%100, o.Currency, timestamp(o.OwedSince))
+		reason := o.Reason
+		if reason == "" {
+			reason = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d.%02d %s\t%s\t%s\n", o.PaymentReference, o.RentalID, o.PaymentID, o.Amount/100, o.Amount%100, o.Currency, timestamp(o.OwedSince), reason)
 	}
 	w.Flush()
 	fmt.Fprintf(c.stdout, "%s owed\n", count(list.Count, "refund"))

@@ -56,12 +56,14 @@ type MismatchRefundRequested struct {
 }
 
 // MismatchRefundOwed records that the money a mismatched event reported taken must
-// be paid back by hand: the provider cannot refund it.
+// be paid back by hand: the provider cannot refund it, or refused it for good for
+// Reason (payment.RefundRefused; empty for a provider that cannot refund).
 type MismatchRefundOwed struct {
 	Reference string `json:"reference"`
 	PaymentID string `json:"paymentId"`
 	Amount    int64  `json:"amount"`
 	Currency  string `json:"currency"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // EventType returns "ProviderEventMismatched".
@@ -144,12 +146,17 @@ func (h *Handler) finishMismatch(ctx context.Context, stream string, records []e
 	if !m.RefundDue || len(records) > 1 {
 		return m, nil
 	}
-	var e interface{ EventType() string } = MismatchRefundOwed{Reference: m.Reference, PaymentID: m.PaymentID, Amount: m.Amount, Currency: m.Currency}
+	owed := MismatchRefundOwed{Reference: m.Reference, PaymentID: m.PaymentID, Amount: m.Amount, Currency: m.Currency}
+	var e interface{ EventType() string } = owed
 	if refunder, ok := h.provider.(UnexpectedRefunder); ok {
 		refundID, err := refunder.RefundUnexpected(ctx, m.PaymentID, m.Reference)
+		var refused *payment.RefundRefused
 		switch {
 		case err == nil:
 			e = MismatchRefundRequested{Reference: m.Reference, PaymentID: m.PaymentID, RefundID: refundID}
+		case errors.As(err, &refused):
+			owed.Reason = refused.Reason
+			e = owed
 		case !errors.Is(err, payment.ErrRefundNotSupported):
 			return m, fmt.Errorf("command: refund provider payment %s, which took money under %s without being recorded for it: %w", m.PaymentID, m.Reference, err)
 		}

@@ -309,6 +309,14 @@ var ErrCancellationStillOwed = errors.New("command: the cancellation is still ow
 // refund (RefundRequested), else as a refund owed (RefundOwed). It does nothing for
 // a payment with no refund due, so it is safe to call twice and from every path
 // that sees a late success.
+//
+// What the provider answers decides what is recorded (refundCommand): a refund it
+// cannot make at all (payment.ErrRefundNotSupported) or refuses for good
+// (payment.RefundRefused) is owed, for operators to make by hand; one it says is
+// made already (payment.ErrAlreadyRefunded) is its word that the money went back
+// (PaymentRefunded). Any other error records nothing and is returned: the refund
+// stays due, and whoever called asks again (a webhook's redelivery, the process's
+// stream record, parked and redelivered by the sweep until it succeeds).
 func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (payment.Payment, error) {
 	if err := h.needProvider("refund " + reference); err != nil {
 		return payment.Payment{}, err
@@ -318,15 +326,30 @@ func (h *Handler) Refund(ctx context.Context, reference string, meta Meta) (paym
 		return s, err
 	}
 	refundID, err := h.provider.RefundPayment(ctx, s.PaymentID, reference)
-	var c payment.Command = payment.RecordRefund{Reference: reference, RefundID: refundID}
-	switch {
-	case errors.Is(err, payment.ErrRefundNotSupported):
-		c = payment.OweRefund{Reference: reference}
-	case err != nil:
-		return s, fmt.Errorf("command: refund payment %s at the provider: %w", reference, err)
+	c, err := refundCommand(reference, refundID, err)
+	if err != nil {
+		return s, err
 	}
 	res, err := run(ctx, h, payments, payment.StreamID(reference), c, meta)
 	return res.State, err
+}
+
+// refundCommand is the payment command that records the provider's answer to the
+// refund of reference (refundID, err), or the error to return, recording nothing,
+// when the answer leaves the refund to be asked for again.
+func refundCommand(reference, refundID string, err error) (payment.Command, error) {
+	var refused *payment.RefundRefused
+	switch {
+	case err == nil:
+		return payment.RecordRefund{Reference: reference, RefundID: refundID}, nil
+	case errors.Is(err, payment.ErrRefundNotSupported):
+		return payment.OweRefund{Reference: reference}, nil
+	case errors.As(err, &refused):
+		return payment.OweRefund{Reference: reference, Reason: refused.Reason}, nil
+	case errors.Is(err, payment.ErrAlreadyRefunded):
+		return payment.ConfirmRefund{Reference: reference}, nil
+	}
+	return nil, fmt.Errorf("command: refund payment %s at the provider: %w", reference, err)
 }
 
 // ApplyProviderEvent applies one verified provider event to its payment, once: the

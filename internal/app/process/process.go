@@ -287,6 +287,9 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment.RefundOwed) {
 	attrs := []slog.Attr{slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
 		slog.Time("owedSince", r.RecordedAt)}
+	if e.Reason != "" { // what the provider refused, for the one who pays it back
+		attrs = append(attrs, slog.String("reason", e.Reason))
+	}
 	if repairing(ctx) {
 		p.logger.LogAttrs(ctx, slog.LevelInfo, "refund owed stands", append(attrs, slog.String("eventId", r.ID))...)
 		return

@@ -212,12 +212,16 @@ type RefundRequested struct {
 }
 
 // RefundOwed records that money must go back that the provider cannot refund:
-// operators see it (rentalctl refunds) and an alarm reports it.
+// operators see it (rentalctl refunds) and an alarm reports it. Reason is why,
+// when the provider can refund but refused this one for good (RefundRefused);
+// it is empty for a provider that cannot refund at all, and in every RefundOwed
+// recorded before reasons were.
 type RefundOwed struct {
 	Reference string `json:"reference"`
 	PaymentID string `json:"paymentId"`
 	Amount    int64  `json:"amount"`
 	Currency  string `json:"currency"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // PaymentRefunded records that the provider confirmed a refund of the payment.
@@ -411,9 +415,11 @@ type RecordRefund struct {
 }
 
 // OweRefund records that the refund of a late success is owed: the provider cannot
-// refund.
+// refund, or refused this refund for good, for Reason (RefundRefused's, checked as
+// CheckText checks an operator's words; empty for a provider that cannot refund).
 type OweRefund struct {
 	Reference string `json:"reference"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // ConfirmRefund records the provider's word that the payment was refunded.
@@ -596,7 +602,7 @@ func decide(s Payment, c Command) ([]Event, error) {
 		if !s.RefundDue() {
 			return nil, nil
 		}
-		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency}}, nil
+		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}, nil
 
 	case ConfirmRefund:
 		if s.Refund == RefundStatusDone {
@@ -672,6 +678,11 @@ func validate(s Payment, c Command) error {
 		}
 	case OweRefund:
 		ref = c.Reference
+		if c.Reason != "" {
+			if err := CheckText("reason", c.Reason, MaxRefundRefusalLength); err != nil {
+				return err
+			}
+		}
 	case ConfirmRefund:
 		ref = c.Reference
 	case RecordRefundMadeByHand:

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // What the payment provider says, as the payment context sees it whatever the
@@ -63,6 +65,58 @@ func Temporary(err error) bool {
 // ErrRefundNotSupported is returned by a provider that cannot refund: what would be
 // a refund is recorded as a refund owed.
 var ErrRefundNotSupported = errors.New("payment: the provider cannot refund")
+
+// ErrAlreadyRefunded is returned by a provider that refuses a refund because the
+// payment is refunded in full already (by an earlier request of ours whose answer
+// was lost, after the provider forgot its idempotency key, or by hand at the
+// provider): the money went back, so the refund is recorded as the provider's
+// word (PaymentRefunded), never as owed.
+var ErrAlreadyRefunded = errors.New("payment: the provider says the payment is refunded already")
+
+// MaxRefundRefusalLength bounds the reason a RefundRefused carries, in characters.
+const MaxRefundRefusalLength = 300
+
+// RefundRefused is returned by a provider that can refund but refuses this
+// payment's refund for good (the payment is disputed, the refund failed at the
+// bank): asking again cannot make it, so the refund is recorded as owed
+// (RefundOwed, with the reason), for operators to make by hand. It is not
+// Temporary. A refusal that an operator can remove at the provider (a key without
+// the right to refund, a balance too low) is not a RefundRefused: it stays an
+// error, and the refund stays due, retried until it is made.
+type RefundRefused struct {
+	// Reason is the provider's, safe to show operators: printable, without the
+	// provider's secrets, at most MaxRefundRefusalLength characters
+	// (RefusedRefund makes it so).
+	Reason string
+}
+
+// RefusedRefund returns the RefundRefused for the provider's reason, made fit to
+// record: control and format characters become spaces, the ends are trimmed, and
+// it is cut to MaxRefundRefusalLength characters; an empty reason becomes "refused
+// by the provider".
+func RefusedRefund(reason string) *RefundRefused {
+	reason = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, reason)
+	reason = strings.TrimSpace(reason)
+	if runes := []rune(reason); len(runes) > MaxRefundRefusalLength {
+		reason = strings.TrimSpace(string(runes[:MaxRefundRefusalLength]))
+	}
+	if reason == "" {
+		reason = "refused by the provider"
+	}
+	return &RefundRefused{Reason: reason}
+}
+
+func (e *RefundRefused) Error() string {
+	return "payment: the provider refuses the refund for good: " + e.Reason
+}
+
+// Temporary returns false: the same refund is refused the same way.
+func (e *RefundRefused) Temporary() bool { return false }
 
 // ProviderEventKind is what a provider's webhook event says happened.
 type ProviderEventKind string

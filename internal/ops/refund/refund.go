@@ -1,6 +1,6 @@
-// Package refund lists the refunds the service owes: money a provider that cannot
-// refund took for a rental that did not get its bike (RefundOwed), with no refund
-// recorded since. Operators pay them (rentalctl refunds); an alarm reports each one.
+// Package refund lists the refunds the service owes: money a provider could not
+// refund (it cannot refund at all, or refused this refund for good) took for a
+// rental that did not get its bike (RefundOwed), with no refund recorded since. Operators pay them (rentalctl refunds); an alarm reports each one.
 package refund
 
 import (
@@ -27,6 +27,9 @@ type Owed struct {
 	Amount           int64     `json:"amount"`
 	Currency         string    `json:"currency"`
 	OwedSince        time.Time `json:"owedSince"`
+	// Reason is what the provider refused, for a provider that can refund
+	// (RefundOwed.Reason); empty for one that cannot refund at all.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Scanner is the part of the DynamoDB client List uses.
@@ -63,7 +66,7 @@ func List(ctx context.Context, db Scanner, table string, progress func(scanned i
 			if o, ok := e.(payment.RefundOwed); ok {
 				rentalID, _ := payment.RentalIDFor(o.Reference)
 				owed[o.Reference] = Owed{PaymentReference: o.Reference, RentalID: rentalID, PaymentID: o.PaymentID,
-					Amount: o.Amount, Currency: o.Currency, OwedSince: r.RecordedAt}
+					Amount: o.Amount, Currency: o.Currency, OwedSince: r.RecordedAt, Reason: o.Reason}
 			} else if payment.SettlesRefund(r.Type) {
 				refunded[payment.ReferenceOf(e)] = true
 			}

@@ -46,7 +46,9 @@ func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 			payment.RefundOwed{Reference: ref, PaymentID: "pay-" + ref, Amount: 1500, Currency: "EUR"},
 		}
 	}
-	put(late, base.Add(time.Hour), owed(late)...)
+	lateOwed := owed(late)
+	lateOwed[3] = payment.RefundOwed{Reference: late, PaymentID: "pay-" + late, Amount: 1500, Currency: "EUR", Reason: "Stripe refused the refund (charge_disputed)"}
+	put(late, base.Add(time.Hour), lateOwed...)
 	put(early, base, owed(early)...)
 	put(paid, base, append(owed(paid), payment.PaymentRefunded{Reference: paid, PaymentID: "pay-" + paid})...)
 	byHand := payment.ReferenceFor("b5_AAAAAAAAAAAAAAAAAAAAA5")
@@ -69,6 +71,9 @@ func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	}
 	if o := got[0]; o.Amount != 1500 || o.Currency != "EUR" || o.RentalID != "b2_AAAAAAAAAAAAAAAAAAAAA2" || !o.OwedSince.Equal(base.Add(3*time.Second)) || o.PaymentID != "pay-"+early {
 		t.Errorf("first = %+v", o)
+	}
+	if got[0].Reason != "" || got[1].Reason != "Stripe refused the refund (charge_disputed)" {
+		t.Errorf("reasons %q and %q; want none for the provider that cannot refund, the refusal for the other", got[0].Reason, got[1].Reason)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	stripesdk "github.com/stripe/stripe-go/v85"
+
+	"github.com/bikerental/bikerental/internal/domain/payment"
 )
 
 // APIError is Stripe's answer to a request it refused or failed, with only what is
@@ -118,4 +120,50 @@ func (p *Provider) redact(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, p.key, "[secret key]")
+}
+
+// refusedForGood are the codes of Stripe's refusals of a refund that no retry and
+// nothing an operator can change at Stripe will turn into a refund of this
+// payment: the money has to go back some other way (by hand). Every other refusal
+// is not in it, on purpose, and stays an error that leaves the refund due:
+// authentication_error and permission_error (a key revoked, or one without the
+// right to refund), resource_missing (a key of another account or mode),
+// balance_insufficient (a balance an operator can top up), idempotency_error and
+// a parameter Stripe does not take (a defect of ours): each is fixed at Stripe or
+// in the code, after which the next retry makes the refund, and none of them may
+// quietly become money owed by hand.
+var refusedForGood = map[string]string{
+	string(stripesdk.ErrorCodeChargeDisputed):        "the payment was disputed (charged back)",
+	string(stripesdk.ErrorCodeRefundDisputedPayment): "the payment is disputed",
+	string(stripesdk.ErrorCodeChargeNotRefundable):   "the payment cannot be refunded",
+	string(stripesdk.ErrorCodeAmountTooLarge):        "the amount left to refund is smaller than the payment",
+	// A refund of a PaymentIntent without a successful charge: our records say
+	// money was taken, Stripe says none is there to give back, so operators look.
+	string(stripesdk.ErrorCodePaymentIntentUnexpectedState): "the payment has no successful charge to refund",
+}
+
+// refundAnswer turns Stripe's refusal of a refund (err, from wrap) into what the
+// payment context acts on: payment.ErrAlreadyRefunded (wrapping the APIError) for
+// charge_already_refunded, a *payment.RefundRefused for a code of refusedForGood,
+// and err as it is otherwise.
+func refundAnswer(err error) error {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Temporary() {
+		return err
+	}
+	if ae.Code == string(stripesdk.ErrorCodeChargeAlreadyRefunded) {
+		return fmt.Errorf("%w: %w", payment.ErrAlreadyRefunded, err)
+	}
+	what, ok := refusedForGood[ae.Code]
+	if !ok {
+		return err
+	}
+	reason := fmt.Sprintf("Stripe refused the refund (%s): %s", ae.Code, what)
+	if ae.Message != "" {
+		reason += ": " + ae.Message
+	}
+	if ae.RequestID != "" {
+		reason += " (request " + ae.RequestID + ")"
+	}
+	return payment.RefusedRefund(reason)
 }

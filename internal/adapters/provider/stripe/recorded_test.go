@@ -297,8 +297,8 @@ func TestRecordedRefundPayment(t *testing.T) {
 		p, f := recordedProvider(t, func(int, sent) reply { return reply{status: 400, file: "api/error.charge_already_refunded.json"} })
 		_, err := p.RefundPayment(context.Background(), paymentID, reference)
 		var ae *stripe.APIError
-		if !errors.As(err, &ae) || ae.Code != "charge_already_refunded" || stripe.IsTemporary(err) {
-			t.Fatalf("RefundPayment = %v, want charge_already_refunded", err)
+		if !errors.Is(err, payment.ErrAlreadyRefunded) || !errors.As(err, &ae) || ae.Code != "charge_already_refunded" || stripe.IsTemporary(err) {
+			t.Fatalf("RefundPayment = %v, want payment.ErrAlreadyRefunded, from charge_already_refunded", err)
 		}
 		wantRequests(t, f.requests(), want{http.MethodPost, "/v1/refunds", "refund-" + reference})
 	})
@@ -306,8 +306,10 @@ func TestRecordedRefundPayment(t *testing.T) {
 	t.Run("a refund that failed at once", func(t *testing.T) {
 		body := strings.Replace(string(fixture(t, "api/refund.created.json")), `"status": "succeeded"`, `"status": "failed"`, 1)
 		p, _ := recordedProvider(t, func(int, sent) reply { return reply{status: 200, body: []byte(body)} })
-		if _, err := p.RefundPayment(context.Background(), paymentID, reference); err == nil || !strings.Contains(err.Error(), refundID) {
-			t.Fatalf("RefundPayment = %v, want an error naming the failed refund", err)
+		_, err := p.RefundPayment(context.Background(), paymentID, reference)
+		var refused *payment.RefundRefused
+		if !errors.As(err, &refused) || !strings.Contains(refused.Reason, refundID) || !strings.Contains(refused.Reason, "failed") {
+			t.Fatalf("RefundPayment = %v, want a payment.RefundRefused naming the failed refund", err)
 		}
 	})
 }

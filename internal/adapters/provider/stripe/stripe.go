@@ -283,14 +283,19 @@ func (p *Provider) ReferenceOf(ctx context.Context, paymentID string) (string, e
 // RefundPayment refunds the PaymentIntent paymentID in full: a Refund with the
 // metadata {"reference": reference} and the idempotency key "refund-"+reference, so
 // that refunding again for the same reference, while Stripe keeps the key, answers
-// the same Refund. It returns the Refund's id. A Refund Stripe reports failed or
-// canceled at once is an error (with the id in its message); one that is pending
-// may still fail later, which Stripe reports by a refund.failed event this adapter
-// does not map.
+// the same Refund. It returns the Refund's id. A Refund that is pending may still
+// fail later, which Stripe reports by a refund.failed event this adapter does not
+// map.
 //
-// Errors are *APIError for Stripe's refusals: Code "charge_already_refunded" once
-// the payment was refunded in full otherwise (or after Stripe forgot the key), and
-// IsTemporary says whether trying again may succeed.
+// Stripe's answers become what the payment context acts on (refundAnswer):
+// charge_already_refunded, once the payment was refunded in full otherwise (or
+// after Stripe forgot the key of our own earlier refund), is
+// payment.ErrAlreadyRefunded; a refusal no retry can change (refusedForGood: a
+// dispute, a payment that cannot be refunded) and a Refund Stripe answers failed
+// or canceled are a *payment.RefundRefused with Stripe's reason. Every other error
+// is *APIError for Stripe's refusals (a key without the right to refund, a
+// balance too low: an operator's to fix, never a refund owed), and IsTemporary says
+// whether trying again may succeed.
 func (p *Provider) RefundPayment(ctx context.Context, paymentID, reference string) (string, error) {
 	return p.refund(ctx, paymentID, reference, "refund-"+reference)
 }
@@ -307,14 +312,20 @@ func (p *Provider) refund(ctx context.Context, paymentID, reference, idempotency
 	params.SetIdempotencyKey(idempotencyKey)
 	r, err := p.sc.V1Refunds.Create(ctx, params)
 	if err != nil {
-		return "", p.wrap("refund payment", err)
+		return "", refundAnswer(p.wrap("refund payment", err))
 	}
 	if r.ID == "" {
 		return "", errors.New("stripe: refund payment: the answer lacks the Refund's id")
 	}
 	switch r.Status {
 	case stripesdk.RefundStatusFailed, stripesdk.RefundStatusCanceled:
-		return "", fmt.Errorf("stripe: refund payment: refund %s is %s", r.ID, r.Status)
+		// Asked again under the same key, Stripe answers the same Refund: the
+		// money has to go back another way.
+		reason := fmt.Sprintf("Stripe's refund %s is %s", r.ID, r.Status)
+		if r.FailureReason != "" {
+			reason += " (" + string(r.FailureReason) + ")"
+		}
+		return "", payment.RefusedRefund(reason)
 	}
 	return r.ID, nil
 }

@@ -1,0 +1,218 @@
+package command_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/dev/stripemock"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/eventstore"
+)
+
+// stripeRefunds is a command handler on a memory store whose provider is Stripe's
+// adapter on stripe-mock, behind a transport that plays Stripe's answers to
+// refunds.
+func stripeRefunds(t *testing.T) (*command.Handler, eventstore.Store, *stripemock.Refunds) {
+	t.Helper()
+	mock := stripemock.Start(t)
+	refunds := &stripemock.Refunds{Next: http.DefaultTransport}
+	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: "whsec_test_refunds", APIURL: mock.URL,
+		HTTPClient: &http.Client{Transport: refunds}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := eventstore.NewMemory()
+	return command.New(store, command.WithProvider(provider), command.WithCancelRetry(quickRetry)), store, refunds
+}
+
+// lateSuccessFor prepares the payment of bike's rental at Stripe, cancels it, and
+// records the success that arrives afterwards: its refund is due.
+func lateSuccessFor(t *testing.T, h *command.Handler, bike string) string {
+	t.Helper()
+	ref := preparedFor(t, h, bike)
+	ctx := context.Background()
+	if _, err := h.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Payment(ctx, payment.ConfirmPayment{Reference: ref}, command.Meta{})
+	if err != nil || !res.State.RefundDue() {
+		t.Fatalf("the late success: %+v, %v; want a refund due", res.State, err)
+	}
+	return ref
+}
+
+// TestAStripeRefundThatFailsForAWhileStaysDue: while Stripe fails (5xx), is busy
+// (429) or does not answer (timeouts), a refund records nothing and returns an
+// error that says trying again may succeed, so that its caller asks again (the
+// webhook's redelivery, the process's parked record); once Stripe answers, the
+// same refund, under the same idempotency key, is made and recorded once.
+func TestAStripeRefundThatFailsForAWhileStaysDue(t *testing.T) {
+	h, store, refunds := stripeRefunds(t)
+	ctx := context.Background()
+	for i, c := range []struct {
+		name   string
+		answer stripemock.RefundAnswer
+	}{
+		{"unavailable", stripemock.Unavailable},
+		{"rate limited", stripemock.RateLimited},
+		{"timed out", stripemock.TimedOut},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ref := lateSuccessFor(t, h, "tmp"+string(rune('a'+i)))
+			refunds.Play(c.answer, -1)
+			for range 2 {
+				s, err := h.Refund(ctx, ref, command.Meta{})
+				if err == nil || !payment.Temporary(err) || !s.RefundDue() || strings.Contains(err.Error(), stripemock.SecretKey) {
+					t.Fatalf("a refund while Stripe is %s: %+v, %v; want a temporary error, the refund still due", c.name, s, err)
+				}
+			}
+			if got := types(t, store, ref); !slices.Equal(got, []string{"PaymentCancelled", "PaymentSucceededAfterCancellation"}) {
+				t.Fatalf("recorded %v while Stripe was %s; want nothing more", got, c.name)
+			}
+			refunds.Play(stripemock.RefundAnswer{}, 0)
+			s, err := h.Refund(ctx, ref, command.Meta{})
+			if err != nil || s.Refund != payment.RefundStatusRequested {
+				t.Fatalf("the refund once Stripe answers: %+v, %v", s, err)
+			}
+			if got := types(t, store, ref); !slices.Equal(got, []string{"PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundRequested"}) {
+				t.Errorf("recorded %v; want one RefundRequested", got)
+			}
+			for _, k := range refunds.Keys() {
+				if strings.Contains(k, ref) && k != "refund-"+ref {
+					t.Errorf("a refund of %s was asked for under the key %q", ref, k)
+				}
+			}
+		})
+	}
+}
+
+// TestARefundStripeRefusesForGoodIsOwed: a refund Stripe refuses in a way no retry
+// changes (a disputed payment, one it cannot refund, a Refund that failed at the
+// bank) is recorded as owed, with Stripe's reason, for operators to make by hand;
+// it is not asked for again.
+func TestARefundStripeRefusesForGoodIsOwed(t *testing.T) {
+	h, store, refunds := stripeRefunds(t)
+	ctx := context.Background()
+	failed := stripemock.RefundAnswer{Status: http.StatusOK,
+		Body: `{"id":"re_failed1","object":"refund","status":"failed","failure_reason":"expired_or_canceled_card","amount":1500,"currency":"eur"}`}
+	for i, c := range []struct {
+		name, reason string
+		answer       stripemock.RefundAnswer
+	}{
+		{"charged back", "charge_disputed", stripemock.Refusal(400, "invalid_request_error", "charge_disputed", "Charge ch_1 has been charged back; cannot issue a refund.")},
+		{"disputed", "refund_disputed_payment", stripemock.Refusal(400, "invalid_request_error", "refund_disputed_payment", "You cannot refund a disputed payment.")},
+		{"not refundable", "charge_not_refundable", stripemock.Refusal(400, "invalid_request_error", "charge_not_refundable", "This charge cannot be refunded.")},
+		{"amount too large", "amount_too_large", stripemock.Refusal(400, "invalid_request_error", "amount_too_large", "Refund amount is greater than unrefunded amount on charge.")},
+		{"no successful charge", "payment_intent_unexpected_state", stripemock.Refusal(400, "invalid_request_error", "payment_intent_unexpected_state", "This PaymentIntent does not have a successful charge to refund.")},
+		{"failed at the bank", "re_failed1 is failed (expired_or_canceled_card)", failed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ref := lateSuccessFor(t, h, "refused"+string(rune('a'+i)))
+			refunds.Play(c.answer, -1)
+			played, _ := refunds.Counts()
+			s, err := h.Refund(ctx, ref, command.Meta{})
+			if err != nil || s.Refund != payment.RefundStatusOwed {
+				t.Fatalf("a refund Stripe refuses (%s): %+v, %v; want it owed", c.name, s, err)
+			}
+			owed := lastOwed(t, store, ref)
+			if !strings.Contains(owed.Reason, c.reason) || owed.Amount != 1500 || owed.Currency != "EUR" {
+				t.Errorf("RefundOwed %+v; want 1500 EUR, the reason naming %q", owed, c.reason)
+			}
+			if s, err := h.Refund(ctx, ref, command.Meta{}); err != nil || s.Refund != payment.RefundStatusOwed {
+				t.Fatalf("the refund asked for again: %+v, %v", s, err)
+			}
+			if now, _ := refunds.Counts(); now != played+1 {
+				t.Errorf("Stripe was asked %d times; want once: a refund owed is not asked for again", now-played)
+			}
+			if got := types(t, store, ref); !slices.Equal(got, []string{"PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundOwed"}) {
+				t.Errorf("recorded %v; want one RefundOwed", got)
+			}
+		})
+	}
+}
+
+// TestARefundStripeSaysIsMadeAlreadyIsRecordedDone: Stripe answers
+// charge_already_refunded when the payment was refunded in full already (our own
+// refund, asked again after Stripe forgot its idempotency key, or one made at
+// Stripe by hand). The money went back: that is recorded as Stripe's word
+// (PaymentRefunded), not as a refund owed.
+func TestARefundStripeSaysIsMadeAlreadyIsRecordedDone(t *testing.T) {
+	h, store, refunds := stripeRefunds(t)
+	ref := lateSuccessFor(t, h, "already")
+	refunds.Play(stripemock.Refusal(400, "invalid_request_error", "charge_already_refunded", "Charge ch_1 has already been refunded."), -1)
+	s, err := h.Refund(context.Background(), ref, command.Meta{})
+	if err != nil || s.Refund != payment.RefundStatusDone || !s.Refunded() {
+		t.Fatalf("a refund Stripe says is made already: %+v, %v; want it refunded", s, err)
+	}
+	if got := types(t, store, ref); !slices.Equal(got, []string{"PaymentCancelled", "PaymentSucceededAfterCancellation", "PaymentRefunded"}) {
+		t.Errorf("recorded %v; want PaymentRefunded, nothing owed", got)
+	}
+}
+
+// TestARefundStripeRefusesForAnOperatorToFixIsNeverOwed: a refusal that an
+// operator removes at Stripe (a key revoked or without the right to refund, a key
+// of another account, a balance too low) or a defect of ours (a parameter Stripe
+// does not take, a key reused) never becomes money owed by hand: the refund stays
+// due, nothing is recorded, the error says what Stripe said (without the key), and
+// once the cause is fixed the next try makes it.
+func TestARefundStripeRefusesForAnOperatorToFixIsNeverOwed(t *testing.T) {
+	h, store, refunds := stripeRefunds(t)
+	ctx := context.Background()
+	for i, c := range []struct {
+		name   string
+		answer stripemock.RefundAnswer
+	}{
+		{"key invalid", stripemock.Refusal(401, "invalid_request_error", "", "Invalid API Key provided: "+stripemock.SecretKey)},
+		{"key without the right", stripemock.Refusal(403, "invalid_request_error", "secret_key_required", "The provided key does not have the required permissions for this endpoint.")},
+		{"another account", stripemock.Refusal(404, "invalid_request_error", "resource_missing", "No such payment_intent: 'pi_1'")},
+		{"balance too low", stripemock.Refusal(400, "invalid_request_error", "balance_insufficient", "Your balance is insufficient.")},
+		{"key reused", stripemock.Refusal(400, "idempotency_error", "", "Keys for idempotent requests can only be used with the same parameters they were first used with.")},
+		{"unknown parameter", stripemock.Refusal(400, "invalid_request_error", "parameter_unknown", "Received unknown parameter: x")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ref := lateSuccessFor(t, h, "operator"+string(rune('a'+i)))
+			refunds.Play(c.answer, -1)
+			s, err := h.Refund(ctx, ref, command.Meta{})
+			var refused *payment.RefundRefused
+			if err == nil || !s.RefundDue() || errors.As(err, &refused) || errors.Is(err, payment.ErrAlreadyRefunded) {
+				t.Fatalf("a refund refused for an operator to fix (%s): %+v, %v; want an error, the refund still due", c.name, s, err)
+			}
+			if strings.Contains(err.Error(), stripemock.SecretKey) {
+				t.Errorf("the error carries the secret key: %v", err)
+			}
+			if got := types(t, store, ref); !slices.Equal(got, []string{"PaymentCancelled", "PaymentSucceededAfterCancellation"}) {
+				t.Fatalf("recorded %v; want nothing more", got)
+			}
+			refunds.Play(stripemock.RefundAnswer{}, 0)
+			if s, err := h.Refund(ctx, ref, command.Meta{}); err != nil || s.Refund != payment.RefundStatusRequested {
+				t.Fatalf("the refund once the cause is fixed: %+v, %v", s, err)
+			}
+		})
+	}
+}
+
+// lastOwed decodes the last RefundOwed of ref's payment.
+func lastOwed(t *testing.T, store eventstore.Store, ref string) payment.RefundOwed {
+	t.Helper()
+	recs, err := store.Read(context.Background(), payment.StreamID(ref), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Type == (payment.RefundOwed{}).EventType() {
+			owed, err := eventstore.Decode[payment.RefundOwed](recs[i], payment.DecodeEvent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return owed
+		}
+	}
+	t.Fatalf("no RefundOwed in %s", ref)
+	return payment.RefundOwed{}
+}
