@@ -16,6 +16,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/rentalview"
 	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
 )
@@ -63,7 +64,8 @@ func TestTheConsoleIsServedWithAStrictPolicy(t *testing.T) {
 // TestTheConsoleRulesAreWrittenFromTheirDeclarations reads the console's rules.js:
 // the id pattern it holds, compiled as a browser compiles a pattern attribute (the
 // whole value), accepts exactly the ids ident.Valid does, and each list of
-// statuses is what rentalview.Status says of every status.
+// statuses is what rentalview.Status (and payment.RefundStatus.ForHands) says of
+// every status.
 func TestTheConsoleRulesAreWrittenFromTheirDeclarations(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
 	r := h.expect(http.MethodGet, "/console/rules.js", "", anonymous, http.StatusOK)
@@ -95,6 +97,14 @@ func TestTheConsoleRulesAreWrittenFromTheirDeclarations(t *testing.T) {
 		if !slices.Equal(got, want) || len(got) == 0 {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
+	}
+	var forHands []payment.RefundStatus
+	if err := json.Unmarshal(consts["REFUND_FOR_HANDS"], &forHands); err != nil {
+		t.Fatalf("REFUND_FOR_HANDS: %v in %s", err, r.raw)
+	}
+	want := slices.DeleteFunc(payment.RefundStatuses(), func(s payment.RefundStatus) bool { return !s.ForHands() })
+	if !slices.Equal(forHands, want) || len(forHands) == 0 {
+		t.Errorf("REFUND_FOR_HANDS = %v, want %v", forHands, want)
 	}
 }
 
