@@ -171,7 +171,8 @@ const ConsoleRulesFile = "rules.js"
 // class's literal hyphen must be escaped), and which rental statuses let the
 // operator record a return, cancel the payment, or wait for the rental to move
 // on its own (rentalview.Status), and at which refund statuses an operator may
-// record a refund made by hand (payment.RefundStatus.ForHands).
+// record a refund made by hand (payment.RefundStatus.ForHands), with the limits
+// of its amount and reference.
 var consoleRules = func() []byte {
 	var bikeOut, paymentOpen, moving, refundForHands []string
 	for _, s := range rentalview.Statuses() {
@@ -201,6 +202,8 @@ var consoleRules = func() []byte {
 		{"BIKE_OUT", "the statuses of a rental whose renter has the bike: a return can be recorded", bikeOut},
 		{"PAYMENT_OPEN", "the statuses of a rental whose payment can still be cancelled", paymentOpen},
 		{"MOVING", "the statuses of a rental that moves on without anyone acting", moving},
+		{"MAX_AMOUNT", "the largest amount, in minor units", payment.MaxAmount},
+		{"OPERATOR_REFERENCE_MAX_LENGTH", "the longest reference an operator records with a refund made by hand, in characters", payment.MaxOperatorReferenceLength},
 		{"REFUND_FOR_HANDS", "the refund statuses of a payment whose refund an operator may record as made by hand", refundForHands},
 	} {
 		v, _ := json.Marshal(c.value)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,6 +106,12 @@ func TestTheConsoleRulesAreWrittenFromTheirDeclarations(t *testing.T) {
 	want := slices.DeleteFunc(payment.RefundStatuses(), func(s payment.RefundStatus) bool { return !s.ForHands() })
 	if !slices.Equal(forHands, want) || len(forHands) == 0 {
 		t.Errorf("REFUND_FOR_HANDS = %v, want %v", forHands, want)
+	}
+	for name, want := range map[string]int{"ID_MAX_LENGTH": ident.MaxLength, "MAX_AMOUNT": payment.MaxAmount,
+		"OPERATOR_REFERENCE_MAX_LENGTH": payment.MaxOperatorReferenceLength} {
+		if got := string(consts[name]); got != strconv.Itoa(want) {
+			t.Errorf("%s = %s, want %d", name, got, want)
+		}
 	}
 }
 
