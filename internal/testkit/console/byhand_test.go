@@ -20,6 +20,10 @@ import (
 // the form's amount is seen to come from the payment.
 const byHandPrice = 2350
 
+// byHandReference is the operator's reference of the refund: a bank transfer's
+// id, with markup an attacker would like the console to turn into an element.
+const byHandReference = `SEPA-4471 ` + markup
+
 // TestARefundMadeByHandIsRecordedFromTheConsole: a late success on a generic
 // provider's rental makes a refund owed; an operator opens its form from the
 // Refunds page (prefilled with what is owed, with its currency), is refused in
@@ -64,7 +68,7 @@ func TestARefundMadeByHandIsRecordedFromTheConsole(t *testing.T) {
 	// Another amount: the API refuses it in words, and nothing changes.
 	watch.expect("POST", path, http.StatusUnprocessableEntity)
 	run(t, ctx, "another amount", js(`document.getElementById('byhand-amount').value = '2300'`),
-		chromedp.SetValue(chromedp.CSS(`#byhand-reference`), markup), confirmIn(`#byhand-submit`),
+		chromedp.SetValue(chromedp.CSS(`#byhand-reference`), byHandReference), confirmIn(`#byhand-submit`),
 		waitFor(present(`#byhand-result .problem .problem-title`)))
 	readsAsAProblem(t, ctx, "#byhand-result", "Unprocessable Entity")
 	if got := evaluate[string](t, ctx, `document.getElementById('byhand-result').textContent`); !strings.Contains(got, "The refund was not recorded.") ||
@@ -80,7 +84,7 @@ func TestARefundMadeByHandIsRecordedFromTheConsole(t *testing.T) {
 	run(t, ctx, "ask to record what is owed", js(fmt.Sprintf(`document.getElementById('byhand-amount').value = '%d'`, byHandPrice)),
 		chromedp.Click(chromedp.CSS(`#byhand-submit`)), chromedp.WaitVisible(chromedp.CSS(`dialog[open] [data-confirm="yes"]`)))
 	question := evaluate[string](t, ctx, `document.getElementById('confirm-question').textContent`)
-	for _, want := range []string{"EUR 23.50", fmt.Sprintf("%d EUR", byHandPrice), "rental " + r + "'s payment", "“" + markup + "”", "recorded by ops"} {
+	for _, want := range []string{"EUR 23.50", fmt.Sprintf("%d EUR", byHandPrice), "rental " + r + "'s payment", "“" + byHandReference + "”", "recorded by ops"} {
 		if !strings.Contains(question, want) {
 			t.Errorf("the question %q does not say %q", question, want)
 		}
@@ -91,8 +95,8 @@ func TestARefundMadeByHandIsRecordedFromTheConsole(t *testing.T) {
 	screenshot(t, ctx, "refund-by-hand.png")
 	run(t, ctx, "record it", chromedp.Click(chromedp.CSS(`dialog[open] [data-confirm="yes"]`)),
 		waitFor(present(`#byhand-recorded`)))
-	if got := evaluate[string](t, ctx, `document.getElementById('byhand-recorded-reference').textContent`); got != markup {
-		t.Errorf("the recorded reference reads %q, want %q as text", got, markup)
+	if got := evaluate[string](t, ctx, `document.getElementById('byhand-recorded-reference').textContent`); got != byHandReference {
+		t.Errorf("the recorded reference reads %q, want %q as text", got, byHandReference)
 	}
 	if !evaluate[bool](t, ctx, noInjection) {
 		t.Error("the recorded reference made an element")
@@ -100,9 +104,11 @@ func TestARefundMadeByHandIsRecordedFromTheConsole(t *testing.T) {
 	run(t, ctx, "it leaves the Refunds page", waitFor(`!(`+present(refundRow)+`) && document.getElementById('refunds-empty') !== null`))
 	run(t, ctx, "and the to-do list", js(`location.hash = '#/todo'`), waitFor(present(`#todo-empty`)), waitFor(`!(`+present(row(r, "refund"))+`)`))
 	recordedOnItsPage(t, ctx, r)
+	run(t, ctx, "the whole page, for its picture", chromedp.EmulateViewport(1280, 1400))
 	screenshot(t, ctx, "refund-by-hand-recorded.png")
+	run(t, ctx, "back to the window's size", chromedp.EmulateReset())
 	other.refusedAsRecorded(t, path)
-	if got := s.byHandEvents(op, r); len(got) != 1 || !strings.Contains(got[0], `"operatorReference":"\u003cimg`) && !strings.Contains(got[0], `"operatorReference":"<img`) {
+	if got := s.byHandEvents(op, r); len(got) != 1 || !strings.Contains(got[0], `"operatorReference":"SEPA-4471 \u003cimg`) && !strings.Contains(got[0], `"operatorReference":"SEPA-4471 <img`) {
 		t.Errorf("the rental's refunds made by hand: %v, want the one with the markup reference", got)
 	}
 }
@@ -149,7 +155,7 @@ func recordedOnItsPage(t *testing.T, ctx context.Context, r string) {
 	run(t, ctx, "the rental's page", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, r)),
 		waitFor(`document.getElementById('refund-state')?.textContent === 'refunded-by-hand'`), waitFor(present(event)))
 	data := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('%s .event-data').textContent`, event))
-	for _, want := range []string{"operatorReference=" + markup, "recordedBy=ops", fmt.Sprintf("amount=%d", byHandPrice), "currency=EUR"} {
+	for _, want := range []string{"operatorReference=" + byHandReference, "recordedBy=ops", fmt.Sprintf("amount=%d", byHandPrice), "currency=EUR"} {
 		if !strings.Contains(data, want) {
 			t.Errorf("RefundMadeByHand's data reads %q, want %q in it", data, want)
 		}

@@ -57,8 +57,9 @@ export function byHandForm(v, { describe, subject, done }) {
     h('div', { class: 'row' }, h('button', { type: 'submit', id: 'byhand-submit' }, 'Record refund…')), result);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
+    fill(result);
     reference.value = reference.value.trim();
-    if (!form.reportValidity()) { fill(result); return; }
+    if (!form.reportValidity()) return;
     const n = Number(amount.value);
     const ref = reference.value;
     const question = `Record that ${money(n, pay.currency)} (${n} ${pay.currency} in minor units) of rental ${v.rentalId}'s payment ` +
