@@ -45,6 +45,7 @@ export function byHandForm(v, { describe, subject, done }) {
   const reference = h('input', { type: 'text', id: 'byhand-reference', name: 'reference', required: true, autocomplete: 'off',
     spellcheck: 'false', maxlength: OPERATOR_REFERENCE_MAX_LENGTH, title: 'Your reference of the refund, up to ' + OPERATOR_REFERENCE_MAX_LENGTH + ' characters' });
   const result = h('div', { id: 'byhand-result', role: 'status' });
+  const submit = h('button', { type: 'submit', id: 'byhand-submit' }, 'Record refund…');
   const form = h('form', { class: 'card', id: 'byhand-form' },
     h('h3', {}, 'Record a refund made by hand'),
     h('p', { class: 'muted' }, 'Rental ', h('code', {}, v.rentalId), ', payment ', h('code', {}, v.paymentReference),
@@ -54,7 +55,7 @@ export function byHandForm(v, { describe, subject, done }) {
     h('p', { class: 'muted' }, 'What is owed: ', String(pay.amount), '. Any other amount is refused.'),
     h('label', { for: 'byhand-reference' }, 'Your reference of the refund'), reference,
     h('p', { class: 'muted' }, 'A bank transfer\'s id, say: whatever finds the payment back in your records.'),
-    h('div', { class: 'row' }, h('button', { type: 'submit', id: 'byhand-submit' }, 'Record refund…')), result);
+    h('div', { class: 'row' }, submit), result);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     fill(result);
@@ -65,6 +66,7 @@ export function byHandForm(v, { describe, subject, done }) {
     const question = `Record that ${money(n, pay.currency)} (${n} ${pay.currency} in minor units) of rental ${v.rentalId}'s payment ` +
       `${v.paymentReference} was paid back by hand, under the reference “${ref}”, recorded by ${subject}? It is recorded once and cannot be undone.`;
     if (!(await confirm(question, 'Record refund'))) { fill(result, 'Not sent.'); return; }
+    submit.disabled = true; // one request at a time: a second would be refused as recorded
     try {
       const r = await refundMadeByHand(v.rentalId, n, ref);
       fill(form, h('h3', {}, 'Refund made by hand recorded'),
@@ -73,6 +75,8 @@ export function byHandForm(v, { describe, subject, done }) {
       done(r);
     } catch (err) {
       fill(result, describe(err, 'The refund was not recorded.'));
+    } finally {
+      submit.disabled = false;
     }
   });
   return form;
