@@ -92,7 +92,11 @@ type Payment struct {
 	// payment: no cancellation or rejection under way); it is for the renter alone,
 	// and WithoutSecrets removes it for every other reader.
 	ClientSecret string `json:"clientSecret,omitempty"`
-	Status       string `json:"status"`
+	// Amount is what the payment is for, in minor units of Currency (ISO 4217):
+	// the amount a refund owed must be made for.
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Status   string `json:"status"`
 	// Refund is "requested", "owed", "refunded" (by the provider) or
 	// "refunded-by-hand" (an operator recorded the refund owed paid back by hand)
 	// once money taken after the payment was given up on goes back.
@@ -225,7 +229,8 @@ func Of(rentalID string, recs Records) (View, error) {
 	if len(paymentEvents) > 0 {
 		pay = payment.Fold(paymentEvents)
 		paymentStatus = pay.Status
-		v.Payment = &Payment{PaymentID: pay.PaymentID, Status: string(pay.Status), Refund: string(pay.Refund)}
+		v.Payment = &Payment{PaymentID: pay.PaymentID, Amount: pay.Amount, Currency: pay.Currency, Status: string(pay.Status),
+			Refund: string(pay.Refund)}
 	}
 	processStarted, processEnded := false, false
 	for _, r := range records[2] {

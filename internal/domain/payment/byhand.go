@@ -30,6 +30,16 @@ var (
 // owed as made by hand (RefundMadeByHand).
 const RefundStatusMadeByHand RefundStatus = "refunded-by-hand"
 
+// ForHands reports whether a refund at status r is for an operator to make by
+// hand and record (RecordRefundMadeByHand can succeed): it is owed, and no
+// provider is making it or has made it.
+func (r RefundStatus) ForHands() bool { return r == RefundStatusOwed }
+
+// RefundStatuses returns every refund status a payment can have, none first.
+func RefundStatuses() []RefundStatus {
+	return []RefundStatus{RefundStatusNone, RefundStatusRequested, RefundStatusOwed, RefundStatusDone, RefundStatusMadeByHand}
+}
+
 // Limits of what an operator records with a refund made by hand.
 const (
 	// MaxOperatorReferenceLength bounds OperatorReference, in characters.
@@ -102,7 +112,7 @@ func decideRefundMadeByHand(s Payment, c RecordRefundMadeByHand) ([]Event, error
 	switch {
 	case s.Refunded():
 		return nil, ErrRefundAlreadyRecorded
-	case s.Refund != RefundStatusOwed:
+	case !s.Refund.ForHands():
 		return nil, ErrNoRefundOwed
 	case c.Amount != s.Amount:
 		return nil, fmt.Errorf("%w: %d %s is owed, not %d", ErrRefundAmountNotOwed, s.Amount, s.Currency, c.Amount)

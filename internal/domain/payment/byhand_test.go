@@ -101,3 +101,33 @@ func TestARefundMadeByHandStaysMade(t *testing.T) {
 		t.Fatalf("RefundSettlementTypes() = %v", got)
 	}
 }
+
+// TestForHandsIsWhereARefundMadeByHandIsRecorded: at each refund status a payment
+// reaches, RefundStatus.ForHands (what the operator console offers the action by)
+// holds exactly when RecordRefundMadeByHand for the amount owed is recorded, and
+// RefundStatuses lists every status reached.
+func TestForHandsIsWhereARefundMadeByHandIsRecorded(t *testing.T) {
+	made := RecordRefundMadeByHand{Reference: ref, Amount: 1250, OperatorReference: "bank-transfer-123", RecordedBy: "op-1"}
+	reached := map[RefundStatus]bool{}
+	for _, given := range [][]Event{
+		{prepared}, {prepared, confirmed}, {prepared, cancelled}, {prepared, cancelled, late}, {prepared, cancelled, late, asked},
+		{prepared, cancelled, late, asked, refunded}, {prepared, cancelled, late, owed}, {prepared, rejected, late, owed},
+		{prepared, cancelled, late, owed, byHand}, {prepared, cancelled, late, owed, refunded}, {prepared, cancelled, late, owed, byHand, refunded},
+	} {
+		s := Fold(given)
+		reached[s.Refund] = true
+		got, err := Decide(s, made)
+		if recorded := err == nil && len(got) == 1; recorded != s.Refund.ForHands() {
+			t.Errorf("refund %q after %v: ForHands %v, but Decide = %v, %v", s.Refund, given, s.Refund.ForHands(), got, err)
+		}
+	}
+	all := RefundStatuses()
+	for st := range reached {
+		if !slices.Contains(all, st) {
+			t.Errorf("refund status %q is reached but not in RefundStatuses() %v", st, all)
+		}
+	}
+	if len(reached) != len(all) {
+		t.Errorf("the cases reach %v, RefundStatuses() lists %v", reached, all)
+	}
+}

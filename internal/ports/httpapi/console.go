@@ -12,6 +12,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/rentalview"
 	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 )
 
 // The operator console: plain HTML, CSS and ES modules, embedded in the command
@@ -169,9 +170,11 @@ const ConsoleRulesFile = "rules.js"
 // an input's pattern (browsers compile patterns with the v flag, under which a
 // class's literal hyphen must be escaped), and which rental statuses let the
 // operator record a return, cancel the payment, or wait for the rental to move
-// on its own (rentalview.Status).
+// on its own (rentalview.Status), and at which refund statuses an operator may
+// record a refund made by hand (payment.RefundStatus.ForHands), with the limits
+// of its amount and reference.
 var consoleRules = func() []byte {
-	var bikeOut, paymentOpen, moving []string
+	var bikeOut, paymentOpen, moving, refundForHands []string
 	for _, s := range rentalview.Statuses() {
 		if s.BikeOut() {
 			bikeOut = append(bikeOut, string(s))
@@ -181,6 +184,11 @@ var consoleRules = func() []byte {
 		}
 		if s.Moving() {
 			moving = append(moving, string(s))
+		}
+	}
+	for _, r := range payment.RefundStatuses() {
+		if r.ForHands() {
+			refundForHands = append(refundForHands, string(r))
 		}
 	}
 	var b strings.Builder
@@ -194,6 +202,9 @@ var consoleRules = func() []byte {
 		{"BIKE_OUT", "the statuses of a rental whose renter has the bike: a return can be recorded", bikeOut},
 		{"PAYMENT_OPEN", "the statuses of a rental whose payment can still be cancelled", paymentOpen},
 		{"MOVING", "the statuses of a rental that moves on without anyone acting", moving},
+		{"MAX_AMOUNT", "the largest amount, in minor units", payment.MaxAmount},
+		{"OPERATOR_REFERENCE_MAX_LENGTH", "the longest reference an operator records with a refund made by hand, in characters", payment.MaxOperatorReferenceLength},
+		{"REFUND_FOR_HANDS", "the refund statuses of a payment whose refund an operator may record as made by hand", refundForHands},
 	} {
 		v, _ := json.Marshal(c.value)
 		fmt.Fprintf(&b, "// %s is %s.\nexport const %s = Object.freeze(%s);\n", c.name, c.doc, c.name, v)

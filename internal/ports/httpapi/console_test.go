@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/rentalview"
 	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
 )
@@ -63,7 +65,8 @@ func TestTheConsoleIsServedWithAStrictPolicy(t *testing.T) {
 // TestTheConsoleRulesAreWrittenFromTheirDeclarations reads the console's rules.js:
 // the id pattern it holds, compiled as a browser compiles a pattern attribute (the
 // whole value), accepts exactly the ids ident.Valid does, and each list of
-// statuses is what rentalview.Status says of every status.
+// statuses is what rentalview.Status (and payment.RefundStatus.ForHands) says of
+// every status.
 func TestTheConsoleRulesAreWrittenFromTheirDeclarations(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
 	r := h.expect(http.MethodGet, "/console/rules.js", "", anonymous, http.StatusOK)
@@ -94,6 +97,20 @@ func TestTheConsoleRulesAreWrittenFromTheirDeclarations(t *testing.T) {
 		want := slices.DeleteFunc(rentalview.Statuses(), func(s rentalview.Status) bool { return !holds(s) })
 		if !slices.Equal(got, want) || len(got) == 0 {
 			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	var forHands []payment.RefundStatus
+	if err := json.Unmarshal(consts["REFUND_FOR_HANDS"], &forHands); err != nil {
+		t.Fatalf("REFUND_FOR_HANDS: %v in %s", err, r.raw)
+	}
+	want := slices.DeleteFunc(payment.RefundStatuses(), func(s payment.RefundStatus) bool { return !s.ForHands() })
+	if !slices.Equal(forHands, want) || len(forHands) == 0 {
+		t.Errorf("REFUND_FOR_HANDS = %v, want %v", forHands, want)
+	}
+	for name, want := range map[string]int{"ID_MAX_LENGTH": ident.MaxLength, "MAX_AMOUNT": payment.MaxAmount,
+		"OPERATOR_REFERENCE_MAX_LENGTH": payment.MaxOperatorReferenceLength} {
+		if got := string(consts[name]); got != strconv.Itoa(want) {
+			t.Errorf("%s = %s, want %d", name, got, want)
 		}
 	}
 }

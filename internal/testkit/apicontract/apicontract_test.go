@@ -253,10 +253,10 @@ func TestValidateResponse(t *testing.T) {
 		{"no Stripe here", "POST", "/webhooks/stripe", nil, 501, problem("r"), problemBody("about:blank", 501, "r"), true},
 		{"a rental with its payment", "GET", "/rentals/" + rentalID, nil, 200, jsonHeader("r"),
 			`{"rentalId":"` + rentalID + `","bikeId":"bike-1","renter":"alice","status":"awaiting-payment","paymentReference":"` + ref + `",` +
-				`"payment":{"paymentId":"pi_1","clientSecret":"pi_1_secret_2","status":"prepared"},"history":[]}`, true},
+				`"payment":{"paymentId":"pi_1","clientSecret":"pi_1_secret_2","amount":1500,"currency":"EUR","status":"prepared"},"history":[]}`, true},
 		{"a rental whose payment has no id", "GET", "/rentals/" + rentalID, nil, 200, jsonHeader("r"),
 			`{"rentalId":"` + rentalID + `","bikeId":"bike-1","renter":"alice","status":"cancelled","paymentReference":"` + ref + `",` +
-				`"payment":{"status":"cancelled","refund":"owed"},"history":[]}`, false},
+				`"payment":{"amount":1500,"currency":"EUR","status":"cancelled","refund":"owed"},"history":[]}`, false},
 		{"a cancellation", "POST", "/rentals/" + rentalID + "/cancel-payment", nil, 200, jsonHeader("r"), `{"rentalId":"` + rentalID + `","outcome":"nothing-to-do"}`, true},
 		{"a refund made by hand", "POST", "/rentals/" + rentalID + "/refund-made-by-hand", nil, 200, jsonHeader("r"),
 			`{"rentalId":"` + rentalID + `","paymentReference":"` + ref + `","amount":1500,"currency":"EUR","reference":"<b>bank-1</b>","recordedBy":"ops","recordedAt":"2026-11-29T12:00:00Z","refund":"refunded-by-hand"}`, true},

@@ -392,7 +392,7 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		waitFor(`document.getElementById('refund-state')?.textContent === 'owed'`),
 		waitFor(`document.querySelector('#timeline li[data-type="RefundOwed"]') !== null`))
 	timesInUTC(t, ctx, "the rental's timeline", 8)
-	noActionOnAnEndedRental(t, ctx)
+	onlyTheRefundByHand(t, ctx)
 	// What the provider's event recorded says so, naming the event.
 	for _, typ := range []string{"PaymentSucceededAfterCancellation", "RefundOwed"} {
 		got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('#timeline li[data-type=%q] .cause').textContent`, typ))
@@ -556,6 +556,16 @@ func noActionOnAnEndedRental(t *testing.T, ctx context.Context) {
 	run(t, ctx, "an ended rental offers nothing", waitFor(`document.getElementById('no-action')?.textContent === 'Nothing to do: the rental has ended.'`))
 	if n := evaluate[float64](t, ctx, `document.querySelectorAll('#rental-actions button').length`); n != 0 {
 		t.Errorf("an ended rental (%s) offers %v actions", evaluate[string](t, ctx, `document.getElementById('rental-status').textContent`), n)
+	}
+}
+
+// onlyTheRefundByHand checks that the rental page on view, of an ended rental
+// whose refund is owed, offers to record it made by hand, and nothing else.
+func onlyTheRefundByHand(t *testing.T, ctx context.Context) {
+	t.Helper()
+	run(t, ctx, "a refund owed is offered to record", waitFor(present(`#record-refund-by-hand`)))
+	if n := evaluate[float64](t, ctx, `document.querySelectorAll('#rental-actions button').length`); n != 1 || evaluate[bool](t, ctx, present(`#no-action`)) {
+		t.Errorf("a rental whose refund is owed offers %v actions, want only to record the refund made by hand", n)
 	}
 }
 

@@ -101,6 +101,11 @@ export function rental(id) { return call('GET', '/rentals/' + seg(id)); }
 export function stuckRentals() { return call('GET', '/processes/stuck'); }
 export function refundsOwed() { return call('GET', '/refunds/owed'); }
 export function cancelPayment(rentalId) { return call('POST', '/rentals/' + seg(rentalId) + '/cancel-payment'); }
+// refundMadeByHand records that the refund owed of a rental was paid back by hand:
+// amount in minor units (the amount owed), reference the operator's own.
+export function refundMadeByHand(rentalId, amount, reference) {
+  return call('POST', '/rentals/' + seg(rentalId) + '/refund-made-by-hand', { amount, reference });
+}
 export function registerBike(bikeId) { return call('PUT', '/bikes/' + seg(bikeId)); }
 export function returnBike(bikeId, rentalId) {
   return call('POST', '/bikes/' + seg(bikeId) + '/return', rentalId ? { rentalId } : undefined);

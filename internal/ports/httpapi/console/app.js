@@ -18,6 +18,8 @@ const noticeEl = document.getElementById('notice');
 
 let config = null;
 let leave = () => {};
+// subject is who the signed-in token names: what a page shows as the operator.
+let subject = '';
 
 // notice says something in the status line (text or nodes); error marks it as a
 // failure.
@@ -69,7 +71,8 @@ async function signIn(getToken) {
       return;
     }
     notice('');
-    fill(who, h('span', { id: 'signed-in-as' }, subjectOf(token)),
+    subject = subjectOf(token);
+    fill(who, h('span', { id: 'signed-in-as' }, subject),
       h('button', { type: 'button', class: 'secondary', id: 'sign-out', onclick: () => { leave(); signOut(); notice('Signed out.'); signInPage(); } }, 'Sign out'));
     nav.hidden = false;
     route();
@@ -93,7 +96,7 @@ function route() {
   }
   fill(main);
   main.dataset.page = name;
-  leave = pages[name](main, arg, { notice, describe }) || (() => {});
+  leave = pages[name](main, arg, { notice, describe, subject }) || (() => {});
 }
 
 async function start() {

@@ -1,7 +1,9 @@
 // Refunds owed and stuck rentals, from operator routes that read the to-do table's
-// index (GET /refunds/owed, GET /processes/stuck): the browser never scans.
+// index (GET /refunds/owed, GET /processes/stuck): the browser never scans. Each
+// refund owed offers to record it made by hand (byhand.js).
 
-import { refundsOwed, stuckRentals } from './api.js';
+import { refundsOwed, rental, stuckRentals } from './api.js';
+import { byHandForm, forHands } from './byhand.js';
 import { duration, fill, h, rentalHref, time } from './dom.js';
 import { poll } from './poll.js';
 
@@ -20,26 +22,53 @@ function section(id, title, blurb) {
   return { body, node: h('section', { id }, h('h3', {}, title), h('p', { class: 'muted' }, blurb), body) };
 }
 
-export function backlogPage(main, _arg, { describe }) {
+export function backlogPage(main, _arg, { describe, subject }) {
   const refunds = section('refunds', 'Refunds owed',
-    'Money a provider that cannot refund took for a rental that did not get its bike: pay each back by hand; it leaves the list once its refund is recorded.');
+    'Money a provider that cannot refund took for a rental that did not get its bike: pay each back by hand, then record it; it leaves the list once its refund is recorded.');
   const stuck = section('stuck', 'Stuck rentals',
     'Rentals whose process has not completed in time. The sweep repairs them through the consumers\' own handlers; one that stays here needs a look at its timeline.');
+  const byHand = h('div', { id: 'refunds-action' });
+  refunds.node.append(byHand);
   fill(main, h('h2', {}, 'Refunds owed and stuck rentals'), refunds.node, stuck.node);
   let stopped = false;
+  // recorded holds the rentals whose refund this page recorded: their rows say so
+  // until the list, which the projector keeps, has caught up.
+  const recorded = new Set();
   const link = (id) => h('a', { href: rentalHref(id), class: 'mono' }, id);
   const loadRefunds = async () => {
     try {
       const list = await refundsOwed();
       if (stopped) return;
       fill(refunds.body, list.count === 0 ? h('p', { id: 'refunds-empty' }, 'No refund is owed. A refund owed appears here when a provider that cannot refund takes money for a rental that did not get its bike.')
-        : table('refunds-table', [['Rental'], ['Payment', 'hide-narrow'], ['Owed since'], ['Age', 'num']],
+        : table('refunds-table', [['Rental'], ['Payment', 'hide-narrow'], ['Owed since'], ['Age', 'num'], ['Action']],
           list.refunds.map((r) => h('tr', { 'data-rental': r.rentalId },
             h('td', {}, link(r.rentalId)), h('td', { class: 'mono hide-narrow' }, r.paymentReference),
-            h('td', {}, time(r.owedSince)), h('td', { class: 'num' }, duration(r.ageSeconds))))));
+            h('td', {}, time(r.owedSince)), h('td', { class: 'num' }, duration(r.ageSeconds)),
+            h('td', {}, recorded.has(r.rentalId) ? h('span', { class: 'muted' }, 'Recorded; leaving the list')
+              : h('button', { type: 'button', class: 'record-refund-by-hand', onclick: () => openForm(r.rentalId) }, 'Record refund made by hand…'))))));
     } catch (e) {
       if (!stopped) fill(refunds.body, describe(e, 'The refunds owed could not be read; the page tries again in a few seconds.'));
     }
+  };
+  // openForm reads the rental, so that the form holds what is owed now, and shows its
+  // form, or why there is nothing to record.
+  const openForm = async (id) => {
+    fill(byHand, h('p', { class: 'muted' }, 'Reading rental ', h('code', {}, id), '…'));
+    let v;
+    try {
+      v = await rental(id);
+    } catch (e) {
+      if (!stopped) fill(byHand, describe(e, ['Rental ', h('code', {}, id), ' could not be read: nothing was recorded.']));
+      return;
+    }
+    if (stopped) return;
+    if (!forHands(v)) {
+      fill(byHand, h('p', { class: 'card', id: 'byhand-none' }, 'Rental ', h('code', {}, id), ' owes no refund to record by hand now (its refund is ',
+        (v.payment && v.payment.refund) || 'none', '); the list catches up in a few seconds.'));
+      return;
+    }
+    fill(byHand, byHandForm(v, { describe, subject, done: () => { recorded.add(id); loadRefunds(); } }));
+    document.getElementById('byhand-amount').focus();
   };
   const loadStuck = async () => {
     try {

@@ -3,6 +3,7 @@
 // commands that apply to it.
 
 import { cancelPayment, rental, returnBike } from './api.js';
+import { byHandForm, forHands, money } from './byhand.js';
 import { confirm, duration, fill, h, rentalHref, time } from './dom.js';
 import { nextDelay } from './poll.js';
 import { BIKE_OUT, ID_MAX_LENGTH, ID_PATTERN, MOVING, PAYMENT_OPEN } from './rules.js';
@@ -21,6 +22,14 @@ const statusWords = {
   'rejected': 'the payment was refused; the bike is free again',
   'cancelling': 'the payment was called off; the bike is being released',
   'cancelled': 'the payment was called off; the bike is free again',
+};
+
+// refundWords say where money taken after a payment was given up on stands.
+const refundWords = {
+  'requested': 'the provider accepted a refund and is making it',
+  'owed': 'the provider cannot refund: pay it back by hand, then record it here',
+  'refunded': 'the provider refunded it',
+  'refunded-by-hand': 'an operator recorded it paid back by hand (the timeline says who, and under which reference)',
 };
 
 // streamKind names the stream an event is in: bike, payment or process.
@@ -88,9 +97,10 @@ function hint() {
 
 // actionsFor returns what an operator can do to rental v, only what can succeed
 // (rules.js): record the return while the renter has the bike, cancel the payment
-// while it is open; and otherwise a line saying why there is nothing to do. result
-// shows an action's answer; show reads the rental again after one.
-function actionsFor(v, result, show, describe) {
+// while it is open, record a refund made by hand while one is owed for hands; and
+// otherwise a line saying why there is nothing to do. result shows an action's
+// answer (or form); show reads the rental again after one.
+function actionsFor(v, result, show, { describe, subject }) {
   const actions = [];
   if (PAYMENT_OPEN.includes(v.status)) {
     const cancel = h('button', { type: 'button', id: 'cancel-payment', class: 'danger' }, 'Cancel payment…');
@@ -116,6 +126,14 @@ function actionsFor(v, result, show, describe) {
     });
     actions.push(ret);
   }
+  if (forHands(v)) {
+    const byHand = h('button', { type: 'button', id: 'record-refund-by-hand' }, 'Record refund made by hand…');
+    byHand.addEventListener('click', () => {
+      fill(result, byHandForm(v, { describe, subject, done: () => show() }));
+      document.getElementById('byhand-amount').focus();
+    });
+    actions.push(byHand);
+  }
   if (actions.length === 0) {
     actions.push(h('p', { class: 'muted', id: 'no-action' }, MOVING.includes(v.status)
       ? 'Nothing to do: the rental moves on on its own, and this page follows it.'
@@ -124,7 +142,7 @@ function actionsFor(v, result, show, describe) {
   return actions;
 }
 
-export function rentalPage(main, id, { notice, describe }) {
+export function rentalPage(main, id, { notice, describe, subject }) {
   fill(main, h('h2', {}, 'Rental'), lookupForm(id));
   if (!id) {
     main.append(hint());
@@ -164,7 +182,9 @@ export function rentalPage(main, id, { notice, describe }) {
       h('dt', {}, 'Renter'), h('dd', { class: 'mono' }, v.renter),
       h('dt', {}, 'Payment'), h('dd', { class: 'mono' }, v.paymentReference),
       h('dt', {}, 'Payment status'), h('dd', { id: 'payment-status' }, pay.status || 'none yet'),
-      h('dt', {}, 'Refund'), h('dd', { id: 'refund-state' }, pay.refund || 'none'),
+      pay.currency ? [h('dt', {}, 'Amount'), h('dd', { id: 'payment-amount' }, money(pay.amount, pay.currency))] : null,
+      h('dt', {}, 'Refund'), h('dd', {}, h('span', { id: 'refund-state' }, pay.refund || 'none'),
+        refundWords[pay.refund] ? h('span', { class: 'muted' }, ': ' + refundWords[pay.refund]) : null),
       v.overdue ? [h('dt', {}, 'Due back'), h('dd', { id: 'due-back' }, time(v.overdue.dueAt),
         v.overdue.lateSeconds !== undefined ? ` (back ${duration(v.overdue.lateSeconds)} late)` : ' (overdue)')] : null);
     const timeline = h('ol', { class: 'timeline', id: 'timeline' }, v.history.map((e) => {
@@ -175,7 +195,7 @@ export function rentalPage(main, id, { notice, describe }) {
           h('span', { class: 'cause' }, cause(e, byId))),
         details(e.data).length ? h('div', { class: 'event-data mono' }, details(e.data).join('  ')) : null);
     }));
-    const actions = actionsFor(v, result, show, describe);
+    const actions = actionsFor(v, result, show, { describe, subject });
     fill(out,
       h('section', { class: 'card' }, facts, h('div', { class: 'row', id: 'rental-actions' }, actions), result),
       h('h3', {}, `Timeline (${v.history.length} events)`), timeline);

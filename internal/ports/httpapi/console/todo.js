@@ -17,7 +17,7 @@ const kinds = {
   payment: ['Payment due', 'the renter has until then to pay; then the sweep cancels the payment and frees the bike'],
   stuck: ['Process check', 'by then the rental\'s process should have finished; if not, the sweep repairs it'],
   return: ['Bike due back', 'the renter should bring the bike back by then; once overdue, follow the renter up'],
-  refund: ['Refund owed', 'money taken for a rental that did not get its bike: pay it back; it leaves once the refund is recorded'],
+  refund: ['Refund owed', 'money taken for a rental that did not get its bike: pay it back by hand, then record it on the rental\'s page or on Refunds & stuck; it then leaves the list'],
 };
 
 function legend() {
