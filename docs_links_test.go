@@ -134,3 +134,34 @@ func TestDocumentLinksResolve(t *testing.T) {
 		}
 	}
 }
+
+// readmeLines is the most lines the README may have: what the service is, a quick
+// start, the walk-through and where to go next; the reference is under docs/.
+const readmeLines = 400
+
+// TestTheReadmeStaysScannable: the README is under readmeLines lines and opens with
+// a table of contents that names each of its sections.
+func TestTheReadmeStaysScannable(t *testing.T) {
+	text, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(text), "\n"); n > readmeLines {
+		t.Errorf("README.md has %d lines, more than %d: move reference material to a page under docs/", n, readmeLines)
+	}
+	_, contents, ok := strings.Cut(string(text), "\n## Contents\n")
+	contents, _, _ = strings.Cut(contents, "\n## ")
+	if !ok {
+		t.Fatal("README.md has no ## Contents")
+	}
+	lines := prose(string(text))
+	for _, n := range slices.Sorted(maps.Keys(lines)) {
+		m := headingL.FindStringSubmatch(lines[n])
+		if m == nil || !strings.HasPrefix(lines[n], "## ") || m[1] == "Contents" {
+			continue
+		}
+		if !strings.Contains(contents, "](#"+slug(m[1])+")") {
+			t.Errorf("README.md's contents leave out its section %q", m[1])
+		}
+	}
+}
