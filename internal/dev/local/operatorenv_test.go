@@ -110,21 +110,21 @@ func TestTheOperatorBlockPrintsNoSecret(t *testing.T) {
 	}
 }
 
-// TestTheReadmeShowsTheOperatorBlock: the README's block for rentalctl against make
-// run names every variable rentalctl reads.
-func TestTheReadmeShowsTheOperatorBlock(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+// TestTheOperatorsGuideShowsTheOperatorBlock: the operator's guide's block for
+// rentalctl against make run names every variable rentalctl reads.
+func TestTheOperatorsGuideShowsTheOperatorBlock(t *testing.T) {
+	guide, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "operators.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(readme), "rentalctl against this stack: paste this into a shell")
+	_, after, ok := strings.Cut(string(guide), "rentalctl against this stack: paste this into a shell")
 	section, _, _ := strings.Cut(after, "```\n\n")
 	if !ok {
-		t.Fatal("the README does not show make run's block for rentalctl")
+		t.Fatal("docs/operators.md does not show make run's block for rentalctl")
 	}
 	for _, name := range operatorenv.Names() {
 		if !strings.Contains(section, " "+name) {
-			t.Errorf("the README's block for rentalctl leaves out %s", name)
+			t.Errorf("docs/operators.md's block for rentalctl leaves out %s", name)
 		}
 	}
 }

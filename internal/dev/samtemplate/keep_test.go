@@ -6,7 +6,7 @@ import (
 
 // kept is what the stack keeps when it is deleted or a resource replaced, for every
 // resource that holds state (docs/decisions/0010-what-the-stack-keeps.md; the
-// README's deployment section says the same): "Retain", or "Delete" by choice.
+// deployment guide, docs/deployment.md, says the same): "Retain", or "Delete" by choice.
 var kept = map[string]string{
 	// Every event: the source of truth, also under deletion protection.
 	"EventsTable": "Retain",
