@@ -221,7 +221,7 @@ func StuckRepairs(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, 
 	if auto, err := stuckRepair(getenv); err != nil || !auto {
 		return nil, err
 	}
-	projection, err := Projection(cfg, getenv)
+	projection, err := DeadlineProjection(cfg, getenv)
 	if err == nil && projection == nil {
 		err = ErrNoPendingTable
 	}
@@ -238,7 +238,7 @@ func StuckRepairs(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, 
 // STUCK_REPAIR says (a parked record is work the consumer has not done yet, not a
 // repair), and the projection that settles their rows.
 func Redelivery(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, *pendingtable.Projection, error) {
-	projection, err := Projection(cfg, getenv)
+	projection, err := DeadlineProjection(cfg, getenv)
 	if err == nil && projection == nil {
 		err = ErrNoPendingTable
 	}
