@@ -169,27 +169,14 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 				}
 			}
 		}},
-		{"the sweep's repairs", func(t *testing.T, getenv func(string) string) {
-			core, err := wiring.Core(cfg, getenv, logger)
+		{"the sweep's repairs and redeliveries", func(t *testing.T, getenv func(string) string) {
+			// The sweep function's recipe: its repairer mends the stuck rentals and
+			// delivers the parked records again, through the projector's handler.
+			sweeper, err := wiring.Sweep(cfg, getenv, logger, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			repairs, err := wiring.StuckRepairs(core, cfg, getenv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			redeliver(t, repairs)
-		}},
-		{"the sweep's redelivery", func(t *testing.T, getenv func(string) string) {
-			core, err := wiring.Core(cfg, getenv, logger)
-			if err != nil {
-				t.Fatal(err)
-			}
-			redelivery, _, err := wiring.Redelivery(core, cfg, getenv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			redeliver(t, redelivery)
+			redeliver(t, sweeper.Redeliverer)
 		}},
 		{"rentalctl repair", func(t *testing.T, getenv func(string) string) {
 			stack, err := ctl.Open(ctx, getenv, logger)
