@@ -13,7 +13,7 @@
 // Embedded Metric Format document a line. Ctrl-C stops everything it started.
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
-// (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
+// (bikerental-deadlines), PAYMENT_WEBHOOK_SECRET (a documented local default),
 // PAYMENT_TIMEOUT (15m), RENTAL_PERIOD (2h), SWEEP_INTERVAL (5s), RECORDING_MODE,
 // RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
 // per payment, which this runner fires when due), CONSOLE_SIGN_IN (local: the
@@ -63,7 +63,7 @@ func main() {
 var defaults = map[string]string{
 	"PORT":                  "3000",
 	wiring.EnvEventsTable:   "bikerental-events",
-	wiring.EnvPendingTable:  "bikerental-pending",
+	wiring.EnvPendingTable:  "bikerental-deadlines",
 	wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
 	"SWEEP_INTERVAL":        "5s",
 	"LOG_FORMAT":            "text",

@@ -52,7 +52,7 @@ func Run(build Builder) {
 	lambda.Start(handler)
 }
 
-// ErrNoPendingTable reports a function that needs the PendingPayments table started
+// ErrNoPendingTable reports a function that needs the Deadlines table started
 // without PENDING_TABLE; it wraps ErrMissingSetting.
 var ErrNoPendingTable = fmt.Errorf("%w: %s", ErrMissingSetting, EnvPendingTable)
 
@@ -92,7 +92,7 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 	if err != nil {
 		return nil, err
 	}
-	// A record that cannot be handled yet is parked in the PendingPayments table,
+	// A record that cannot be handled yet is parked in the Deadlines table,
 	// when there is one, rather than holding up its shard's later records.
 	projection, err := Projection(cfg, getenv)
 	if err != nil {

@@ -106,7 +106,7 @@ func RecordingMode(getenv Getenv) (process.RecordingMode, error) {
 	return mode, nil
 }
 
-// pendingSettings are the PendingPayments table's settings.
+// pendingSettings are the Deadlines table's settings.
 type pendingSettings struct {
 	table  string
 	shards int

@@ -42,7 +42,7 @@ const (
 	EnvRentalPrice = "RENTAL_PRICE_CENTS"
 	// EnvRentalCurrency is the ISO 4217 currency of the price; EUR by default.
 	EnvRentalCurrency = "RENTAL_CURRENCY"
-	// EnvPendingTable names the PendingPayments table. Optional for the command
+	// EnvPendingTable names the Deadlines table. Optional for the command
 	// function (GET /payments/pending answers 501 without it).
 	EnvPendingTable = "PENDING_TABLE"
 	// EnvPendingShards is the number of write shards of the pending index (4).
@@ -119,7 +119,7 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 	return process.New(cfg)
 }
 
-// Projection returns the PendingPayments projection named by PENDING_TABLE, for the
+// Projection returns the to-do table projection named by PENDING_TABLE, for the
 // projector, which writes it: SETTLED_MARKER_TTL sets how long settled markers stay.
 // It returns nil if PENDING_TABLE is not set.
 func Projection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
@@ -141,7 +141,7 @@ func DeadlineProjection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection
 	return p.WithKinds(kinds), nil
 }
 
-// PendingReader returns the PendingPayments projection for functions that only read
+// PendingReader returns the to-do table projection for functions that only read
 // it (the API and the sweep), or nil if PENDING_TABLE is not set.
 func PendingReader(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
 	return projection(cfg, getenv, false)
@@ -183,7 +183,7 @@ func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 const DefaultMetricsService = "bikerental"
 
 // Park returns the streambatch.Options.Park hook of consumer's stream function:
-// each record it is given is parked in projection's PendingPayments table, due at
+// each record it is given is parked in projection's Deadlines table, due at
 // once, for the sweep to deliver again (docs/decisions/0017-parked-stream-records.md).
 func Park(projection *pendingtable.Projection, consumer string) func(context.Context, eventstore.Record) error {
 	return func(ctx context.Context, r eventstore.Record) error {

@@ -327,7 +327,7 @@ func (r *recording) remember(recs []eventstore.Record, err error) ([]eventstore.
 // recording that it asked for it), all in memory; then every record is written to the
 // Events table as the event store writes it (in batches, as the store never does,
 // because only the result matters here), and each PaymentPrepared is applied to the
-// PendingPayments table by the projector's code. The sweep then finds exactly what
+// Deadlines table by the projector's code. The sweep then finds exactly what
 // the live service would have left: full histories and one index row per payment.
 func seed(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, run string, n int, preparedAt time.Time) (rentalIDs []string, err error) {
 	rec := &recording{Memory: eventstore.NewMemoryWithClock(func() time.Time { return preparedAt })}

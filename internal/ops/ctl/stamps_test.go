@@ -231,7 +231,7 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 	}
 	for _, w := range writers {
 		t.Run(w.name, func(t *testing.T) {
-			table := emulatortest.CreateTable(t, sw.w.Client, schema.PendingPayments, "pending")
+			table := emulatortest.CreateTable(t, sw.w.Client, schema.Deadlines, "pending")
 			getenv := sw.env(table, 2)
 			w.write(t, getenv)
 			sw.check(t, getenv)

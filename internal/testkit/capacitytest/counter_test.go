@@ -61,25 +61,25 @@ func usage(t *testing.T, c capacitytest.Call) capacitytest.Usage {
 	return c.Tables[0]
 }
 
-// The counter against moto on a PendingPayments table, whose keys-only index makes
+// The counter against moto on a Deadlines table, whose keys-only index makes
 // every write's index cost visible.
 func TestCounterCountsEveryKindOfCall(t *testing.T) {
 	cfg := emulatortest.Config(t)
 	plain := dynamodb.NewFromConfig(cfg)
-	table := emulatortest.CreateTable(t, plain, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, plain, schema.Deadlines, "pending")
 	counter := capacitytest.NewCounter(plain)
 	db := counted(cfg, counter)
 	tbl := aws.String(table)
-	key := func(ref string) map[string]av { return map[string]av{schema.PendingReference: str(ref)} }
+	key := func(ref string) map[string]av { return map[string]av{schema.DeadlineKey: str(ref)} }
 	outstanding := map[string]av{
-		schema.PendingReference: str("rp_1"), schema.PendingRentalID: str("bike_1"),
-		schema.PendingPreparedAt: num("1764460800000"), schema.PendingDueShard: str("0"), schema.PendingVersion: num("1"),
+		schema.DeadlineKey: str("rp_1"), schema.DeadlineSubject: str("bike_1"),
+		schema.DeadlineDueAt: num("1764460800000"), schema.DeadlineKindShard: str("0"), schema.DeadlineVersion: num("1"),
 	}
 	update := func(ctx context.Context, expr, cond string, values map[string]av) error {
 		in := &dynamodb.UpdateItemInput{TableName: tbl, Key: key("rp_1"), UpdateExpression: aws.String(expr), ExpressionAttributeValues: values}
 		if cond != "" {
 			in.ConditionExpression = aws.String(cond)
-			in.ExpressionAttributeNames = map[string]string{"#ref": schema.PendingReference}
+			in.ExpressionAttributeNames = map[string]string{"#ref": schema.DeadlineKey}
 		}
 		_, err := db.UpdateItem(ctx, in)
 		return err
@@ -143,7 +143,7 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 	})
 
 	big := func(ref string, size int) map[string]av {
-		it := map[string]av{schema.PendingReference: str(ref)}
+		it := map[string]av{schema.DeadlineKey: str(ref)}
 		it["pad"] = str(strings.Repeat("x", size-capacitytest.ItemSize(it)-len("pad")))
 		return it
 	}
@@ -174,7 +174,7 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 	})
 
 	indexed := func(ref, at string) map[string]av {
-		return map[string]av{schema.PendingReference: str(ref), schema.PendingDueShard: str("1"), schema.PendingPreparedAt: num(at), schema.PendingRentalID: str("b_" + ref)}
+		return map[string]av{schema.DeadlineKey: str(ref), schema.DeadlineKindShard: str("1"), schema.DeadlineDueAt: num(at), schema.DeadlineSubject: str("b_" + ref)}
 	}
 	t.Run("batch write", func(t *testing.T) {
 		c := one(t, counter, func(ctx context.Context) error {
@@ -190,20 +190,20 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 	})
 	t.Run("index query", func(t *testing.T) {
 		c := one(t, counter, func(ctx context.Context) error {
-			_, err := db.Query(ctx, &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String(schema.PendingByPreparedAt),
+			_, err := db.Query(ctx, &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String(schema.DeadlinesByDue),
 				KeyConditionExpression:    aws.String("dueShard = :s"),
 				ExpressionAttributeValues: map[string]av{":s": str("1")}})
 			return err
 		}, false)
 		u := usage(t, c)
-		entry := capacitytest.ItemSize(map[string]av{schema.PendingReference: str("rp_a"), schema.PendingDueShard: str("1"), schema.PendingPreparedAt: num("100")})
-		if u.Index != schema.PendingByPreparedAt || u.ItemsRead != 2 || u.BytesRead != 2*entry || u.ReadUnits != 0.5 || u.Consistency != capacitytest.Eventual {
+		entry := capacitytest.ItemSize(map[string]av{schema.DeadlineKey: str("rp_a"), schema.DeadlineKindShard: str("1"), schema.DeadlineDueAt: num("100")})
+		if u.Index != schema.DeadlinesByDue || u.ItemsRead != 2 || u.BytesRead != 2*entry || u.ReadUnits != 0.5 || u.Consistency != capacitytest.Eventual {
 			t.Errorf("usage = %+v, want 2 index entries of %d bytes, half a unit", u, entry)
 		}
 	})
 	t.Run("empty index query costs the minimum", func(t *testing.T) {
 		c := one(t, counter, func(ctx context.Context) error {
-			_, err := db.Query(ctx, &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String(schema.PendingByPreparedAt),
+			_, err := db.Query(ctx, &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String(schema.DeadlinesByDue),
 				KeyConditionExpression:    aws.String("dueShard = :s"),
 				ExpressionAttributeValues: map[string]av{":s": str("3")}})
 			return err
@@ -239,7 +239,7 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 			_, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 				{Put: &types.Put{TableName: tbl, Item: indexed("rp_t3", "400")}},
 				{Put: &types.Put{TableName: tbl, Item: indexed("rp_t2", "300"), ConditionExpression: aws.String("attribute_not_exists(#ref)"),
-					ExpressionAttributeNames: map[string]string{"#ref": schema.PendingReference}}},
+					ExpressionAttributeNames: map[string]string{"#ref": schema.DeadlineKey}}},
 			}})
 			return err
 		}, true)
@@ -249,7 +249,7 @@ func TestCounterCountsEveryKindOfCall(t *testing.T) {
 	})
 	t.Run("a filter makes a query approximate", func(t *testing.T) {
 		counter.Reset()
-		_, err := db.Query(context.Background(), &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String(schema.PendingByPreparedAt),
+		_, err := db.Query(context.Background(), &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String(schema.DeadlinesByDue),
 			KeyConditionExpression: aws.String("dueShard = :s"), FilterExpression: aws.String("preparedAtMs > :at"),
 			ExpressionAttributeValues: map[string]av{":s": str("1"), ":at": num("150")}})
 		if err != nil {
