@@ -24,9 +24,14 @@ import (
 // process's and the projector's, stamping rows by the same kinds), the retries of
 // the cancellations owed to the provider, SWEEP_CONCURRENCY, and, when metrics is
 // not nil, each sweep's metrics with the dimension METRICS_SERVICE. Its settings
-// are checked (CheckSweep) before any client is made.
+// are checked (CheckSweep, or without metrics all of them but METRICS_SERVICE)
+// before any client is made.
 func Sweep(cfg aws.Config, getenv Getenv, logger *slog.Logger, metrics *emf.Writer, opts ...command.Option) (*deadline.Sweeper, error) {
-	if err := CheckSweep(getenv); err != nil {
+	check := checkSweeper
+	if metrics != nil {
+		check = CheckSweep
+	}
+	if err := check(getenv); err != nil {
 		return nil, err
 	}
 	concurrency, err := intSetting(getenv, EnvSweepConcurrency, deadline.DefaultConcurrency)
