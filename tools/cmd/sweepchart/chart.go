@@ -83,7 +83,7 @@ func Render(w io.Writer, points []Point) error {
 		shape  draw.GlyphDrawer
 	}{
 		{"scan and filter over the whole table (baseline)", scan, scanLabels, scanColor, draw.BoxGlyph{}},
-		{"sweep: query of the ByPreparedAt index", sweep, sweepLabels, sweepColor, draw.CircleGlyph{}},
+		{"sweep: query of the DueByKind index", sweep, sweepLabels, sweepColor, draw.CircleGlyph{}},
 	}
 	for _, s := range series {
 		line, dots, err := plotter.NewLinePoints(s.xys)
