@@ -37,6 +37,12 @@ while it runs. A rebuild that loses its lock (another took it over, or its lease
 out without a renewal) stops at once, fails, and leaves the sweep paused for the
 rebuild that holds the lock, or the next one, to resume.
 
+On a stack deployed before the Deadlines table, -parked-from names its old
+PendingPayments table: the stream records parked there for redelivery, which no
+event brings back, are parked again in the Deadlines table, due when they were
+(it needs dynamodb:GetItem on that table and dynamodb:Query on its ByPreparedAt
+index, and writes nothing to it).
+
 Progress goes to stderr: a line when it starts, one every 500 streams, and one at
 the end; the result goes to stdout. SETTLED_MARKER_TTL (72h) sets how long the
 markers of settled payments are kept.
