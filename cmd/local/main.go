@@ -16,7 +16,7 @@
 // setting in its one form, wiring.SettingError).
 //
 // Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
-// (bikerental-pending), PAYMENT_WEBHOOK_SECRET (a documented local default),
+// (bikerental-deadlines), PAYMENT_WEBHOOK_SECRET (a documented local default),
 // PAYMENT_TIMEOUT (15m), RENTAL_PERIOD (2h), SWEEP_INTERVAL (5s), RECORDING_MODE,
 // RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
 // per payment, which this runner fires when due), CONSOLE_SIGN_IN (local: the
@@ -75,7 +75,7 @@ func explain(err error) string {
 var defaults = map[string]string{
 	"PORT":                  "3000",
 	wiring.EnvEventsTable:   "bikerental-events",
-	wiring.EnvPendingTable:  "bikerental-pending",
+	wiring.EnvPendingTable:  "bikerental-deadlines",
 	wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
 	"SWEEP_INTERVAL":        "5s",
 	"LOG_FORMAT":            "text",

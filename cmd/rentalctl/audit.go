@@ -11,9 +11,9 @@ import (
 
 const auditUsage = `Usage: rentalctl audit [flags]
 
-Reads the Events and PendingPayments tables and checks the service's invariants:
+Reads the Events and Deadlines tables and checks the service's invariants:
 stream versions without gaps, one process per rental that starts and completes once,
-one settlement per payment, no bike booked by two rentals at once, a PendingPayments
+one settlement per payment, no bike booked by two rentals at once, a Deadlines
 table that lists exactly the outstanding payments, and bikes told how their rental's
 process ended. It only reads: it is safe to run at any time, against a live service.
 
@@ -23,12 +23,12 @@ nothing was found, 1 when violations were found or the audit failed, 2 for a bad
 command line.
 
 Without --quiet, checks that only hold once every event has been handled are
-skipped, and drift of the PendingPayments table is only reported for payments older
+skipped, and drift of the Deadlines table is only reported for payments older
 than the grace period. Pass --quiet when nothing is in flight: no requests, the
 stream consumers caught up, the dead-letter queues empty.
 
 The operator needs dynamodb:Scan and dynamodb:Query on the Events table and
-dynamodb:Scan on the PendingPayments table.
+dynamodb:Scan on the Deadlines table.
 `
 
 // runAudit is `rentalctl audit`: it returns nil when the audit found nothing, an

@@ -14,10 +14,10 @@ the cancellation, so that the payment may still be payable there. Every sweep as
 the provider again until it confirms the cancellation, or reports that the payment
 succeeded meanwhile (which is then refunded); the CancellationsOwed alarm reports
 them. Each row names the payment, its rental and since when the cancellation is
-owed. It reads the PendingPayments table's index, a query per shard, and never
+owed. It reads the Deadlines table's index, a query per shard, and never
 scans; it only reads, and is safe to run at any time.
 
-Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
+Needs dynamodb:Query on the Deadlines table's DueByKind index.
 `
 
 func runCancellations(ctx context.Context, c *cli, args []string) error {

@@ -6,7 +6,7 @@ import (
 	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
-// What a read-only listing reads: the PendingPayments table's index, or a scan of
+// What a read-only listing reads: the Deadlines table's index, or a scan of
 // the Events table.
 type listingSource int
 
@@ -27,7 +27,7 @@ func openListing(ctx context.Context, c *cli, name, usage string, source listing
 	switch source {
 	case pendingIndex:
 		f.pendingTable(&table, "to read")
-		f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
+		f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table")
 	case eventsScan:
 		f.eventsTable(&table, "to scan")
 		required = "events-table"

@@ -2,7 +2,7 @@
 // local stack or AWS by configuration alone: history prints a rental's audit trail,
 // pending lists outstanding payments, cancel sends CancelRentalPayment, sweep runs
 // the sweep (or shows what it would do), audit checks every invariant of the event
-// store and the projection, and rebuild rebuilds the PendingPayments projection while
+// store and the projection, and rebuild rebuilds the Deadlines projection while
 // the sweep's schedule is paused. Run `rentalctl -h` for usage. It exits 0 on
 // success, 1 on failure and 2 for a bad command line or configuration.
 package main

@@ -15,10 +15,10 @@ due first. Every sweep delivers the due ones to their consumer again, and puts o
 those that still fail, waiting longer each time (up to 5 minutes); the
 ParkedRecords alarm reports one still failing half an hour after it was recorded,
 and the sweep's log says why. Each row names the consumer, the record's stream
-and version, and when it is due. It reads the PendingPayments table's index, a
+and version, and when it is due. It reads the Deadlines table's index, a
 query per shard, and never scans; it only reads, and is safe to run at any time.
 
-Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
+Needs dynamodb:Query on the Deadlines table's DueByKind index.
 `
 
 func runParked(ctx context.Context, c *cli, args []string) error {

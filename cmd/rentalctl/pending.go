@@ -20,7 +20,7 @@ const (
 
 const pendingUsage = `Usage: rentalctl pending [flags]
 
-Lists outstanding payments from the PendingPayments table, oldest first: each one's
+Lists outstanding payments from the Deadlines table, oldest first: each one's
 payment reference, rental, when it was prepared, its age, and its deadline (the
 time it was prepared plus PAYMENT_TIMEOUT). With --overdue, only the payments past
 their deadline: those the next sweep gives up on.
@@ -30,7 +30,7 @@ row's rental, due time and age, as GET /deadlines answers. The kinds: %s.
 
 It reads the table's index, a query per shard, and never scans.
 
-Needs dynamodb:Query on the PendingPayments table's ByPreparedAt index.
+Needs dynamodb:Query on the Deadlines table's DueByKind index.
 `
 
 // kindWords names the kinds --kind takes, as the declaration lists them
@@ -79,7 +79,7 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	)
 	f := newFlags("pending", fmt.Sprintf(pendingUsage, kindWords()), c.getenv)
 	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
+	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table")
 	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
 	f.fs.BoolVar(&q.Overdue, "overdue", false, "list only payments past their deadline")
 	f.fs.StringVar(&kind, "kind", "", "list the rows of this kind of deadline ("+kindWords()+") instead")

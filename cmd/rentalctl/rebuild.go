@@ -16,7 +16,7 @@ const progressEvery = 500
 const rebuildUsage = `Usage: rentalctl rebuild [flags]
        rentalctl rebuild-pending [flags]
 
-Replays every stream the PendingPayments table is built from into it: the payment
+Replays every stream the Deadlines table is built from into it: the payment
 streams (the outstanding payments) and the bike and rental-payment process streams
 (the open processes, by which the sweep notices a stuck rental), listed in one scan
 of the Events table. Run it once after upgrading to a version that keeps open
@@ -32,10 +32,16 @@ schedule (or its EventBridge rule, for stacks deployed with SweepTrigger=rule) i
 disabled while the rebuild runs and enabled again when it ends, fails or is
 interrupted (one that was already disabled stays disabled).
 
-One rebuild runs at a time: it holds a lock in the PendingPayments table, renewed
+One rebuild runs at a time: it holds a lock in the Deadlines table, renewed
 while it runs. A rebuild that loses its lock (another took it over, or its lease ran
 out without a renewal) stops at once, fails, and leaves the sweep paused for the
 rebuild that holds the lock, or the next one, to resume.
+
+On a stack deployed before the Deadlines table, -parked-from names its old
+PendingPayments table: the stream records parked there for redelivery, which no
+event brings back, are parked again in the Deadlines table, due when they were
+(it needs dynamodb:GetItem on that table and dynamodb:Query on its ByPreparedAt
+index, and writes nothing to it).
 
 Progress goes to stderr: a line when it starts, one every 500 streams, and one at
 the end; the result goes to stdout. SETTLED_MARKER_TTL (72h) sets how long the
@@ -52,7 +58,7 @@ func runRebuild(ctx context.Context, c *cli, args []string) error {
 	f := newFlags("rebuild", rebuildUsage, c.getenv)
 	f.eventsTable(&eventsTable, "to read")
 	f.pendingTable(&pendingTable, "to write")
-	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table; must match the projector's")
+	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table; must match the projector's")
 	f.stringEnv(&req.Sweep.ScheduleName, "schedule-name", envScheduleName, "the sweep's EventBridge schedule; empty pauses nothing")
 	group := c.getenv(envScheduleGroup)
 	if group == "" {
@@ -61,6 +67,7 @@ func runRebuild(ctx context.Context, c *cli, args []string) error {
 	f.fs.StringVar(&req.Sweep.ScheduleGroup, "schedule-group", group, "the schedule's group ["+envScheduleGroup+"]")
 	f.stringEnv(&req.Sweep.RuleName, "rule-name", envRuleName, "the sweep's EventBridge rule, for a stack deployed with SweepTrigger=rule; pauses the rule instead of a schedule")
 	f.fs.BoolVar(&req.Reshard, "reshard", false, "change the table's shard count to -shards, moving every outstanding row to its new shard")
+	f.fs.StringVar(&req.ParkedFrom, "parked-from", "", "the Deadlines table of a stack deployed before the Deadlines table: its parked stream records are parked again in the table rebuilt")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 const repairUsage = `Usage: rentalctl repair [flags] RENTAL_ID
        rentalctl repair [flags] --stuck
 
-Brings a rental's process and the PendingPayments table to where the rental's
+Brings a rental's process and the Deadlines table to where the rental's
 events say they should be: it reads the rental's records from its bike's, its
 payment's and its process's streams and delivers them again, in the order they were recorded, to
 the handlers the stream consumers run (the rental-payment process, the
@@ -25,7 +25,7 @@ stops the repair with its error: run it again later.
 
 With --stuck, it repairs every rental the auditor reports stuck (a process never
 started or never completed, a bike not told how its rental ended, an outstanding
-payment missing from PendingPayments); that runs an audit first, a scan of both
+payment missing from Deadlines); that runs an audit first, a scan of both
 tables, with the checks that need a quiet service: a rental still in flight may be
 repaired too, which does what its consumers were about to do. --dry-run lists the
 deliveries and changes nothing.
@@ -36,7 +36,7 @@ sweep repairs most cases on its own; a rental whose payment was never prepared
 now, long after the renter asked: decide, then run this command.
 
 Needs what the process and the projector need (dynamodb:Query and PutItem on the
-Events table, UpdateItem on PendingPayments, the payment provider's secret), and
+Events table, UpdateItem on Deadlines, the payment provider's secret), and
 for --stuck what rentalctl audit needs.
 `
 

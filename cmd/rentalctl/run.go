@@ -66,7 +66,7 @@ var commands = []subcommand{
 	{"parked", "", "stream records parked for the sweep to deliver again, soonest due first", runParked},
 	{"repair", "RENTAL_ID | --stuck", "deliver a rental's records again to the process and the projector", runRepair},
 	{"audit", "", "check the service's invariants across both tables", runAudit},
-	{"rebuild", "", "rebuild PendingPayments, with the sweep's schedule paused", runRebuild},
+	{"rebuild", "", "rebuild Deadlines, with the sweep's schedule paused", runRebuild},
 }
 
 const aliasRebuild = "rebuild-pending"
@@ -90,7 +90,7 @@ ends the flags).
 
 Configuration comes from the environment, as the service's functions read it; each
 command's flags override it:
-  EVENTS_TABLE, PENDING_TABLE   the Events and PendingPayments tables
+  EVENTS_TABLE, PENDING_TABLE   the Events and Deadlines tables
   PENDING_SHARDS                the pending index's write shards (4)
   SETTLED_MARKER_TTL            how long a settled payment's marker is kept (72h)
   PAYMENT_TIMEOUT               how long a payment may stay outstanding (15m)
@@ -227,7 +227,7 @@ func (f *flags) eventsTable(p *string, use string) {
 
 // pendingTable adds -pending-table; use says what the command does with the table.
 func (f *flags) pendingTable(p *string, use string) {
-	f.stringEnv(p, "pending-table", envPendingTable, "the PendingPayments table "+use)
+	f.stringEnv(p, "pending-table", envPendingTable, "the Deadlines table "+use)
 }
 
 func (f *flags) stringEnv(p *string, name, env, help string) {

@@ -374,7 +374,7 @@ func TestAuditOfAQuietCleanWorldSucceeds(t *testing.T) {
 }
 
 func TestAuditReportsViolationsAndFails(t *testing.T) {
-	w, outstanding := world(t) // PendingPayments never projected: both outstanding payments lack a row, and their processes
+	w, outstanding := world(t) // Deadlines never projected: both outstanding payments lack a row, and their processes
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	// and the approved rental (bike3) its return due.
 	missing := []string{"deadline-missing bike-bike3: "}
@@ -526,7 +526,7 @@ func TestARebuildResumesWhatAnInterruptedOnePaused(t *testing.T) {
 		t.Errorf("schedule %s after taking over an interrupted rebuild:\n%s", s, stderr.String())
 	}
 	if out, err := w.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.PendingTable),
-		Key: map[string]dynamotypes.AttributeValue{schema.PendingReference: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}}); err != nil || out.Item != nil {
+		Key: map[string]dynamotypes.AttributeValue{schema.DeadlineKey: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}}); err != nil || out.Item != nil {
 		t.Errorf("the lock is still there after the rebuild: %v %v", out, err)
 	}
 }

@@ -14,9 +14,9 @@ const sweepUsage = `Usage: rentalctl sweep [flags]
 
 Runs the sweep once, as the sweep function does on its schedule: it finds every
 payment prepared more than PAYMENT_TIMEOUT before now (or before --at) through the
-PendingPayments index, sends CancelRentalPayment for each, and prints a summary of
+Deadlines index, sends CancelRentalPayment for each, and prints a summary of
 the outcomes. Every command it sends is safe to send twice, so it may run while the
-scheduled sweep runs. A payment leaves the PendingPayments table when its
+scheduled sweep runs. A payment leaves the Deadlines table when its
 cancellation reaches the projector, not when the sweep ends.
 
 Then, as the function does, it finds the stuck rentals (a process still open more
@@ -30,7 +30,7 @@ in the future is refused, since it would give up on payments before their deadli
 and sends nothing.
 
 Exits 1 if a query failed, any cancellation failed (the next sweep tries those
-again) or a stuck rental was left unrepaired. Needs dynamodb:Query on the PendingPayments index and, unless --dry-run,
+again) or a stuck rental was left unrepaired. Needs dynamodb:Query on the Deadlines index and, unless --dry-run,
 what cancel needs on the Events table.
 `
 
@@ -45,7 +45,7 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	f := newFlags("sweep", sweepUsage, c.getenv)
 	f.eventsTable(&eventsTable, "the process reads and appends to (not needed with --dry-run)")
 	f.pendingTable(&pendingTable, "to read")
-	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the PendingPayments table")
+	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table")
 	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
 	f.intEnv(&concurrency, "concurrency", envConcurrency, ctl.DefaultConcurrency, "how many cancellations to send at once")
 	f.durationEnv(&grace, "stuck-grace", wiring.EnvStuckGrace, ctl.DefaultGrace, "how long past the timeout a rental's process may stay open before it is stuck")

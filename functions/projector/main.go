@@ -1,4 +1,4 @@
-// Projector is the Lambda function that maintains the PendingPayments table from the
+// Projector is the Lambda function that maintains the Deadlines table from the
 // Events table's stream, reporting failed records by sequence number, and with
 // DEADLINE_MODE=precise the payments' one-time schedules.
 //

@@ -1,5 +1,5 @@
 // Sweep is the Lambda function EventBridge Scheduler invokes once per interval: it
-// finds overdue payments through the PendingPayments index and sends
+// finds overdue payments through the to-do table index and sends
 // CancelRentalPayment for each. "now" is the scheduled time in its input, never later
 // than the clock.
 //

@@ -46,13 +46,3 @@ func PreciseKinds(getenv Getenv) (deadline.Kinds, error) {
 	ret, _ := all.ByName(deadlinekinds.Return)
 	return deadline.NewKinds(payment, ret)
 }
-
-// Receiving makes sweeper send its kinds' commands to r.
-func Receiving(sweeper *deadline.Sweeper, r deadlinekinds.Receivers, getenv Getenv) error {
-	kinds, err := DeadlineKinds(getenv, r)
-	if err != nil {
-		return err
-	}
-	sweeper.Kinds = kinds
-	return nil
-}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/lib/emf"
@@ -52,9 +51,9 @@ func Run(build Builder) {
 	lambda.Start(handler)
 }
 
-// ErrNoPendingTable reports a function that needs the PendingPayments table started
+// ErrNoPendingTable reports a function that needs the Deadlines table started
 // without PENDING_TABLE; it is a SettingError, ErrMissingSetting.
-var ErrNoPendingTable = MissingSetting(EnvPendingTable, "the PendingPayments table's name or ARN")
+var ErrNoPendingTable = MissingSetting(EnvPendingTable, "the Deadlines table's name or ARN")
 
 // StreamHandler is the handler of a function on the Events table's stream.
 type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
@@ -92,7 +91,7 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 	if err != nil {
 		return nil, err
 	}
-	// A record that cannot be handled yet is parked in the PendingPayments table,
+	// A record that cannot be handled yet is parked in the Deadlines table,
 	// when there is one, rather than holding up its shard's later records.
 	projection, err := Projection(cfg, getenv)
 	if err != nil {
@@ -120,45 +119,10 @@ func SweepFunction(opts ...command.Option) Builder {
 }
 
 func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slog.Logger, stdout io.Writer, opts []command.Option) (any, error) {
-	if err := CheckSweep(getenv); err != nil {
-		return nil, err
-	}
-	s, err := Core(cfg, getenv, logger, opts...)
-	if err == nil && s.Projection == nil {
-		err = ErrNoPendingTable
-	}
+	sweeper, err := Sweep(cfg, getenv, logger, emf.NewWriter(stdout), opts...)
 	if err != nil {
 		return nil, err
 	}
-	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
-	if err != nil {
-		return nil, err
-	}
-	s.Projection = s.Projection.WithKinds(kinds) // its repairs write rows of every kind
-	sweeper, err := Sweeper(s.Projection, s.Process, getenv, logger, emf.NewWriter(stdout))
-	if err != nil {
-		return nil, err
-	}
-	// The process its repairs run through counts no refund owed: one a repair
-	// records is logged here, and counted by the process function when the stream
-	// brings it there, once.
-	repairs, err := StuckRepairs(s, cfg, getenv)
-	if err != nil {
-		return nil, err
-	}
-	receivers := deadlinekinds.Receivers{Canceller: s.Process, Flagger: s.Commands}
-	if repairs != nil {
-		receivers.Repairer = repairs
-	}
-	if err := Receiving(sweeper, receivers, getenv); err != nil {
-		return nil, err
-	}
-	sweeper.Retrier = deadlinekinds.Retrier(s.Commands) // the cancellations owed to the provider
-	redelivery, parked, err := Redelivery(s, cfg, getenv)
-	if err != nil {
-		return nil, err
-	}
-	sweeper.Redeliverer, sweeper.Parked = redelivery, parked
 	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
 		trigger, err := deadline.ParseTrigger(input, sweeper.Kinds)
 		if err != nil {

@@ -162,7 +162,7 @@ func RecordingMode(getenv Getenv) (process.RecordingMode, error) {
 	return mode, nil
 }
 
-// pendingSettings are the PendingPayments table's settings.
+// pendingSettings are the Deadlines table's settings.
 type pendingSettings struct {
 	table  string
 	shards int
@@ -284,6 +284,17 @@ func CheckProjection(getenv Getenv) error {
 // PENDING_TABLE required, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT, STUCK_GRACE,
 // RENTAL_PERIOD, SWEEP_CONCURRENCY, METRICS_SERVICE and STUCK_REPAIR.
 func CheckSweep(getenv Getenv) error {
+	if err := checkSweeper(getenv); err != nil {
+		return err
+	}
+	_, err := MetricsService(getenv)
+	return err
+}
+
+// checkSweeper validates what the sweep reads whoever runs it (the sweep
+// function, rentalctl sweep): CheckSweep's settings but METRICS_SERVICE, which
+// only a sweep that writes metrics reads.
+func checkSweeper(getenv Getenv) error {
 	if err := CheckCore(getenv); err != nil {
 		return err
 	}
@@ -297,9 +308,6 @@ func CheckSweep(getenv Getenv) error {
 		return err
 	}
 	if _, err := intSetting(getenv, EnvSweepConcurrency, deadline.DefaultConcurrency); err != nil {
-		return err
-	}
-	if _, err := MetricsService(getenv); err != nil {
 		return err
 	}
 	_, err := stuckRepair(getenv)

@@ -23,7 +23,7 @@ func overdueWorld(t *testing.T) (wiring.Getenv, string, time.Time) {
 	ctx := context.Background()
 	cfg := emulatortest.Config(t)
 	client, events := emulatortest.EventsTable(t)
-	pending := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+	pending := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
 	getenv := env(map[string]string{
 		wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvPaymentTimeout: "1s",
 	})
@@ -32,7 +32,7 @@ func overdueWorld(t *testing.T) (wiring.Getenv, string, time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	projection, err := wiring.Projection(cfg, getenv)
+	projection, err := wiring.DeadlineProjection(cfg, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,14 +20,10 @@ import (
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
-	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
-	"github.com/bikerental/bikerental/internal/app/repair"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/lib/emf"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
-	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 )
 
 // Environment variables the service reads.
@@ -46,7 +42,7 @@ const (
 	EnvRentalPrice = "RENTAL_PRICE_CENTS"
 	// EnvRentalCurrency is the ISO 4217 currency of the price; EUR by default.
 	EnvRentalCurrency = "RENTAL_CURRENCY"
-	// EnvPendingTable names the PendingPayments table. Optional for the command
+	// EnvPendingTable names the Deadlines table. Optional for the command
 	// function (GET /payments/pending answers 501 without it).
 	EnvPendingTable = "PENDING_TABLE"
 	// EnvPendingShards is the number of write shards of the pending index (4).
@@ -124,7 +120,7 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 	return process.New(cfg)
 }
 
-// Projection returns the PendingPayments projection named by PENDING_TABLE, for the
+// Projection returns the to-do table projection named by PENDING_TABLE, for the
 // projector, which writes it: SETTLED_MARKER_TTL sets how long settled markers stay.
 // It returns nil if PENDING_TABLE is not set.
 func Projection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
@@ -146,7 +142,7 @@ func DeadlineProjection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection
 	return p.WithKinds(kinds), nil
 }
 
-// PendingReader returns the PendingPayments projection for functions that only read
+// PendingReader returns the to-do table projection for functions that only read
 // it (the API and the sweep), or nil if PENDING_TABLE is not set.
 func PendingReader(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
 	return projection(cfg, getenv, false)
@@ -187,72 +183,8 @@ func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 // METRICS_SERVICE is not set.
 const DefaultMetricsService = "bikerental"
 
-// Sweeper returns the sweep over projection, sending its commands to process,
-// configured by DeadlineKinds and SWEEP_CONCURRENCY, writing each sweep's metrics
-// to metrics (if not nil) with the dimension MetricsService. It reports the stuck
-// rentals and overdue returns it finds and sends them nothing; Receiving makes it
-// send every kind's command.
-func Sweeper(projection *pendingtable.Projection, process deadlinekinds.Canceller, getenv Getenv, logger *slog.Logger, metrics *emf.Writer) (*deadline.Sweeper, error) {
-	concurrency, err := intSetting(getenv, EnvSweepConcurrency, deadline.DefaultConcurrency)
-	if err != nil {
-		return nil, err
-	}
-	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{Canceller: process})
-	if err != nil {
-		return nil, err
-	}
-	s := &deadline.Sweeper{Index: projection.WithKinds(kinds), Kinds: kinds, Concurrency: concurrency, Logger: logger}
-	if metrics != nil {
-		service, err := MetricsService(getenv)
-		if err != nil {
-			return nil, err
-		}
-		s.Report = sweepmetrics.Writer(metrics, service, func(err error) {
-			logger.Error("sweep: metrics not written", "error", err)
-		})
-	}
-	return s, nil
-}
-
-// StuckRepairs returns what repairs the stuck rentals a sweep finds, through the
-// same handlers the stream consumers run (the service's process, and the
-// PendingPayments projection as the projector writes it), or nil when STUCK_REPAIR
-// is "off".
-func StuckRepairs(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, error) {
-	if auto, err := stuckRepair(getenv); err != nil || !auto {
-		return nil, err
-	}
-	projection, err := Projection(cfg, getenv)
-	if err == nil && projection == nil {
-		err = ErrNoPendingTable
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &repair.Repairer{Store: s.Store, Consumers: map[string]repair.Handler{
-		eventfilter.Process: s.Process.Handle, eventfilter.Projector: projection.Apply,
-	}}, nil
-}
-
-// Redelivery returns what delivers the parked stream records a sweep finds due
-// to their consumers again: the same handlers StuckRepairs runs, whatever
-// STUCK_REPAIR says (a parked record is work the consumer has not done yet, not a
-// repair), and the projection that settles their rows.
-func Redelivery(s *Service, cfg aws.Config, getenv Getenv) (*repair.Repairer, *pendingtable.Projection, error) {
-	projection, err := Projection(cfg, getenv)
-	if err == nil && projection == nil {
-		err = ErrNoPendingTable
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return &repair.Repairer{Store: s.Store, Consumers: map[string]repair.Handler{
-		eventfilter.Process: s.Process.Handle, eventfilter.Projector: projection.Apply,
-	}}, projection, nil
-}
-
 // Park returns the streambatch.Options.Park hook of consumer's stream function:
-// each record it is given is parked in projection's PendingPayments table, due at
+// each record it is given is parked in projection's Deadlines table, due at
 // once, for the sweep to deliver again (docs/decisions/0017-parked-stream-records.md).
 func Park(projection *pendingtable.Projection, consumer string) func(context.Context, eventstore.Record) error {
 	return func(ctx context.Context, r eventstore.Record) error {

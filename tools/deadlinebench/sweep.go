@@ -113,7 +113,7 @@ type SweepReport struct {
 // concurrency (Repeat times, round robin) it seeds fresh tables with cfg.Payments
 // rentals whose payments were all prepared at the same instant and are outstanding,
 // runs one sweep past their deadline, built as the sweep function builds it
-// (wiring.Core and wiring.Sweeper), and measures it; then it replays the sweep's
+// (wiring.Sweep, the sweep function's recipe), and measures it; then it replays the sweep's
 // calls for cfg.ReplayPayments of them with none of our code around them, and
 // deletes the tables of every run but the last. Last it measures trivial GetItem
 // calls on the last run's table. It fails if a sweep does not cancel every payment.
@@ -226,11 +226,7 @@ func (b *sweepBench) once(ctx context.Context, i, concurrency int, profile, keep
 	if err != nil {
 		return r, err
 	}
-	core, err := wiring.Core(b.counted, getenv, cfg.Logger)
-	if err != nil {
-		return r, err
-	}
-	sweeper, err := wiring.Sweeper(core.Projection, core.Process, getenv, cfg.Logger, nil)
+	sweeper, err := wiring.Sweep(b.counted, getenv, cfg.Logger, nil)
 	if err != nil {
 		return r, err
 	}
@@ -331,7 +327,7 @@ func (r *recording) remember(recs []eventstore.Record, err error) ([]eventstore.
 // recording that it asked for it), all in memory; then every record is written to the
 // Events table as the event store writes it (in batches, as the store never does,
 // because only the result matters here), and each PaymentPrepared is applied to the
-// PendingPayments table by the projector's code. The sweep then finds exactly what
+// Deadlines table by the projector's code. The sweep then finds exactly what
 // the live service would have left: full histories and one index row per payment.
 func seed(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, run string, n int, preparedAt time.Time) (rentalIDs []string, err error) {
 	rec := &recording{Memory: eventstore.NewMemoryWithClock(func() time.Time { return preparedAt })}

@@ -31,6 +31,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
@@ -253,7 +254,7 @@ type Measurement struct {
 
 // Floor is what a rental's writes must cost: each event it appends to any stream
 // (the renter's RentalRequested included, and a webhook's ProviderEventReceived
-// receipt where its event settles nothing), written once on its own, and the two PendingPayments rows: the
+// receipt where its event settles nothing), written once on its own, and the two to-do table rows: the
 // payment's, created when it is prepared and changed once when it settles, and the
 // rental's open process, created on the request and changed once on completion,
 // each with its index entry put and removed. It does not count the premium of
@@ -281,7 +282,7 @@ type FunctionStats struct {
 // which runs once per sweep interval whatever the number of rentals, rather than
 // work done for a rental.
 func Amortized(c capacitytest.Call) bool {
-	return c.Function == FunctionSweep && c.Operation == "Query" && len(c.Tables) == 1 && c.Tables[0].Index == schema.PendingByPreparedAt
+	return c.Function == FunctionSweep && c.Operation == "Query" && len(c.Tables) == 1 && c.Tables[0].Index == schema.DeadlinesByDue
 }
 
 // TransactionPremium returns the write units the rental's TransactWriteItems calls
@@ -491,7 +492,7 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 	for _, key := range []string{ref, pendingtable.OpenKey(rentalID)} {
 		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		})
 		if err != nil {
 			return f, fmt.Errorf("rentalcost: read the pending row %s: %w", key, err)
@@ -502,8 +503,8 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 		}
 		f.ProjectionUnits += 2 * capacitytest.WriteUnits(capacitytest.ItemSize(row))
 		entry := map[string]types.AttributeValue{
-			schema.PendingReference: row[schema.PendingReference], schema.PendingPreparedAt: row[schema.PendingPreparedAt],
-			schema.PendingDueShard: &types.AttributeValueMemberS{Value: pendingtable.OpenShardPrefix + "0"},
+			schema.DeadlineKey: row[schema.DeadlineKey], schema.DeadlineDueAt: row[schema.DeadlineDueAt],
+			schema.DeadlineKindShard: &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Stuck).Shard(0)},
 		}
 		f.IndexUnits += 2 * capacitytest.WriteUnits(capacitytest.ItemSize(entry))
 	}
@@ -513,15 +514,15 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 		if r.Type == (rental.RequestApproved{}).EventType() {
 			out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
 				TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
-				Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: pendingtable.OpenKey(rentalID)}},
+				Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: pendingtable.OpenKey(rentalID)}},
 			})
 			if err != nil {
 				return f, fmt.Errorf("rentalcost: read the return row of %s: %w", rentalID, err)
 			}
 			f.ProjectionUnits += capacitytest.WriteUnits(capacitytest.ItemSize(out.Item))
 			entry := map[string]types.AttributeValue{
-				schema.PendingReference: out.Item[schema.PendingReference], schema.PendingPreparedAt: out.Item[schema.PendingPreparedAt],
-				schema.PendingDueShard: &types.AttributeValueMemberS{Value: "0"},
+				schema.DeadlineKey: out.Item[schema.DeadlineKey], schema.DeadlineDueAt: out.Item[schema.DeadlineDueAt],
+				schema.DeadlineKindShard: &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Return).Shard(0)},
 			}
 			f.IndexUnits += 2 * capacitytest.WriteUnits(capacitytest.ItemSize(entry))
 		}
@@ -649,12 +650,12 @@ func (b *Bench) ended(rentalID, ref string, want rentalview.Status) condition {
 		}
 		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: ref}},
+			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: ref}},
 		})
 		if err != nil {
 			return false, "", err
 		}
-		if _, settled := out.Item[schema.PendingSettled]; !settled {
+		if _, settled := out.Item[schema.DeadlineSettled]; !settled {
 			return false, "the pending row is not settled", nil
 		}
 		return true, "", nil

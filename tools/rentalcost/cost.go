@@ -132,7 +132,7 @@ type Design string
 
 // The designs compared.
 const (
-	// Sweep is the project's: the PendingPayments projection and a sweep once a
+	// Sweep is the project's: the to-do table projection and a sweep once a
 	// minute.
 	Sweep Design = "projection + sweep (this project)"
 	// StepFunctions is one Standard execution per rental: Wait for the timeout,
@@ -144,7 +144,7 @@ const (
 	// the projector creates it on PaymentPrepared (at prepared-at plus the timeout,
 	// deleting itself after it fires) and deletes it when the payment settles; when
 	// it fires it invokes a function that sends CancelRentalPayment. No
-	// PendingPayments rows, no sweep.
+	// to-do table rows, no sweep.
 	OneTimeSchedule Design = "EventBridge Scheduler, one schedule per payment"
 )
 
@@ -250,7 +250,7 @@ func SweepRun(m Measurement, a Assumptions) Usage {
 // project's design, when a share timeout of payments time out: the projector calls
 // CreateSchedule once per payment and DeleteSchedule once when it settles; a payment
 // that times out has its schedule fire once, which invokes the sweep function, which
-// reads the payment's PendingPayments row (one strongly consistent GetItem of a row
+// reads the payment's to-do table row (one strongly consistent GetItem of a row
 // of about rowBytes) before the cancellation every design does.
 func PreciseExtra(timeout float64, rowBytes int, a Assumptions) Usage {
 	return Usage{

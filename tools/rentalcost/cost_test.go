@@ -34,7 +34,7 @@ func timedOut() rentalcost.Measurement {
 			call("projector", "UpdateItem", "pending", "", 1, 1, 0), call("projector", "UpdateItem", "pending", "", 1, 1, 0))
 	}
 	for range 4 {
-		m.Calls = append(m.Calls, call("sweep", "Query", "pending", schema.PendingByPreparedAt, 0, 0, 0.5))
+		m.Calls = append(m.Calls, call("sweep", "Query", "pending", schema.DeadlinesByDue, 0, 0, 0.5))
 	}
 	m.Calls = append(m.Calls, call("sweep", "Query", "events", "", 0, 0, 1), call("sweep", "Query", "events", "", 0, 0, 1),
 		call("sweep", "PutItem", "events", "", 1, 0, 0))

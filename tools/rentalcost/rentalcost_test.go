@@ -237,8 +237,8 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 	}
 	if m.Path == rentalcost.TimedOut {
 		search := capacitytest.Total(filter(m.Calls, rentalcost.Amortized))
-		if search.Calls != 8 || search.ReadUnits != 4 || m.Sweep == nil || m.Sweep.Cancelled != 1 || m.Sweep.Stuck != 0 {
-			t.Errorf("sweep: %d queries, %g read units, summary %+v; want 8 queries (one per shard, for payments and for open processes), 4 read units, 1 cancelled, none stuck", search.Calls, search.ReadUnits, m.Sweep)
+		if search.Calls != 20 || search.ReadUnits != 10 || m.Sweep == nil || m.Sweep.Cancelled != 1 || m.Sweep.Stuck != 0 {
+			t.Errorf("sweep: %d queries, %g read units, summary %+v; want 20 queries (one per shard of each lane it reads: the payments due, the stuck processes, the returns due, the owed cancellations and the parked records), 10 read units, 1 cancelled, none stuck", search.Calls, search.ReadUnits, m.Sweep)
 		}
 	}
 }

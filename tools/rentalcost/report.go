@@ -25,7 +25,7 @@ type Report struct {
 	HistoryPrior int
 	Prices       Prices
 	Assumptions  Assumptions
-	// PendingTable names the PendingPayments table the runs used.
+	// PendingTable names the Deadlines table the runs used.
 	PendingTable string
 }
 
@@ -37,7 +37,7 @@ func (r Report) Markdown(w io.Writer) error {
 	p := &printer{w: w}
 	main := r.Modes[0]
 	p.f("### Request units per rental (RECORDING_MODE=%s)\n\n", main.Mode)
-	p.f("One rental at a time, each on a fresh bike and by a renter making their first request, through the real handlers on moto; counted until both stream consumers had handled every event the rental appended. Write units include the PendingPayments index's; the sweep's own search is amortized (below), its cancellation is counted.\n\n")
+	p.f("One rental at a time, each on a fresh bike and by a renter making their first request, through the real handlers on moto; counted until both stream consumers had handled every event the rental appended. Write units include the to-do table index's; the sweep's own search is amortized (below), its cancellation is counted.\n\n")
 	p.row("path", "calls", "items read", "items written", "write units (table + index)", "read units", "floor (write units)", "actual / floor")
 	p.rule(8)
 	for _, m := range main.Runs {
@@ -69,7 +69,7 @@ func (r Report) Markdown(w io.Writer) error {
 	}
 
 	p.f("\n#### By table (write units / read units)\n\n")
-	p.row("path", "Events", "PendingPayments (index writes included)")
+	p.row("path", "Events", "Deadlines (index writes included)")
 	p.rule(3)
 	for _, m := range main.Runs {
 		pending := capacitytest.GroupBy(m.PerRental(), func(_ capacitytest.Call, u capacitytest.Usage) string {
@@ -87,7 +87,7 @@ func (r Report) Markdown(w io.Writer) error {
 	}
 
 	p.f("\n#### The floor\n\n")
-	p.f("Each event the rental appends to any stream, the renter's RentalRequested included (a provider's webhook that settles the payment writes no receipt of its own: the settling event carries it), written once on its own (ceil(size / 1 KB) each, from the stored events), plus the PendingPayments row created on PaymentPrepared and changed once on settlement, with its keys-only index entry put and removed.\n\n")
+	p.f("Each event the rental appends to any stream, the renter's RentalRequested included (a provider's webhook that settles the payment writes no receipt of its own: the settling event carries it), written once on its own (ceil(size / 1 KB) each, from the stored events), plus the to-do table row created on PaymentPrepared and changed once on settlement, with its keys-only index entry put and removed.\n\n")
 	p.row("path", "events", "event writes", "row writes", "index writes", "floor", "actual", "above the floor", "of which the transaction's premium")
 	p.rule(9)
 	for _, m := range main.Runs {
@@ -184,9 +184,9 @@ func (r Report) Markdown(w io.Writer) error {
 		p.row(cells...)
 	}
 	p.f("\nEach figure is the whole rental (the Events table's work, the API and the functions are the same in every design) with, in brackets, what the design's deadline costs of it. ")
-	p.f("**%s**: PendingPayments writes (row and index, create and settle), the projector's invocations and requests, and the sweep's schedule as a fixed monthly cost on top. ", Sweep)
-	p.f("**%s**: counting one state transition per state entered, the least such a machine is billed: one for a settled payment (the Wait state; StopExecution ends it), two when it times out (Wait, then a Task invoking a function that sends CancelRentalPayment: one more Lambda invocation); StartExecution and StopExecution by the process (%s each, assumed); no projector, no PendingPayments, no sweep, no list of pending payments. ", StepFunctions, r.Assumptions.OtherCall)
-	p.f("**%s**: CreateSchedule on PaymentPrepared and DeleteSchedule on settlement by the projector (no per-request price; %s each, assumed), one scheduled invocation and one Lambda invocation when a payment times out; no PendingPayments, no sweep.\n", OneTimeSchedule, r.Assumptions.OtherCall)
+	p.f("**%s**: Deadlines writes (row and index, create and settle), the projector's invocations and requests, and the sweep's schedule as a fixed monthly cost on top. ", Sweep)
+	p.f("**%s**: counting one state transition per state entered, the least such a machine is billed: one for a settled payment (the Wait state; StopExecution ends it), two when it times out (Wait, then a Task invoking a function that sends CancelRentalPayment: one more Lambda invocation); StartExecution and StopExecution by the process (%s each, assumed); no projector, no Deadlines table, no sweep, no list of pending payments. ", StepFunctions, r.Assumptions.OtherCall)
+	p.f("**%s**: CreateSchedule on PaymentPrepared and DeleteSchedule on settlement by the projector (no per-request price; %s each, assumed), one scheduled invocation and one Lambda invocation when a payment times out; no Deadlines table, no sweep.\n", OneTimeSchedule, r.Assumptions.OtherCall)
 
 	p.f("\n#### Precise deadline mode: what it adds, per million payments\n\n")
 	p.f("On top of the projection and the sweep: the projector calls CreateSchedule once per payment and DeleteSchedule once on settlement; a payment that times out has its schedule fire once, invoking the sweep function, which reads the payment's row (one strongly consistent GetItem, about %d bytes) before the cancellation that happens in any design.\n\n", preciseRowBytes)
@@ -225,7 +225,7 @@ func (r Report) Markdown(w io.Writer) error {
 	return p.err
 }
 
-// preciseRowBytes is the size of an outstanding PendingPayments row, about: what the
+// preciseRowBytes is the size of an outstanding to-do table row, about: what the
 // precise mode's GetItem reads.
 const preciseRowBytes = 200
 

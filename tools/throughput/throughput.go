@@ -10,7 +10,7 @@
 // streambatch.HandleBatch in stream batches, split by partition key over the
 // ParallelizationFactor's concurrent batches as Lambda splits them; then the
 // records the projector's mapping passes (the requests and the payments they
-// prepared) go the same way to the PendingPayments projection. Only time is
+// prepared) go the same way to the to-do table projection. Only time is
 // simulated: the latencies are sleeps, the store is the in-memory one, and the
 // projection's table answers every write with success.
 package throughput
@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	projection, err := pendingtable.New(slowTable{latency: cfg.StoreLatency}, "PendingPayments", pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
+	projection, err := pendingtable.New(slowTable{latency: cfg.StoreLatency}, "Deadlines", pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		return Result{}, err
 	}
@@ -321,7 +321,7 @@ func (slowProvider) RefundPayment(context.Context, string, string) (string, erro
 	return "", payment.ErrRefundNotSupported
 }
 
-// slowTable is the PendingPayments table with a latency on every call, answering
+// slowTable is the Deadlines table with a latency on every call, answering
 // every write with success.
 type slowTable struct{ latency time.Duration }
 

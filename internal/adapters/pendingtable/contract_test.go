@@ -13,11 +13,11 @@ import (
 func TestMain(m *testing.M) { emulatortest.Main(m) }
 
 // TestTheTableKeepsTheIndexContract runs the index contract against the
-// PendingPayments table on the emulator, through the real SDK.
+// Deadlines table on the emulator, through the real SDK.
 func TestTheTableKeepsTheIndexContract(t *testing.T) {
 	indextest.Run(t, func(t *testing.T) indextest.Subject {
 		client := emulatortest.DynamoDB(t)
-		table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+		table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
 		p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
 		if err != nil {
 			t.Fatal(err)
@@ -31,7 +31,7 @@ func TestTheTableKeepsTheIndexContract(t *testing.T) {
 func TestTheTableKeepsTheContractOfAnyKind(t *testing.T) {
 	indextest.RunKinds(t, func(t *testing.T, kinds deadline.Kinds) indextest.KindSubject {
 		client := emulatortest.DynamoDB(t)
-		table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+		table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
 		p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
 		if err != nil {
 			t.Fatal(err)

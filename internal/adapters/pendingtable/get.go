@@ -11,6 +11,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 )
 
 // Get returns the outstanding payment with the given reference, with a strongly
@@ -19,22 +20,26 @@ import (
 func (p *Projection) Get(ctx context.Context, reference string) (row deadline.Pending, ok bool, err error) {
 	out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(p.table),
-		Key:                      map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: reference}},
+		Key:                      map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: reference}},
 		ConsistentRead:           aws.Bool(true),
 		ProjectionExpression:     aws.String("#ref, #at, #shard"),
-		ExpressionAttributeNames: map[string]string{"#ref": schema.PendingReference, "#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard},
+		ExpressionAttributeNames: map[string]string{"#ref": schema.DeadlineKey, "#at": schema.DeadlineDueAt, "#shard": schema.DeadlineKindShard},
 	})
 	if err != nil {
 		return deadline.Pending{}, false, fmt.Errorf("deadline: read pending payment %s: %w", reference, err)
 	}
-	if _, pending := out.Item[schema.PendingDueShard]; !pending {
+	if shard, pending := out.Item[schema.DeadlineKindShard].(*types.AttributeValueMemberS); !pending || !strings.HasPrefix(shard.Value, deadline.LaneOf(deadlinekinds.Payment).Prefix) {
 		return deadline.Pending{}, false, nil // absent, or a settled payment's marker
 	}
-	row, err = decodePending(out.Item)
+	k, err := p.paymentKind()
 	if err != nil {
 		return deadline.Pending{}, false, err
 	}
-	return row, true, nil
+	r, err := p.decodeRow(k)(out.Item)
+	if err != nil {
+		return deadline.Pending{}, false, err
+	}
+	return deadline.Pending{Reference: reference, RentalID: r.Subject, PreparedAt: r.Since}, true, nil
 }
 
 // Row implements deadline.Index: a strongly consistent read of the row's item;
@@ -43,19 +48,19 @@ func (p *Projection) Row(ctx context.Context, k deadline.Kind, subject string) (
 	key := k.Key(subject)
 	out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(p.table),
-		Key:                      map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		Key:                      map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		ConsistentRead:           aws.Bool(true),
 		ProjectionExpression:     aws.String("#ref, #at, #shard"),
-		ExpressionAttributeNames: map[string]string{"#ref": schema.PendingReference, "#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard},
+		ExpressionAttributeNames: map[string]string{"#ref": schema.DeadlineKey, "#at": schema.DeadlineDueAt, "#shard": schema.DeadlineKindShard},
 	})
 	if err != nil {
 		return deadline.Row{}, false, fmt.Errorf("deadline: read %s row %s: %w", k.Name, key, err)
 	}
-	shard, pending := out.Item[schema.PendingDueShard].(*types.AttributeValueMemberS)
-	if !pending || strings.TrimRight(shard.Value, "0123456789") != k.Lane.Prefix {
+	shard, pending := out.Item[schema.DeadlineKindShard].(*types.AttributeValueMemberS)
+	if !pending || strings.TrimRight(shard.Value, "0123456789") != k.Lane().Prefix {
 		return deadline.Row{}, false, nil // absent, a settled row's marker, or another kind's row
 	}
-	_, ms, err := stamped(out.Item, k.Name+" row", false)
+	_, ms, err := stamped(out.Item, k.Name+" row")
 	if err != nil {
 		return deadline.Row{}, false, err
 	}

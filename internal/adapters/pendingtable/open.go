@@ -21,31 +21,26 @@ import (
 // Open processes. Besides its outstanding payments, the projection keeps one row per
 // rental whose rental-payment process has not completed: the process-stuck kind's
 // (deadlinekinds.StuckKind), created when the bike is requested (BikeRequested),
-// stamped with that time, and settled when the process records its completion. Its
-// key is the process's stream id, and it is in the same index as the payments,
-// under due shards of their own ("open-0", "open-1", …), so that neither the
-// sweep's payment queries nor the pending list ever read one. A process that stays
-// open past the payment timeout plus a grace period is stuck: the sweep finds it
-// with a query per shard, never a scan.
+// due the payment timeout and the grace after it, and settled when the process
+// records its completion, in a lane of its own ("stuck#0", "stuck#1", …). A
+// process that stays open past its due time is stuck: the sweep finds it with a
+// query per shard, never a scan.
 
-// OpenShardPrefix starts the due shard of every open process's row.
-const OpenShardPrefix = "open-"
-
-// OpenKey returns the PendingPayments key of a rental's open-process row.
+// OpenKey returns the to-do table's key of a rental's open-process row.
 func OpenKey(rentalID string) string { return deadlinekinds.StuckPrefix + rentalID }
 
 // createOnce creates the row at key for rentalID in the index partition shard,
-// stamped stamp (Unix milliseconds, or their negation), unless a row or marker
+// due at stamp (Unix milliseconds), unless a row or marker
 // already stands there: a late or replayed event never reopens what settled.
 func (p *Projection) createOnce(ctx context.Context, key, rentalID string, stamp int64, shard string) error {
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(p.table),
-		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		Key:                 map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		ConditionExpression: aws.String("attribute_not_exists(#ref)"),
 		UpdateExpression:    aws.String("SET #rental = :rental, #at = :at, #shard = :shard"),
 		ExpressionAttributeNames: map[string]string{
-			"#ref": schema.PendingReference, "#rental": schema.PendingRentalID, "#at": schema.PendingPreparedAt,
-			"#shard": schema.PendingDueShard,
+			"#ref": schema.DeadlineKey, "#rental": schema.DeadlineSubject, "#at": schema.DeadlineDueAt,
+			"#shard": schema.DeadlineKindShard,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":rental": &types.AttributeValueMemberS{Value: rentalID},
@@ -64,11 +59,11 @@ func (p *Projection) createOnce(ctx context.Context, key, rentalID string, stamp
 func (p *Projection) finalMarker(ctx context.Context, key, rentalID, marker string, r eventstore.Record, what string) error {
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(p.table),
-		Key:              map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		Key:              map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		UpdateExpression: aws.String("SET #rental = :rental, #settled = :settled, #exp = :exp REMOVE #shard"),
 		ExpressionAttributeNames: map[string]string{
-			"#rental": schema.PendingRentalID, "#settled": schema.PendingSettled, "#exp": schema.PendingExpiresAt,
-			"#shard": schema.PendingDueShard,
+			"#rental": schema.DeadlineSubject, "#settled": schema.DeadlineSettled, "#exp": schema.DeadlineExpiresAt,
+			"#shard": schema.DeadlineKindShard,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":rental":  &types.AttributeValueMemberS{Value: rentalID},
@@ -82,33 +77,31 @@ func (p *Projection) finalMarker(ctx context.Context, key, rentalID, marker stri
 	return nil
 }
 
-// stamped reads the key of a row of the open partitions, and the time it is stamped
-// with in the index (Unix milliseconds; negated, at most 0, for the rows that say
-// negative). what names the row in its errors.
-func stamped(item map[string]types.AttributeValue, what string, negative bool) (key string, ms int64, err error) {
-	k, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
-	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
+// stamped reads the key of a row of the index and its due time (Unix
+// milliseconds). what names the row in its errors.
+func stamped(item map[string]types.AttributeValue, what string) (key string, ms int64, err error) {
+	k, ok1 := item[schema.DeadlineKey].(*types.AttributeValueMemberS)
+	at, ok2 := item[schema.DeadlineDueAt].(*types.AttributeValueMemberN)
 	if !ok1 || !ok2 {
-		return "", 0, fmt.Errorf("deadline: %s lacks %s or %s", what, schema.PendingReference, schema.PendingPreparedAt)
+		return "", 0, fmt.Errorf("deadline: %s lacks %s or %s", what, schema.DeadlineKey, schema.DeadlineDueAt)
 	}
 	ms, err = strconv.ParseInt(at.Value, 10, 64)
-	if err != nil || (negative && ms > 0) {
-		return "", 0, fmt.Errorf("deadline: %s %s: %s %q", what, k.Value, schema.PendingPreparedAt, at.Value)
+	if err != nil {
+		return "", 0, fmt.Errorf("deadline: %s %s: %s %q", what, k.Value, schema.DeadlineDueAt, at.Value)
 	}
 	return k.Value, ms, nil
 }
 
 // OpenBefore returns every rental whose process has been open since before the
-// cutoff, oldest first: one Query per shard of the index, never a scan. It also
-// returns how many items DynamoDB read (the owed cancellations' rows, which share
-// the partitions, among them).
+// cutoff, oldest first: one Query per shard of the stuck kind's lane, never a
+// scan. It also returns how many items DynamoDB read.
 func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]deadline.Open, int, error) {
 	open, _, read, err := p.OpenAndOwed(ctx, cutoff)
 	return open, read, err
 }
 
 // OpenAndOwed is OpenBefore, and also returns every cancellation owed to the
-// provider, from the same reads (owed.go); each list oldest first.
+// provider (owed.go); each list oldest first.
 func (p *Projection) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]deadline.Open, []deadline.OwedCancellation, int, error) {
 	b, read, err := p.Backlog(ctx, cutoff)
 	return b.Open, b.Owed, read, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,16 +21,20 @@ const overdueConcurrency = 8
 
 // Overdue returns up to limit outstanding payments prepared before cutoff, oldest
 // first: what a sweep whose cutoff is cutoff (its now minus the payment timeout)
-// would act on, without acting. Like the sweep it queries each shard of the index with
-// the cutoff in the key condition, never scanning or filtering in memory, and it reads
-// at most limit rows from each shard. It only reads, so it is safe to call at any
-// time. The error names the shards whose queries failed.
+// would act on, without acting. Like the sweep it queries each shard of the
+// payments' lane with the cutoff in the key condition, never scanning or filtering
+// in memory, and it reads at most limit rows from each shard. It only reads, so it
+// is safe to call at any time. The error names the shards whose queries failed.
 func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]deadline.Pending, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("deadline: overdue limit %d: want at least 1", limit)
 	}
 	if cutoff.IsZero() {
 		return nil, errors.New("deadline: overdue cutoff is the zero time")
+	}
+	k, err := p.paymentKind()
+	if err != nil {
+		return nil, err
 	}
 	perShard := make([][]deadline.Pending, p.shards)
 	errs := make([]error, p.shards)
@@ -42,7 +45,7 @@ func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) (
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			_, errs[s] = p.query(ctx, strconv.Itoa(s), cutoff, int32(min(limit, 1<<31-1)), func(page []deadline.Pending) bool {
+			_, errs[s] = p.query(ctx, k, s, k.DueAt(cutoff), pageOf(limit), func(page []deadline.Pending) bool {
 				perShard[s] = append(perShard[s], page...)
 				return len(perShard[s]) < limit
 			})
@@ -63,27 +66,25 @@ func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) (
 	return all, nil
 }
 
-// Deadlines implements deadline.Lister: for each lane of the kinds listed as the
-// kind asked for, one
-// Query per shard of the index, paginated, with the overdue cutoff in the key
-// condition when q.Overdue is set, reading rows until it has q.Limit of the kind
-// asked for in that shard or none are left. It only reads.
+// Deadlines implements deadline.Lister: for the lane of each kind listed as the
+// kind asked for (every kind's, if none), one Query per shard, with the overdue
+// cutoff in the key condition when q.Overdue is set, asking for q.Limit rows. A
+// lane holds its kind's rows alone, so each Query reads at most q.Limit items,
+// every one of which it may return. It only reads.
 func (p *Projection) Deadlines(ctx context.Context, q deadline.Query) ([]deadline.Row, error) {
 	if q.Limit < 1 {
 		return nil, fmt.Errorf("deadline: deadlines limit %d: want at least 1", q.Limit)
 	}
-	if q.Kind != "" {
-		if !p.kinds.Lists(q.Kind) {
-			return nil, fmt.Errorf("deadline: no kind %q", q.Kind)
-		}
+	if q.Kind != "" && !p.kinds.Lists(q.Kind) {
+		return nil, fmt.Errorf("deadline: no kind %q", q.Kind)
 	}
 	var all []deadline.Row
-	for _, lane := range p.kinds.Lanes() {
-		if q.Kind != "" && !slices.ContainsFunc(p.kinds.InLane(lane), func(k deadline.Kind) bool { return k.Listed() == q.Kind }) {
+	for _, k := range p.kinds.All() {
+		if q.Kind != "" && k.Listed() != q.Kind {
 			continue
 		}
 		for s := range p.shards {
-			rows, err := p.laneRows(ctx, lane, s, q)
+			rows, err := p.laneRows(ctx, k, s, q)
 			if err != nil {
 				return nil, err
 			}
@@ -97,15 +98,15 @@ func (p *Projection) Deadlines(ctx context.Context, q deadline.Query) ([]deadlin
 	return all, nil
 }
 
-// laneRows reads up to q.Limit rows of q's kind (any kind if empty) from one shard
-// of a lane, overdue or not at q.Now as q.Overdue asks.
-func (p *Projection) laneRows(ctx context.Context, lane deadline.Lane, shard int, q deadline.Query) ([]deadline.Row, error) {
+// laneRows reads up to q.Limit rows of one shard of k's lane, overdue or not at
+// q.Now as q.Overdue asks, each named by the kind it lists as.
+func (p *Projection) laneRows(ctx context.Context, k deadline.Kind, shard int, q deadline.Query) ([]deadline.Row, error) {
 	cond := "#shard = :shard"
-	names := map[string]string{"#shard": schema.PendingDueShard}
-	values := map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: lane.Shard(shard)}}
+	names := map[string]string{"#shard": schema.DeadlineKindShard}
+	values := map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: k.Lane().Shard(shard)}}
 	if q.Overdue != nil {
-		names["#at"] = schema.PendingPreparedAt
-		values[":cutoff"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(lane.Cutoff(q.Now).UnixMilli(), 10)}
+		names["#at"] = schema.DeadlineDueAt
+		values[":cutoff"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(q.Now.UnixMilli(), 10)}
 		if *q.Overdue {
 			cond += " AND #at < :cutoff"
 		} else {
@@ -113,30 +114,24 @@ func (p *Projection) laneRows(ctx context.Context, lane deadline.Lane, shard int
 		}
 	}
 	pages := dynamodb.NewQueryPaginator(p.client, &dynamodb.QueryInput{
-		TableName: aws.String(p.table), IndexName: aws.String(schema.PendingByPreparedAt),
+		TableName: aws.String(p.table), IndexName: aws.String(schema.DeadlinesByDue),
 		KeyConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-		ScanIndexForward: aws.Bool(true), Limit: aws.Int32(int32(min(q.Limit, 1000))),
+		ScanIndexForward: aws.Bool(true), Limit: aws.Int32(pageOf(q.Limit)),
 	})
+	decode := p.decodeRow(k)
 	var out []deadline.Row
 	for pages.HasMorePages() && len(out) < q.Limit {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("deadline: query shard %s: %w", lane.Shard(shard), err)
+			return nil, fmt.Errorf("deadline: query shard %s: %w", k.Lane().Shard(shard), err)
 		}
 		for _, item := range page.Items {
-			r, err := p.decodeLaneRow(item)
+			r, err := decode(item)
 			if err != nil {
 				return nil, err
 			}
-			if r.row == nil {
-				continue
-			}
-			if k, ok := p.kinds.ByName(r.row.Kind); ok {
-				r.row.Kind = k.Listed()
-			}
-			if q.Kind == "" || r.row.Kind == q.Kind {
-				out = append(out, *r.row)
-			}
+			r.Kind = k.Listed()
+			out = append(out, r)
 		}
 	}
 	return out, nil

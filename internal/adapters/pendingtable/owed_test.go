@@ -20,7 +20,7 @@ import (
 func TestAnOwedCancellationMovesWithTheShards(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
 	before, err := pendingtable.New(client, table, 16, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)

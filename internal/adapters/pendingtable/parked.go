@@ -21,14 +21,13 @@ import (
 // Parked stream records. A record a stream consumer could not handle when it came
 // (streambatch.Options.Park) is kept as a row of its own, keyed by the consumer,
 // the record's version and its stream id (ParkedKey), so that the record's
-// position in the stream can move on. The row is in the open processes' due
-// shards, like an owed cancellation, stamped with the time it is due for
-// redelivery negated (-Unix milliseconds): the sweep's query for stuck rentals
-// finds every one first and reads nothing more when none is parked, and the sweep
-// redelivers those that are due (Sweeper.Sweep). No payment query reads one.
-// Redelivered, the row leaves the index and becomes a marker that DynamoDB's TTL
-// deletes; a record parked again afterwards (Lambda may deliver it again) is
-// parked anew.
+// position in the stream can move on. The row is in a lane of its own
+// (deadline.ParkedLane: "parked#0", …, by the stream id's hash), stamped with the
+// time it is due for redelivery: the sweep's query, whose cutoff is its now, finds
+// those that are due and reads nothing more, and the sweep redelivers them
+// (Sweeper.Sweep). Redelivered, the row leaves the index and becomes a marker that
+// DynamoDB's TTL deletes; a record parked again afterwards (Lambda may deliver it
+// again) is parked anew.
 
 // ParkedKeyPrefix starts the key of every parked record's row. No payment
 // reference, process or payment stream id starts with it.
@@ -37,7 +36,7 @@ const ParkedKeyPrefix = "redeliver#"
 // redeliveredMarker is the settled value of a parked record's row once redelivered.
 const redeliveredMarker = "redelivered"
 
-// ParkedKey returns the PendingPayments key of a record parked for consumer:
+// ParkedKey returns the to-do table's key of a record parked for consumer:
 // ParkedKeyPrefix, the consumer, the version and the stream id, separated by "#".
 func ParkedKey(consumer, streamID string, version int64) string {
 	return ParkedKeyPrefix + consumer + "#" + strconv.FormatInt(version, 10) + "#" + streamID
@@ -81,15 +80,15 @@ func (p *Projection) Park(ctx context.Context, consumer string, r eventstore.Rec
 	key := ParkedKey(consumer, r.StreamID, r.Version)
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(p.table),
-		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		Key:                 map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		ConditionExpression: aws.String("attribute_not_exists(#shard)"),
 		UpdateExpression:    aws.String("SET #at = :at, #shard = :shard, #attempts = :zero REMOVE #settled, #exp"),
 		ExpressionAttributeNames: map[string]string{
-			"#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard, "#attempts": schema.PendingAttempts,
-			"#settled": schema.PendingSettled, "#exp": schema.PendingExpiresAt,
+			"#at": schema.DeadlineDueAt, "#shard": schema.DeadlineKindShard, "#attempts": schema.DeadlineAttempts,
+			"#settled": schema.DeadlineSettled, "#exp": schema.DeadlineExpiresAt,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":at":    &types.AttributeValueMemberN{Value: strconv.FormatInt(-due.UnixMilli(), 10)},
+			":at":    &types.AttributeValueMemberN{Value: strconv.FormatInt(due.UnixMilli(), 10)},
 			":shard": &types.AttributeValueMemberS{Value: p.parkedShardOf(r.StreamID)},
 			":zero":  &types.AttributeValueMemberN{Value: "0"},
 		},
@@ -99,7 +98,7 @@ func (p *Projection) Park(ctx context.Context, consumer string, r eventstore.Rec
 
 // parkedShardOf returns the index partition of a parked record of a stream.
 func (p *Projection) parkedShardOf(streamID string) string {
-	return OpenShardPrefix + p.ShardOf(streamID)
+	return deadline.ParkedLane.Prefix + p.ShardOf(streamID)
 }
 
 // Unpark implements deadline.ParkedRows: the row of a redelivered record leaves
@@ -109,11 +108,11 @@ func (p *Projection) Unpark(ctx context.Context, row deadline.Parked) error {
 	key := ParkedKey(row.Consumer, row.StreamID, row.Version)
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(p.table),
-		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		Key:                 map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		ConditionExpression: aws.String("attribute_exists(#shard)"),
 		UpdateExpression:    aws.String("SET #settled = :settled, #exp = :exp REMOVE #shard"),
 		ExpressionAttributeNames: map[string]string{
-			"#settled": schema.PendingSettled, "#exp": schema.PendingExpiresAt, "#shard": schema.PendingDueShard,
+			"#settled": schema.DeadlineSettled, "#exp": schema.DeadlineExpiresAt, "#shard": schema.DeadlineKindShard,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":settled": &types.AttributeValueMemberS{Value: redeliveredMarker},
@@ -129,14 +128,14 @@ func (p *Projection) Postpone(ctx context.Context, row deadline.Parked, due time
 	key := ParkedKey(row.Consumer, row.StreamID, row.Version)
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(p.table),
-		Key:                 map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		Key:                 map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		ConditionExpression: aws.String("attribute_exists(#shard)"),
 		UpdateExpression:    aws.String("SET #at = :at ADD #attempts :one"),
 		ExpressionAttributeNames: map[string]string{
-			"#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard, "#attempts": schema.PendingAttempts,
+			"#at": schema.DeadlineDueAt, "#shard": schema.DeadlineKindShard, "#attempts": schema.DeadlineAttempts,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":at":  &types.AttributeValueMemberN{Value: strconv.FormatInt(-due.UnixMilli(), 10)},
+			":at":  &types.AttributeValueMemberN{Value: strconv.FormatInt(due.UnixMilli(), 10)},
 			":one": &types.AttributeValueMemberN{Value: "1"},
 		},
 	})
@@ -146,7 +145,7 @@ func (p *Projection) Postpone(ctx context.Context, row deadline.Parked, due time
 var _ deadline.ParkedRows = (*Projection)(nil)
 
 func decodeParked(item map[string]types.AttributeValue) (deadline.Parked, error) {
-	key, ms, err := stamped(item, "parked row", true)
+	key, ms, err := stamped(item, "parked row")
 	if err != nil {
 		return deadline.Parked{}, err
 	}
@@ -154,15 +153,14 @@ func decodeParked(item map[string]types.AttributeValue) (deadline.Parked, error)
 	if !ok {
 		return deadline.Parked{}, fmt.Errorf("deadline: parked row %q: not a parked record's key", key)
 	}
-	row.Due = time.UnixMilli(-ms).UTC()
+	row.Due = time.UnixMilli(ms).UTC()
 	return row, nil
 }
 
 // Backlog returns the open processes stuck before cutoff (the process-stuck kind's
-// rows opened before it), the cancellations owed to the provider and the parked
-// records: one Query per shard of the open processes' partitions, never a scan;
-// each list oldest (or soonest due) first. It also returns how many items DynamoDB
-// read.
+// rows opened before it), every cancellation owed to the provider and every parked
+// record: one Query per shard of each of their lanes, never a scan; each list
+// oldest (or soonest due) first. It also returns how many items DynamoDB read.
 func (p *Projection) Backlog(ctx context.Context, cutoff time.Time) (deadline.Backlog, int, error) {
 	stuck, ok := p.kinds.ByName(deadlinekinds.Stuck)
 	if !ok {
@@ -171,18 +169,22 @@ func (p *Projection) Backlog(ctx context.Context, cutoff time.Time) (deadline.Ba
 	var b deadline.Backlog
 	read := 0
 	for s := range p.shards {
-		n, err := p.LanePages(ctx, stuck.Lane, s, stuck.Lane.Cutoff(stuck.DueAt(cutoff)), func(page deadline.LanePage) bool {
-			for _, r := range page.Rows {
-				if r.Kind == stuck.Name && r.Since.Before(cutoff) {
+		for _, lane := range []deadline.Lane{stuck.Lane(), deadline.OwedLane, deadline.ParkedLane} {
+			before := time.Time{}
+			if lane == stuck.Lane() {
+				before = stuck.DueAt(cutoff)
+			}
+			n, err := p.LanePages(ctx, lane, s, before, func(page deadline.LanePage) bool {
+				for _, r := range page.Rows {
 					b.Open = append(b.Open, deadline.Open{RentalID: r.Subject, RequestedAt: r.Since})
 				}
+				b.Owed, b.Parked = append(b.Owed, page.Owed...), append(b.Parked, page.Parked...)
+				return true
+			})
+			read += n
+			if err != nil {
+				return deadline.Backlog{}, read, err
 			}
-			b.Owed, b.Parked = append(b.Owed, page.Owed...), append(b.Parked, page.Parked...)
-			return true
-		})
-		read += n
-		if err != nil {
-			return deadline.Backlog{}, read, err
 		}
 	}
 	sortOpen(b.Open)

@@ -30,7 +30,7 @@ import (
 func TestAParkedRecordIsKeptUntilRedelivered(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
 	p, err := pendingtable.New(client, table, 2, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +85,8 @@ func TestAParkedRecordIsKeptUntilRedelivered(t *testing.T) {
 		t.Fatalf("after postponing: %+v, want due at %s", got, later)
 	}
 	item := getItem(t, client, table, pendingtable.ParkedKey(eventfilter.Process, settled.StreamID, 3))
-	if n, ok := item[schema.PendingAttempts].(*types.AttributeValueMemberN); !ok || n.Value != "1" {
-		t.Errorf("attempts %v, want 1", item[schema.PendingAttempts])
+	if n, ok := item[schema.DeadlineAttempts].(*types.AttributeValueMemberN); !ok || n.Value != "1" {
+		t.Errorf("attempts %v, want 1", item[schema.DeadlineAttempts])
 	}
 
 	if err := p.Unpark(ctx, want); err != nil {
@@ -115,7 +115,7 @@ func TestAParkedRecordIsKeptUntilRedelivered(t *testing.T) {
 func TestParkRefusesWhatItCannotKey(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
 	p, err := pendingtable.New(client, table, 2, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestParkRefusesWhatItCannotKey(t *testing.T) {
 func getItem(t *testing.T, client *dynamodb.Client, table, key string) map[string]types.AttributeValue {
 	t.Helper()
 	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}}})
+		Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}}})
 	if err != nil {
 		t.Fatal(err)
 	}

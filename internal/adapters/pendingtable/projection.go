@@ -1,13 +1,14 @@
-// Package pendingtable is the PendingPayments table: the DynamoDB projection the
-// sweep reads through deadline.Index. One row per outstanding deadline of every
-// declared kind (deadline.Kind: a payment due, a process stuck, ...), keyed by the
-// kind's prefix and the row's subject and stamped in the ByPreparedAt index with its
-// due time less its lane's offset, and one per cancellation owed to the payment
-// provider (owed.go) and per parked stream record (parked.go), all spread over
-// write shards; written only from events, by the projector, and conditional on what
-// the row already reflects, so that replays change nothing. The rows of the
-// payment-due and process-stuck kinds are exactly those written before kinds
-// existed (docs/decisions/0020-deadline-kinds.md).
+// Package pendingtable is the Deadlines table, the to-do list: the DynamoDB
+// projection the sweep reads through deadline.Index and operators through
+// deadline.Lister. One row per outstanding deadline of every declared kind
+// (deadline.Kind: a payment due, a process stuck, ...), keyed by the kind's prefix
+// and the row's subject, one per cancellation owed to the payment provider
+// (owed.go) and one per parked stream record (parked.go); each sort of row in a
+// lane of its own of the DueByKind index, spread over write shards and stamped
+// with its due time, so that a query for one sort never reads another's. Rows are
+// written from events, by the projector, and conditional on what the row already
+// reflects, so that replays change nothing
+// (docs/decisions/0026-a-deadlines-table.md).
 package pendingtable
 
 import (
@@ -45,8 +46,8 @@ const (
 	DefaultMarkerTTL = 72 * time.Hour
 )
 
-// Projection is the PendingPayments table: one row per outstanding deadline of its
-// kinds, written only from events. It is safe for concurrent use.
+// Projection is the Deadlines table: one row per outstanding deadline of its kinds,
+// written only from events. It is safe for concurrent use.
 type Projection struct {
 	client    API
 	table     string
@@ -55,7 +56,7 @@ type Projection struct {
 	kinds     deadline.Kinds
 }
 
-// New returns the projection on the PendingPayments table named table,
+// New returns the projection on the Deadlines table named table,
 // spreading index writes over shards partitions (1 to MaxShards) and keeping settled
 // markers for markerTTL after the settling event.
 func New(client API, table string, shards int, markerTTL time.Duration) (*Projection, error) {
@@ -86,29 +87,61 @@ func (p *Projection) Shards() int { return p.shards }
 var _ deadline.Index = (*Projection)(nil)
 
 // OverduePages calls fn with the outstanding payments of shard prepared before
-// cutoff, oldest first, a page at a time: one Query of the shard's partition of the
-// index, paginated, with the cutoff in the key condition.
+// cutoff (now less the payment timeout), oldest first, a page at a time: one Query
+// of the shard's partition of the payments' lane, paginated, with the cutoff in
+// the key condition.
 func (p *Projection) OverduePages(ctx context.Context, shard int, cutoff time.Time, fn func([]deadline.Pending) bool) (int, error) {
-	return p.query(ctx, strconv.Itoa(shard), cutoff, 0, fn)
+	k, err := p.paymentKind()
+	if err != nil {
+		return 0, err
+	}
+	due := time.Time{} // every one
+	if !cutoff.IsZero() {
+		due = k.DueAt(cutoff)
+	}
+	return p.query(ctx, k, shard, due, 0, fn)
 }
 
 // LanePages implements deadline.Index: one Query of the lane's shard's partition of
-// the index, paginated, with the cutoff in the key condition.
+// the index, paginated, with the cutoff in the key condition. The lane holds one
+// sort of row, so every item it reads is one it passes on.
 func (p *Projection) LanePages(ctx context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func(deadline.LanePage) bool) (int, error) {
-	return queryIndex(ctx, p, lane.Shard(shard), cutoff, 0, p.decodeLaneRow, func(rows []laneRow) bool {
-		var page deadline.LanePage
-		for _, r := range rows {
-			switch {
-			case r.owed != nil:
-				page.Owed = append(page.Owed, *r.owed)
-			case r.parked != nil:
-				page.Parked = append(page.Parked, *r.parked)
-			default:
-				page.Rows = append(page.Rows, *r.row)
-			}
-		}
-		return fn(page)
+	switch lane {
+	case deadline.OwedLane:
+		return queryIndex(ctx, p, lane.Shard(shard), cutoff, 0, decodeOwed, func(rows []deadline.OwedCancellation) bool {
+			return fn(deadline.LanePage{Owed: rows})
+		})
+	case deadline.ParkedLane:
+		return queryIndex(ctx, p, lane.Shard(shard), cutoff, 0, decodeParked, func(rows []deadline.Parked) bool {
+			return fn(deadline.LanePage{Parked: rows})
+		})
+	}
+	k, ok := p.kindOfLane(lane)
+	if !ok {
+		return 0, fmt.Errorf("deadline: no kind of lane %q", lane.Prefix)
+	}
+	return queryIndex(ctx, p, lane.Shard(shard), cutoff, 0, p.decodeRow(k), func(rows []deadline.Row) bool {
+		return fn(deadline.LanePage{Rows: rows})
 	})
+}
+
+// kindOfLane returns the kind whose lane lane is.
+func (p *Projection) kindOfLane(lane deadline.Lane) (deadline.Kind, bool) {
+	for _, k := range p.kinds.All() {
+		if k.Lane() == lane {
+			return k, true
+		}
+	}
+	return deadline.Kind{}, false
+}
+
+// paymentKind is the payment due, whose rows the payments' listings read.
+func (p *Projection) paymentKind() (deadline.Kind, error) {
+	k, ok := p.kinds.ByName(deadlinekinds.Payment)
+	if !ok {
+		return deadline.Kind{}, fmt.Errorf("deadline: %s declares no %s kind", p.table, deadlinekinds.Payment)
+	}
+	return k, nil
 }
 
 func sortByPreparedAt(rows []deadline.Pending) {
@@ -180,7 +213,7 @@ func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstand
 
 // shardOf returns the index partition of a row of kind k about subject.
 func (p *Projection) shardOf(k deadline.Kind, subject string) string {
-	return k.Lane.Prefix + p.ShardOf(subject)
+	return k.Lane().Prefix + p.ShardOf(subject)
 }
 
 // opened creates the row of kind k that c opens, stamped from the record's time (or
@@ -193,7 +226,7 @@ func (p *Projection) opened(ctx context.Context, k deadline.Kind, c deadline.Cha
 	key := k.Key(subject)
 	set := "SET #rental = :rental, #at = :at, #shard = :shard"
 	names := map[string]string{
-		"#ref": schema.PendingReference, "#rental": schema.PendingRentalID, "#at": schema.PendingPreparedAt, "#shard": schema.PendingDueShard,
+		"#ref": schema.DeadlineKey, "#rental": schema.DeadlineSubject, "#at": schema.DeadlineDueAt, "#shard": schema.DeadlineKindShard,
 	}
 	values := map[string]types.AttributeValue{
 		":rental": &types.AttributeValueMemberS{Value: subject},
@@ -202,7 +235,7 @@ func (p *Projection) opened(ctx context.Context, k deadline.Kind, c deadline.Cha
 	}
 	if k.Ordered {
 		set += ", #v = :v"
-		names["#v"] = schema.PendingVersion
+		names["#v"] = schema.DeadlineVersion
 		values[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.Version, 10)}
 	}
 	// Only the first event of a row creates it: anything already there is this very
@@ -210,11 +243,11 @@ func (p *Projection) opened(ctx context.Context, k deadline.Kind, c deadline.Cha
 	// another's row, that kind's outstanding row, which it moves.
 	cond := "attribute_not_exists(#ref)"
 	if taken, ok := p.kinds.ByName(k.Takes); ok {
-		cond += " OR (" + p.inLane("#shard", taken.Lane.Prefix, ":taken", values) + ")"
+		cond += " OR (" + p.inLane("#shard", taken.Lane().Prefix, ":taken", values) + ")"
 	}
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
-		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		Key:                       map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		ConditionExpression:       aws.String(cond),
 		UpdateExpression:          aws.String(set),
 		ExpressionAttributeNames:  names,
@@ -224,7 +257,7 @@ func (p *Projection) opened(ctx context.Context, k deadline.Kind, c deadline.Cha
 	})
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {
-		_, outstanding := failed.Item[schema.PendingDueShard]
+		_, outstanding := failed.Item[schema.DeadlineKindShard]
 		return outstanding, nil
 	}
 	return err == nil, ignoreFailedCondition(err, key)
@@ -237,13 +270,13 @@ func (p *Projection) settled(ctx context.Context, k deadline.Kind, subject, how 
 	expires := r.RecordedAt.Add(p.markerTTL).Unix()
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(p.table),
-		Key:       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		Key:       map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		// An event older than what the row already reflects changes nothing.
 		ConditionExpression: aws.String("attribute_not_exists(#v) OR #v < :v"),
 		UpdateExpression:    aws.String("SET #rental = :rental, #settled = :settled, #v = :v, #exp = :exp REMOVE #shard"),
 		ExpressionAttributeNames: map[string]string{
-			"#rental": schema.PendingRentalID, "#settled": schema.PendingSettled, "#v": schema.PendingVersion,
-			"#exp": schema.PendingExpiresAt, "#shard": schema.PendingDueShard,
+			"#rental": schema.DeadlineSubject, "#settled": schema.DeadlineSettled, "#v": schema.DeadlineVersion,
+			"#exp": schema.DeadlineExpiresAt, "#shard": schema.DeadlineKindShard,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":rental":  &types.AttributeValueMemberS{Value: subject},
@@ -265,32 +298,37 @@ func ignoreFailedCondition(err error, ref string) error {
 	return fmt.Errorf("deadline: project row %s: %w", ref, err)
 }
 
-// query reads the outstanding rows of one shard through the index, oldest first,
-// prepared before the cutoff (all of them for a zero cutoff), calling fn for each
+// query reads the outstanding payments of one shard of the payment kind k's lane,
+// soonest due (oldest) first, due before the cutoff (all of them for a zero
+// cutoff), asking for limit items a page (no limit for 0), calling fn for each
 // page. It returns how many items DynamoDB read.
-func (p *Projection) query(ctx context.Context, shard string, before time.Time, limit int32, fn func([]deadline.Pending) bool) (int, error) {
-	return queryIndex(ctx, p, shard, before, limit, decodePending, func(rows []deadline.Pending) bool {
-		// The lane's rows of other kinds (the returns due) are not payments.
-		return fn(slices.DeleteFunc(rows, func(r deadline.Pending) bool { return r.Reference == "" }))
+func (p *Projection) query(ctx context.Context, k deadline.Kind, shard int, before time.Time, limit int32, fn func([]deadline.Pending) bool) (int, error) {
+	return queryIndex(ctx, p, k.Lane().Shard(shard), before, limit, p.decodeRow(k), func(rows []deadline.Row) bool {
+		page := make([]deadline.Pending, len(rows))
+		for i, r := range rows {
+			page[i] = deadline.Pending{Reference: k.Key(r.Subject), RentalID: r.Subject, PreparedAt: r.Since}
+		}
+		return fn(page)
 	})
 }
 
-// queryIndex reads the index partition shard, oldest first, rows stamped before the
-// cutoff (all of them for a zero cutoff), decoding each row with decode and calling
-// fn for each page until it returns false. It returns how many items DynamoDB read.
+// queryIndex reads the index partition shard, soonest due first, rows due before
+// the cutoff (all of them for a zero cutoff), limit items a page (no limit for 0),
+// decoding each row with decode and calling fn for each page until it returns
+// false. It returns how many items DynamoDB read.
 func queryIndex[T any](ctx context.Context, p *Projection, shard string, before time.Time, limit int32,
 	decode func(map[string]types.AttributeValue) (T, error), fn func([]T) bool) (int, error) {
 	cond := "#shard = :shard"
 	values := map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: shard}}
-	names := map[string]string{"#shard": schema.PendingDueShard}
+	names := map[string]string{"#shard": schema.DeadlineKindShard}
 	if !before.IsZero() {
 		cond += " AND #at < :before"
-		names["#at"] = schema.PendingPreparedAt
+		names["#at"] = schema.DeadlineDueAt
 		values[":before"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(before.UnixMilli(), 10)}
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(p.table),
-		IndexName:                 aws.String(schema.PendingByPreparedAt),
+		IndexName:                 aws.String(schema.DeadlinesByDue),
 		KeyConditionExpression:    aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
@@ -322,36 +360,36 @@ func queryIndex[T any](ctx context.Context, p *Projection, shard string, before 
 	return read, nil
 }
 
-func decodePending(item map[string]types.AttributeValue) (deadline.Pending, error) {
-	ref, ok1 := item[schema.PendingReference].(*types.AttributeValueMemberS)
-	at, ok2 := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN)
-	if !ok1 || !ok2 {
-		return deadline.Pending{}, fmt.Errorf("deadline: pending row lacks %s or %s", schema.PendingReference, schema.PendingPreparedAt)
-	}
-	ms, err := strconv.ParseInt(at.Value, 10, 64)
-	if err != nil {
-		return deadline.Pending{}, fmt.Errorf("deadline: pending row %s: %s %q", ref.Value, schema.PendingPreparedAt, at.Value)
-	}
-	k, rentalID, ok := paymentKinds.OfKey(ref.Value)
-	if !ok || k.Name != deadlinekinds.Payment {
-		if _, _, other := lanesKinds.OfLaneKey("0", ref.Value); other {
-			return deadline.Pending{}, nil // a row of another kind in the payments' lane
+// decodeRow returns the decoder of the items of k's lane.
+func (p *Projection) decodeRow(k deadline.Kind) func(map[string]types.AttributeValue) (deadline.Row, error) {
+	return func(item map[string]types.AttributeValue) (deadline.Row, error) {
+		key, ms, err := stamped(item, k.Name+" row")
+		if err != nil {
+			return deadline.Row{}, err
 		}
-		return deadline.Pending{}, fmt.Errorf("deadline: pending row %s: not a rental's payment", ref.Value)
+		subject, ok := k.SubjectOf(key)
+		if !ok {
+			return deadline.Row{}, fmt.Errorf("deadline: %s row %q: not a key of its kind", k.Name, key)
+		}
+		since := k.SinceOf(ms)
+		return deadline.Row{Kind: k.Name, Subject: subject, Since: since, Due: k.DueAt(since)}, nil
 	}
-	return deadline.Pending{Reference: ref.Value, RentalID: rentalID, PreparedAt: time.UnixMilli(ms).UTC()}, nil
 }
 
-// List returns up to limit outstanding payments, oldest first, reading at most limit
-// rows from each shard.
+// List returns up to limit outstanding payments, oldest first: one Query of each
+// shard of the payments' lane, reading at most limit rows from each.
 func (p *Projection) List(ctx context.Context, limit int) ([]deadline.Pending, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("deadline: list limit %d: want at least 1", limit)
 	}
+	k, err := p.paymentKind()
+	if err != nil {
+		return nil, err
+	}
 	var all []deadline.Pending
 	for s := range p.shards {
 		var rows []deadline.Pending
-		_, err := p.query(ctx, strconv.Itoa(s), time.Time{}, int32(limit), func(page []deadline.Pending) bool {
+		_, err := p.query(ctx, k, s, time.Time{}, pageOf(limit), func(page []deadline.Pending) bool {
 			rows = append(rows, page...)
 			return len(rows) < limit
 		})
@@ -367,9 +405,10 @@ func (p *Projection) List(ctx context.Context, limit int) ([]deadline.Pending, e
 	return all, nil
 }
 
-// paymentKinds tell a payment's row by its key, and lanesKinds the rows of the
-// payments' lane.
-var (
-	paymentKinds = deadline.MustKinds(deadlinekinds.PaymentKind(deadline.Policy{}, nil))
-	lanesKinds   = deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{})
-)
+// maxPage is the most items a listing asks DynamoDB for in one page.
+const maxPage = 1000
+
+// pageOf is the page a listing of limit rows asks for: its limit, at most maxPage.
+// A lane holds one sort of row and nothing is filtered out of it in memory, so
+// one page of limit items answers a limit up to maxPage.
+func pageOf(limit int) int32 { return int32(min(max(limit, 1), maxPage)) }

@@ -45,7 +45,7 @@ func refundsOwed(t *testing.T, p *pendingtable.Projection, now time.Time) []dead
 func TestRefundsOwedAreListedUntilRefunded(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
 	p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestRefundsOwedAreListedUntilRefunded(t *testing.T) {
 func TestARefundMadeByHandSettlesItsRow(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
 	p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)

@@ -5,18 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// ConfigKey is the PendingPayments item that records how many index shards the
+// ConfigKey is the to-do table's item that records how many index shards the
 // table's rows are spread over. It has no due shard, so it is never in the sweep's
 // index.
 const ConfigKey = "#config"
@@ -25,7 +25,7 @@ const configShards = "shards" // N: the shard count the rows were written with
 
 // ErrShardMismatch reports a projection whose shard count is not the table's: its
 // rows would land on shards the sweep does not read, or the other way round.
-var ErrShardMismatch = errors.New("deadline: the shard count differs from the PendingPayments table's")
+var ErrShardMismatch = errors.New("deadline: the shard count differs from the to-do table's")
 
 // ShardMismatchError is ErrShardMismatch with both counts.
 type ShardMismatchError struct {
@@ -49,7 +49,7 @@ func (e *ShardMismatchError) Unwrap() error { return ErrShardMismatch }
 func (p *Projection) CheckShards(ctx context.Context) error {
 	out, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
-		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: ConfigKey}},
+		Key:                       map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: ConfigKey}},
 		UpdateExpression:          aws.String("SET #n = if_not_exists(#n, :n)"),
 		ExpressionAttributeNames:  map[string]string{"#n": configShards},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: strconv.Itoa(p.shards)}},
@@ -73,7 +73,7 @@ func (p *Projection) CheckShards(ctx context.Context) error {
 func (p *Projection) SetShards(ctx context.Context) error {
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
-		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: ConfigKey}},
+		Key:                       map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: ConfigKey}},
 		UpdateExpression:          aws.String("SET #n = :n"),
 		ExpressionAttributeNames:  map[string]string{"#n": configShards},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: strconv.Itoa(p.shards)}},
@@ -95,7 +95,7 @@ func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 		if err != nil || c.Settled {
 			return err
 		}
-		return p.moveTo(ctx, OwedKey(c.Reference), p.owedShardOf(c.Reference), OpenShardPrefix)
+		return p.moveTo(ctx, OwedKey(c.Reference), p.owedShardOf(c.Reference), deadline.OwedLane.Prefix)
 	}
 	changes, err := p.kinds.Changes(r)
 	if err != nil {
@@ -105,7 +105,7 @@ func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
 		if c.Settled {
 			continue
 		}
-		if err := p.moveTo(ctx, c.Kind.Key(c.Subject), p.shardOf(c.Kind, c.Subject), c.Kind.Lane.Prefix); err != nil {
+		if err := p.moveTo(ctx, c.Kind.Key(c.Subject), p.shardOf(c.Kind, c.Subject), c.Kind.Lane().Prefix); err != nil {
 			return err
 		}
 	}
@@ -120,31 +120,20 @@ func (p *Projection) moveTo(ctx context.Context, key, shard, lane string) error 
 	cond := "#shard <> :shard AND " + p.inLane("#shard", lane, ":lane", values)
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(p.table),
-		Key:                       map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: key}},
+		Key:                       map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		ConditionExpression:       aws.String(cond),
 		UpdateExpression:          aws.String("SET #shard = :shard"),
-		ExpressionAttributeNames:  map[string]string{"#shard": schema.PendingDueShard},
+		ExpressionAttributeNames:  map[string]string{"#shard": schema.DeadlineKindShard},
 		ExpressionAttributeValues: values,
 	})
 	return ignoreFailedCondition(err, key)
 }
 
-// inLane is a condition that the item's attribute name (a due shard) is in the lane
-// of the given prefix: it exists, begins with the prefix, and with no other lane's
-// that begins with it (every lane's begins with the payments' empty one). Its
-// values are added to values, named from value.
+// inLane is a condition that the item's attribute name (a lane and shard) is in
+// the lane of the given prefix: it exists and begins with the prefix, which no
+// other lane's begins with (each ends in "#"). Its value is added to values, named
+// value.
 func (p *Projection) inLane(name, lane, value string, values map[string]types.AttributeValue) string {
-	cond := "attribute_exists(" + name + ")"
-	if lane != "" {
-		cond += " AND begins_with(" + name + ", " + value + ")"
-		values[value] = &types.AttributeValueMemberS{Value: lane}
-	}
-	for i, other := range p.kinds.Lanes() {
-		if other.Prefix != lane && other.Prefix != "" && strings.HasPrefix(other.Prefix, lane) {
-			n := fmt.Sprintf("%s%d", value, i)
-			cond += " AND NOT begins_with(" + name + ", " + n + ")"
-			values[n] = &types.AttributeValueMemberS{Value: other.Prefix}
-		}
-	}
-	return cond
+	values[value] = &types.AttributeValueMemberS{Value: lane}
+	return "attribute_exists(" + name + ") AND begins_with(" + name + ", " + value + ")"
 }

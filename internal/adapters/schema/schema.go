@@ -50,73 +50,111 @@ func Events(name string) *dynamodb.CreateTableInput {
 	}
 }
 
-// Attribute names of the PendingPayments table: one item per payment reference, an
-// outstanding payment while it has a due shard, a settled marker once it has not.
+// Attribute names of the Deadlines table, the to-do list: one item per
+// outstanding deadline of every kind, per cancellation owed to the payment
+// provider and per stream record parked for delivery again; a settled marker once
+// it has settled.
 const (
-	PendingReference    = "reference"    // partition key (S): the payment reference
-	PendingRentalID     = "rentalId"     // S
-	PendingPreparedAt   = "preparedAtMs" // N: when PaymentPrepared was recorded, Unix milliseconds
-	PendingDueShard     = "dueShard"     // S: the index's write shard; removed on settlement
-	PendingVersion      = "version"      // N: payment stream version of the last event applied
-	PendingSettled      = "settled"      // S: how the payment settled, on markers only
-	PendingExpiresAt    = "expiresAt"    // N: Unix seconds when DynamoDB TTL deletes a marker
-	PendingAttempts     = "attempts"     // N: failed redeliveries of a parked stream record
-	PendingByPreparedAt = "ByPreparedAt" // the index: outstanding rows by shard, oldest first
+	DeadlineKey       = "key"       // partition key (S): the row's key (its kind's prefix and subject, for a deadline)
+	DeadlineSubject   = "subject"   // S: what the row is about: a rental id
+	DeadlineKindShard = "kindShard" // S: the row's lane and write shard, "payment#2" (deadline.Lane); removed on settlement
+	DeadlineDueAt     = "dueAtMs"   // N: when the row falls due, Unix milliseconds
+	DeadlineVersion   = "version"   // N: stream version of the last event applied, for the kinds that keep it
+	DeadlineSettled   = "settled"   // S: how the row settled, on markers only
+	DeadlineExpiresAt = "expiresAt" // N: Unix seconds when DynamoDB TTL deletes a marker
+	DeadlineAttempts  = "attempts"  // N: failed redeliveries of a parked stream record
+	DeadlinesByDue    = "DueByKind" // the index: outstanding rows by lane and shard, soonest due first
 )
 
-// PendingPayments returns the definition of the PendingPayments table named name: the
-// projection of outstanding payments the sweep reads. Its global secondary index holds
-// only outstanding rows (the due shard is removed on settlement, so the index is
-// sparse), ordered by preparedAt within each write shard, and projects only keys: the
-// sweep needs the reference and the time, nothing else.
-func PendingPayments(name string) *dynamodb.CreateTableInput {
+// Deadlines returns the definition of the Deadlines table named name: the to-do
+// list the projector writes and the sweep, the API and rentalctl read. Its global
+// secondary index holds only outstanding rows (the lane and shard are removed on
+// settlement, so the index is sparse), each lane's shard a partition ordered by
+// due time, and projects only keys: a reader needs the key and the due time,
+// nothing else.
+func Deadlines(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(PendingReference), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(PendingDueShard), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(PendingPreparedAt), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(DeadlineKey), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(DeadlineKindShard), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(DeadlineDueAt), AttributeType: types.ScalarAttributeTypeN},
 		},
 		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(PendingReference), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(DeadlineKey), KeyType: types.KeyTypeHash},
 		},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(PendingByPreparedAt),
+			IndexName: aws.String(DeadlinesByDue),
 			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(PendingDueShard), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(PendingPreparedAt), KeyType: types.KeyTypeRange},
+				{AttributeName: aws.String(DeadlineKindShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(DeadlineDueAt), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 	}
 }
 
-// PendingPaymentsTTL is the TTL setting of the PendingPayments table.
-func PendingPaymentsTTL(name string) *dynamodb.UpdateTimeToLiveInput {
+// DeadlinesTTL is the TTL setting of the Deadlines table.
+func DeadlinesTTL(name string) *dynamodb.UpdateTimeToLiveInput {
 	return &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(name),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(PendingExpiresAt),
+			AttributeName: aws.String(DeadlineExpiresAt),
 			Enabled:       aws.Bool(true),
 		},
 	}
 }
 
-// CreatePendingPayments creates the PendingPayments table, waits for it and turns on
-// TTL for its settled markers. Safe to call on every start.
-func CreatePendingPayments(ctx context.Context, client *dynamodb.Client, name string) error {
-	if err := Create(ctx, client, PendingPayments(name)); err != nil {
+// CreateDeadlines creates the Deadlines table, waits for it and turns on TTL for
+// its settled markers. Safe to call on every start.
+func CreateDeadlines(ctx context.Context, client *dynamodb.Client, name string) error {
+	if err := Create(ctx, client, Deadlines(name)); err != nil {
 		return err
 	}
 	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 	if err == nil && out.TimeToLiveDescription != nil && out.TimeToLiveDescription.TimeToLiveStatus == types.TimeToLiveStatusEnabled {
 		return nil
 	}
-	if _, err := client.UpdateTimeToLive(ctx, PendingPaymentsTTL(name)); err != nil {
+	if _, err := client.UpdateTimeToLive(ctx, DeadlinesTTL(name)); err != nil {
 		return fmt.Errorf("enable TTL on %s: %w", name, err)
 	}
 	return nil
+}
+
+// Attribute names of the Deadlines table, the to-do list before the
+// Deadlines table (docs/decisions/0026-a-deadlines-table.md): kept on a deployed
+// stack until an operator deletes it, and read only to carry its parked stream
+// records over (rentalctl rebuild -parked-from).
+const (
+	LegacyPendingKey      = "reference"    // partition key (S)
+	LegacyPendingStamp    = "preparedAtMs" // N: a parked record's due time, negated
+	LegacyPendingShard    = "dueShard"     // S: "open-<n>" for a parked record
+	LegacyPendingByStamp  = "ByPreparedAt" // the index
+	LegacyParkedShardLane = "open-"
+)
+
+// LegacyPendingPayments returns the definition of a Deadlines table as the
+// stacks before the Deadlines table have it: for tests of the migration.
+func LegacyPendingPayments(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(LegacyPendingKey), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(LegacyPendingShard), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(LegacyPendingStamp), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(LegacyPendingKey), KeyType: types.KeyTypeHash}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(LegacyPendingByStamp),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(LegacyPendingShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(LegacyPendingStamp), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}},
+	}
 }
 
 // Create creates the table that def describes and waits until it is active. A table

@@ -103,11 +103,11 @@ func seed(b *testing.B, w *world, pending, overdue int, now time.Time) {
 		rentalID := rental.NewRentalID(fmt.Sprintf("bike%d", i), fmt.Sprintf("%022d", i))
 		ref := payment.ReferenceFor(rentalID)
 		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			schema.PendingReference:  &types.AttributeValueMemberS{Value: ref},
-			schema.PendingRentalID:   &types.AttributeValueMemberS{Value: rentalID},
-			schema.PendingPreparedAt: &types.AttributeValueMemberN{Value: strconv.FormatInt(at.UnixMilli(), 10)},
-			schema.PendingDueShard:   &types.AttributeValueMemberS{Value: w.projection.ShardOf(ref)},
-			schema.PendingVersion:    &types.AttributeValueMemberN{Value: "1"},
+			schema.DeadlineKey:       &types.AttributeValueMemberS{Value: ref},
+			schema.DeadlineSubject:   &types.AttributeValueMemberS{Value: rentalID},
+			schema.DeadlineDueAt:     &types.AttributeValueMemberN{Value: strconv.FormatInt(at.UnixMilli(), 10)},
+			schema.DeadlineKindShard: &types.AttributeValueMemberS{Value: w.projection.ShardOf(ref)},
+			schema.DeadlineVersion:   &types.AttributeValueMemberN{Value: "1"},
 		}}})
 		if len(batch) == 25 {
 			flush()
@@ -122,7 +122,7 @@ func scanAndFilter(b *testing.B, w *world, cutoff time.Time) (found, read int) {
 	pages := dynamodb.NewScanPaginator(w.client, &dynamodb.ScanInput{
 		TableName:                aws.String(w.pending),
 		FilterExpression:         aws.String("attribute_exists(#shard) AND #at < :cutoff"),
-		ExpressionAttributeNames: map[string]string{"#shard": schema.PendingDueShard, "#at": schema.PendingPreparedAt},
+		ExpressionAttributeNames: map[string]string{"#shard": schema.DeadlineKindShard, "#at": schema.DeadlineDueAt},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":cutoff": &types.AttributeValueMemberN{Value: strconv.FormatInt(cutoff.UnixMilli(), 10)},
 		},

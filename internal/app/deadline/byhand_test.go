@@ -41,23 +41,24 @@ func subjectChange(opens, settles string) func(eventstore.Record) (deadline.Chan
 // opens) is projected and listed, overdue from its opening on, and settled as any
 // other; the sweep never queries its lane, reports nothing of it and cannot be
 // made to act on one of its rows by a trigger; and a declaration that gives it a
-// command, or shares its lane, or a kind not by hand a zero duration, or lists a
+// command, or a kind the name of the sweep's own rows, or a kind not by hand a
+// zero duration, or lists a
 // kind as another but a kind by hand as a swept one, is refused.
 func TestAKindWorkedOffByHandIsListedAndNeverSwept(t *testing.T) {
 	ctx := context.Background()
-	swept := deadline.Kind{Name: "loan", Prefix: "loan#", Lane: deadline.Lane{Prefix: "t-", Offset: time.Hour}, After: time.Hour,
+	swept := deadline.Kind{Name: "loan", Prefix: "loan#", After: time.Hour,
 		Change: subjectChange("Lent", "Returned"),
 		Act: func(context.Context, deadline.Row, string) (deadline.Outcome, string, error) {
 			return deadline.Acted, "", nil
 		}}
-	byHand := deadline.Kind{Name: "owed", Prefix: "owed#", Lane: deadline.Lane{Prefix: "o-"}, Change: subjectChange("Owed", "Paid"), ByHand: true}
+	byHand := deadline.Kind{Name: "debt", Prefix: "debt#", Change: subjectChange("Owes", "Paid"), ByHand: true}
 	kinds := deadline.MustKinds(swept, byHand)
 	m := memindex.NewWith(2, kinds)
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	for _, r := range []eventstore.Record{
 		{StreamID: "things-a", Version: 1, Event: eventstore.Event{ID: "1", Type: "Lent", Data: []byte("subject:a"), RecordedAt: t0}},
-		{StreamID: "things-b", Version: 1, Event: eventstore.Event{ID: "2", Type: "Owed", Data: []byte("subject:b"), RecordedAt: t0}},
-		{StreamID: "things-c", Version: 1, Event: eventstore.Event{ID: "3", Type: "Owed", Data: []byte("subject:c"), RecordedAt: t0}},
+		{StreamID: "things-b", Version: 1, Event: eventstore.Event{ID: "2", Type: "Owes", Data: []byte("subject:b"), RecordedAt: t0}},
+		{StreamID: "things-c", Version: 1, Event: eventstore.Event{ID: "3", Type: "Owes", Data: []byte("subject:c"), RecordedAt: t0}},
 		{StreamID: "things-c", Version: 2, Event: eventstore.Event{ID: "4", Type: "Paid", Data: []byte("subject:c"), RecordedAt: t0}},
 	} {
 		if err := m.Apply(ctx, r); err != nil {
@@ -66,38 +67,38 @@ func TestAKindWorkedOffByHandIsListedAndNeverSwept(t *testing.T) {
 	}
 	now := t0.Add(2 * time.Hour)
 	overdue := true
-	rows, err := m.Deadlines(ctx, deadline.Query{Kind: "owed", Overdue: &overdue, Now: t0.Add(time.Millisecond), Limit: 10})
+	rows, err := m.Deadlines(ctx, deadline.Query{Kind: "debt", Overdue: &overdue, Now: t0.Add(time.Millisecond), Limit: 10})
 	if err != nil || len(rows) != 1 || rows[0].Subject != "b" || !rows[0].Due.Equal(t0) {
-		t.Errorf("owed rows %+v, %v: want b's, due as it opened, overdue just after; c's settled", rows, err)
+		t.Errorf("debt rows %+v, %v: want b's, due as it opened, overdue just after; c's settled", rows, err)
 	}
 
 	idx := &lanesRead{Index: m, lanes: map[string]int{}}
 	s := &deadline.Sweeper{Index: idx, Kinds: kinds, Logger: slog.New(slog.DiscardHandler)}
 	sum, err := s.Sweep(ctx, now)
-	if err != nil || idx.lanes["o-"] != 0 || idx.lanes["t-"] != 2 {
-		t.Errorf("the sweep queried lanes %v (%v), want t- once per shard and never o-", idx.lanes, err)
+	if err != nil || idx.lanes["debt#"] != 0 || idx.lanes["loan#"] != 2 {
+		t.Errorf("the sweep queried lanes %v (%v), want loan# once per shard and never debt#", idx.lanes, err)
 	}
-	if _, ok := sum.Kind("owed"); ok || len(sum.Kinds) != 1 || sum.Kinds[0].Acted != 1 {
+	if _, ok := sum.Kind("debt"); ok || len(sum.Kinds) != 1 || sum.Kinds[0].Acted != 1 {
 		t.Errorf("summary kinds %+v, want the loan's alone", sum.Kinds)
 	}
-	if _, err := s.SweepOne(ctx, "owed", "owed#b", now); err == nil {
+	if _, err := s.SweepOne(ctx, "debt", "debt#b", now); err == nil {
 		t.Error("a trigger naming a row worked off by hand was swept")
 	}
 
 	withAct := byHand
 	withAct.Act = swept.Act
-	shared := byHand
-	shared.Lane = swept.Lane
 	zero := swept
 	zero.After = 0
 	listedSwept := swept
-	listedSwept.ListedAs = "owed"
+	listedSwept.ListedAs = "debt"
 	listsAsByHand := byHand
-	listsAsByHand.Name, listsAsByHand.Prefix, listsAsByHand.Lane.Prefix, listsAsByHand.ListedAs = "late", "late#", "l-", "owed"
+	listsAsByHand.Name, listsAsByHand.Prefix, listsAsByHand.ListedAs = "late", "late#", "debt"
 	listsAsItself := byHand
-	listsAsItself.ListedAs = "owed"
+	listsAsItself.ListedAs = "debt"
+	sweepsOwn := swept
+	sweepsOwn.Name, sweepsOwn.Prefix = "owed", "owed#"
 	for name, ks := range map[string][]deadline.Kind{
-		"a command": {swept, withAct}, "a shared lane": {swept, shared}, "zero, swept": {zero},
+		"a command": {swept, withAct}, "the owed cancellations' lane": {sweepsOwn}, "zero, swept": {zero},
 		"a swept kind listed as another": {listedSwept, byHand}, "listed as a kind by hand": {byHand, listsAsByHand},
 		"listed as itself": {listsAsItself},
 	} {

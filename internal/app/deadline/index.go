@@ -9,22 +9,32 @@ import (
 
 // Index is what the sweep reads: the rows of every kind of deadline, in lanes of
 // write-sharded partitions ordered by due time (Lane), queried one by one, never
-// scanned. The PendingPayments table (package pendingtable) is the service's;
+// scanned. The Deadlines table (package pendingtable) is the service's;
 // memindex.Memory is one for tests. indextest holds the contract both keep.
 type Index interface {
 	// Shards returns how many partitions each lane is read by.
 	Shards() int
-	// LanePages calls fn with the rows of the lane's shard stamped before cutoff
-	// (Lane.Cutoff of the sweep's now), oldest first, a page at a time, until fn
-	// returns false or none are left, and returns how many items it read. A lane's
-	// rows are the outstanding rows of its kinds, and, stamped below every other, the
-	// cancellations owed to the provider and the parked stream records kept in it.
+	// LanePages calls fn with the rows of the lane's shard due before cutoff (the
+	// sweep's now; every row for a zero cutoff), soonest due first, a page at a
+	// time, until fn returns false or none are left, and returns how many items it
+	// read: for a kind's lane, the outstanding rows of that kind (Rows); for
+	// OwedLane, the owed cancellations (Owed); for ParkedLane, the parked records
+	// (Parked). It reads nothing but the rows it passes to fn.
 	LanePages(ctx context.Context, lane Lane, shard int, cutoff time.Time, fn func(LanePage) bool) (int, error)
 	// Row returns the outstanding row of kind k about subject, with a strongly
 	// consistent read; ok is false when it is not outstanding (never opened, or
 	// settled).
 	Row(ctx context.Context, k Kind, subject string) (row Row, ok bool, err error)
 }
+
+// The lanes of the sweep's own rows, beside the kinds' lanes: the cancellations
+// owed to the provider, stamped with the time each is due to be tried again, and
+// the parked stream records, stamped with the time each is due for delivery
+// again. No kind is named for them.
+var (
+	OwedLane   = LaneOf("owed")
+	ParkedLane = LaneOf("parked")
+)
 
 // LanePage is one page of a lane's partition.
 type LanePage struct {

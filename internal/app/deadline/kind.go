@@ -25,13 +25,9 @@ type Kind struct {
 	// ASCII letters, unique among the declared kinds.
 	Name string
 	// Prefix starts the table key of every row of the kind; the rest of the key is the
-	// row's subject (Row.Subject). No declared kind's prefix starts another's in the
-	// same lane, so a key and its lane say its kind; kinds in different lanes may
-	// share a prefix, and then their rows a key (Takes).
+	// row's subject (Row.Subject). Kinds may share a prefix, and then their rows a
+	// key (Takes): a key and its lane say its kind.
 	Prefix string
-	// Lane is the index partitions the kind's rows are kept in. Kinds share a lane
-	// only if their lanes are equal.
-	Lane Lane
 	// After is how long after its opening record a row falls due: positive, or
 	// zero for a kind worked off by hand (due as soon as it opens).
 	After time.Duration
@@ -105,22 +101,26 @@ const (
 	TallyStuck
 )
 
-// Lane is a set of the index's write-sharded partitions: shard s of a lane is the
-// partition Prefix+s. A row of a lane is stamped in the index with its due time
-// minus the lane's Offset, so that the rows of a lane are ordered by due time and
-// one query per shard, whose cutoff is the sweep's now minus the offset, finds every
-// overdue row of every kind in it, and nothing else. (Offsets keep the stamps of the
-// rows written before kinds existed: the opening records' times.)
+// Lane is the index partitions of one sort of row: of one kind's rows, or of the
+// cancellations owed to the provider (OwedLane), or of the parked stream records
+// (ParkedLane); shard s of a lane is the partition Prefix+s ("payment#0"). A row
+// is stamped in the index with its due time, so that one query per shard whose
+// cutoff is the sweep's now finds every overdue row of the lane, in due order, and
+// nothing else, and no query for one sort of row ever reads another's.
 type Lane struct {
 	Prefix string
-	Offset time.Duration
 }
 
 // Shard names the partition of the lane's shard s.
 func (l Lane) Shard(s int) string { return fmt.Sprintf("%s%d", l.Prefix, s) }
 
-// Cutoff is the stamp before which a row of the lane is overdue at now.
-func (l Lane) Cutoff(now time.Time) time.Time { return now.Add(-l.Offset) }
+// LaneOf returns the lane of the rows named name: the name and "#".
+func LaneOf(name string) Lane { return Lane{Prefix: name + "#"} }
+
+// Lane is the index partitions the kind's rows are kept in: a lane of its own,
+// named for the kind, which no other kind's rows, owed cancellation or parked
+// record is in.
+func (k Kind) Lane() Lane { return LaneOf(k.Name) }
 
 // Change is what a record means for one kind's deadline.
 type Change struct {
@@ -165,12 +165,13 @@ func (k Kind) DueAt(since time.Time) time.Time { return since.Add(k.After) }
 // exactly it is not yet.
 func (k Kind) Overdue(since, now time.Time) bool { return k.DueAt(since).Before(now) }
 
-// Stamp returns the stamp in the index of a row opened at since, Unix milliseconds.
-func (k Kind) Stamp(since time.Time) int64 { return k.DueAt(since).Add(-k.Lane.Offset).UnixMilli() }
+// Stamp returns the stamp in the index of a row opened at since: its due time,
+// Unix milliseconds.
+func (k Kind) Stamp(since time.Time) int64 { return k.DueAt(since).UnixMilli() }
 
 // SinceOf reverses Stamp.
 func (k Kind) SinceOf(stamp int64) time.Time {
-	return time.UnixMilli(stamp).Add(k.Lane.Offset).Add(-k.After).UTC()
+	return time.UnixMilli(stamp).Add(-k.After).UTC()
 }
 
 // Outcome is what the receiver of an overdue row's command did.
@@ -188,8 +189,8 @@ const (
 )
 
 // Kinds is a set of declared kinds, checked: every kind's name, prefix, lane and
-// duration is valid, names and prefixes are unique and no prefix starts another,
-// and kinds in one lane share its offset.
+// duration is valid, names are unique, every kind has a lane of its own, and no
+// prefix starts another but its own.
 type Kinds struct {
 	list []Kind
 }
@@ -211,18 +212,15 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 		if k.ListedAs != "" && (!k.ByHand || k.ListedAs == k.Name) {
 			errs = append(errs, fmt.Errorf("deadline: kind %q lists as %q: only a kind worked off by hand lists as another", k.Name, k.ListedAs))
 		}
+		if k.Lane() == OwedLane || k.Lane() == ParkedLane {
+			errs = append(errs, fmt.Errorf("deadline: kind %q: the name is the sweep's own rows'", k.Name))
+		}
 		for _, o := range kinds[:i] {
 			switch {
 			case o.Name == k.Name:
 				errs = append(errs, fmt.Errorf("deadline: kind %q declared twice", k.Name))
-			case o.Lane.Prefix == k.Lane.Prefix && (strings.HasPrefix(o.Prefix, k.Prefix) || strings.HasPrefix(k.Prefix, o.Prefix)):
-				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q: key prefixes %q and %q overlap in one lane", o.Name, k.Name, o.Prefix, k.Prefix))
 			case o.Prefix != k.Prefix && (strings.HasPrefix(o.Prefix, k.Prefix) || strings.HasPrefix(k.Prefix, o.Prefix)):
 				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q: key prefixes %q and %q overlap", o.Name, k.Name, o.Prefix, k.Prefix))
-			case o.Lane.Prefix == k.Lane.Prefix && (o.ByHand || k.ByHand):
-				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q share lane %q, and one is worked off by hand", o.Name, k.Name, k.Lane.Prefix))
-			case o.Lane.Prefix == k.Lane.Prefix && o.Lane != k.Lane:
-				errs = append(errs, fmt.Errorf("deadline: kinds %q and %q share lane %q with offsets %s and %s", o.Name, k.Name, k.Lane.Prefix, o.Lane.Offset, k.Lane.Offset))
 			}
 		}
 	}
@@ -239,8 +237,8 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 			continue
 		}
 		i := slices.IndexFunc(kinds, func(o Kind) bool { return o.Name == k.Takes })
-		if i >= 0 && (kinds[i].Prefix != k.Prefix || kinds[i].Lane.Prefix == k.Lane.Prefix) {
-			errs = append(errs, fmt.Errorf("deadline: kind %q takes over %q: want a declared kind of the same prefix in another lane", k.Name, k.Takes))
+		if i >= 0 && (kinds[i].Prefix != k.Prefix) {
+			errs = append(errs, fmt.Errorf("deadline: kind %q takes over %q: want a declared kind of the same prefix", k.Name, k.Takes))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -309,7 +307,7 @@ func (ks Kinds) OfKey(key string) (k Kind, subject string, ok bool) {
 func (ks Kinds) OfLaneKey(shard, key string) (k Kind, subject string, ok bool) {
 	lane := strings.TrimRight(shard, "0123456789")
 	for _, k := range ks.list {
-		if s, ok := k.SubjectOf(key); ok && k.Lane.Prefix == lane {
+		if s, ok := k.SubjectOf(key); ok && k.Lane().Prefix == lane {
 			return k, s, true
 		}
 	}
@@ -330,8 +328,8 @@ func (k Kind) SubjectOf(key string) (string, bool) {
 func (ks Kinds) Lanes() []Lane {
 	var out []Lane
 	for _, k := range ks.list {
-		if !slices.Contains(out, k.Lane) {
-			out = append(out, k.Lane)
+		if !slices.Contains(out, k.Lane()) {
+			out = append(out, k.Lane())
 		}
 	}
 	return out
@@ -352,7 +350,7 @@ func (ks Kinds) Swept() Kinds {
 func (ks Kinds) InLane(l Lane) []Kind {
 	var out []Kind
 	for _, k := range ks.list {
-		if k.Lane == l {
+		if k.Lane() == l {
 			out = append(out, k)
 		}
 	}

@@ -26,7 +26,7 @@ func (s *Sweeper) SweepOne(ctx context.Context, kind, key string, now time.Time)
 	if !ok || !valid || k.ByHand {
 		return sum, fmt.Errorf("deadline: %q is no row of kind %q", key, kind)
 	}
-	sum.Cutoff, sum.RentalID = k.Lane.Cutoff(now).UTC(), subject
+	sum.Cutoff, sum.RentalID = now.Add(-k.After).UTC(), subject
 	row, ok, err := s.Index.Row(ctx, k, subject)
 	sum.ItemsRead = 1
 	if err != nil {
@@ -43,7 +43,7 @@ func (s *Sweeper) SweepOne(ctx context.Context, kind, key string, now time.Time)
 			return sum, err
 		}
 		now = due
-		sum.Now, sum.Cutoff = now.UTC(), k.Lane.Cutoff(now).UTC()
+		sum.Now, sum.Cutoff = now.UTC(), now.Add(-k.After).UTC()
 	}
 	if ok {
 		sum.Found = 1

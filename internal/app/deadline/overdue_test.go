@@ -110,7 +110,7 @@ func TestOverdueRefusesBadArgumentsAndReportsFailedQueries(t *testing.T) {
 	if err == nil || rows != nil {
 		t.Fatalf("Overdue on a missing table = %v, %v; want an error", rows, err)
 	}
-	for _, shard := range []string{"shard 0", "shard 1", "shard 2"} {
+	for _, shard := range []string{"shard payment#0", "shard payment#1", "shard payment#2"} {
 		if !strings.Contains(err.Error(), shard) {
 			t.Errorf("error %q does not name %s", err, shard)
 		}

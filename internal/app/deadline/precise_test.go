@@ -10,9 +10,11 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/onetime"
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 )
@@ -78,10 +80,26 @@ func TestSweepOne(t *testing.T) {
 	if _, err := s.SweepOne(short, deadlinekinds.Payment, payment.ReferenceFor(early), time.Now()); !errors.Is(err, deadline.ErrNotYetDue) {
 		t.Errorf("early, 15 minutes before its deadline: %v, want ErrNotYetDue", err)
 	}
-	// Fired early with time to wait: it waits for the deadline, then cancels.
-	s.Kinds = deadlinekinds.MustDeclare(deadline.Policy{Timeout: 2 * time.Second}, deadlinekinds.Receivers{Canceller: w.process})
+	// Fired early with time to wait: it waits for the deadline, then cancels. The
+	// row's due time is the one its kind had when it was projected: a table of its
+	// own projects the payment under a timeout of two seconds.
+	twoSeconds := deadlinekinds.MustDeclare(deadline.Policy{Timeout: 2 * time.Second}, deadlinekinds.Receivers{Canceller: w.process})
+	table := emulatortest.CreateTable(t, w.client, schema.Deadlines, "pending")
+	quick, err := pendingtable.New(w.client, table, pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick = quick.WithKinds(twoSeconds)
+	records, err := w.store.Read(ctx, payment.StreamID(payment.ReferenceFor(early)), 0)
+	if err != nil || len(records) == 0 {
+		t.Fatalf("the early payment's stream: %v, %v", records, err)
+	}
+	if err := quick.Apply(ctx, records[0]); err != nil {
+		t.Fatal(err)
+	}
+	s = &deadline.Sweeper{Index: quick, Kinds: twoSeconds}
 	start := time.Now()
-	row, _, err := w.projection.Get(ctx, payment.ReferenceFor(early))
+	row, _, err := quick.Get(ctx, payment.ReferenceFor(early))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -23,7 +24,7 @@ func (w *world) row(ref string) map[string]types.AttributeValue {
 	w.t.Helper()
 	out, err := w.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(w.pending), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: ref}},
+		Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: ref}},
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -59,8 +60,8 @@ func TestEverySettlementRemovesTheRow(t *testing.T) {
 			t.Fatalf("%s: not listed after PaymentPrepared", ref)
 		}
 		row := w.row(ref)
-		if at := row[schema.PendingPreparedAt].(*types.AttributeValueMemberN).Value; at != strconv.FormatInt(preparedAt.UnixMilli(), 10) {
-			t.Errorf("preparedAt = %s, want the event's recorded time %d", at, preparedAt.UnixMilli())
+		if at := row[schema.DeadlineDueAt].(*types.AttributeValueMemberN).Value; at != strconv.FormatInt(preparedAt.Add(deadline.DefaultTimeout).UnixMilli(), 10) {
+			t.Errorf("due at %s, want the event's recorded time and the payment timeout %d", at, preparedAt.Add(deadline.DefaultTimeout).UnixMilli())
 		}
 		settled := paymenttest.Record(t, settle(ref), 2, settledAt)
 		w.apply(settled)
@@ -68,10 +69,10 @@ func TestEverySettlementRemovesTheRow(t *testing.T) {
 			t.Errorf("%s: still listed after %s", ref, settled.Type)
 		}
 		marker := w.row(ref)
-		if _, ok := marker[schema.PendingDueShard]; ok {
+		if _, ok := marker[schema.DeadlineKindShard]; ok {
 			t.Errorf("%s: the marker keeps its index key", ref)
 		}
-		exp := marker[schema.PendingExpiresAt].(*types.AttributeValueMemberN).Value
+		exp := marker[schema.DeadlineExpiresAt].(*types.AttributeValueMemberN).Value
 		if want := strconv.FormatInt(settledAt.Add(pendingtable.DefaultMarkerTTL).Unix(), 10); exp != want {
 			t.Errorf("%s: marker expires at %s, want %s (settling time plus TTL)", ref, exp, want)
 		}
@@ -83,8 +84,8 @@ func TestEverySettlementRemovesTheRow(t *testing.T) {
 		}
 	}
 	ttl, err := w.client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(w.pending)})
-	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != schema.PendingExpiresAt {
-		t.Errorf("TTL = %+v, %v; want enabled on %s", ttl.TimeToLiveDescription, err, schema.PendingExpiresAt)
+	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != schema.DeadlineExpiresAt {
+		t.Errorf("TTL = %+v, %v; want enabled on %s", ttl.TimeToLiveDescription, err, schema.DeadlineExpiresAt)
 	}
 }
 
@@ -100,7 +101,7 @@ func TestSettlementBeforePreparationStillWins(t *testing.T) {
 	}
 	// An older settlement than the one the marker holds changes nothing.
 	w.apply(paymenttest.Record(t, payment.PaymentConfirmed{Reference: ref}, 1, now))
-	if got := w.row(ref)[schema.PendingSettled].(*types.AttributeValueMemberS).Value; got != "cancelled" {
+	if got := w.row(ref)[schema.DeadlineSettled].(*types.AttributeValueMemberS).Value; got != "cancelled" {
 		t.Errorf("marker says %s, want cancelled", got)
 	}
 }
@@ -113,7 +114,7 @@ func TestRowsSpreadOverShardsAndListOldestFirst(t *testing.T) {
 		rentalID := rental.NewRentalID(fmt.Sprint("bike", i), "AAAAAAAAAAAAAAAAAAAAAA")
 		ref := payment.ReferenceFor(rentalID)
 		w.apply(paymenttest.Record(t, payment.PaymentPrepared{Reference: ref, PaymentID: "p", Amount: 1, Currency: "EUR"}, 1, base.Add(time.Duration(40-i)*time.Second)))
-		shards[w.row(ref)[schema.PendingDueShard].(*types.AttributeValueMemberS).Value] = true
+		shards[w.row(ref)[schema.DeadlineKindShard].(*types.AttributeValueMemberS).Value] = true
 	}
 	if len(shards) != 4 {
 		t.Errorf("40 rows used shards %v, want all 4", shards)

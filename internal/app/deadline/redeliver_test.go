@@ -73,8 +73,9 @@ func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Parked != 5 || sum.Redelivered != 2 || sum.RedeliveriesLeft != 3 || sum.OldestParked != 90*time.Second {
-		t.Errorf("summary %+v, want 5 parked, 2 redelivered, 3 left, the oldest 90s", sum)
+	// The sweep reads the four that are due, not payment-c's.
+	if sum.Parked != 4 || sum.Redelivered != 2 || sum.RedeliveriesLeft != 2 || sum.OldestParked != 90*time.Second {
+		t.Errorf("summary %+v, want 4 parked and due, 2 redelivered, 2 left, the oldest 90s", sum)
 	}
 	slices.Sort(r.got)
 	if want := []string{"process:payment-a@3", "process:payment-b@3", "projector:payment-b@3"}; !slices.Equal(r.got, want) {
@@ -87,15 +88,15 @@ func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	if due := left["process:payment-a@3"]; !due.Equal(deadline.ParkedBackoff(now, recordedAt)) || !due.Equal(now.Add(90*time.Second)) {
 		t.Errorf("payment-a@3 due again at %s, want %s: as long again as it has been waiting", due, now.Add(90*time.Second))
 	}
-	if due := left["process:payment-a@4"]; !due.Equal(now.Add(-time.Minute)) {
-		t.Errorf("payment-a@4 due at %s, want it untouched behind payment-a@3", due)
+	if due := left["process:payment-a@4"]; !due.Equal(now.Add(90 * time.Second)) {
+		t.Errorf("payment-a@4 due at %s, want it put off with payment-a@3, which it waits behind", due)
 	}
 	if due := left["process:payment-c@3"]; !due.Equal(now.Add(time.Minute)) {
 		t.Errorf("payment-c@3 due at %s, want it untouched", due)
 	}
 
-	// A second later payment-a@3 is not due, and payment-a@4, due long ago, still
-	// waits behind it.
+	// A second later payment-a@3 is not due, and payment-a@4, put off with it,
+	// still waits behind it.
 	r.got = nil
 	sum, err = over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{Redeliverer: r, Parked: m, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Second))
 	if err != nil || sum.Redelivered != 0 || len(r.got) != 0 {

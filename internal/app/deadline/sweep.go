@@ -66,7 +66,7 @@ func ParkedBackoff(now, recordedAt time.Time) time.Time {
 // records' rows, so two sweeps may run at once (each command, and each delivery, is
 // safe twice).
 type Sweeper struct {
-	// Index is where the sweep finds the overdue rows: the PendingPayments table
+	// Index is where the sweep finds the overdue rows: the Deadlines table
 	// (pendingtable.Projection) in the service.
 	Index Index
 	// Kinds are the kinds of deadline the sweep covers, in the order it covers
@@ -252,8 +252,10 @@ type found struct {
 }
 
 // find queries each shard of each lane of the kinds the sweep covers (none worked
-// off by hand), with the lane's cutoff, at most concurrency queries at once. ItemsRead counts the first lane's reads,
-// StuckItemsRead the others'.
+// off by hand), and of the owed cancellations' and the parked records' lanes, for
+// the rows due before the sweep's now, at most concurrency queries at once: it
+// reads only what is due. ItemsRead counts the first lane's reads, StuckItemsRead
+// the others'.
 func (s *Sweeper) find(ctx context.Context, sum *Summary, concurrency int) (found, error) {
 	var (
 		mu   sync.Mutex
@@ -262,8 +264,11 @@ func (s *Sweeper) find(ctx context.Context, sum *Summary, concurrency int) (foun
 		wg   sync.WaitGroup
 	)
 	slots := make(chan struct{}, concurrency)
-	for i, lane := range s.Kinds.Swept().Lanes() {
-		cutoff := lane.Cutoff(sum.Now)
+	for i, lane := range append(s.Kinds.Swept().Lanes(), OwedLane, ParkedLane) {
+		cutoff := sum.Now // a deadline at its due time exactly is not overdue yet
+		if lane == OwedLane || lane == ParkedLane {
+			cutoff = sum.Now.Add(time.Millisecond) // a retry or a delivery is due at its time
+		}
 		for shard := range s.Index.Shards() {
 			slots <- struct{}{}
 			wg.Go(func() {
@@ -505,7 +510,7 @@ func (s *Sweeper) redeliver(ctx context.Context, logger *slog.Logger, sum *Summa
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			for _, p := range l.rows {
+			for i, p := range l.rows {
 				if ctx.Err() != nil || p.Due.After(sum.Now) {
 					return // the stream's later parked records wait behind this one
 				}
@@ -531,14 +536,25 @@ func (s *Sweeper) redeliver(ctx context.Context, logger *slog.Logger, sum *Summa
 				if recordedAt.IsZero() {
 					recordedAt = sum.Now
 				}
-				if err := s.Parked.Postpone(ctx, p, ParkedBackoff(sum.Now, recordedAt)); err != nil {
-					logger.LogAttrs(ctx, slog.LevelError, "sweep: parked stream record not postponed", append(attrs, slog.String("error", err.Error()))...)
-				}
+				s.postpone(ctx, logger, l.rows[i:], ParkedBackoff(sum.Now, recordedAt))
 				return // the stream's later parked records wait behind this one
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// postpone puts a parked record whose redelivery failed off until due, and the
+// stream's later parked records the sweep found with it too: the sweep reads only
+// the records that are due, so a later one due before it would otherwise be
+// delivered first.
+func (s *Sweeper) postpone(ctx context.Context, logger *slog.Logger, rows []Parked, due time.Time) {
+	for _, p := range rows {
+		if err := s.Parked.Postpone(ctx, p, due); err != nil {
+			logger.LogAttrs(ctx, slog.LevelError, "sweep: parked stream record not postponed", slog.String("consumer", p.Consumer),
+				slog.String("streamId", p.StreamID), slog.Int64("version", p.Version), slog.String("error", err.Error()))
+		}
+	}
 }
 
 type summaryJSON Summary

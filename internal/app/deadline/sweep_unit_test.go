@@ -21,11 +21,14 @@ import (
 )
 
 // The sweep's unit tests: on deadline.Memory, which keeps the same index contract as
-// the PendingPayments table (indextest), with no emulator.
+// the Deadlines table (indextest), with no emulator.
 
-func memoryWith(t *testing.T, preparedAt map[string]time.Time, requestedAt map[string]time.Time) *memindex.Memory {
+// memoryWith is an index projected under policy p, as the sweep that reads it is
+// configured, holding the payments prepared and the bikes requested at the times
+// given.
+func memoryWith(t *testing.T, p deadline.Policy, preparedAt map[string]time.Time, requestedAt map[string]time.Time) *memindex.Memory {
 	t.Helper()
-	m := memindex.New(4)
+	m := memindex.NewWith(4, deadlinekinds.MustDeclare(p, deadlinekinds.Receivers{}))
 	for id, at := range preparedAt {
 		ref := payment.ReferenceFor(id)
 		data, _ := json.Marshal(payment.PaymentPrepared{Reference: ref, PaymentID: "p", Amount: 1, Currency: "EUR"})
@@ -65,7 +68,7 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 		return process.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := over(memoryWith(t, prepared, nil), fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
+	s := over(memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute}, prepared, nil), fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
@@ -79,8 +82,8 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 	if !bytes.Contains(metrics.Bytes(), []byte(`"Cancelled":9`)) {
 		t.Errorf("metrics %s", metrics.String())
 	}
-	// A minute less of timeout, and the fresh ones are not yet due either.
-	if sum, err := over(memoryWith(t, prepared, nil), &recording{}, deadline.Policy{Timeout: 30 * time.Minute}, nil, deadline.Sweeper{}).Sweep(ctx, now); err != nil || sum.Found != 0 {
+	// A timeout of 30 minutes, and none of them is due yet.
+	if sum, err := over(memoryWith(t, deadline.Policy{Timeout: 30 * time.Minute}, prepared, nil), &recording{}, deadline.Policy{Timeout: 30 * time.Minute}, nil, deadline.Sweeper{}).Sweep(ctx, now); err != nil || sum.Found != 0 {
 		t.Errorf("with a 30m timeout: %+v, %v; want nothing found", sum, err)
 	}
 }
@@ -90,7 +93,7 @@ func TestTheSweepRepairsStuckRentalsButNotTheOnesItIsCancelling(t *testing.T) {
 	stuck := rental.NewRentalID("stuck", "AAAAAAAAAAAAAAAAAAAAAA")
 	cancelling := rental.NewRentalID("cancelling", "AAAAAAAAAAAAAAAAAAAAAA")
 	fresh := rental.NewRentalID("fresh", "AAAAAAAAAAAAAAAAAAAAAA")
-	m := memoryWith(t, map[string]time.Time{cancelling: now.Add(-time.Hour)},
+	m := memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}, map[string]time.Time{cancelling: now.Add(-time.Hour)},
 		map[string]time.Time{stuck: now.Add(-time.Hour), cancelling: now.Add(-time.Hour), fresh: now.Add(-20 * time.Minute)})
 	r := &repairs{answer: func(string) (bool, error) { return true, nil }}
 	sum, err := over(m, &recording{}, deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}, r, deadline.Sweeper{}).Sweep(ctx, now)
@@ -109,7 +112,7 @@ func TestSweepOneWaitsForTheDeadlineAndFindsNothingSettled(t *testing.T) {
 	fake := &recording{}
 	policy := deadline.Policy{Timeout: 2*time.Second + 200*time.Millisecond}
 	kinds := deadlinekinds.MustDeclare(policy, deadlinekinds.Receivers{Canceller: fake})
-	s := &deadline.Sweeper{Index: memoryWith(t, map[string]time.Time{id: preparedAt}, nil), Kinds: kinds}
+	s := &deadline.Sweeper{Index: memoryWith(t, policy, map[string]time.Time{id: preparedAt}, nil), Kinds: kinds}
 	sum, err := s.SweepOne(ctx, deadlinekinds.Payment, ref, time.Now())
 	if err != nil || sum.Found != 1 || sum.Cancelled != 1 || !sum.Now.After(preparedAt.Add(2*time.Second+200*time.Millisecond)) {
 		t.Fatalf("SweepOne %+v, %v; want it to wait for the deadline, then cancel", sum, err)
@@ -130,7 +133,7 @@ func TestASweepThatFindsNothingLogsAtDebugLevel(t *testing.T) {
 	now := time.Now()
 	late := rental.NewRentalID("late", "AAAAAAAAAAAAAAAAAAAAAA")
 	var logged bytes.Buffer
-	s := over(memoryWith(t, map[string]time.Time{late: now.Add(-20 * time.Minute)}, nil), &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 1,
+	s := over(memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute}, map[string]time.Time{late: now.Add(-20 * time.Minute)}, nil), &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 1,
 		Logger: slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	levels := func() []string {
 		var got []string

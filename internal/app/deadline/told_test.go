@@ -60,9 +60,14 @@ func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
 	for i := range sweeps {
 		at := now.Add(time.Duration(i) * time.Minute)
 		before := owedRow().Due
+		// The sweep reads the owed cancellation only once it is due again.
+		due := 0
+		if !before.After(at) {
+			due = 1
+		}
 		sum, err := s.Sweep(ctx, at)
-		if err != nil || sum.CancellationsOwed != 1 || sum.CancellationsLeft != 1 {
-			t.Fatalf("sweep %d while the provider is down: %+v, %v", i, sum, err)
+		if err != nil || sum.CancellationsOwed != due || sum.CancellationsLeft != due || sum.CancellationsMade != 0 {
+			t.Fatalf("sweep %d while the provider is down (due: %d): %+v, %v", i, due, sum, err)
 		}
 		if !before.After(at) { // it was tried: wait until the projection puts it off
 			w.pumpUntil("the unanswered retry put off", func() bool { return owedRow().Due.After(before) })

@@ -14,7 +14,7 @@ import (
 // say of their keys.
 var testKinds = deadline.MustKinds(
 	deadline.Kind{Name: "alpha", Prefix: "rp_", After: time.Minute, Change: noChange, Valid: validID},
-	deadline.Kind{Name: "beta", Prefix: "beta-", After: time.Hour, Change: noChange, Lane: deadline.Lane{Prefix: "b-"}},
+	deadline.Kind{Name: "beta", Prefix: "beta-", After: time.Hour, Change: noChange},
 )
 
 func validID(s string) bool {

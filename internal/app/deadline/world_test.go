@@ -72,8 +72,8 @@ func (l *lockedBuffer) String() string {
 func newWorld(t testing.TB, shards int, opts ...command.Option) *world {
 	t.Helper()
 	client, eventsTable := emulatortest.EventsTable(t)
-	pending := emulatortest.CreateTable(t, client, schema.PendingPayments, "pending")
-	if _, err := client.UpdateTimeToLive(ctx, schema.PendingPaymentsTTL(pending)); err != nil {
+	pending := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
+	if _, err := client.UpdateTimeToLive(ctx, schema.DeadlinesTTL(pending)); err != nil {
 		t.Fatal(err)
 	}
 	w := &world{t: t, client: client, store: dynamo.New(client, eventsTable), pending: pending, events: eventsTable, processLog: &lockedBuffer{}}

@@ -31,28 +31,12 @@ const (
 	Stuck   = "stuck"
 )
 
-// StuckPrefix starts the key of a process-stuck row: the process's stream id, as
-// the rows written before kinds existed are keyed.
+// StuckPrefix starts the key of a process-stuck row: the process's stream id.
 var StuckPrefix = rentalpayment.StreamID("")
 
 // PaymentPrefix starts the key of a payment-due row: the payment's reference
-// (payment.ReferenceFor), as the rows written before kinds existed are keyed.
+// (payment.ReferenceFor).
 var PaymentPrefix = payment.ReferenceFor("")
-
-// Lanes of the index. The payments' rows are in the partitions "0", "1", …,
-// stamped with the time the payment was prepared; the backlog's (the stuck
-// processes', and the owed cancellations' and parked records' with negative
-// stamps) in "open-0", "open-1", …, stamped with the time the bike was requested:
-// as the rows written before kinds existed are.
-func PaymentLane(p deadline.Policy) deadline.Lane {
-	return deadline.Lane{Prefix: "", Offset: p.PaymentTimeout()}
-}
-
-// BacklogLane is the lane of the stuck processes, of every kind declared after
-// them, and of the owed cancellations and parked records.
-func BacklogLane(p deadline.Policy) deadline.Lane {
-	return deadline.Lane{Prefix: "open-", Offset: p.PaymentTimeout() + p.StuckGrace()}
-}
 
 // Canceller sends CancelRentalPayment; *process.Process is one.
 type Canceller interface {
@@ -80,7 +64,7 @@ type Receivers struct {
 // payment side declines once the payment is confirmed.
 func PaymentKind(p deadline.Policy, c Canceller) deadline.Kind {
 	k := deadline.Kind{
-		Name: Payment, Prefix: PaymentPrefix, Lane: PaymentLane(p), After: p.PaymentTimeout(),
+		Name: Payment, Prefix: PaymentPrefix, After: p.PaymentTimeout(),
 		Change: paymentChange, Valid: ident.Valid, Ordered: true, Tally: deadline.TallyDue,
 	}
 	if c != nil {
@@ -107,7 +91,7 @@ func PaymentKind(p deadline.Policy, c Canceller) deadline.Kind {
 // rental whose payment the same sweep found overdue is being cancelled.
 func StuckKind(p deadline.Policy, r StuckRepairer) deadline.Kind {
 	k := deadline.Kind{
-		Name: Stuck, Prefix: StuckPrefix, Lane: BacklogLane(p), After: p.PaymentTimeout() + p.StuckGrace(),
+		Name: Stuck, Prefix: StuckPrefix, After: p.PaymentTimeout() + p.StuckGrace(),
 		Change: processChange, Valid: ident.Valid, Yields: []string{Payment}, Tally: deadline.TallyStuck, OneAtATime: true,
 	}
 	if r != nil {

@@ -16,10 +16,10 @@ const Refund = "refund"
 // that the key is "refund#" and the payment's reference.
 var RefundPrefix = "refund#" + PaymentPrefix
 
-// RefundLane is the lane of the refunds owed: the partitions "refund-0",
-// "refund-1", …, stamped with the time the refund became owed (its offset is zero,
-// as is the kind's After). No sweep reads it.
-var RefundLane = deadline.Lane{Prefix: "refund-"}
+// RefundLane is the lane of the refunds owed: the partitions "refund#0",
+// "refund#1", …, stamped with the time the refund became owed (the kind's After is
+// zero). No sweep reads it.
+var RefundLane = deadline.LaneOf(Refund)
 
 // SettledRefunded is how a refund-owed row settles.
 const SettledRefunded = "refunded"
@@ -32,7 +32,7 @@ const SettledRefunded = "refunded"
 // rows are listed by a query per shard (GET /refunds/owed, GET /deadlines), not by a
 // scan of the Events table.
 func RefundKind() deadline.Kind {
-	return deadline.Kind{Name: Refund, Prefix: RefundPrefix, Lane: RefundLane, Change: refundChange, Valid: ident.Valid, ByHand: true}
+	return deadline.Kind{Name: Refund, Prefix: RefundPrefix, Change: refundChange, Valid: ident.Valid, ByHand: true}
 }
 
 // refundChange is the refund owed's Change: RefundOwed opens, PaymentRefunded or

@@ -38,7 +38,7 @@ func ReturnKind(p deadline.Policy, period time.Duration, f Flagger) deadline.Kin
 	if period <= 0 {
 		period = rental.DefaultPeriod
 	}
-	k := deadline.Kind{Name: Return, Prefix: ReturnPrefix, Lane: PaymentLane(p), After: period, Change: returnChange, Valid: ident.Valid, Takes: Stuck}
+	k := deadline.Kind{Name: Return, Prefix: ReturnPrefix, After: period, Change: returnChange, Valid: ident.Valid, Takes: Stuck}
 	if f != nil {
 		k.Act = func(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
 			flag, err := f.FlagOverdueReturn(ctx, row.Subject, command.Meta{CausationID: cause})
@@ -100,9 +100,9 @@ func rentalChange(r eventstore.Record, opening string) (deadline.Change, bool, e
 const Overdue = "overdue"
 
 // OverdueLane is the lane of the returns flagged overdue: the partitions
-// "overdue-0", "overdue-1", …, stamped with the time the bike was due back (its
-// offset is zero). No sweep reads it.
-var OverdueLane = deadline.Lane{Prefix: "overdue-"}
+// "overdue#0", "overdue#1", …, stamped with the time the bike was due back. No
+// sweep reads it.
+var OverdueLane = deadline.LaneOf(Overdue)
 
 // OverdueKind is the return flagged overdue: ReturnOverdue (the sweep's
 // FlagOverdueReturn, recorded by the bike) takes the rental's return-due row over
@@ -121,7 +121,7 @@ func OverdueKind(period time.Duration) deadline.Kind {
 		period = rental.DefaultPeriod
 	}
 	return deadline.Kind{
-		Name: Overdue, Prefix: ReturnPrefix, Lane: OverdueLane, After: period, Change: overdueChange, Valid: ident.Valid,
+		Name: Overdue, Prefix: ReturnPrefix, After: period, Change: overdueChange, Valid: ident.Valid,
 		ByHand: true, Takes: Return, ListedAs: Return,
 	}
 }

@@ -43,7 +43,7 @@ type preciseStack struct {
 	group     string
 	base      string
 	tokens    *auth.Tokens
-	// pending reads the stack's PendingPayments table.
+	// pending reads the stack's Deadlines table.
 	pending *pendingtable.Projection
 }
 

@@ -110,13 +110,13 @@ func (s *Stack) DeadLetters() []DeadLetter {
 	return append([]DeadLetter(nil), s.deadLetters...)
 }
 
-// CreateTables creates the Events and PendingPayments tables if they do not exist.
+// CreateTables creates the Events and Deadlines tables if they do not exist.
 func CreateTables(ctx context.Context, cfg aws.Config, events, pending string) error {
 	db := dynamodb.NewFromConfig(cfg)
 	if err := schema.Create(ctx, db, schema.Events(events)); err != nil {
 		return err
 	}
-	return schema.CreatePendingPayments(ctx, db, pending)
+	return schema.CreateDeadlines(ctx, db, pending)
 }
 
 // ErrAddrInUse reports that the API's address is taken.

@@ -116,7 +116,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	cfg := emulatortest.Config(t)
 	names := map[string]string{
 		"EventsTable":           emulatortest.TableName(t, "events"),
-		"PendingPaymentsTable":  emulatortest.TableName(t, "pending"),
+		"DeadlinesTable":        emulatortest.TableName(t, "pending"),
 		"DeadlineScheduleGroup": emulatortest.TableName(t, "deadlines"),
 	}
 	e := env(tpl, params, names)
@@ -191,7 +191,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	})
 	base := "http://" + l.Addr().String()
 	w := &world{t: t, tpl: tpl, e: e, up: up, base: base, tokens: &auth.Tokens{BaseURL: base}, db: emulatortest.DynamoDB(t),
-		pending: names["PendingPaymentsTable"], stripe: useStripe, precise: precise, operator: "permissions-operator"}
+		pending: names["DeadlinesTable"], stripe: useStripe, precise: precise, operator: "permissions-operator"}
 
 	// Cold starts, from the template's environment: the secrets.
 	coldStarts(t, tpl, e, cfg, counted)
@@ -217,7 +217,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	parkedRental := w.requestBike(parkedBike, "park")
 	w.waitFor("the rental's request to be parked", func() (bool, string) {
 		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.pending), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{
+			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{
 				Value: pendingtable.ParkedKey(eventfilter.Process, rentalpkg.StreamID(parkedBike), 2)}}})
 		if err != nil {
 			return false, err.Error()
@@ -403,12 +403,12 @@ func (w *world) waitSettled(r rental) {
 	w.waitFor("the pending row of "+r.id+" to be settled", func() (bool, string) {
 		out, err := w.db.GetItem(context.Background(), &dynamodb.GetItemInput{
 			TableName: aws.String(w.pending), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: r.ref}},
+			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: r.ref}},
 		})
 		if err != nil {
 			return false, err.Error()
 		}
-		_, settled := out.Item[schema.PendingSettled]
+		_, settled := out.Item[schema.DeadlineSettled]
 		return settled, "not settled"
 	})
 }

@@ -186,7 +186,7 @@ func TestGrantsFollowTheMode(t *testing.T) {
 			group, _ := e.Resource("DeadlineScheduleGroup")
 			schedule := fmt.Sprintf("arn:aws:scheduler:%s:%s:schedule/%s/payment-x", samtemplate.Region, samtemplate.AccountID, group)
 			role, _ := e.Resource("SweepSchedulerRole.Arn")
-			pending, _ := e.Resource("PendingPaymentsTable.Arn")
+			pending, _ := e.Resource("DeadlinesTable.Arn")
 			projector, sweep := statements(t, tpl, "ProjectorFunction", e), statements(t, tpl, "SweepFunction", e)
 			for what, got := range map[string]bool{
 				"the projector may create schedules":          allowed(projector, "scheduler:CreateSchedule", schedule, nil),

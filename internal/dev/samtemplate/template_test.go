@@ -53,7 +53,7 @@ func load(t *testing.T) *samtemplate.Template {
 
 // testNames names the tables and the schedule group as the template tests' functions
 // find them.
-var testNames = map[string]string{"EventsTable": "events-table", "PendingPaymentsTable": "pending-table", "DeadlineScheduleGroup": "deadline-group"}
+var testNames = map[string]string{"EventsTable": "events-table", "DeadlinesTable": "pending-table", "DeadlineScheduleGroup": "deadline-group"}
 
 func keySchema(n samtemplate.Node) []string {
 	var out []string
@@ -90,7 +90,8 @@ func TestTablesAgreeWithTheCode(t *testing.T) {
 		def       *dynamodb.CreateTableInput
 	}{
 		{"EventsTable", schema.Events("x")},
-		{"PendingPaymentsTable", schema.PendingPayments("x")},
+		{"DeadlinesTable", schema.Deadlines("x")},
+		{"PendingPaymentsTable", schema.LegacyPendingPayments("x")},
 	} {
 		props := tpl.Resource(tc.logicalID).Get("Properties")
 		if !props.Exists() {
@@ -129,10 +130,10 @@ func TestTablesAgreeWithTheCode(t *testing.T) {
 			t.Errorf("%s indexes %v, code says %v", tc.logicalID, got, want)
 		}
 	}
-	ttl := tpl.Resource("PendingPaymentsTable").Get("Properties", "TimeToLiveSpecification")
-	want := schema.PendingPaymentsTTL("x").TimeToLiveSpecification
+	ttl := tpl.Resource("DeadlinesTable").Get("Properties", "TimeToLiveSpecification")
+	want := schema.DeadlinesTTL("x").TimeToLiveSpecification
 	if ttl.Get("AttributeName").Str() != aws.ToString(want.AttributeName) || ttl.Get("Enabled").Str() != "true" {
-		t.Errorf("PendingPayments TTL on %q (enabled %s), code uses %q", ttl.Get("AttributeName").Str(), ttl.Get("Enabled").Str(), aws.ToString(want.AttributeName))
+		t.Errorf("Deadlines TTL on %q (enabled %s), code uses %q", ttl.Get("AttributeName").Str(), ttl.Get("Enabled").Str(), aws.ToString(want.AttributeName))
 	}
 	events := tpl.Resource("EventsTable")
 	for _, path := range [][]string{{"DeletionPolicy"}, {"UpdateReplacePolicy"}} {

@@ -1,5 +1,5 @@
 // Package audit checks the invariants the service promises across its streams and
-// its PendingPayments projection: versions without gaps, one process per rental that
+// its to-do table projection: versions without gaps, one process per rental that
 // starts and ends once, one settlement per payment, no bike booked twice, a
 // projection that matches the payment streams, and bikes told how their rental ended.
 // It only reads, and reports what it finds as violations rather than failing on them.
@@ -40,7 +40,7 @@ type EventsSource interface {
 	ReadStream(ctx context.Context, streamID string, fn func(Item) error) error
 }
 
-// PendingSource is what an audit reads of the PendingPayments table. *Dynamo is one.
+// PendingSource is what an audit reads of the Deadlines table. *Dynamo is one.
 type PendingSource interface {
 	// PendingRows calls fn once for every row of the table, outstanding rows and
 	// settled markers alike, never from two goroutines at once. It stops with fn's
@@ -62,7 +62,7 @@ type Item struct {
 	Err error
 }
 
-// PendingRow is one row of the PendingPayments table.
+// PendingRow is one row of the Deadlines table.
 type PendingRow struct {
 	Reference string
 	// Outstanding reports whether the row has a due shard, that is, whether it is in
@@ -97,9 +97,9 @@ const (
 	// requested or rented.
 	BikeDoubleBooked = "bike-double-booked"
 	// PendingMissing: an outstanding payment (prepared, not settled) without an
-	// outstanding PendingPayments row.
+	// outstanding to-do table row.
 	PendingMissing = "pending-missing"
-	// PendingStale: an outstanding PendingPayments row for a payment that has
+	// PendingStale: an outstanding to-do table row for a payment that has
 	// settled or is unknown.
 	PendingStale = "pending-stale"
 	// ProcessNotCompleted (quiet only): a started process whose payment settled
@@ -123,7 +123,7 @@ const (
 	// success or the mismatch is older than the grace period.
 	MoneyKept = "money-kept"
 	// OpenMissing: a rental requested on its bike whose process has not completed
-	// and for which PendingPayments holds no open-process row, so the sweep cannot
+	// and for which the Deadlines table holds no open-process row, so the sweep cannot
 	// notice it stuck; when not quiet, only once the request is older than the grace.
 	OpenMissing = "open-missing"
 	// OpenStale: an open-process row for a rental whose process completed; when not
@@ -140,7 +140,7 @@ const (
 	RefundByHandUnfounded = "refund-by-hand-unfounded"
 	// OwedMissing: a payment whose cancellation is owed to the provider
 	// (CancellationOwedAtProvider, neither made since nor overtaken by a late
-	// success) without an owed-cancellation row in PendingPayments, so the sweep
+	// success) without an owed-cancellation row in the Deadlines table, so the sweep
 	// would never make it; when not quiet, only once it is older than the grace.
 	OwedMissing = "owed-missing"
 	// OwedStale: an owed-cancellation row for a payment that owes the provider
@@ -194,7 +194,7 @@ type Report struct {
 	// streams; Payments counts the payment streams.
 	Rentals  int `json:"rentals"`
 	Payments int `json:"payments"`
-	// PendingRows counts the rows read of the PendingPayments table, settled
+	// PendingRows counts the rows read of the Deadlines table, settled
 	// markers included.
 	PendingRows int `json:"pendingRows"`
 	// Parked counts the stream records parked for the sweep to deliver again
@@ -224,7 +224,7 @@ type Options struct {
 	// checks for recent payments.
 	Quiet bool
 	// Grace, when not Quiet, is how far the projector may lag: a payment prepared or
-	// settled less than Grace before the PendingPayments table began to be read, or
+	// settled less than Grace before the Deadlines table began to be read, or
 	// later, is not reported as drift (nor is a row of an unknown payment whose
 	// prepared-at time is that recent). DefaultGrace when zero or negative.
 	Grace time.Duration
@@ -241,7 +241,7 @@ type Options struct {
 }
 
 // Run audits the service's tables through events and pending. It first reads the
-// PendingPayments table, then lists the streams of the Events table and reads them,
+// Deadlines table, then lists the streams of the Events table and reads them,
 // Options.Concurrency at a time, keeping the set of stream ids and a small summary
 // per rental and per outstanding payment row, never a whole stream or table. Reading
 // the projection first means that what changes during the audit can only make a
@@ -813,32 +813,32 @@ func (a *auditor) checkMoneyKept(id string, r *rentalSummary, s rentalStreams, r
 	}
 }
 
-// checkRentalRows checks that PendingPayments holds the rows a rental's state
+// checkRentalRows checks that the Deadlines table holds the rows a rental's state
 // calls for: its open process, its owed cancellation, its outstanding payment.
 func (a *auditor) checkRentalRows(id string, r *rentalSummary, s rentalStreams, recent time.Time) {
 	quiet := a.opts.Quiet
 	reference := payment.ReferenceFor(id)
 	if _, ok := a.open[id]; !ok && r.bikeRequested && r.completed == 0 && (quiet || r.requestedAt.Before(recent)) {
-		a.violate(OpenMissing, fmt.Sprintf("rental %s was requested at %s and its process has not completed, but PendingPayments has no open-process row for it: the sweep would not notice if it stayed stuck", id, r.requestedAt.Format(time.RFC3339)), s.bike)
+		a.violate(OpenMissing, fmt.Sprintf("rental %s was requested at %s and its process has not completed, but the Deadlines table has no open-process row for it: the sweep would not notice if it stayed stuck", id, r.requestedAt.Format(time.RFC3339)), s.bike)
 		a.stuck(id)
 	}
 	if _, ok := a.open[id]; ok && r.completed > 0 && (quiet || r.completedAt.Before(recent)) {
-		a.violate(OpenStale, fmt.Sprintf("PendingPayments holds the process of rental %s as open, but it completed (%s) at %s", id, r.outcome, r.completedAt.Format(time.RFC3339)), s.process)
+		a.violate(OpenStale, fmt.Sprintf("the Deadlines table holds the process of rental %s as open, but it completed (%s) at %s", id, r.outcome, r.completedAt.Format(time.RFC3339)), s.process)
 		a.stuck(id)
 	}
 	if _, ok := a.owed[reference]; !ok && r.owesCancellation() && (quiet || r.cancellationOwedAt.Before(recent)) {
-		a.violate(OwedMissing, fmt.Sprintf("the cancellation of payment %s is owed to the provider since %s, but PendingPayments has no owed-cancellation row for it: the sweep would never make it", reference, r.cancellationOwedAt.Format(time.RFC3339)), s.payment)
+		a.violate(OwedMissing, fmt.Sprintf("the cancellation of payment %s is owed to the provider since %s, but the Deadlines table has no owed-cancellation row for it: the sweep would never make it", reference, r.cancellationOwedAt.Format(time.RFC3339)), s.payment)
 		a.stuck(id)
 	}
 	if r.prepared && r.settlements == 0 {
 		if _, ok := a.rows[reference]; !ok && (quiet || r.preparedAt.Before(recent)) {
-			a.violate(PendingMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but PendingPayments has no outstanding row for it", reference, r.preparedAt.Format(time.RFC3339)), s.payment)
+			a.violate(PendingMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but the Deadlines table has no outstanding row for it", reference, r.preparedAt.Format(time.RFC3339)), s.payment)
 			a.stuck(id)
 		}
 	}
 }
 
-// checkOutstandingRows reports the outstanding PendingPayments rows of payments
+// checkOutstandingRows reports the outstanding to-do table rows of payments
 // that were never prepared or have settled.
 func (a *auditor) checkOutstandingRows(recent time.Time) {
 	quiet := a.opts.Quiet
@@ -852,11 +852,11 @@ func (a *auditor) checkOutstandingRows(recent time.Time) {
 		switch {
 		case r == nil || !r.prepared:
 			if quiet || row.PreparedAt.Before(recent) {
-				a.violate(PendingStale, fmt.Sprintf("PendingPayments has an outstanding row for %s, a payment that was never prepared", ref), stream)
+				a.violate(PendingStale, fmt.Sprintf("the Deadlines table has an outstanding row for %s, a payment that was never prepared", ref), stream)
 			}
 		case r.settlements > 0:
 			if quiet || r.settledAt.Before(recent) {
-				a.violate(PendingStale, fmt.Sprintf("PendingPayments has an outstanding row for %s, which settled with %s at %s", ref, r.settlement, r.settledAt.Format(time.RFC3339)), stream)
+				a.violate(PendingStale, fmt.Sprintf("the Deadlines table has an outstanding row for %s, which settled with %s at %s", ref, r.settlement, r.settledAt.Format(time.RFC3339)), stream)
 			}
 		}
 	}
@@ -880,7 +880,7 @@ func (a *auditor) checkOwedRows(recent time.Time) {
 		switch {
 		case r == nil || r.cancellationOwedAt.IsZero():
 			if a.opts.Quiet || row.PreparedAt.Before(recent) {
-				a.violate(OwedStale, fmt.Sprintf("PendingPayments owes the provider the cancellation of %s, which was never owed", ref), payment.StreamID(ref))
+				a.violate(OwedStale, fmt.Sprintf("the Deadlines table owes the provider the cancellation of %s, which was never owed", ref), payment.StreamID(ref))
 				if r != nil {
 					a.stuck(id)
 				}
@@ -891,7 +891,7 @@ func (a *auditor) checkOwedRows(recent time.Time) {
 				settled = r.lateSuccessAt
 			}
 			if a.opts.Quiet || settled.Before(recent) {
-				a.violate(OwedStale, fmt.Sprintf("PendingPayments owes the provider the cancellation of %s, which owes nothing since %s", ref, settled.Format(time.RFC3339)), payment.StreamID(ref))
+				a.violate(OwedStale, fmt.Sprintf("the Deadlines table owes the provider the cancellation of %s, which owes nothing since %s", ref, settled.Format(time.RFC3339)), payment.StreamID(ref))
 				a.stuck(id)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
@@ -140,10 +141,10 @@ func (w *world) deliver(stream, typ string) {
 	w.t.Fatalf("no %s in %s", typ, stream)
 }
 
-// project brings the PendingPayments table up to date with every payment stream.
+// project brings the Deadlines table up to date with every payment stream.
 func (w *world) project() {
 	w.t.Helper()
-	if _, err := rebuild.PendingPayments(ctx, w.Store, w.Projection(2), nil); err != nil {
+	if _, err := rebuild.Deadlines(ctx, w.Store, w.Projection(2), nil); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -203,7 +204,7 @@ func completed(rentalID string, outcome rentalpayment.Completion) processEvent {
 }
 
 func (w *world) pendingKey(rentalID string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: payment.ReferenceFor(rentalID)}}
+	return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: payment.ReferenceFor(rentalID)}}
 }
 
 func processOf(rentalID string) string { return rentalpayment.StreamID(rentalID) }
@@ -439,10 +440,10 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 						Key:              w.pendingKey(id),
 						UpdateExpression: aws.String("SET #d = :d, #p = :p"),
 						ExpressionAttributeNames: map[string]string{
-							"#d": schema.PendingDueShard, "#p": schema.PendingPreparedAt,
+							"#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt,
 						},
 						ExpressionAttributeValues: map[string]types.AttributeValue{
-							":d": &types.AttributeValueMemberS{Value: "0"},
+							":d": &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Payment).Shard(0)},
 							":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
 						},
 					})
@@ -464,7 +465,7 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			quiet: true,
 			damage: func(w *world) {
 				openKey := func(id string) map[string]types.AttributeValue {
-					return map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: processOf(id)}}
+					return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: processOf(id)}}
 				}
 				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: openKey(w.rentals["outstanding"])}); err != nil {
 					w.t.Fatal(err)
@@ -475,9 +476,9 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 					TableName:                aws.String(w.PendingTable),
 					Key:                      openKey(w.rentals["rejected"]),
 					UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
-					ExpressionAttributeNames: map[string]string{"#d": schema.PendingDueShard, "#p": schema.PendingPreparedAt},
+					ExpressionAttributeNames: map[string]string{"#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt},
 					ExpressionAttributeValues: map[string]types.AttributeValue{
-						":d": &types.AttributeValueMemberS{Value: "open-0"},
+						":d": &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Stuck).Shard(0)},
 						":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
 					},
 				})
@@ -495,7 +496,7 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			quiet: true,
 			damage: func(w *world) {
 				returnKey := func(id string) map[string]types.AttributeValue {
-					return map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + id}}
+					return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + id}}
 				}
 				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: returnKey(w.rentals["confirmed"])}); err != nil {
 					w.t.Fatal(err)
@@ -504,9 +505,9 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 					TableName:                aws.String(w.PendingTable),
 					Key:                      returnKey(rentalID("nobike", "Unknown")),
 					UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
-					ExpressionAttributeNames: map[string]string{"#d": schema.PendingDueShard, "#p": schema.PendingPreparedAt},
+					ExpressionAttributeNames: map[string]string{"#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt},
 					ExpressionAttributeValues: map[string]types.AttributeValue{
-						":d": &types.AttributeValueMemberS{Value: "0"}, // the payments' lane: a return due
+						":d": &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Return).Shard(0)}, // a return due
 						":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
 					},
 				})
@@ -535,7 +536,7 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 					})
 				}
 				w.project() // the flags take the rows over into the overdue returns' lane
-				key := map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + w.rentals["busy-rented"]}}
+				key := map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + w.rentals["busy-rented"]}}
 				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: key}); err != nil {
 					w.t.Fatal(err)
 				}

@@ -16,10 +16,10 @@ import (
 // stuck OpenMissing and OpenStale).
 const (
 	// DeadlineMissing: a row of a kind was opened by its events and not settled,
-	// but the PendingPayments table has no outstanding row for it: the sweep would
+	// but the Deadlines table has no outstanding row for it: the sweep would
 	// never notice it overdue.
 	DeadlineMissing = "deadline-missing"
-	// DeadlineStale: the PendingPayments table has an outstanding row of a kind
+	// DeadlineStale: the Deadlines table has an outstanding row of a kind
 	// that its events never opened, or settled.
 	DeadlineStale = "deadline-stale"
 )
@@ -54,7 +54,7 @@ type deadlineKey struct{ kind, key, subject string }
 func (a *auditor) kindRow(kinds []deadline.Kind, row PendingRow) bool {
 	lane := strings.TrimRight(row.Shard, "0123456789")
 	for _, k := range kinds {
-		if subject, ok := k.SubjectOf(row.Reference); ok && row.Shard != "" && k.Lane.Prefix == lane {
+		if subject, ok := k.SubjectOf(row.Reference); ok && row.Shard != "" && k.Lane().Prefix == lane {
 			a.kindRows[deadlineKey{k.Name, row.Reference, subject}] = row
 			return true
 		}
@@ -139,12 +139,12 @@ func (a *auditor) checkKinds(recent time.Time) {
 		_, outstanding := a.kindRows[key]
 		switch {
 		case s != nil && s.opened && !s.settled && !outstanding && (quiet || s.openedAt.Before(recent)):
-			a.violate(DeadlineMissing, fmt.Sprintf("%s %s deadline opened at %s (%s) is not settled, but PendingPayments has no outstanding row for it: %s", article(key.kind), key.kind, s.openedAt.Format(time.RFC3339), key.key, a.unseen(key.kind)), s.stream)
+			a.violate(DeadlineMissing, fmt.Sprintf("%s %s deadline opened at %s (%s) is not settled, but the Deadlines table has no outstanding row for it: %s", article(key.kind), key.kind, s.openedAt.Format(time.RFC3339), key.key, a.unseen(key.kind)), s.stream)
 			a.stuck(key.subject)
 		case outstanding && (s == nil || !s.opened) && (quiet || row.PreparedAt.Before(recent)):
-			a.violate(DeadlineStale, fmt.Sprintf("PendingPayments has an outstanding %s row %s that no event opened", key.kind, key.key))
+			a.violate(DeadlineStale, fmt.Sprintf("the Deadlines table has an outstanding %s row %s that no event opened", key.kind, key.key))
 		case outstanding && s.settled && (quiet || s.settledAt.Before(recent)):
-			a.violate(DeadlineStale, fmt.Sprintf("PendingPayments has an outstanding %s row %s, which settled at %s", key.kind, key.key, s.settledAt.Format(time.RFC3339)), s.stream)
+			a.violate(DeadlineStale, fmt.Sprintf("the Deadlines table has an outstanding %s row %s, which settled at %s", key.kind, key.key, s.settledAt.Format(time.RFC3339)), s.stream)
 			a.stuck(key.subject)
 		}
 	}

@@ -28,7 +28,7 @@ var _ DynamoAPI = (*dynamodb.Client)(nil)
 // DefaultScanSegments is how many parallel segments a Dynamo scans a table in.
 const DefaultScanSegments = 4
 
-// Dynamo reads the Events and PendingPayments tables for an audit. It is safe for
+// Dynamo reads the Events and Deadlines tables for an audit. It is safe for
 // concurrent use and never writes.
 type Dynamo struct {
 	client   DynamoAPI
@@ -52,7 +52,7 @@ func WithScanSegments(n int) DynamoOption {
 }
 
 // NewDynamo returns the sources of an audit on the Events table eventsTable and the
-// PendingPayments table pendingTable (see package schema).
+// Deadlines table pendingTable (see package schema).
 func NewDynamo(client DynamoAPI, eventsTable, pendingTable string, opts ...DynamoOption) *Dynamo {
 	d := &Dynamo{client: client, events: eventsTable, pending: pendingTable, segments: DefaultScanSegments}
 	for _, o := range opts {
@@ -123,20 +123,20 @@ func decodeItem(streamID string, raw map[string]types.AttributeValue) Item {
 }
 
 // PendingRows implements PendingSource with a strongly consistent, parallel Scan of
-// the PendingPayments table, following pagination and projecting only the reference,
+// the Deadlines table, following pagination and projecting only the reference,
 // the due shard and the prepared-at time.
 func (d *Dynamo) PendingRows(ctx context.Context, fn func(PendingRow) error) error {
-	names := map[string]string{"#r": schema.PendingReference, "#d": schema.PendingDueShard, "#p": schema.PendingPreparedAt}
+	names := map[string]string{"#r": schema.DeadlineKey, "#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt}
 	return scan(ctx, d, d.pending, "#r, #d, #p", names, true, func(item map[string]types.AttributeValue) (PendingRow, error) {
-		ref, ok := item[schema.PendingReference].(*types.AttributeValueMemberS)
+		ref, ok := item[schema.DeadlineKey].(*types.AttributeValueMemberS)
 		if !ok {
-			return PendingRow{}, fmt.Errorf("scan %s: a row without a string %s", d.pending, schema.PendingReference)
+			return PendingRow{}, fmt.Errorf("scan %s: a row without a string %s", d.pending, schema.DeadlineKey)
 		}
 		row := PendingRow{Reference: ref.Value}
-		if shard, ok := item[schema.PendingDueShard].(*types.AttributeValueMemberS); ok {
+		if shard, ok := item[schema.DeadlineKindShard].(*types.AttributeValueMemberS); ok {
 			row.Outstanding, row.Shard = true, shard.Value
 		}
-		if at, ok := item[schema.PendingPreparedAt].(*types.AttributeValueMemberN); ok {
+		if at, ok := item[schema.DeadlineDueAt].(*types.AttributeValueMemberN); ok {
 			if ms, err := strconv.ParseInt(at.Value, 10, 64); err == nil {
 				row.PreparedAt = time.UnixMilli(ms).UTC()
 			}

@@ -18,7 +18,7 @@ import (
 )
 
 // tables is a hand-written stand-in for both tables: streams of items in the order
-// given, and PendingPayments rows.
+// given, and to-do table rows.
 type tables struct {
 	streams map[string][]audit.Item
 	order   []string // the listing, duplicates included

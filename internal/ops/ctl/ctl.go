@@ -96,7 +96,7 @@ func (s *Stack) store() (*dynamo.Store, error) {
 	return store, settings(err)
 }
 
-// pendingReader is the PendingPayments projection, to read; nil if the settings
+// pendingReader is the to-do table projection, to read; nil if the settings
 // name no table.
 func (s *Stack) pendingReader() (*pendingtable.Projection, error) {
 	p, err := wiring.PendingReader(s.cfg, s.getenv)

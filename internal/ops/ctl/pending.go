@@ -43,7 +43,7 @@ type PendingList struct {
 }
 
 // Pending lists the outstanding payments, oldest first, through the
-// PendingPayments index (a query per shard, never a scan), with each one's
+// to-do table index (a query per shard, never a scan), with each one's
 // deadline as the sweep has it.
 func (s *Stack) Pending(ctx context.Context, q PendingQuery) (PendingList, error) {
 	projection, err := s.pendingReader()
@@ -141,7 +141,7 @@ type CancellationList struct {
 }
 
 // Cancellations lists the cancellations owed to the payment provider, oldest
-// first, through the PendingPayments index. It only reads.
+// first, through the to-do table index. It only reads.
 func (s *Stack) Cancellations(ctx context.Context) (CancellationList, error) {
 	projection, err := s.pendingReader()
 	if err != nil {
@@ -167,7 +167,7 @@ type ParkedList struct {
 }
 
 // Parked lists the stream records parked for the sweep to deliver again, soonest
-// due first, through the PendingPayments index. It only reads.
+// due first, through the to-do table index. It only reads.
 func (s *Stack) Parked(ctx context.Context) (ParkedList, error) {
 	projection, err := s.pendingReader()
 	if err != nil {
@@ -204,7 +204,7 @@ type KindList struct {
 }
 
 // Deadlines lists at most q.Limit rows of one kind of deadline, the overdue first,
-// through the PendingPayments index (a query per shard of the kind's lane).
+// through the to-do table index (a query per shard of the kind's lane).
 func (s *Stack) Deadlines(ctx context.Context, kind string, q PendingQuery) (KindList, error) {
 	projection, err := s.pendingReader()
 	if err != nil {

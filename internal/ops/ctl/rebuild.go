@@ -92,7 +92,11 @@ type RebuildTrace interface {
 type RebuildRequest struct {
 	Sweep   SweepTrigger
 	Reshard bool
-	Trace   RebuildTrace
+	// ParkedFrom names the Deadlines table, the to-do list before the
+	// Deadlines table, whose parked stream records the rebuild parks again in the
+	// table it fills (they come from no event); empty carries nothing.
+	ParkedFrom string
+	Trace      RebuildTrace
 }
 
 // RebuildResult is what a rebuild did.
@@ -101,13 +105,16 @@ type RebuildResult struct {
 	PendingTable string `json:"pendingTable"`
 	Streams      int    `json:"streams"`
 	Records      int    `json:"records"`
-	DurationMs   int64  `json:"durationMs"`
+	// ParkedCarried is how many parked stream records the rebuild carried over
+	// from the table RebuildRequest.ParkedFrom names.
+	ParkedCarried int   `json:"parkedCarried"`
+	DurationMs    int64 `json:"durationMs"`
 	// Elapsed is how long the replay took.
 	Elapsed time.Duration `json:"-"`
 }
 
-// Rebuild replays every stream the PendingPayments table is built from into it,
-// with the sweep's trigger paused, holding the rebuild lock in the PendingPayments
+// Rebuild replays every stream the Deadlines table is built from into it,
+// with the sweep's trigger paused, holding the rebuild lock in the Deadlines
 // table; see rebuild.Lock. Settings are checked and both tables looked up before
 // anything is touched. The trigger is resumed when the rebuild ends, fails or is
 // interrupted (ctx cancelled), unless the rebuild lost its lock: it then leaves the
@@ -175,7 +182,14 @@ func (s *Stack) rebuildHolding(ctx context.Context, lock *rebuild.Lock, store *d
 		}
 		req.Trace.Paused(req.Sweep.String())
 	}
-	return s.replay(ctx, store, projector, req.Trace)
+	res, err = s.replay(ctx, store, projector, req.Trace)
+	if err != nil || req.ParkedFrom == "" {
+		return res, err
+	}
+	if res.ParkedCarried, err = projection.CarryParked(ctx, req.ParkedFrom); err != nil {
+		return res, fmt.Errorf("rebuild: carry the parked records of %s over: %w", req.ParkedFrom, err)
+	}
+	return res, nil
 }
 
 // projector is what the rebuild writes through: projection, whose table's shard
@@ -201,7 +215,7 @@ func (s *Stack) projector(ctx context.Context, projection *pendingtable.Projecti
 func (s *Stack) replay(ctx context.Context, store *dynamo.Store, projector rebuild.Projector, trace RebuildTrace) (RebuildResult, error) {
 	start := time.Now()
 	trace.Started()
-	res, err := rebuild.PendingPayments(ctx, store, projector, trace.Progress)
+	res, err := rebuild.Deadlines(ctx, store, projector, trace.Progress)
 	trace.Replayed(res.Streams)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {

@@ -31,7 +31,7 @@ type Repairs struct {
 }
 
 // Repairs opens the event store, the process (with its payment provider) and the
-// PendingPayments projection as the projector writes it, and checks that the
+// to-do table projection as the projector writes it, and checks that the
 // table's shard count is the settings'.
 func (s *Stack) Repairs(ctx context.Context) (*Repairs, error) {
 	store, err := s.store()

@@ -6,7 +6,6 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -20,43 +19,14 @@ type Summary = deadline.Summary
 // SettingsError means it did not start; any other error is the sweep's, returned
 // with what it did.
 func (s *Stack) Sweep(ctx context.Context, now time.Time) (Summary, error) {
-	sweeper, err := s.sweeper(ctx)
+	provider, err := s.provider(ctx)
 	if err != nil {
 		return Summary{}, err
 	}
+	// The sweep function's own recipe, its commands reaching the provider.
+	sweeper, err := wiring.Sweep(s.cfg, s.getenv, s.logger, nil, command.WithProvider(provider))
+	if err != nil {
+		return Summary{}, settings(err)
+	}
 	return sweeper.Sweep(ctx, now)
-}
-
-// sweeper is the sweep function's sweep, wired as the function wires it.
-func (s *Stack) sweeper(ctx context.Context) (*deadline.Sweeper, error) {
-	provider, err := s.provider(ctx)
-	if err != nil {
-		return nil, err
-	}
-	core, err := wiring.Core(s.cfg, s.getenv, s.logger, command.WithProvider(provider))
-	if err != nil {
-		return nil, settings(err)
-	}
-	sweeper, err := wiring.Sweeper(core.Projection, core.Process, s.getenv, s.logger, nil)
-	if err != nil {
-		return nil, settings(err)
-	}
-	repairs, err := wiring.StuckRepairs(core, s.cfg, s.getenv)
-	if err != nil {
-		return nil, settings(err)
-	}
-	receivers := deadlinekinds.Receivers{Canceller: core.Process, Flagger: core.Commands}
-	if repairs != nil {
-		receivers.Repairer = repairs
-	}
-	if err := wiring.Receiving(sweeper, receivers, s.getenv); err != nil {
-		return nil, settings(err)
-	}
-	sweeper.Retrier = deadlinekinds.Retrier(core.Commands)
-	redelivery, parked, err := wiring.Redelivery(core, s.cfg, s.getenv)
-	if err != nil {
-		return nil, settings(err)
-	}
-	sweeper.Redeliverer, sweeper.Parked = redelivery, parked
-	return sweeper, nil
 }

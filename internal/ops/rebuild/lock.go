@@ -17,7 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 )
 
-// LockKey is the PendingPayments item a rebuild holds while it runs. It has no due
+// LockKey is the Deadlines table's item a rebuild holds while it runs. It has no due
 // shard, so it is never in the sweep's index. Its lease is an attribute of its own,
 // not the table's TTL attribute: the lock of a rebuild that was interrupted or lost
 // it stays until the next rebuild takes it over, because it may record the sweep as
@@ -42,7 +42,7 @@ const (
 
 // A lock written before its lease had an attribute of its own kept the lease in the
 // table's TTL attribute: Acquire takes such a lock over once that has passed.
-const legacyLease = schema.PendingExpiresAt
+const legacyLease = schema.DeadlineExpiresAt
 
 // ErrLocked reports that another rebuild holds the lock.
 var ErrLocked = errors.New("rebuild: another rebuild is running")
@@ -87,7 +87,7 @@ type LockAPI interface {
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
-// Lock is a rebuild's hold on a PendingPayments table: while one rebuild holds it,
+// Lock is a rebuild's hold on a Deadlines table: while one rebuild holds it,
 // another refuses to start, so that two rebuilds never pause and resume the sweep
 // over each other. It is a conditional item with an owner and a lease: the holder
 // renews it and releases it when done; the lock of a holder that was interrupted or
@@ -165,7 +165,7 @@ func Acquire(ctx context.Context, db LockAPI, table, owner string, lease time.Du
 		TableName: aws.String(table), Key: l.key(),
 		UpdateExpression:         aws.String("SET #owner = :owner, #lease = :lease REMOVE #legacy"),
 		ConditionExpression:      aws.String("attribute_not_exists(#ref) OR #lease < :now OR (attribute_not_exists(#lease) AND #legacy < :now)"),
-		ExpressionAttributeNames: map[string]string{"#ref": schema.PendingReference, "#owner": lockOwner, "#lease": lockLease, "#legacy": legacyLease},
+		ExpressionAttributeNames: map[string]string{"#ref": schema.DeadlineKey, "#owner": lockOwner, "#lease": lockLease, "#legacy": legacyLease},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":owner": &types.AttributeValueMemberS{Value: owner},
 			":lease": &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Add(lease).Unix(), 10)},
@@ -206,7 +206,7 @@ func lockedBy(item map[string]types.AttributeValue) *LockedError {
 }
 
 func (l *Lock) key() map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: LockKey}}
+	return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: LockKey}}
 }
 
 // held is the condition of every write of the holder: it owns the lock and its

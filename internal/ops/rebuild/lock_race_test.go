@@ -42,7 +42,7 @@ func (b *beforeFirstWrite) UpdateItem(ctx context.Context, in *dynamodb.UpdateIt
 func TestTakingTheLockKeepsAPauseWrittenJustBefore(t *testing.T) {
 	ctx := context.Background()
 	db := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, db, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	clock := func(d time.Duration) func() time.Time { return func() time.Time { return start.Add(d) } }
 	slow := &beforeFirstWrite{Client: db, hook: func() {
@@ -60,7 +60,7 @@ func TestTakingTheLockKeepsAPauseWrittenJustBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: rebuild.LockKey}}})
+		Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: rebuild.LockKey}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 func TestOneRebuildAtATime(t *testing.T) {
 	ctx := context.Background()
 	db := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, db, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	clock := func(d time.Duration) func() time.Time { return func() time.Time { return start.Add(d) } }
 
@@ -85,10 +85,10 @@ func TestOneRebuildAtATime(t *testing.T) {
 func TestALockKeepsItsPauseForTheNextRebuild(t *testing.T) {
 	ctx := context.Background()
 	db := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, db, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	clock := func(d time.Duration) func() time.Time { return func() time.Time { return start.Add(d) } }
-	key := map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: rebuild.LockKey}}
+	key := map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: rebuild.LockKey}}
 	item := func() map[string]types.AttributeValue {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
 		if err != nil {
@@ -107,15 +107,15 @@ func TestALockKeepsItsPauseForTheNextRebuild(t *testing.T) {
 	if err := a.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := item()[schema.PendingExpiresAt]; ok {
+	if _, ok := item()[schema.DeadlineExpiresAt]; ok {
 		t.Errorf("the lock %v carries the TTL attribute: DynamoDB would delete its pause", item())
 	}
 
 	legacy := map[string]types.AttributeValue{
-		schema.PendingReference: key[schema.PendingReference],
-		"owner":                 &types.AttributeValueMemberS{Value: "an older rebuild"},
-		schema.PendingExpiresAt: &types.AttributeValueMemberN{Value: strconv.FormatInt(start.Add(time.Minute).Unix(), 10)},
-		"pausedSweep":           &types.AttributeValueMemberBOOL{Value: true},
+		schema.DeadlineKey:       key[schema.DeadlineKey],
+		"owner":                  &types.AttributeValueMemberS{Value: "an older rebuild"},
+		schema.DeadlineExpiresAt: &types.AttributeValueMemberN{Value: strconv.FormatInt(start.Add(time.Minute).Unix(), 10)},
+		"pausedSweep":            &types.AttributeValueMemberBOOL{Value: true},
 	}
 	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: legacy}); err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestALockKeepsItsPauseForTheNextRebuild(t *testing.T) {
 	if err != nil || !b.Inherited {
 		t.Fatalf("acquire after the older rebuild's lease: %+v, %v; want its pause inherited", b, err)
 	}
-	if _, ok := item()[schema.PendingExpiresAt]; ok {
+	if _, ok := item()[schema.DeadlineExpiresAt]; ok {
 		t.Errorf("the lock taken over %v still carries the TTL attribute", item())
 	}
 }

@@ -43,7 +43,7 @@ func (c *fakeClock) set(at time.Time) { c.at.Store(at.UnixNano()) }
 func lockItem(t *testing.T, db *dynamodb.Client, table string) (owner string, paused bool) {
 	t.Helper()
 	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]dynamotypes.AttributeValue{schema.PendingReference: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}})
+		Key: map[string]dynamotypes.AttributeValue{schema.DeadlineKey: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestARebuildThatLostItsLockStops(t *testing.T) {
 		}
 	}
 	var once sync.Once
-	res, err := rebuild.PendingPayments(held, src, projection, func(done int) {
+	res, err := rebuild.Deadlines(held, src, projection, func(done int) {
 		if done == len(src.first) {
 			once.Do(func() { close(src.replayed) })
 		}
@@ -280,7 +280,7 @@ func (b *blocked) Read(ctx context.Context, streamID string, from int64) ([]even
 // says so and what the renewals met.
 func TestRenewalsThatKeepFailingLoseTheLock(t *testing.T) {
 	db := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, db, schema.PendingPayments, "pending")
+	table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
 	flaky := &flakyLock{LockAPI: db}
 	const lease = 4 * time.Second
 	acquired := time.Now()
@@ -303,7 +303,7 @@ func TestRenewalsThatKeepFailingLoseTheLock(t *testing.T) {
 	// Every renewal failing: the rebuild stops.
 	flaky.failAll.Store(true)
 	src := &blocked{}
-	_, err = rebuild.PendingPayments(held, src, &projector{}, nil)
+	_, err = rebuild.Deadlines(held, src, &projector{}, nil)
 	if !errors.Is(err, rebuild.ErrLost) || !errors.Is(err, errThrottled) || src.reads.Load() != 1 {
 		t.Fatalf("rebuild = %v after %d reads; want it stopped by the lost lock, naming the renewals' failure", err, src.reads.Load())
 	}
@@ -361,7 +361,7 @@ func TestOnlyTheHolderResumesTheSweep(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			db := emulatortest.DynamoDB(t)
-			table := emulatortest.CreateTable(t, db, schema.PendingPayments, "pending")
+			table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
 			sweep, disabled := c.sweep(t)
 			start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 			a, err := rebuild.Acquire(ctx, db, table, "rebuild-a", time.Minute, func() time.Time { return start })

@@ -54,17 +54,17 @@ type Result struct {
 	Records int
 }
 
-// projected starts the ids of the streams PendingPayments is built from: the
+// projected starts the ids of the streams the Deadlines table is built from: the
 // payments' (their outstanding rows), and the bikes' and the processes' (the open
 // processes: a request opens one, the process's completion closes it).
 var projected = []string{payment.StreamID(""), rental.StreamID(""), rentalpayment.StreamID("")}
 
-// Projected reports whether a stream is one PendingPayments is built from.
+// Projected reports whether a stream is one the Deadlines table is built from.
 func Projected(streamID string) bool {
 	return slices.ContainsFunc(projected, func(prefix string) bool { return strings.HasPrefix(streamID, prefix) })
 }
 
-// PendingPayments replays every stream PendingPayments is built from (every
+// Deadlines replays every stream PendingPayments is built from (every
 // payment's, bike's and rental-payment process's) into projection: it lists the
 // streams in one pass, reads each one and applies its records in version order,
 // Concurrency streams at a time. It creates no table and
@@ -75,10 +75,10 @@ func Projected(streamID string) bool {
 // the projector running during a rebuild.
 //
 // progress, if not nil, is called after each stream with the number of streams done
-// so far, never from two goroutines at once. On the first failure PendingPayments
+// so far, never from two goroutines at once. On the first failure Deadlines
 // stops and returns the error, naming the stream, with what it had done until then;
 // the projection then holds a partial replay, which a later run completes.
-func PendingPayments(ctx context.Context, events Source, projection Projector, progress func(done int)) (Result, error) {
+func Deadlines(ctx context.Context, events Source, projection Projector, progress func(done int)) (Result, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(Concurrency)
 	var (

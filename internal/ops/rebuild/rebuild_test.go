@@ -64,7 +64,7 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 
 	// Given a projection rebuilt from the events,
 	var progress []int
-	res, err := rebuild.PendingPayments(ctx, w.Store, projection, func(done int) { progress = append(progress, done) })
+	res, err := rebuild.Deadlines(ctx, w.Store, projection, func(done int) { progress = append(progress, done) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 	}
 
 	// rebuilding again changes nothing,
-	again, err := rebuild.PendingPayments(ctx, w.Store, projection, nil)
+	again, err := rebuild.Deadlines(ctx, w.Store, projection, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 
 	// and once the cancellations are projected, by a rebuild or by the projector
 	// receiving them late, nothing is outstanding any more.
-	if _, err := rebuild.PendingPayments(ctx, w.Store, projection, nil); err != nil {
+	if _, err := rebuild.Deadlines(ctx, w.Store, projection, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range cancelled {
@@ -153,7 +153,7 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 		t.Errorf("pending after the cancellations %q, want none", got)
 	}
 	// Not even a PaymentPrepared replayed once more brings one back.
-	if _, err := rebuild.PendingPayments(ctx, w.Store, projection, nil); err != nil {
+	if _, err := rebuild.Deadlines(ctx, w.Store, projection, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.Pending(projection); len(got) != 0 {
@@ -169,7 +169,7 @@ func TestRebuildReadsOnlyTheStreamsItProjects(t *testing.T) {
 	w := rebuildtest.NewWorld(t)
 	w.Rent("bike1", rebuildtest.Confirmed)
 	src := &fakeSource{Source: w.Store}
-	res, err := rebuild.PendingPayments(ctx, src, w.Projection(1), nil)
+	res, err := rebuild.Deadlines(ctx, src, w.Projection(1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestRebuildAppliesEachStreamInVersionOrder(t *testing.T) {
 	}
 	p := &projector{}
 	var last atomic.Int64
-	res, err := rebuild.PendingPayments(ctx, listed{ids: ids, n: 5}, p, func(done int) {
+	res, err := rebuild.Deadlines(ctx, listed{ids: ids, n: 5}, p, func(done int) {
 		if int64(done) != last.Add(1) {
 			t.Errorf("progress %d after %d", done, last.Load()-1)
 		}
@@ -285,7 +285,7 @@ func TestRebuildStopsAtTheFirstFailure(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := rebuild.PendingPayments(ctx, c.src, c.proj, nil)
+			res, err := rebuild.Deadlines(ctx, c.src, c.proj, nil)
 			if !errors.Is(err, errBroken) {
 				t.Fatalf("err = %v, want the failure", err)
 			}
@@ -297,7 +297,7 @@ func TestRebuildStopsAtTheFirstFailure(t *testing.T) {
 }
 
 func TestRebuildReportsAListingFailure(t *testing.T) {
-	_, err := rebuild.PendingPayments(ctx, failingLister{}, &projector{}, nil)
+	_, err := rebuild.Deadlines(ctx, failingLister{}, &projector{}, nil)
 	if !errors.Is(err, errBroken) {
 		t.Fatalf("err = %v, want the listing's failure", err)
 	}

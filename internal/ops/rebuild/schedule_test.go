@@ -153,7 +153,7 @@ func TestPauseSweepLeavesAScheduleThatWasAlreadyDisabledDisabled(t *testing.T) {
 	name := createSchedule(t, client, "", types.ScheduleStateDisabled)
 	counting := &countingScheduler{Scheduler: client}
 	db := emulatortest.DynamoDB(t)
-	l, err := rebuild.Acquire(ctx, db, emulatortest.CreateTable(t, db, schema.PendingPayments, "pending"), "rebuild-a", 0, nil)
+	l, err := rebuild.Acquire(ctx, db, emulatortest.CreateTable(t, db, schema.Deadlines, "pending"), "rebuild-a", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,20 +31,20 @@ func TestActionsNameWhatIAMAuthorizes(t *testing.T) {
 	c.APIOptions = append(slices.Clone(cfg.APIOptions), rec.Middleware("fn"))
 	db := dynamodb.NewFromConfig(c)
 	events := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.Events, "events")
-	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.PendingPayments, "pending")
+	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.Deadlines, "pending")
 	table := func(name string) string { return "arn:aws:dynamodb:us-east-1:123456789012:table/" + name }
 
 	item := map[string]types.AttributeValue{schema.EventsStreamID: &types.AttributeValueMemberS{Value: "s"}, schema.EventsVersion: &types.AttributeValueMemberN{Value: "1"}}
-	row := map[string]types.AttributeValue{schema.PendingReference: &types.AttributeValueMemberS{Value: "r"}}
+	row := map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: "r"}}
 	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(events), Item: item}},
 		{ConditionCheck: &types.ConditionCheck{TableName: aws.String(pending), Key: row, ConditionExpression: aws.String("attribute_not_exists(#r)"),
-			ExpressionAttributeNames: map[string]string{"#r": schema.PendingReference}}},
+			ExpressionAttributeNames: map[string]string{"#r": schema.DeadlineKey}}},
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(pending), IndexName: aws.String(schema.PendingByPreparedAt),
-		KeyConditionExpression: aws.String("#s = :s"), ExpressionAttributeNames: map[string]string{"#s": schema.PendingDueShard},
+	if _, err := db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(pending), IndexName: aws.String(schema.DeadlinesByDue),
+		KeyConditionExpression: aws.String("#s = :s"), ExpressionAttributeNames: map[string]string{"#s": schema.DeadlineKindShard},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: "0"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestActionsNameWhatIAMAuthorizes(t *testing.T) {
 	want := []string{
 		"fn: dynamodb:PutItem on " + table(events) + " [DynamoDB TransactWriteItems]",
 		"fn: dynamodb:ConditionCheckItem on " + table(pending) + " [DynamoDB TransactWriteItems]",
-		"fn: dynamodb:Query on " + table(pending) + "/index/" + schema.PendingByPreparedAt + " [DynamoDB Query]",
+		"fn: dynamodb:Query on " + table(pending) + "/index/" + schema.DeadlinesByDue + " [DynamoDB Query]",
 		"fn: scheduler:CreateSchedule on arn:aws:scheduler:us-east-1:123456789012:schedule/" + group + "/x [Scheduler CreateSchedule]",
 		"fn: iam:PassRole on " + role + " (iam:PassedToService=scheduler.amazonaws.com) [Scheduler CreateSchedule]",
 		"fn: secretsmanager:GetSecretValue on " + aws.ToString(created.ARN) + " [Secrets Manager GetSecretValue]",

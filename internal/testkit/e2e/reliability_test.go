@@ -253,7 +253,7 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	before := [][]string{snapshot(t, client, eventsTable), snapshot(t, client, pendingTable)}
 	replay()
 	after := [][]string{snapshot(t, client, eventsTable), snapshot(t, client, pendingTable)}
-	for i, table := range []string{"Events", "PendingPayments"} {
+	for i, table := range []string{"Events", "Deadlines"} {
 		if !slices.Equal(before[i], after[i]) {
 			t.Errorf("replaying the stream changed the %s table: %d items before, %d after", table, len(before[i]), len(after[i]))
 		}

@@ -1,6 +1,6 @@
 // Package rebuildtest builds, for tests of the rebuild tooling, a world on the local
 // emulator: an Events table holding payments in every state, with the process that
-// started them, and an empty PendingPayments table to rebuild.
+// started them, and an empty Deadlines table to rebuild.
 package rebuildtest
 
 import (
@@ -35,7 +35,7 @@ const (
 	Cancelled   Settlement = "cancelled"
 )
 
-// World is an Events table and an empty PendingPayments table of its own on the
+// World is an Events table and an empty Deadlines table of its own on the
 // emulator, with the command handler and the rental-payment process on them.
 type World struct {
 	T           testing.TB
@@ -54,7 +54,7 @@ func NewWorld(t testing.TB) *World {
 	client, events := emulatortest.EventsTable(t)
 	w := &World{
 		T: t, Client: client, EventsTable: events,
-		PendingTable: emulatortest.CreateTable(t, client, schema.PendingPayments, "pending"),
+		PendingTable: emulatortest.CreateTable(t, client, schema.Deadlines, "pending"),
 		Store:        dynamo.New(client, events),
 	}
 	w.Commands = command.New(w.Store, command.WithProvider(generic.Provider{}))
@@ -69,7 +69,7 @@ func NewWorld(t testing.TB) *World {
 	return w
 }
 
-// Projection returns a projection on the world's PendingPayments table.
+// Projection returns a projection on the world's Deadlines table.
 func (w *World) Projection(shards int) *pendingtable.Projection {
 	w.T.Helper()
 	p, err := pendingtable.New(w.Client, w.PendingTable, shards, pendingtable.DefaultMarkerTTL)

@@ -1,4 +1,4 @@
-// Package projectorfn builds the projector function: the PendingPayments projection
+// Package projectorfn builds the projector function: the to-do table projection
 // and, with precise deadlines, the payments' one-time schedules, so that only the
 // projector links the EventBridge Scheduler client.
 package projectorfn

@@ -59,7 +59,7 @@ func lambdaRecord(t *testing.T, r eventstore.Record) events.DynamoDBEventRecord 
 // the failure is logged for the sweep to make up for.
 func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
 	cfg := emulatortest.Config(t)
-	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.PendingPayments, "pending")
+	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.Deadlines, "pending")
 	env := map[string]string{
 		wiring.EnvPendingTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise,
 		wiring.EnvDeadlineGroup:  "no-such-group", // never created: every schedule is refused
@@ -101,7 +101,7 @@ func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
 func TestALatePreparedArmsNoScheduleForASettledPayment(t *testing.T) {
 	ctx := context.Background()
 	cfg := emulatortest.Config(t)
-	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.PendingPayments, "pending")
+	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.Deadlines, "pending")
 	group := emulatortest.TableName(t, "deadlines")
 	client := scheduler.NewFromConfig(cfg)
 	if _, err := client.CreateScheduleGroup(ctx, &scheduler.CreateScheduleGroupInput{Name: aws.String(group)}); err != nil {

@@ -13,7 +13,7 @@
 //
 // sweep seeds --payments rentals whose payments all fall due at the same instant, as
 // real histories (bike registered and requested, process started, payment prepared,
-// one PendingPayments row each), and runs one sweep past their deadline per
+// one to-do table row each), and runs one sweep past their deadline per
 // --concurrency value (SWEEP_CONCURRENCY), each over fresh tables, reporting its wall
 // time, what it did, the calls it sent to the emulator and the CPU both sides used.
 // After each sweep it replays the same calls for --replay-payments of its payments

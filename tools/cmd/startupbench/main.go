@@ -11,7 +11,7 @@
 // It starts its own moto server and creates the tables, so that every function's
 // first invocation does its real work: the command function answers an unknown route
 // (404, no AWS call), the stream functions an empty batch, and the sweep sweeps the
-// empty PendingPayments index (queries to moto).
+// empty to-do table index (queries to moto).
 //
 // Usage: go run ./cmd/startupbench [-n 20] [-inittrace 5] [-rie bin/aws-lambda-rie]
 // [-env KEY=VALUE]... (make bench-startup). Cold starts are interleaved, function

@@ -46,7 +46,7 @@ func Render(w io.Writer, points []Point) error {
 	// Both axes are logarithmic, which the title says: gonum/plot centres a vertical
 	// axis label by the linear midpoint of the range, near the top of a log axis, and
 	// makes room for it there, so the label is kept short.
-	p.X.Label.Text = "pending rows in PendingPayments"
+	p.X.Label.Text = "outstanding rows in the Deadlines table"
 	p.Y.Label.Text = "items read"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = decades{}, decades{}
@@ -83,7 +83,7 @@ func Render(w io.Writer, points []Point) error {
 		shape  draw.GlyphDrawer
 	}{
 		{"scan and filter over the whole table (baseline)", scan, scanLabels, scanColor, draw.BoxGlyph{}},
-		{"sweep: query of the ByPreparedAt index", sweep, sweepLabels, sweepColor, draw.CircleGlyph{}},
+		{"sweep: query of the DueByKind index", sweep, sweepLabels, sweepColor, draw.CircleGlyph{}},
 	}
 	for _, s := range series {
 		line, dots, err := plotter.NewLinePoints(s.xys)

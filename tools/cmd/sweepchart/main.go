@@ -1,5 +1,5 @@
 // Command sweepchart charts how many items the sweep reads against how many a
-// scan-and-filter reads as the PendingPayments table grows. It reads the output of
+// scan-and-filter reads as the Deadlines table grows. It reads the output of
 // internal/app/deadline's BenchmarkSweepItemsRead (`go test -bench` text), writes the
 // chart as a PNG and prints the figures as a Markdown table:
 //

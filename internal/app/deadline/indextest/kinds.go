@@ -22,34 +22,29 @@ type KindSubject interface {
 
 // Two kinds declared here alone, over records of their own: the machinery knows
 // nothing of what a kind is about. A "Lent" record opens a loan's row, due an hour
-// later; "Returned" settles it. A "Watched" record opens a watch's row in the same
-// lane, due a day later; "Unwatched" settles it.
+// later; "Returned" settles it. A "Watched" record opens a watch's row, due a day
+// later; "Unwatched" settles it. Each kind's rows are in a lane of its own.
 var (
-	lane  = deadline.Lane{Prefix: "t-", Offset: time.Hour}
-	loan  = deadline.Kind{Name: "loan", Prefix: "loan#", Lane: lane, After: time.Hour, Change: change("Lent", "Returned")}
-	watch = deadline.Kind{Name: "watch", Prefix: "watch#", Lane: lane, After: 24 * time.Hour, Change: change("Watched", "Unwatched")}
-	// A "Held" record opens a hold's row ("item#"), due two hours later, in a lane
-	// of its own; "Released" settles it. "Handed" opens a handover's row, due a
-	// day later, in the loans' lane, taking over the item's hold if it is still
-	// outstanding; "Collected" settles it.
-	holds    = deadline.Lane{Prefix: "h-", Offset: 2 * time.Hour}
-	hold     = deadline.Kind{Name: "hold", Prefix: "item#", Lane: holds, After: 2 * time.Hour, Change: change("Held", "Released")}
-	handover = deadline.Kind{Name: "handover", Prefix: "item#", Lane: lane, After: 24 * time.Hour, Change: change("Handed", "Collected"), Takes: "hold"}
+	loan  = deadline.Kind{Name: "loan", Prefix: "loan#", After: time.Hour, Change: change("Lent", "Returned")}
+	watch = deadline.Kind{Name: "watch", Prefix: "watch#", After: 24 * time.Hour, Change: change("Watched", "Unwatched")}
+	// A "Held" record opens a hold's row ("item#"), due two hours later; "Released"
+	// settles it. "Handed" opens a handover's row, due a day later, taking over the
+	// item's hold if it is still outstanding; "Collected" settles it.
+	hold     = deadline.Kind{Name: "hold", Prefix: "item#", After: 2 * time.Hour, Change: change("Held", "Released")}
+	handover = deadline.Kind{Name: "handover", Prefix: "item#", After: 24 * time.Hour, Change: change("Handed", "Collected"), Takes: "hold"}
 	// TestKinds are the kinds the contract's cases run with.
 	TestKinds = deadline.MustKinds(loan, watch, hold, handover)
 
 	// A chain of kinds over one key ("bill#"), as the service's stuck process,
-	// return due and overdue return are: "Drafted" opens a draft's row in a lane of
-	// its own; "Billed" opens a bill's row, due an hour later, in a lane whose
-	// prefix is empty (the payments' is), taking the draft over; "Dunned" hands the
-	// bill over to the operators, taking its row over into a lane no sweep reads,
-	// due when the record says the bill was (its "due:" part), listed as a bill;
-	// "Paid" settles the bill, and the dunning.
-	drafts    = deadline.Lane{Prefix: "b-", Offset: 3 * time.Hour}
-	bills     = deadline.Lane{Prefix: "", Offset: time.Hour}
-	draft     = deadline.Kind{Name: "draft", Prefix: "bill#", Lane: drafts, After: 3 * time.Hour, Change: change("Drafted", "Discarded")}
-	bill      = deadline.Kind{Name: "bill", Prefix: "bill#", Lane: bills, After: time.Hour, Change: change("Billed", "Paid"), Takes: "draft"}
-	dunning   = deadline.Kind{Name: "dunning", Prefix: "bill#", Lane: deadline.Lane{Prefix: "d-"}, Change: dunChange, ByHand: true, Takes: "bill", ListedAs: "bill"}
+	// return due and overdue return are: "Drafted" opens a draft's row; "Billed"
+	// opens a bill's row, due an hour later, taking the draft over; "Dunned" hands
+	// the bill over to the operators, taking its row over into a lane no sweep
+	// reads, due when the record says the bill was (its "due:" part), listed as a
+	// bill; "Paid" settles the bill, and the dunning.
+	bills     = deadline.LaneOf("bill")
+	draft     = deadline.Kind{Name: "draft", Prefix: "bill#", After: 3 * time.Hour, Change: change("Drafted", "Discarded")}
+	bill      = deadline.Kind{Name: "bill", Prefix: "bill#", After: time.Hour, Change: change("Billed", "Paid"), Takes: "draft"}
+	dunning   = deadline.Kind{Name: "dunning", Prefix: "bill#", Change: dunChange, ByHand: true, Takes: "bill", ListedAs: "bill"}
 	billKinds = deadline.MustKinds(draft, bill, dunning, hold)
 )
 
@@ -94,7 +89,7 @@ func RunKinds(t *testing.T, newSubject func(t *testing.T, kinds deadline.Kinds) 
 	}{
 		{"ARowIsDueAfterItsKindsDurationUntilSettled", aRowIsDueUntilSettled},
 		{"ASettledRowNeverComesBack", aSettledRowNeverComesBack},
-		{"KindsShareALaneInDueOrder", kindsShareALane},
+		{"EachKindsLaneHoldsItsRowsAloneInDueOrder", eachKindHasALane},
 		{"TheListShowsTheOverdueFirstByKind", theListShowsTheOverdueFirst},
 		{"AKindTakesAnotherKindsRowOver", aKindTakesAnotherKindsRowOver},
 	} {
@@ -114,27 +109,42 @@ func applyAll(t *testing.T, s KindSubject, recs ...eventstore.Record) {
 	}
 }
 
-// due returns the rows of the lane overdue at now, from every shard, checking each
-// shard's are in due order.
+// due returns the rows overdue at now of every lane of TestKinds, from every
+// shard, checking that each lane's shard holds its kind's rows alone, in due order.
 func due(t *testing.T, s KindSubject, now time.Time) []deadline.Row {
+	t.Helper()
+	var out []deadline.Row
+	for _, k := range TestKinds.All() {
+		out = append(out, dueIn(t, s, k, now)...)
+	}
+	deadline.SortRows(out)
+	return out
+}
+
+// dueIn returns the rows overdue at now of k's lane, from every shard, checking
+// that they are k's alone, in due order.
+func dueIn(t *testing.T, s KindSubject, k deadline.Kind, now time.Time) []deadline.Row {
 	t.Helper()
 	var out []deadline.Row
 	for shard := range s.Shards() {
 		var last time.Time
-		if _, err := s.LanePages(ctx, lane, shard, lane.Cutoff(now), func(p deadline.LanePage) bool {
+		read, err := s.LanePages(ctx, k.Lane(), shard, now, func(p deadline.LanePage) bool {
 			for _, r := range p.Rows {
-				if r.Due.Before(last) {
-					t.Errorf("shard %d: %s due %v after one due %v", shard, r.Subject, r.Due, last)
+				if r.Due.Before(last) || r.Kind != k.Name {
+					t.Errorf("lane %s shard %d: %s:%s due %v after one due %v", k.Lane().Prefix, shard, r.Kind, r.Subject, r.Due, last)
 				}
 				last = r.Due
 				out = append(out, r)
 			}
 			return true
-		}); err != nil {
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
+		if n := len(out); read > n {
+			t.Errorf("lane %s shard %d: read %d items for %d rows", k.Lane().Prefix, shard, read, n)
+		}
 	}
-	deadline.SortRows(out)
 	return out
 }
 
@@ -177,9 +187,12 @@ func aSettledRowNeverComesBack(t *testing.T, s KindSubject) {
 	}
 }
 
-func kindsShareALane(t *testing.T, s KindSubject) {
+func eachKindHasALane(t *testing.T, s KindSubject) {
 	applyAll(t, s, record("Watched", "w", 1, t0.Add(-23*time.Hour-40*time.Minute)), record("Lent", "l", 1, t0.Add(-30*time.Minute)),
-		record("Lent", "m", 1, t0))
+		record("Lent", "m", 1, t0), record("Watched", "v", 1, t0))
+	if got := dueIn(t, s, loan, t0.Add(48*time.Hour)); len(got) != 2 {
+		t.Errorf("the loans' lane: %+v, want the two loans alone", got)
+	}
 	got := due(t, s, t0.Add(31*time.Minute))
 	var kinds []string
 	for _, r := range got {
@@ -289,7 +302,7 @@ func aByHandKindTakesARowOver(t *testing.T, s KindSubject) {
 		t.Helper()
 		var out []string
 		for shard := range s.Shards() {
-			if _, err := s.LanePages(ctx, bills, shard, bills.Cutoff(now), func(p deadline.LanePage) bool {
+			if _, err := s.LanePages(ctx, bills, shard, now, func(p deadline.LanePage) bool {
 				for _, r := range p.Rows {
 					out = append(out, r.Kind+":"+r.Subject)
 				}

@@ -1,5 +1,5 @@
 // Package memindex is a deadline.Index in memory, projected from event records
-// exactly as the PendingPayments table is (package indextest holds both to the same
+// exactly as the Deadlines table is (package indextest holds both to the same
 // contract), for tests of the sweep that need no emulator.
 package memindex
 
@@ -126,19 +126,22 @@ func (m *Memory) LanePages(_ context.Context, lane deadline.Lane, shard int, cut
 	m.mu.Lock()
 	var p deadline.LanePage
 	for _, row := range m.rows {
-		if !row.settled && row.kind.Lane == lane && m.shardOf(row.subject) == shard && (cutoff.IsZero() || row.stamp < cutoff.UnixMilli()) {
+		if !row.settled && row.kind.Lane() == lane && m.shardOf(row.subject) == shard && (cutoff.IsZero() || row.stamp < cutoff.UnixMilli()) {
 			since := row.kind.SinceOf(row.stamp)
 			p.Rows = append(p.Rows, deadline.Row{Kind: row.kind.Name, Subject: row.subject, Since: since, Due: row.kind.DueAt(since)})
 		}
 	}
-	if lane.Prefix == deadlinekinds.BacklogLane(deadline.Policy{}).Prefix {
+	before := func(t time.Time) bool { return cutoff.IsZero() || t.Before(cutoff) }
+	switch lane {
+	case deadline.OwedLane:
 		for _, o := range m.owed {
-			if !o.settled && m.shardOf(o.row.Reference) == shard {
+			if !o.settled && m.shardOf(o.row.Reference) == shard && before(o.row.Due) {
 				p.Owed = append(p.Owed, o.row)
 			}
 		}
+	case deadline.ParkedLane:
 		for k, row := range m.parked {
-			if m.shardOf(k.StreamID) == shard {
+			if m.shardOf(k.StreamID) == shard && before(row.due) {
 				k.Due = row.due
 				p.Parked = append(p.Parked, k)
 			}
