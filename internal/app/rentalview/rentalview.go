@@ -114,6 +114,42 @@ func (v View) WithoutSecrets() View {
 	return v
 }
 
+// operatorsOnly names, by event type, the members of an event's data that are the
+// operators' business and not the renter's: who recorded a refund made by hand and
+// the operator's own reference for it, and why a provider refused a refund (its
+// message and request id).
+var operatorsOnly = map[string][]string{
+	payment.RefundMadeByHand{}.EventType(): {"recordedBy", "operatorReference"},
+	payment.RefundOwed{}.EventType():       {"reason"},
+}
+
+// ForRenter returns the view as its renter may read it: WithoutSecrets' view but
+// the client secret kept (it is the renter's to pay with), and the history's events
+// without the members that are the operators' business (operatorsOnly). An entry
+// whose data does not decode as an object is left as it is.
+func (v View) ForRenter() View {
+	history := make([]Entry, len(v.History))
+	for i, e := range v.History {
+		history[i] = e
+		drop, ok := operatorsOnly[e.Type]
+		if !ok {
+			continue
+		}
+		var members map[string]json.RawMessage
+		if json.Unmarshal(e.Data, &members) != nil {
+			continue
+		}
+		for _, name := range drop {
+			delete(members, name)
+		}
+		if data, err := json.Marshal(members); err == nil {
+			history[i].Data = data
+		}
+	}
+	v.History = history
+	return v
+}
+
 // Entry is one event of the rental's history.
 type Entry struct {
 	// EventID is the event's id: what the causation id of an event it caused names.

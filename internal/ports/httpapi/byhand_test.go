@@ -107,6 +107,14 @@ func TestARefundMadeByHandIsRecordedByAnOperatorOnce(t *testing.T) {
 			t.Errorf("the rental's view: %s", v.raw)
 		}
 
+		// Its renter sees the refund made, not who recorded it or the operator's
+		// reference.
+		mine := h.expect(http.MethodGet, "/rentals/"+owedID, "", as("alice"), http.StatusOK)
+		if p, _ := mine.body["payment"].(map[string]any); p["refund"] != "refunded-by-hand" || !strings.Contains(mine.raw, `"type":"RefundMadeByHand"`) ||
+			strings.Contains(mine.raw, "recordedBy") || strings.Contains(mine.raw, "operatorReference") || strings.Contains(mine.raw, `"ops"`) {
+			t.Errorf("the renter's view of the rental: %s", mine.raw)
+		}
+
 		// A second one, replayed or altered, is refused and changes nothing.
 		for _, again := range []string{body, `{"amount":1500,"reference":"bank-2"}`, `{"amount":1,"reference":"bank-2"}`} {
 			r := h.expect(http.MethodPost, path, again, nil, http.StatusConflict)

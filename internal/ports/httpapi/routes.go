@@ -212,8 +212,11 @@ func (a *API) getRental(r *request) response {
 	if err != nil {
 		return errorResponse(err)
 	}
-	if view.Renter != r.caller.subject { // an operator: what pays is the renter's alone
+	switch {
+	case view.Renter != r.caller.subject: // an operator: what pays is the renter's alone
 		view = view.WithoutSecrets()
+	case !r.caller.operator: // the renter: what operators recorded for themselves is theirs
+		view = view.ForRenter()
 	}
 	return jsonResponse(http.StatusOK, view)
 }
