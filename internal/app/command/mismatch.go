@@ -157,6 +157,11 @@ func (h *Handler) finishMismatch(ctx context.Context, stream string, records []e
 		case errors.As(err, &refused):
 			owed.Reason = refused.Reason
 			e = owed
+		case errors.Is(err, payment.ErrAlreadyRefunded):
+			// The provider says the money went back already (a refund repeated
+			// after it forgot the idempotency key): nothing is owed, and there is
+			// no new refund to name.
+			e = MismatchRefundRequested{Reference: m.Reference, PaymentID: m.PaymentID}
 		case !errors.Is(err, payment.ErrRefundNotSupported):
 			return m, fmt.Errorf("command: refund provider payment %s, which took money under %s without being recorded for it: %w", m.PaymentID, m.Reference, err)
 		}

@@ -3,6 +3,7 @@ package command_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,8 @@ type intents struct {
 	status    map[string]string // payment id: open, succeeded or canceled
 	calls     []string          // "cancel pi_x", "refund pi_x", "refund-unexpected pi_x"
 	cancelErr error
+	// unexpectedErr, when set, is what every RefundUnexpected answers.
+	unexpectedErr error
 }
 
 func newIntents() *intents { return &intents{status: map[string]string{}} }
@@ -62,6 +65,9 @@ func (p *intents) RefundUnexpected(_ context.Context, id, _ string) (string, err
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, "refund-unexpected "+id)
+	if p.unexpectedErr != nil {
+		return "", p.unexpectedErr
+	}
 	return "re_unexpected_" + id, nil
 }
 
@@ -252,6 +258,33 @@ func TestMoneyOnAnUnexpectedPaymentIsOwedWhereTheProviderCannotRefund(t *testing
 	}
 	if got := streamTypes(t, store, command.ReceiptStreamID(generic.Name, "e1")); !slices.Equal(got, []string{"ProviderEventMismatched", "MismatchRefundOwed"}) {
 		t.Errorf("the event's stream: %v", got)
+	}
+}
+
+// TestMoneyOnAnUnexpectedPaymentAlreadyRefundedIsNotAskedAgain: a provider that
+// answers the refund of money taken on another of its payments with "refunded
+// already" (payment.ErrAlreadyRefunded) closes the mismatch's refund: nothing is
+// owed, the delivery is acknowledged, and a redelivery asks the provider nothing.
+func TestMoneyOnAnUnexpectedPaymentAlreadyRefundedIsNotAskedAgain(t *testing.T) {
+	ctx := context.Background()
+	store := eventstore.NewMemory()
+	p := newIntents()
+	p.unexpectedErr = fmt.Errorf("stripe: refund payment: %w", payment.ErrAlreadyRefunded)
+	h := command.New(store, command.WithProvider(p))
+	ref, _ := prepared(t, h, "b1")
+	ev := payment.ProviderEvent{Provider: "", EventID: "e1", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: "pi_someone_else", Amount: 1500, Currency: "EUR", Digest: "d"}
+	res, err := h.ApplyProviderEvent(ctx, ev)
+	if err != nil || res.Mismatch == nil || !res.Mismatch.RefundDue {
+		t.Fatalf("%+v, %v; want the mismatch acknowledged", res, err)
+	}
+	if got := streamTypes(t, store, command.ReceiptStreamID("", "e1")); !slices.Equal(got, []string{"ProviderEventMismatched", "MismatchRefundRequested"}) {
+		t.Errorf("the event's stream: %v, want the refund closed as made", got)
+	}
+	if _, err := h.ApplyProviderEvent(ctx, ev); err != nil {
+		t.Fatalf("the redelivery: %v", err)
+	}
+	if got := p.called(); len(got) != 1 {
+		t.Errorf("the provider was asked %v, want the one refund", got)
 	}
 }
 
