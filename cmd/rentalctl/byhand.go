@@ -74,7 +74,7 @@ func runRefundMadeByHand(ctx context.Context, c *cli, args []string) error {
 	if asJSON {
 		return c.printJSON(res)
 	}
-	fmt.Fprintf(c.stdout, "%s: %s: %d.%02d %s paid back by hand under reference %s, recorded by %s at %s\n", res.RentalID, res.Refund,
-		res.Amount/100, res.Amount%100, res.Currency, strconv.Quote(res.Reference), strconv.Quote(res.RecordedBy), timestamp(res.RecordedAt))
+	fmt.Fprintf(c.stdout, "%s: %s: %s paid back by hand under reference %s, recorded by %s at %s\n", res.RentalID, res.Refund,
+		formatAmount(res.Amount, res.Currency), strconv.Quote(res.Reference), strconv.Quote(res.RecordedBy), timestamp(res.RecordedAt))
 	return nil
 }

@@ -51,12 +51,12 @@ func runMismatches(ctx context.Context, c *cli, args []string) error {
 }
 
 // money is a provider payment id with its amount, "-" for what is not known.
-func money(paymentID string, amount int64, currency string) string {
+func money(paymentID string, minor int64, currency string) string {
 	if paymentID == "" {
 		paymentID = "-"
 	}
-	if amount == 0 && currency == "" {
+	if minor == 0 && currency == "" {
 		return paymentID
 	}
-	return fmt.Sprintf("%s %d.%02d %s", paymentID, amount/100, amount%100, currency)
+	return paymentID + " " + formatAmount(minor, currency)
 }

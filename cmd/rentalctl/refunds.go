@@ -47,7 +47,7 @@ func runRefunds(ctx context.Context, c *cli, args []string) error {
 		if reason == "" {
 			reason = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d.%02d %s\t%s\t%s\n", o.PaymentReference, o.RentalID, o.PaymentID, o.Amount/100, o.Amount%100, o.Currency, timestamp(o.OwedSince), reason)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", o.PaymentReference, o.RentalID, o.PaymentID, formatAmount(o.Amount, o.Currency), timestamp(o.OwedSince), reason)
 	}
 	w.Flush()
 	fmt.Fprintf(c.stdout, "%s owed\n", count(list.Count, "refund"))
