@@ -97,9 +97,10 @@ type Payment struct {
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
 	Status   string `json:"status"`
-	// Refund is "requested", "owed", "refunded" (by the provider) or
+	// Refund is "requested", "owed", "refunded" (by the provider),
 	// "refunded-by-hand" (an operator recorded the refund owed paid back by hand)
-	// once money taken after the payment was given up on goes back.
+	// or "refunded-twice" (by hand, then by the provider as well) once money taken
+	// after the payment was given up on goes back.
 	Refund string `json:"refund,omitempty"`
 }
 

@@ -30,6 +30,12 @@ var (
 // owed as made by hand (RefundMadeByHand).
 const RefundStatusMadeByHand RefundStatus = "refunded-by-hand"
 
+// RefundStatusTwice is the refund status once the provider confirmed a refund
+// (PaymentRefunded) of money an operator had already recorded as paid back by
+// hand: the renter was paid back twice, and operators must ask for one of the two
+// back. The auditor reports it too (refund-by-hand-unfounded).
+const RefundStatusTwice RefundStatus = "refunded-twice"
+
 // ForHands reports whether a refund at status r is for an operator to make by
 // hand and record (RecordRefundMadeByHand can succeed): it is owed, and no
 // provider is making it or has made it.
@@ -37,7 +43,7 @@ func (r RefundStatus) ForHands() bool { return r == RefundStatusOwed }
 
 // RefundStatuses returns every refund status a payment can have, none first.
 func RefundStatuses() []RefundStatus {
-	return []RefundStatus{RefundStatusNone, RefundStatusRequested, RefundStatusOwed, RefundStatusDone, RefundStatusMadeByHand}
+	return []RefundStatus{RefundStatusNone, RefundStatusRequested, RefundStatusOwed, RefundStatusDone, RefundStatusMadeByHand, RefundStatusTwice}
 }
 
 // Limits of what an operator records with a refund made by hand.
@@ -101,9 +107,10 @@ func SettlesRefund(eventType string) bool {
 func RefundSettlementTypes() []string { return append([]string(nil), refundSettlements...) }
 
 // Refunded reports whether the money of a late success is recorded as gone back:
-// the provider confirmed its refund, or an operator recorded it made by hand.
+// the provider confirmed its refund, or an operator recorded it made by hand, or
+// both.
 func (s Payment) Refunded() bool {
-	return s.Refund == RefundStatusDone || s.Refund == RefundStatusMadeByHand
+	return s.Refund == RefundStatusDone || s.Refund == RefundStatusMadeByHand || s.Refund == RefundStatusTwice
 }
 
 // decideRefundMadeByHand is what RecordRefundMadeByHand decides on a payment that

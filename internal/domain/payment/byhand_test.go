@@ -84,8 +84,9 @@ func TestTheAmountRefusedSaysWhatIsOwed(t *testing.T) {
 }
 
 // TestARefundMadeByHandStaysMade: the provider's word that it refunded, after, is
-// recorded (the money went back twice, which the history shows) and nothing owes a
-// refund again; a refund requested after changes nothing.
+// recorded, and the refund then reads refunded-twice (the renter was paid back
+// twice), not refunded; nothing owes a refund again; a refund requested after
+// changes nothing.
 func TestARefundMadeByHandStaysMade(t *testing.T) {
 	s := Fold([]Event{prepared, cancelled, late, owed, byHand, asked})
 	if s.Refund != RefundStatusMadeByHand || s.RefundDue() {
@@ -93,6 +94,16 @@ func TestARefundMadeByHandStaysMade(t *testing.T) {
 	}
 	if got, err := Decide(s, OweRefund{Reference: ref}); got != nil || err != nil {
 		t.Fatalf("OweRefund after a refund made by hand = %v, %v", got, err)
+	}
+	twice := Fold([]Event{prepared, cancelled, late, owed, byHand, refunded})
+	if twice.Refund != RefundStatusTwice || !twice.Refunded() || twice.RefundDue() {
+		t.Fatalf("the provider's refund after one made by hand: %+v, want refund %q", twice, RefundStatusTwice)
+	}
+	if got, err := Decide(twice, ConfirmRefund{Reference: ref, ProviderEventID: "evt_again"}); got != nil || err != nil {
+		t.Fatalf("ConfirmRefund again after the money went back twice = %v, %v", got, err)
+	}
+	if got := Fold([]Event{prepared, cancelled, late, owed, refunded, byHand}); got.Refund != RefundStatusDone {
+		t.Fatalf("a refund made by hand after the provider's (refused by Decide, read as written) = %q", got.Refund)
 	}
 	if !SettlesRefund("RefundMadeByHand") || !SettlesRefund("PaymentRefunded") || SettlesRefund("RefundOwed") {
 		t.Fatal("SettlesRefund")

@@ -520,7 +520,11 @@ func Evolve(s Payment, e Event) Payment {
 			s.Refund = RefundStatusOwed
 		}
 	case PaymentRefunded:
-		s.Refund = RefundStatusDone
+		if s.Refund == RefundStatusMadeByHand || s.Refund == RefundStatusTwice {
+			s.Refund = RefundStatusTwice // the provider refunded what an operator paid back by hand
+		} else {
+			s.Refund = RefundStatusDone
+		}
 	case RefundMadeByHand:
 		if !s.Refunded() {
 			s.Refund = RefundStatusMadeByHand
@@ -605,7 +609,7 @@ func decide(s Payment, c Command) ([]Event, error) {
 		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}, nil
 
 	case ConfirmRefund:
-		if s.Refund == RefundStatusDone {
+		if s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice {
 			return nil, nil
 		}
 		return []Event{PaymentRefunded{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}, nil

@@ -30,6 +30,7 @@ const refundWords = {
   'owed': 'the provider cannot refund: pay it back by hand, then record it here',
   'refunded': 'the provider refunded it',
   'refunded-by-hand': 'an operator recorded it paid back by hand (the timeline says who, and under which reference)',
+  'refunded-twice': 'paid back twice: by hand, and then by the provider too; ask the renter for one of them back',
 };
 
 // streamKind names the stream an event is in: bike, payment or process.
