@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -363,7 +364,10 @@ func refundCommand(reference, refundID string, err error) (payment.Command, erro
 // success for a payment already given up on is recorded and refunded. An event
 // for a payment we never prepared is payment.ErrPaymentNotFound, and changes
 // nothing; an event id that is empty or longer than payment.MaxEventIDLength is
-// payment.ErrWebhookMalformed.
+// payment.ErrWebhookMalformed, and so is one with a colon, which
+// only the service's own record of what the provider said when asked has
+// (ToldEventPrefix): a webhook never shares its receipt, whatever its adapter let
+// through.
 //
 // An event applies to its payment only when what it says of the provider's payment
 // id, amount and currency is what was recorded. One that does not match changes no
@@ -384,6 +388,15 @@ func refundCommand(reference, refundID string, err error) (payment.Command, erro
 // and its correlation is the rental's: whoever delivered
 // the event (an HTTP request, a test) is the caller's to log beside the event id.
 func (h *Handler) ApplyProviderEvent(ctx context.Context, ev payment.ProviderEvent) (ProviderResult, error) {
+	if strings.Contains(ev.EventID, ":") {
+		return ProviderResult{}, fmt.Errorf("%w: provider event id %q has a colon, which only the service's own records have", payment.ErrWebhookMalformed, ev.EventID)
+	}
+	return h.applyProviderEvent(ctx, ev)
+}
+
+// applyProviderEvent is ApplyProviderEvent for an event of any id: a webhook's, or
+// the provider's word when asked (toldEvent).
+func (h *Handler) applyProviderEvent(ctx context.Context, ev payment.ProviderEvent) (ProviderResult, error) {
 	if err := h.needProvider("provider event " + ev.EventID); err != nil {
 		return ProviderResult{}, err
 	}

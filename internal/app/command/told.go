@@ -72,7 +72,7 @@ func (h *Handler) recordTold(ctx context.Context, s payment.Payment, told paymen
 	}
 	ev := toldEvent(h.providerName(), s.Reference, told)
 	meta.CausationID = causationOf(ev)
-	res, err := h.ApplyProviderEvent(ctx, ev)
+	res, err := h.applyProviderEvent(ctx, ev)
 	if err != nil {
 		return res.Payment, fmt.Errorf("command: record what the provider said of payment %s: %w", s.Reference, err)
 	}
@@ -93,7 +93,8 @@ func (h *Handler) recordTold(ctx context.Context, s payment.Payment, told paymen
 // ToldEventPrefix starts the event id under which what the provider said of a
 // payment, when asked, is recorded as its event (toldEvent): "told:" and the
 // provider's payment id. No provider's webhook event id has a colon (Stripe's are
-// letters, digits and underscores), so a webhook never shares its receipt.
+// letters, digits and underscores, the generic provider's also hyphens), and
+// ApplyProviderEvent refuses one that has, so a webhook never shares its receipt.
 const ToldEventPrefix = "told:"
 
 // toldEvent is what the provider said of a payment that succeeded there, as a

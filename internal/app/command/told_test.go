@@ -246,3 +246,29 @@ func TestTheGenericProviderCannotBeAsked(t *testing.T) {
 		t.Errorf("recorded %v", got)
 	}
 }
+
+// TestAWebhookCannotTakeTheIdOfWhatTheProviderSaidWhenAsked: a webhook event whose
+// id has the form of the service's own record of the provider's word (told:…) is
+// refused as malformed and records nothing, whatever its adapter let through, so
+// that it cannot take that record's receipt first: the deadline then records
+// Stripe's word as ever.
+func TestAWebhookCannotTakeTheIdOfWhatTheProviderSaidWhenAsked(t *testing.T) {
+	h, _, paid, store := toldWorld(t)
+	ctx := context.Background()
+	ref, intent := preparedAtStripe(t, h, "t5")
+	paid.Pay(intent, ref, 1500, "eur")
+
+	forged := payment.ProviderEvent{Provider: stripe.Name, EventID: command.ToldEventPrefix + intent, Kind: payment.ProviderFailed,
+		Reference: ref, PaymentID: intent, Amount: 1500, Currency: "EUR", Reason: "card_declined"}
+	forged.Digest = payment.EffectDigest(forged, payment.ProviderObject{Type: "payment_intent", ObjectID: intent, Status: "requires_payment_method"})
+	if _, err := h.ApplyProviderEvent(ctx, forged); !errors.Is(err, payment.ErrWebhookMalformed) {
+		t.Fatalf("a webhook event named %s: %v; want %v", forged.EventID, err, payment.ErrWebhookMalformed)
+	}
+	if got := types(t, store, ref); len(got) != 0 {
+		t.Fatalf("the refused event recorded %v", got)
+	}
+	res, err := h.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{CausationID: "sweep:now"})
+	if !errors.Is(err, payment.ErrPaymentAlreadyConfirmed) || res.State.Status != payment.StatusConfirmed {
+		t.Fatalf("the deadline after the forged event: %+v, %v; want the payment confirmed on Stripe's word", res.State, err)
+	}
+}
