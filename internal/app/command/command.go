@@ -228,6 +228,8 @@ func referenceOf(c payment.Command) (string, error) {
 		return c.Reference, nil
 	case payment.ConfirmRefund:
 		return c.Reference, nil
+	case payment.RecordRefundFailed:
+		return c.Reference, nil
 	case payment.RecordCancelledAtProvider:
 		return c.Reference, nil
 	case payment.GiveUpUnmatchedSuccess:

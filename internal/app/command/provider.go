@@ -750,6 +750,8 @@ func commandFor(ev payment.ProviderEvent) payment.Command {
 		return payment.CancelPayment{Reference: ev.Reference}
 	case payment.ProviderRefunded:
 		return payment.ConfirmRefund{Reference: ev.Reference, ProviderEventID: ev.EventID}
+	case payment.ProviderRefundFailed:
+		return payment.RecordRefundFailed{Reference: ev.Reference, Reason: ev.Reason, ProviderEventID: ev.EventID}
 	}
 	return nil
 }

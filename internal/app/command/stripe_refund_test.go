@@ -216,3 +216,58 @@ func lastOwed(t *testing.T, store eventstore.Store, ref string) payment.RefundOw
 	t.Fatalf("no RefundOwed in %s", ref)
 	return payment.RefundOwed{}
 }
+
+// TestARefundThatFailsAfterStripeAcceptedItIsOwed: a Refund Stripe accepted
+// (pending) may fail later at the bank, which Stripe reports by refund.failed. That
+// event makes the refund owed, with Stripe's reason, once (its redelivery is a
+// duplicate and records nothing), so that the money the renter never got back is on
+// the operators' list, to be made by hand; a refund.failed for a refund that is
+// done, or was never asked for, changes nothing.
+func TestARefundThatFailsAfterStripeAcceptedItIsOwed(t *testing.T) {
+	h, store, _ := stripeRefunds(t)
+	ctx := context.Background()
+	ref := lateSuccessFor(t, h, "refundfails")
+	if s, err := h.Refund(ctx, ref, command.Meta{}); err != nil || s.Refund != payment.RefundStatusRequested {
+		t.Fatalf("the refund: %+v, %v; want it requested", s, err)
+	}
+	s, _, err := h.LoadPayment(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := func(id string, reference string) payment.ProviderEvent {
+		ev := payment.ProviderEvent{Provider: stripe.Name, EventID: id, Kind: payment.ProviderRefundFailed, Reference: reference,
+			PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: "Stripe's refund re_1 failed (expired_or_canceled_card)"}
+		ev.Digest = payment.EffectDigest(ev, payment.ProviderObject{Type: "refund.failed", Object: "refund", ObjectID: "re_1", Status: "failed"})
+		return ev
+	}
+	res, err := h.ApplyProviderEvent(ctx, failed("evt_refund_failed", ref))
+	if err != nil || res.Duplicate || res.Payment.Refund != payment.RefundStatusOwed || !res.Payment.Refund.ForHands() {
+		t.Fatalf("refund.failed: %+v, %v; want the refund owed, for hands", res, err)
+	}
+	owed := lastOwed(t, store, ref)
+	if owed.Reason != "Stripe's refund re_1 failed (expired_or_canceled_card)" || owed.Amount != s.Amount || owed.Currency != s.Currency {
+		t.Errorf("RefundOwed %+v; want the amount taken and Stripe's reason", owed)
+	}
+	again, err := h.ApplyProviderEvent(ctx, failed("evt_refund_failed", ref))
+	if err != nil || !again.Duplicate {
+		t.Fatalf("refund.failed delivered again: %+v, %v; want a duplicate", again, err)
+	}
+	want := []string{"PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundRequested", "RefundOwed"}
+	if got := types(t, store, ref); !slices.Equal(got, want) {
+		t.Fatalf("recorded %v; want %v", got, want)
+	}
+	rentalID, err := payment.RentalIDFor(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err := h.RefundMadeByHand(ctx, rentalID, s.Amount, "bank-1", "ann", command.Meta{})
+	if err != nil || made.State.Refund != payment.RefundStatusMadeByHand {
+		t.Fatalf("the refund owed made by hand: %+v, %v", made, err)
+	}
+	if res, err := h.ApplyProviderEvent(ctx, failed("evt_refund_failed_late", ref)); err != nil || res.Payment.Refund != payment.RefundStatusMadeByHand {
+		t.Fatalf("a refund.failed after the refund was made: %+v, %v; want nothing changed", res, err)
+	}
+	if got := types(t, store, ref); !slices.Equal(got, append(want, "RefundMadeByHand")) {
+		t.Fatalf("recorded %v after a late refund.failed", got)
+	}
+}

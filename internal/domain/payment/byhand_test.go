@@ -142,3 +142,33 @@ func TestForHandsIsWhereARefundMadeByHandIsRecorded(t *testing.T) {
 		t.Errorf("the cases reach %v, RefundStatuses() lists %v", reached, all)
 	}
 }
+
+// TestARefundThatFailedAfterItWasAcceptedIsOwed: RecordRefundFailed makes a
+// refund the provider accepted owed, with the provider's reason, so that it can be
+// made by hand; at every other refund status it changes nothing, and a reason that
+// is not printable text is refused.
+func TestARefundThatFailedAfterItWasAcceptedIsOwed(t *testing.T) {
+	failed := RecordRefundFailed{Reference: ref, Reason: "Stripe's refund re_1 failed (lost_or_stolen_card)", ProviderEventID: "evt_9"}
+	s := Fold([]Event{prepared, cancelled, late, asked})
+	got, err := Decide(s, failed)
+	want := RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", Reason: failed.Reason}
+	if err != nil || len(got) != 1 || got[0] != want {
+		t.Fatalf("RecordRefundFailed on a refund requested = %v, %v; want %v", got, err, want)
+	}
+	if after := Evolve(s, got[0]); after.Refund != RefundStatusOwed || !after.Refund.ForHands() {
+		t.Fatalf("after the failure the refund is %q; want owed, for hands", after.Refund)
+	}
+	for _, given := range [][]Event{
+		{prepared}, {prepared, cancelled, late}, {prepared, cancelled, late, owed}, {prepared, cancelled, late, asked, refunded},
+		{prepared, cancelled, late, owed, byHand}, {prepared, cancelled, late, asked, owed},
+	} {
+		if got, err := Decide(Fold(given), failed); got != nil || err != nil {
+			t.Errorf("RecordRefundFailed after %v = %v, %v; want nothing", given, got, err)
+		}
+	}
+	for _, reason := range []string{"", "line\nbreak"} {
+		if _, err := Decide(s, RecordRefundFailed{Reference: ref, Reason: reason}); !errors.Is(err, ErrInvalidCommand) {
+			t.Errorf("RecordRefundFailed with reason %q: %v; want ErrInvalidCommand", reason, err)
+		}
+	}
+}

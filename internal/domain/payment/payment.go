@@ -422,6 +422,17 @@ type OweRefund struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
+// RecordRefundFailed records the provider's word that a refund it had accepted
+// (RefundRequested) failed afterwards, for Reason (checked as OweRefund's): the
+// refund is then owed (RefundOwed, with the reason), for operators to make by
+// hand. It does nothing unless a refund is requested: one owed, made or never asked
+// for stays as it is.
+type RecordRefundFailed struct {
+	Reference       string `json:"reference"`
+	Reason          string `json:"reason"`
+	ProviderEventID string `json:"providerEventId,omitempty"`
+}
+
 // ConfirmRefund records the provider's word that the payment was refunded.
 type ConfirmRefund struct {
 	Reference       string `json:"reference"`
@@ -451,6 +462,8 @@ func (CancelPayment) isCommand()  {}
 func (RecordRefund) isCommand()   {}
 func (OweRefund) isCommand()      {}
 func (ConfirmRefund) isCommand()  {}
+
+func (RecordRefundFailed) isCommand() {}
 
 func (RecordCancelledAtProvider) isCommand() {}
 
@@ -516,7 +529,7 @@ func Evolve(s Payment, e Event) Payment {
 			s.Refund = RefundStatusRequested
 		}
 	case RefundOwed:
-		if s.Refund == RefundStatusNone {
+		if s.Refund == RefundStatusNone || s.Refund == RefundStatusRequested { // owed at once, or after the provider's refund failed
 			s.Refund = RefundStatusOwed
 		}
 	case PaymentRefunded:
@@ -608,6 +621,12 @@ func decide(s Payment, c Command) ([]Event, error) {
 		}
 		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}, nil
 
+	case RecordRefundFailed:
+		if s.Refund != RefundStatusRequested {
+			return nil, nil
+		}
+		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}, nil
+
 	case ConfirmRefund:
 		if s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice {
 			return nil, nil
@@ -686,6 +705,11 @@ func validate(s Payment, c Command) error {
 			if err := CheckText("reason", c.Reason, MaxRefundRefusalLength); err != nil {
 				return err
 			}
+		}
+	case RecordRefundFailed:
+		ref = c.Reference
+		if err := CheckText("reason", c.Reason, MaxRefundRefusalLength); err != nil {
+			return err
 		}
 	case ConfirmRefund:
 		ref = c.Reference

@@ -127,6 +127,10 @@ const (
 	ProviderFailed    ProviderEventKind = "failed"
 	ProviderCancelled ProviderEventKind = "cancelled"
 	ProviderRefunded  ProviderEventKind = "refunded"
+	// ProviderRefundFailed: a refund the provider accepted (RefundRequested)
+	// failed afterwards (a closed card account, say), with Reason; the money is
+	// back with the provider's merchant, and owed to the renter (RecordRefundFailed).
+	ProviderRefundFailed ProviderEventKind = "refund-failed"
 )
 
 // ProviderEvent is one verified provider event about one of our payments: a

@@ -284,8 +284,8 @@ func (p *Provider) ReferenceOf(ctx context.Context, paymentID string) (string, e
 // metadata {"reference": reference} and the idempotency key "refund-"+reference, so
 // that refunding again for the same reference, while Stripe keeps the key, answers
 // the same Refund. It returns the Refund's id. A Refund that is pending may still
-// fail later, which Stripe reports by a refund.failed event this adapter does not
-// map.
+// fail later, which Stripe reports by a refund.failed event (ParseWebhook:
+// payment.ProviderRefundFailed, which makes the refund owed).
 //
 // Stripe's answers become what the payment context acts on (refundAnswer):
 // charge_already_refunded, once the payment was refunded in full otherwise (or

@@ -23,6 +23,7 @@ const (
 	EventPaymentFailed    = string(stripesdk.EventTypePaymentIntentPaymentFailed) // payment.ProviderFailed
 	EventPaymentCanceled  = string(stripesdk.EventTypePaymentIntentCanceled)      // payment.ProviderCancelled
 	EventChargeRefunded   = string(stripesdk.EventTypeChargeRefunded)             // payment.ProviderRefunded
+	EventRefundFailed     = string(stripesdk.EventTypeRefundFailed)               // payment.ProviderRefundFailed
 )
 
 // MaxEventDepth is the deepest nesting of arrays and objects a Stripe event may
@@ -72,6 +73,13 @@ const maxUnix = 1 << 40
 //     then find the payment by its PaymentID. A partial refund (the charge's
 //     refunded is false) is ignored: the service only refunds in full, and a
 //     partial refund made by hand does not make the payment refunded.
+//   - refund.failed, for a Refund Stripe had accepted (pending) that failed
+//     afterwards (the card account closed, say: Stripe puts the money back in the
+//     balance): payment.ProviderRefundFailed, PaymentID the Refund's
+//     payment_intent, Amount and Currency the Refund's, and Reason "Stripe's
+//     refund re_… failed" with its failure_reason. The reference is the Refund's
+//     metadata (RefundPayment writes it), else the payment is found by its
+//     PaymentID. The refund is then owed, for operators to make by hand.
 //
 // Any other type, an object whose metadata holds no reference of this service
 // (payment.RentalIDFor), and a refunded charge without one and without a
@@ -115,6 +123,8 @@ func (p *Provider) ParseWebhook(header func(string) string, body []byte, now tim
 		out, obj, err = paymentIntentEvent(e, out)
 	case EventChargeRefunded:
 		out, obj, err = chargeRefundedEvent(e, out)
+	case EventRefundFailed:
+		out, obj, err = refundFailedEvent(e, out)
 	default:
 		return payment.ProviderEvent{}, fmt.Errorf("%w: event %s of type %q", payment.ErrWebhookIgnored, e.ID, truncate(string(e.Type), 100))
 	}
@@ -220,6 +230,35 @@ func chargeRefundedEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.
 	out.Kind, out.Reference = payment.ProviderRefunded, reference
 	out.Amount, out.Currency = ch.Amount, strings.ToUpper(string(ch.Currency))
 	return out, payment.ProviderObject{Type: string(e.Type), Object: ch.Object, ObjectID: ch.ID, Status: string(ch.Status)}, nil
+}
+
+// refundFailedEvent completes out from a refund.failed event. It returns what the
+// event is about, for its digest.
+func refundFailedEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.ProviderEvent, payment.ProviderObject, error) {
+	var r stripesdk.Refund
+	if err := decodeObject(e, &r); err != nil {
+		return payment.ProviderEvent{}, payment.ProviderObject{}, err
+	}
+	if r.Object != "refund" || r.ID == "" || r.Status != stripesdk.RefundStatusFailed {
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s of type %s is not about a failed refund", payment.ErrWebhookMalformed, e.ID, e.Type)
+	}
+	if r.PaymentIntent != nil && strings.HasPrefix(r.PaymentIntent.ID, "pi_") {
+		out.PaymentID = r.PaymentIntent.ID
+	}
+	reference, ok := ourReference(r.Metadata)
+	if !ok && out.PaymentID == "" {
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s: refund %s has neither a reference of this service nor a PaymentIntent", payment.ErrWebhookIgnored, e.ID, r.ID)
+	}
+	if payment.CheckAmount(r.Amount) != nil || !isCurrency(string(r.Currency)) {
+		return payment.ProviderEvent{}, payment.ProviderObject{}, fmt.Errorf("%w: event %s: refund %s has no amount of 1 to %d or no currency", payment.ErrWebhookMalformed, e.ID, r.ID, payment.MaxAmount)
+	}
+	reason := fmt.Sprintf("Stripe's refund %s failed", r.ID)
+	if r.FailureReason != "" {
+		reason += " (" + string(r.FailureReason) + ")"
+	}
+	out.Kind, out.Reference, out.Reason = payment.ProviderRefundFailed, reference, payment.RefusedRefund(reason).Reason
+	out.Amount, out.Currency = r.Amount, strings.ToUpper(string(r.Currency))
+	return out, payment.ProviderObject{Type: string(e.Type), Object: r.Object, ObjectID: r.ID, Status: string(r.Status)}, nil
 }
 
 // chargeReference returns the reference of this service in a charge's metadata,

@@ -116,6 +116,9 @@ func TestParseWebhookMapsStripeEvents(t *testing.T) {
 			}},
 		}
 	})
+	noRefundMetadata := edit(t, "events/refund.failed.json", func(e map[string]any) {
+		object(e)["metadata"] = map[string]any{}
+	})
 	codeOnly := edit(t, "events/payment_intent.payment_failed.json", func(e map[string]any) {
 		delete(object(e)["last_payment_error"].(map[string]any), "message")
 	})
@@ -138,6 +141,12 @@ func TestParseWebhookMapsStripeEvents(t *testing.T) {
 			EventID: "evt_3TbC4nLkdIwHu7ix0Uy6hN4M", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"refunded, only the PaymentIntent on the charge", fixture(t, "events/charge.refunded.no_metadata.json"), payment.ProviderEvent{
 			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
+		{"a refund failed after Stripe accepted it", fixture(t, "events/refund.failed.json"), payment.ProviderEvent{
+			EventID: "evt_3TbC4nLkdIwHu7ix0Wq4fR7T", Kind: payment.ProviderRefundFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
+			Reason: "Stripe's refund re_3TbC4nLkdIwHu7ix0Vd3Jt8S failed (expired_or_canceled_card)"}},
+		{"a refund failed, only its PaymentIntent", noRefundMetadata, payment.ProviderEvent{
+			EventID: "evt_3TbC4nLkdIwHu7ix0Wq4fR7T", Kind: payment.ProviderRefundFailed, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR",
+			Reason: "Stripe's refund re_3TbC4nLkdIwHu7ix0Vd3Jt8S failed (expired_or_canceled_card)"}},
 		{"refunded, the reference on a listed refund", withRefunds, payment.ProviderEvent{
 			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 	} {
@@ -356,6 +365,10 @@ func TestParseWebhookRefusesMalformed(t *testing.T) {
 		{"a PaymentIntent for 0", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { object(e)["amount"] = 0 }), ""},
 		{"a PaymentIntent for more than a payment may be", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { object(e)["amount"] = payment.MaxAmount + 1 }), ""},
 		{"a refunded charge for 0", edit(t, "events/charge.refunded.json", func(e map[string]any) { object(e)["amount"] = 0 }), ""},
+		{"a failed refund that is pending", edit(t, "events/refund.failed.json", func(e map[string]any) { object(e)["status"] = "pending" }), "failed refund"},
+		{"a failed refund about a charge", edit(t, "events/charge.refunded.json", func(e map[string]any) { e["type"] = "refund.failed" }), ""},
+		{"a failed refund for 0", edit(t, "events/refund.failed.json", func(e map[string]any) { object(e)["amount"] = 0 }), ""},
+		{"a failed refund without a currency", edit(t, "events/refund.failed.json", func(e map[string]any) { delete(object(e), "currency") }), ""},
 		{"a PaymentIntent without an id", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { delete(object(e), "id") }), ""},
 		{"a PaymentIntent with an empty currency", edit(t, "events/payment_intent.succeeded.json", func(e map[string]any) { object(e)["currency"] = "" }), ""},
 		// encoding/json, which stripe-go decodes with, takes the last of two members
@@ -411,6 +424,10 @@ func TestParseWebhookIgnores(t *testing.T) {
 		{"a failure without our metadata", edit(t, "events/payment_intent.payment_failed.json", func(e map[string]any) { object(e)["metadata"] = map[string]any{} })},
 		{"a partial refund", fixture(t, "events/charge.refunded.partial.json")},
 		{"a refunded charge of no PaymentIntent and without our metadata", edit(t, "events/charge.refunded.no_metadata.json", func(e map[string]any) { object(e)["payment_intent"] = nil })},
+		{"a failed refund of no PaymentIntent and without our metadata", edit(t, "events/refund.failed.json", func(e map[string]any) {
+			object(e)["payment_intent"], object(e)["metadata"] = nil, map[string]any{}
+		})},
+		{"refund.updated", edit(t, "events/refund.failed.json", func(e map[string]any) { e["type"] = "refund.updated" })},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := p.ParseWebhook(headerWith(sign(c.body, webhookSecret, signedAt)), c.body, verifyAt)
