@@ -190,15 +190,6 @@ func (b *Bench) Measure(ctx context.Context, d Design, path rentalcost.Path) (Me
 	return m, Rental{ID: id, Records: recs}, nil
 }
 
-// Calls returns the calls counted since the last measurement began.
-func (b *Bench) Calls() []capacitytest.Call { return b.counter.Calls() }
-
-// ResetCalls forgets the calls counted so far.
-func (b *Bench) ResetCalls() { b.counter.Reset() }
-
-// EventsTable is the name of the bench's Events table.
-func (b *Bench) EventsTable() string { return b.events }
-
 // whatOf says what record r does to the to-do list's rows, from the kinds'
 // declaration.
 func whatOf(e *Env, r eventstore.Record) string {

@@ -130,6 +130,22 @@ var wantPromises = map[string]deadlinecost.Promises{
 	"ownkey-marked": {Removed: true, Replayed: true, Late: true, Raced: true, Unseen: false},
 }
 
+// What one read of every lane finds after a design's 11 rentals (the paths', and
+// the promises' cases): 20 Queries (5 lanes of 4 shards, each an empty page's half
+// read unit, as the idle sweep), and the rows left there for every reader. The
+// guarded deletes leave the raced case's stuck row; the marks left to TTL leave
+// every settled row that was in the index.
+var wantLeft = map[string]int{"today": 0, "deleted": 1, "expired": 21, "onerow": 0, "ownkey": 0, "ownkey-marked": 0}
+
+func TestWhatIsLeftForTheReaders(t *testing.T) {
+	for _, r := range measured(t) {
+		got := [3]float64{float64(r.Lanes.Calls), float64(r.Lanes.ItemsRead), float64(r.Rentals)}
+		if want := [3]float64{20, float64(wantLeft[r.Design.Short()]), 11}; got != want {
+			t.Errorf("%s: %v Queries, items read and rentals, want %v", r.Design.Short(), got, want)
+		}
+	}
+}
+
 func TestWhatEachDesignKeeps(t *testing.T) {
 	for _, r := range measured(t) {
 		if want := wantPromises[r.Design.Short()]; r.Promises != want {

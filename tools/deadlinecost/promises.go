@@ -72,16 +72,19 @@ func (b *Bench) Check(ctx context.Context, d Design) (Promises, error) {
 }
 
 func (b *Bench) removed(ctx context.Context, d Design) (bool, error) {
+	removed := true
 	for _, path := range rentalcost.Paths() {
 		_, r, err := b.Measure(ctx, d, path)
 		if err != nil {
 			return false, err
 		}
-		if left, err := d.Outstanding(ctx, b.Env(d), r.ID); err != nil || len(left) > 0 {
+		left, err := d.Outstanding(ctx, b.Env(d), r.ID)
+		if err != nil {
 			return false, err
 		}
+		removed = removed && len(left) == 0
 	}
-	return true, nil
+	return removed, nil
 }
 
 func (b *Bench) replayed(ctx context.Context, d Design) (replayed, unseen bool, err error) {

@@ -17,6 +17,11 @@ type Result struct {
 	Design   Design
 	Paths    []Measurement
 	Promises Promises
+	// Lanes is one read of every shard of every lane, as the sweep and the listings
+	// read the list, after the rentals of the paths and of the promises' cases
+	// (Rentals of them): what is left there for every reader to read.
+	Lanes   capacitytest.Totals
+	Rentals int
 }
 
 // Approved returns the measurement of the approved path.
@@ -58,10 +63,17 @@ func (b *Bench) Results(ctx context.Context, designs []Design) ([]Result, error)
 			}
 			res.Paths = append(res.Paths, m)
 		}
+		before := b.rentals
 		var err error
 		if res.Promises, err = b.Check(ctx, d); err != nil {
 			return nil, fmt.Errorf("deadlinecost: %s: %w", d.Name(), err)
 		}
+		res.Rentals = len(res.Paths) + b.rentals - before
+		b.counter.Reset()
+		if _, err := d.Outstanding(ctx, b.Env(d), b.NewRental()); err != nil {
+			return nil, err
+		}
+		res.Lanes = capacitytest.Total(b.counter.Calls())
 		out = append(out, res)
 	}
 	return out, nil
@@ -155,14 +167,14 @@ func (r Report) Markdown(w io.Writer) error {
 
 func (r Report) table(b *strings.Builder) {
 	fmt.Fprintf(b, "\n### The to-do list's alternatives: what each would write per rental\n\n")
-	fmt.Fprintf(b, "Each design is driven by the records the service appends for one rental, each projected once appended, on moto through the AWS SDK, counted by the same counter (tools/deadlinecost; docs/decisions/0029-what-a-deadline-costs-to-keep.md). A cell is the design's write units (index writes in brackets) and, after +, the read units it makes instead of writes (strongly consistent reads of the event store or of its own markers). The last columns add the Events table's writes as the service makes them (%d on the approved path, %d on the others) and say which promises the design was seen to break, each from a case played on the emulator.\n\n",
+	fmt.Fprintf(b, "Each design is driven by the records the service appends for one rental, each projected once appended, on moto through the AWS SDK, counted by the same counter (tools/deadlinecost; docs/decisions/0029-what-a-deadline-costs-to-keep.md). A cell is the design's write units (index writes in brackets) and, after +, the read units it makes instead of writes (strongly consistent reads of the event store or of its own markers). The last columns add the Events table's writes as the service makes them (%d on the approved path, %d on the others), then one read of every shard of every lane (the kinds' lanes, as the sweep and the listings query them, eventually consistent) after the design's rentals, which finds what the design leaves there for every reader, and which promises the design was seen to break, each from a case played on the emulator.\n\n",
 		r.eventsWrites(rentalcost.Approved), r.eventsWrites(rentalcost.Rejected))
 	header := []string{"design"}
 	for _, p := range rentalcost.Paths() {
 		header = append(header, string(p))
 	}
-	row(b, append(header, "approved rental, all tables", "per million approved", "promises")...)
-	row(b, strings.Split(strings.Repeat("---,", len(header)+2)+"---", ",")...)
+	row(b, append(header, "approved rental, all tables", "per million approved", "every lane read once: queries, items (read units)", "promises")...)
+	row(b, strings.Split(strings.Repeat("---,", len(header)+3)+"---", ",")...)
 	for _, res := range r.Results {
 		cells := []string{res.Design.Name()}
 		for _, p := range rentalcost.Paths() {
@@ -177,7 +189,8 @@ func (r Report) table(b *strings.Builder) {
 		if !res.Promises.Kept() {
 			promises = "broken: " + strings.Join(res.Promises.Broken(), "; ")
 		}
-		row(b, append(cells, fmt.Sprint(r.Total(res, rentalcost.Approved)), money(r.PerMillion(res)), promises)...)
+		lanes := fmt.Sprintf("%d, %d (%s) after %d rentals", res.Lanes.Calls, res.Lanes.ItemsRead, units(res.Lanes.ReadUnits), res.Rentals)
+		row(b, append(cells, fmt.Sprint(r.Total(res, rentalcost.Approved)), money(r.PerMillion(res)), lanes, promises)...)
 	}
 }
 
