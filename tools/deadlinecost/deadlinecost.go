@@ -83,7 +83,7 @@ const Function = rentalcost.FunctionProjector
 // Bench measures designs on one emulator: an Events table and a to-do table per
 // design.
 type Bench struct {
-	plain, counted *dynamodb.Client
+	counted        *dynamodb.Client
 	counter        *capacitytest.Counter
 	store          *dynamo.Store // uncounted: appends the rentals' events
 	events, prefix string
@@ -98,7 +98,7 @@ func Start(ctx context.Context, cfg aws.Config, prefix string, designs []Design)
 	counted := cfg.Copy()
 	counted.APIOptions = append(counted.APIOptions, counter.Middleware(Function))
 	b := &Bench{
-		plain: plain, counted: dynamodb.NewFromConfig(counted), counter: counter,
+		counted: dynamodb.NewFromConfig(counted), counter: counter,
 		events: prefix + "-events", prefix: prefix,
 		kinds: deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{}),
 	}
