@@ -140,3 +140,22 @@ func TestBatchingAtLoad(t *testing.T) {
 		t.Errorf("at one rental a second: %+v, want %+v", slow, one)
 	}
 }
+
+// A rental of 21 write and 9 read units at 100 rentals a second needs 2,100 and 900
+// units a second: 3,000 WCU and 1,286 RCU at a 70% target, for the 2.78 hours a
+// million rentals take.
+func TestProvisionedCapacityForTheMeasuredUnits(t *testing.T) {
+	m := rentalcost.Measurement{Path: rentalcost.Approved, Calls: []capacitytest.Call{call("command", "PutItem", "events", "", 21, 0, 9)}}
+	pv := rentalcost.USEast1Provisioned
+	c := rentalcost.ProvisionedFor(m, pv, rentalcost.USEast1, rentalcost.Assumed, rentalcost.AtHundredPerSecond)
+	hours := 1e6 / 100.0 / 3600
+	if c.WritesPerSecond != 2100 || c.ReadsPerSecond != 900 || c.WCU != 3000 || c.RCU != 1286 {
+		t.Errorf("%+v: want 2,100 and 900 units a second, 3,000 WCU and 1,286 RCU", c)
+	}
+	if want := 3000 * pv.WCUHour * hours; math.Abs(c.Writes-want) > 1e-9 {
+		t.Errorf("writes cost %v, want %v", c.Writes, want)
+	}
+	if want := (2100*pv.WCUHour + 900*pv.RCUHour) * hours; math.Abs(c.AtFull-want-(c.Total()-c.Writes-c.Reads)) > 1e-9 {
+		t.Errorf("at 100%%: %v, want %v and the rest", c.AtFull, want)
+	}
+}

@@ -169,6 +169,7 @@ func (r Report) Markdown(w io.Writer) error {
 		p.row(string(m.Path), fmt.Sprintf("%.2f", one.Invocations), fmt.Sprintf("%.2f", batched.Invocations),
 			money(c.LambdaRequests), money(c.LambdaDuration), money(c.Total()), money(c1.Total()))
 	}
+	r.provisioned(p, main.Runs, load)
 
 	p.f("\n#### Side by side: the same rentals, per million\n\n")
 	designs := Designs()

@@ -1,8 +1,9 @@
 // Unitreport measures the DynamoDB request units of one rental along each path, on
 // its own local AWS emulator, and prints them with the cost per million rentals as
-// markdown tables (make bench-units). Progress goes to standard error.
+// markdown tables (make bench-units), and what the to-do list's alternative designs
+// would write and read along the same paths. Progress goes to standard error.
 //
-//	go run ./internal/capacity/cmd/unitreport [-modes append,command] [-history 5]
+//	go run ./tools/cmd/unitreport [-modes append,command] [-history 5]
 package main
 
 import (
@@ -15,7 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/bikerental/bikerental/internal/dev/emulator"
+	"github.com/bikerental/bikerental/tools/deadlinecost"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
@@ -81,5 +85,32 @@ func run(ctx context.Context, modes []string, history int) error {
 		}
 		report.Modes = append(report.Modes, runs)
 	}
-	return report.Markdown(os.Stdout)
+	alternatives, err := measureAlternatives(ctx, cfg, report)
+	if err != nil {
+		return err
+	}
+	if err := report.Markdown(os.Stdout); err != nil {
+		return err
+	}
+	return alternatives.Markdown(os.Stdout)
+}
+
+// measureAlternatives measures the to-do list's alternative designs on every path,
+// beside the rentals measured through the service (docs/decisions/0029-what-a-deadline-costs-to-keep.md).
+func measureAlternatives(ctx context.Context, cfg aws.Config, report rentalcost.Report) (deadlinecost.Report, error) {
+	start := time.Now()
+	designs := deadlinecost.Designs()
+	bench, err := deadlinecost.Start(ctx, cfg, "units-alternatives", designs)
+	if err != nil {
+		return deadlinecost.Report{}, err
+	}
+	results, err := bench.Results(ctx, designs)
+	if err != nil {
+		return deadlinecost.Report{}, err
+	}
+	fmt.Fprintf(os.Stderr, "the to-do list's alternatives: %d designs, %d paths and their promises  (%s)\n", len(designs), len(rentalcost.Paths()), time.Since(start).Round(time.Millisecond))
+	return deadlinecost.Report{
+		Results: results, Rentals: report.Modes[0].Runs, DeadlinesTable: report.PendingTable,
+		Prices: report.Prices, Assumptions: report.Assumptions,
+	}, nil
 }
