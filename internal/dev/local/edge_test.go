@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental"
 	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/dev/local"
@@ -139,6 +140,16 @@ func TestTheEdgeLimitsEachAddressOverItsWindow(t *testing.T) {
 	}
 }
 
+// scoped is rateRule scoped down by statement.
+func scoped(statement string) string {
+	return strings.Replace(rateRule, "AggregateKeyType: IP}", "AggregateKeyType: IP, ScopeDownStatement: "+statement+"}", 1)
+}
+
+// pathMatch is a byte match of the path containing search, after transformations.
+func pathMatch(search, transformations string) string {
+	return `{ByteMatchStatement: {FieldToMatch: {UriPath: {}}, PositionalConstraint: CONTAINS, SearchString: "` + search + `", TextTransformations: ` + transformations + `}}`
+}
+
 // TestTheEdgeRefusesToPlayWhatItDoesNot: a web ACL the local edge would play wrong
 // stops the runner instead.
 func TestTheEdgeRefusesToPlayWhatItDoesNot(t *testing.T) {
@@ -148,20 +159,151 @@ func TestTheEdgeRefusesToPlayWhatItDoesNot(t *testing.T) {
           Action: {Block: {}}
           Statement: ` + statement + "\n"
 	}
-	for name, tc := range map[string]struct{ def, rules string }{
-		"a default that blocks":     {"{Block: {}}", rateRule},
-		"a statement it lacks":      {"{Allow: {}}", match(`{RegexMatchStatement: {RegexString: "^/x", FieldToMatch: {UriPath: {}}, TextTransformations: [{Priority: 0, Type: NONE}]}}`)},
-		"a count action":            {"{Allow: {}}", strings.Replace(rateRule, "Action: {Block: {CustomResponse:", "Action: {Count: {CustomResponse:", 1)},
-		"a window AWS has not":      {"{Allow: {}}", strings.Replace(rateRule, "EvaluationWindowSec: 60", "EvaluationWindowSec: 30", 1)},
-		"a rate keyed on a header":  {"{Allow: {}}", strings.Replace(rateRule, "AggregateKeyType: IP", "AggregateKeyType: FORWARDED_IP", 1)},
-		"a scoped-down rate":        {"{Allow: {}}", strings.Replace(rateRule, "AggregateKeyType: IP}", "AggregateKeyType: IP, ScopeDownStatement: {}}", 1)},
-		"an And of one":             {"{Allow: {}}", match(`{AndStatement: {Statements: [{ByteMatchStatement: {FieldToMatch: {Method: {}}, PositionalConstraint: EXACTLY, SearchString: PUT, TextTransformations: [{Priority: 0, Type: NONE}]}}]}}`)},
-		"a transformation it lacks": {"{Allow: {}}", match(`{ByteMatchStatement: {FieldToMatch: {Method: {}}, PositionalConstraint: EXACTLY, SearchString: PUT, TextTransformations: [{Priority: 0, Type: URL_DECODE}]}}`)},
-		"a missing body":            {"{Allow: {}}", strings.Replace(rateRule, "CustomResponseBodyKey: Slow", "CustomResponseBodyKey: Fast", 1)},
-		"two rules of one priority": {"{Allow: {}}", rateRule + strings.Replace(rateRule, "PerSourceRate", "Again", 1)},
+	const putMatch = `{ByteMatchStatement: {FieldToMatch: {Method: {}}, PositionalConstraint: EXACTLY, SearchString: PUT, TextTransformations: [{Priority: 0, Type: NONE}]}}`
+	for name, tc := range map[string]struct{ def, rules, want string }{
+		"a default that blocks":           {"{Block: {}}", rateRule, `unknown field "Block"`},
+		"a statement it lacks":            {"{Allow: {}}", match(`{RegexMatchStatement: {RegexString: "^/x", FieldToMatch: {UriPath: {}}, TextTransformations: [{Priority: 0, Type: NONE}]}}`), `unknown field "RegexMatchStatement"`},
+		"a count action":                  {"{Allow: {}}", strings.Replace(rateRule, "Action: {Block: {CustomResponse:", "Action: {Count: {CustomResponse:", 1), `unknown field "Count"`},
+		"a window AWS has not":            {"{Allow: {}}", strings.Replace(rateRule, "EvaluationWindowSec: 60", "EvaluationWindowSec: 30", 1), `a window of 60, 120, 300 or 600 s`},
+		"a rate keyed on a header":        {"{Allow: {}}", strings.Replace(rateRule, "AggregateKeyType: IP", "AggregateKeyType: FORWARDED_IP", 1), `keyed on IP`},
+		"an empty scope-down":             {"{Allow: {}}", scoped(`{}`), `scope-down statement: a statement the local edge does not play`},
+		"a scope-down it lacks":           {"{Allow: {}}", scoped(`{RegexMatchStatement: {RegexString: "^/x", FieldToMatch: {UriPath: {}}, TextTransformations: [{Priority: 0, Type: NONE}]}}`), `unknown field "RegexMatchStatement"`},
+		"a rate in a scope-down":          {"{Allow: {}}", scoped(`{RateBasedStatement: {Limit: 10, EvaluationWindowSec: 60, AggregateKeyType: IP}}`), `scope-down statement: a statement the local edge does not play`},
+		"a rate in an And":                {"{Allow: {}}", match(`{AndStatement: {Statements: [{RateBasedStatement: {Limit: 10, EvaluationWindowSec: 60, AggregateKeyType: IP}}, ` + putMatch + `]}}`), `a statement the local edge does not play`},
+		"NONE among others":               {"{Allow: {}}", scoped(pathMatch("/x", `[{Priority: 0, Type: NONE}, {Priority: 1, Type: LOWERCASE}]`)), `text transformation "NONE"`},
+		"transformations of one priority": {"{Allow: {}}", scoped(pathMatch("/x", `[{Priority: 0, Type: URL_DECODE}, {Priority: 0, Type: LOWERCASE}]`)), `share priority 0`},
+		"no transformation":               {"{Allow: {}}", scoped(pathMatch("/x", `[]`)), `needs a text transformation`},
+		"upper case after LOWERCASE":      {"{Allow: {}}", scoped(pathMatch("/Deadlines", `[{Priority: 0, Type: LOWERCASE}]`)), `upper-case letters`},
+		"a % after URL_DECODE":            {"{Allow: {}}", scoped(pathMatch("/a%20b", `[{Priority: 0, Type: URL_DECODE}]`)), `after URL_DECODE`},
+		"a + after URL_DECODE":            {"{Allow: {}}", scoped(pathMatch("/a+b", `[{Priority: 0, Type: URL_DECODE}]`)), `after URL_DECODE`},
+		"an And of one":                   {"{Allow: {}}", match(`{AndStatement: {Statements: [{ByteMatchStatement: {FieldToMatch: {Method: {}}, PositionalConstraint: EXACTLY, SearchString: PUT, TextTransformations: [{Priority: 0, Type: NONE}]}}]}}`), `two statements at least`},
+		"a transformation it lacks":       {"{Allow: {}}", match(`{ByteMatchStatement: {FieldToMatch: {Method: {}}, PositionalConstraint: EXACTLY, SearchString: PUT, TextTransformations: [{Priority: 0, Type: HTML_ENTITY_DECODE}]}}`), `"HTML_ENTITY_DECODE"`},
+		"a missing body":                  {"{Allow: {}}", strings.Replace(rateRule, "CustomResponseBodyKey: Slow", "CustomResponseBodyKey: Fast", 1), `no response body Fast`},
+		"two rules of one priority":       {"{Allow: {}}", rateRule + strings.Replace(rateRule, "PerSourceRate", "Again", 1), `share priority 0`},
 	} {
-		if _, err := local.EdgeOf(edgeTemplate(t, tc.def, tc.rules), nil); err == nil {
-			t.Errorf("%s: accepted", name)
+		_, err := local.EdgeOf(edgeTemplate(t, tc.def, tc.rules), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want refused for %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestTheTemplateEdgeHoldsAgainstTheRouteLimits holds the template's rate rules to
+// the route limits the template declares, as make run does at start (Edge.Holds):
+// on every route, tried with a forged credential and without, and spelled with a
+// trailing or doubled slash, two addresses at their allowance take at most half the
+// route's rate, and on the routes with limits of their own one address's allowance
+// exceeds the route's burst by at most two seconds of its rate. It holds with
+// SourceRequestLimit at the most the template lets a deployment set, too.
+func TestTheTemplateEdgeHoldsAgainstTheRouteLimits(t *testing.T) {
+	tpl, err := samtemplate.Parse(bikerental.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	throttling, err := local.ThrottlingOf(tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	most, err := tpl.Root().Get("Parameters", "SourceRequestLimit", "MaxValue").Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, params := range []map[string]string{nil, {"SourceRequestLimit": most}} {
+		edge, err := local.EdgeWith(tpl, params, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := edge.Holds(throttling); err != nil {
+			t.Errorf("with %v:\n%v", params, err)
+		}
+	}
+}
+
+// TestTheTemplateEdgeLimitsEachAddressOnTheOperatorLists plays the template's
+// DeadlinesPerSource as AWS WAF reads it: one address with a forged bearer token
+// gets 20 requests to GET /deadlines through in a minute, however it spells the
+// path (a trailing or doubled slash, another case, percent-encoding, a query), the
+// 21st is refused 429 with Retry-After, and the rule counts neither another path of
+// that address, nor another address, nor a spelling that decodes to the path only
+// when decoded twice or lower-cased beyond A-Z; a minute later the address is let
+// through again.
+func TestTheTemplateEdgeLimitsEachAddressOnTheOperatorLists(t *testing.T) {
+	clk := newClock()
+	edge, err := local.TemplateEdge(clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := func(addr, path string) *http.Request {
+		req := httptest.NewRequest("GET", "http://edge"+path, nil)
+		req.RemoteAddr = addr + ":40000"
+		req.Header.Set("Authorization", "Bearer x")
+		return req
+	}
+	spellings := []string{"/deadlines", "/deadlines/", "//deadlines", "/Deadlines", "/DEADLINES/", "/dead%6Cines", "/%64eadlines", "/deadlines?limit=1"}
+	for i := range 20 {
+		if v := edge.Check(from("198.51.100.7", spellings[i%len(spellings)])); v.Blocked() {
+			t.Fatalf("request %d of 20 (%s): refused by %s", i+1, spellings[i%len(spellings)], v.Rule)
+		}
+		clk.Add(time.Second)
+	}
+	for _, p := range spellings {
+		v := edge.Check(from("198.51.100.7", p))
+		if !v.Blocked() || v.Rule != "DeadlinesPerSource" || v.Status != http.StatusTooManyRequests || v.Header.Get("Retry-After") != "60" {
+			t.Errorf("GET %s over the minute's 20: %+v, want DeadlinesPerSource's 429", p, v)
+		}
+	}
+	// Not the rule's: the address is over its limit, so whatever the rule counted it
+	// would refuse.
+	for _, p := range []string{"/refunds/owed", "/bikes/b1", "/dead%256Cines"} {
+		if v := edge.Check(from("198.51.100.7", p)); v.Blocked() {
+			t.Errorf("GET %s from the address over its /deadlines limit: refused by %s", p, v.Rule)
+		}
+	}
+	// LOWERCASE maps A-Z only: the Kelvin sign (U+212A), which Unicode lower-cases to
+	// k, leaves "/processes/stuc\u212a" another path.
+	for range 20 {
+		edge.Check(from("198.51.100.9", "/processes/stuck"))
+	}
+	if v := edge.Check(from("198.51.100.9", "/processes/stuck")); v.Rule != "StuckRentalsPerSource" {
+		t.Errorf("GET /processes/stuck over the minute's 20: %+v, want StuckRentalsPerSource's 429", v)
+	}
+	if v := edge.Check(from("198.51.100.9", "/processes/stuc%E2%84%AA")); v.Blocked() {
+		t.Errorf("GET /processes/stuc%%E2%%84%%AA: refused by %s, as if LOWERCASE mapped more than A-Z", v.Rule)
+	}
+	if v := edge.Check(from("198.51.100.8", "/deadlines")); v.Blocked() {
+		t.Errorf("another address: refused by %s", v.Rule)
+	}
+	clk.Add(61 * time.Second)
+	if v := edge.Check(from("198.51.100.7", "/deadlines")); v.Blocked() {
+		t.Errorf("a minute later: refused by %s", v.Rule)
+	}
+}
+
+// TestTheEdgeAppliesTransformationsByPriority: AWS WAF applies a statement's text
+// transformations from the lowest priority up, whatever their order in the list.
+// Listed LOWERCASE (priority 1) before URL_DECODE (0), "/%44EADLINES" is decoded to
+// "/DEADLINES" and then lower-cased, so it matches "/deadlines"; applied in the
+// list's order it would not ("%44" stays "%44" when lower-cased, then decodes to D).
+func TestTheEdgeAppliesTransformationsByPriority(t *testing.T) {
+	rules := scoped(pathMatch("/deadlines", `[{Priority: 1, Type: LOWERCASE}, {Priority: 0, Type: URL_DECODE}]`))
+	edge, err := local.EdgeOf(edgeTemplate(t, "{Allow: {}}", rules), newClock().Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := func(path string) bool {
+		for range 10 {
+			edge.Check(httptest.NewRequest("GET", "http://edge"+path, nil))
+		}
+		return edge.Check(httptest.NewRequest("GET", "http://edge"+path, nil)).Blocked()
+	}
+	if !counted("/%44EADLINES") {
+		t.Error("/%44EADLINES: not counted, want decoded, then lower-cased, to /deadlines")
+	}
+	edge, err = local.EdgeOf(edgeTemplate(t, "{Allow: {}}", rules), newClock().Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted("/%2564eadlines") {
+		t.Error("/%2564eadlines: counted, want decoded once only, to /%64eadlines")
 	}
 }

@@ -54,16 +54,19 @@ type aclByteMatch struct {
 	}
 	PositionalConstraint string
 	SearchString         string
-	TextTransformations  []struct {
-		Priority int `json:",string"`
-		Type     string
-	}
+	TextTransformations  []aclTransformation
+}
+
+type aclTransformation struct {
+	Priority int `json:",string"`
+	Type     string
 }
 
 type aclRate struct {
 	Limit               int `json:",string"`
 	EvaluationWindowSec int `json:",string"`
 	AggregateKeyType    string
+	ScopeDownStatement  *aclStatement
 }
 
 // contentTypes are the CustomResponseBodies content types and what they answer.
@@ -120,6 +123,13 @@ func (a webACL) rule(r aclRule, bodies map[string]edgeBody) (edgeRule, error) {
 			return edgeRule{}, fmt.Errorf("a rate-based statement is played keyed on IP, with a limit of at least 10 and a window of 60, 120, 300 or 600 s: %+v", *q)
 		}
 		out.rate = &edgeRate{limit: q.Limit, window: time.Duration(q.EvaluationWindowSec) * time.Second, seen: map[string][]time.Time{}}
+		if q.ScopeDownStatement != nil {
+			scope, err := q.ScopeDownStatement.match()
+			if err != nil {
+				return edgeRule{}, fmt.Errorf("scope-down statement: %w", err)
+			}
+			out.rate.scope = scope
+		}
 		return out, nil
 	}
 	m, err := r.Statement.match()
@@ -187,15 +197,86 @@ func (b aclByteMatch) match() (edgeStatement, error) {
 	if b.SearchString == "" {
 		return nil, errors.New("an empty search string")
 	}
-	if len(b.TextTransformations) != 1 {
-		return nil, errors.New("one text transformation, NONE or LOWERCASE, is played")
+	transforms, err := transformations(b.TextTransformations, b.SearchString)
+	if err != nil {
+		return nil, err
 	}
-	switch b.TextTransformations[0].Type {
-	case "NONE":
-	case "LOWERCASE":
-		out.lowercase = true
-	default:
-		return nil, fmt.Errorf("text transformation %q", b.TextTransformations[0].Type)
+	out.transforms = transforms
+	return out, nil
+}
+
+// transforms are the text transformations the edge plays, as AWS WAF documents them:
+// URL_DECODE decodes each %XX (a % not followed by two hex digits is kept as it
+// is), LOWERCASE maps A-Z to a-z and nothing else.
+var transforms = map[string]func(string) string{"LOWERCASE": asciiLower, "URL_DECODE": urlDecode}
+
+// transformations returns a byte match's text transformations in the order AWS WAF
+// applies them: by priority, lowest first. NONE must stand alone; priorities must
+// differ. A search string the transformed text could never equal (an upper-case
+// letter after LOWERCASE) or whose match would turn on how an undocumented corner
+// of URL_DECODE is read (a %, a + or a space in it) is refused.
+func transformations(in []aclTransformation, search string) ([]func(string) string, error) {
+	if len(in) == 0 {
+		return nil, errors.New("a byte match needs a text transformation (NONE for none)")
+	}
+	if len(in) == 1 && in[0].Type == "NONE" {
+		return nil, nil
+	}
+	sorted := slices.Clone(in)
+	slices.SortFunc(sorted, func(x, y aclTransformation) int { return x.Priority - y.Priority })
+	var out []func(string) string
+	for i, t := range sorted {
+		if i > 0 && t.Priority == sorted[i-1].Priority {
+			return nil, fmt.Errorf("text transformations %s and %s share priority %d", sorted[i-1].Type, t.Type, t.Priority)
+		}
+		f, ok := transforms[t.Type]
+		if !ok {
+			return nil, fmt.Errorf("text transformation %q (NONE alone, LOWERCASE and URL_DECODE are played)", t.Type)
+		}
+		switch {
+		case t.Type == "LOWERCASE" && asciiLower(search) != search:
+			return nil, fmt.Errorf("search string %q has upper-case letters, which LOWERCASE leaves nothing to match", search)
+		case t.Type == "URL_DECODE" && strings.ContainsAny(search, "%+ "):
+			return nil, fmt.Errorf("search string %q holds a %%, + or space, whose match after URL_DECODE the edge cannot play for sure", search)
+		}
+		out = append(out, f)
 	}
 	return out, nil
+}
+
+// asciiLower maps the bytes A-Z to a-z, leaving every other byte as it is.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// urlDecode replaces each %XX (hex digits of either case) by its byte, once.
+func urlDecode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
