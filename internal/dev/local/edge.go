@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -90,7 +91,12 @@ func EdgeWith(tpl *samtemplate.Template, params map[string]string, now func() ti
 	if !props.Exists() {
 		return nil, fmt.Errorf("local: the template has no %s", templateEdge)
 	}
-	v, err := tpl.Eval(props, samtemplate.Env{Params: params})
+	env := samtemplate.Env{Params: params, Resource: ipSetArn(tpl)}
+	sets, err := templateIPSets(tpl, env)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	v, err := tpl.Eval(props, env)
 	if err != nil {
 		return nil, fmt.Errorf("local: %s: %w", templateEdge, err)
 	}
@@ -104,7 +110,7 @@ func EdgeWith(tpl *samtemplate.Template, params map[string]string, now func() ti
 	if err := dec.Decode(&acl); err != nil {
 		return nil, fmt.Errorf("local: %s: %w", templateEdge, err)
 	}
-	e, err := acl.edge()
+	e, err := acl.edge(sets)
 	if err != nil {
 		return nil, fmt.Errorf("local: %s: %w", templateEdge, err)
 	}
@@ -254,4 +260,22 @@ func (q *edgeRate) forget(now time.Time) {
 			delete(q.seen, k)
 		}
 	}
+}
+
+// ipSetMatch is an IPSetReferenceStatement: the client's address is in one of the
+// set's ranges.
+type ipSetMatch []netip.Prefix
+
+func (s ipSetMatch) matches(r *http.Request) bool {
+	addr, err := netip.ParseAddr(clientAddress(r))
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	for _, p := range s {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }

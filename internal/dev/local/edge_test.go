@@ -178,6 +178,7 @@ func TestTheEdgeRefusesToPlayWhatItDoesNot(t *testing.T) {
 		"a + after URL_DECODE":            {"{Allow: {}}", scoped(pathMatch("/a+b", `[{Priority: 0, Type: URL_DECODE}]`)), `after URL_DECODE`},
 		"an And of one":                   {"{Allow: {}}", match(`{AndStatement: {Statements: [{ByteMatchStatement: {FieldToMatch: {Method: {}}, PositionalConstraint: EXACTLY, SearchString: PUT, TextTransformations: [{Priority: 0, Type: NONE}]}}]}}`), `two statements at least`},
 		"a transformation it lacks":       {"{Allow: {}}", match(`{ByteMatchStatement: {FieldToMatch: {Method: {}}, PositionalConstraint: EXACTLY, SearchString: PUT, TextTransformations: [{Priority: 0, Type: HTML_ENTITY_DECODE}]}}`), `"HTML_ENTITY_DECODE"`},
+		"an IP set it lacks":              {"{Allow: {}}", match(`{IPSetReferenceStatement: {Arn: "arn:aws:wafv2:us-east-1:123456789012:global/ipset/x/1"}}`), `an IP set the template does not declare`},
 		"a missing body":                  {"{Allow: {}}", strings.Replace(rateRule, "CustomResponseBodyKey: Slow", "CustomResponseBodyKey: Fast", 1), `no response body Fast`},
 		"two rules of one priority":       {"{Allow: {}}", rateRule + strings.Replace(rateRule, "PerSourceRate", "Again", 1), `share priority 0`},
 	} {
@@ -305,5 +306,45 @@ func TestTheEdgeAppliesTransformationsByPriority(t *testing.T) {
 	}
 	if counted("/%2564eadlines") {
 		t.Error("/%2564eadlines: counted, want decoded once only, to /%64eadlines")
+	}
+}
+
+// TestTheTemplateEdgeLeavesTheOperatorsOwnAddressesOut: with OperatorSourceCidrs
+// naming an office's block, an address in it polls GET /deadlines past the 20 a
+// minute others are held to, while an address outside it is still refused the 21st;
+// both remain under PerSourceRate. An address block the edge would play wrong stops
+// it instead.
+func TestTheTemplateEdgeLeavesTheOperatorsOwnAddressesOut(t *testing.T) {
+	tpl, err := samtemplate.Parse(bikerental.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge, err := local.EdgeWith(tpl, map[string]string{"OperatorSourceCidrs": "203.0.113.0/24,198.51.100.64/26"}, newClock().Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := func(addr string) *http.Request {
+		req := httptest.NewRequest("GET", "http://edge/deadlines", nil)
+		req.RemoteAddr = addr + ":40000"
+		req.Header.Set("Authorization", "Bearer x")
+		return req
+	}
+	for i := range 60 {
+		for _, office := range []string{"203.0.113.9", "198.51.100.70"} {
+			if v := edge.Check(from(office)); v.Blocked() {
+				t.Fatalf("request %d from the office's %s: refused by %s", i+1, office, v.Rule)
+			}
+		}
+	}
+	for range 20 {
+		edge.Check(from("198.51.100.7"))
+	}
+	if v := edge.Check(from("198.51.100.7")); v.Rule != "DeadlinesPerSource" {
+		t.Errorf("the 21st from outside the offices' blocks: %+v, want DeadlinesPerSource's 429", v)
+	}
+	for _, cidrs := range []string{"203.0.113.9", "203.0.113.9/24", "0.0.0.0/0", "2001:db8::/32", "203.0.113.0/24, 198.51.100.0/24", "not-an-address"} {
+		if _, err := local.EdgeWith(tpl, map[string]string{"OperatorSourceCidrs": cidrs}, nil); err == nil || !strings.Contains(err.Error(), "EdgeOperatorSources") {
+			t.Errorf("OperatorSourceCidrs %q: %v, want refused", cidrs, err)
+		}
 	}
 }
