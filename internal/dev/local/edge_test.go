@@ -348,3 +348,49 @@ func TestTheTemplateEdgeLeavesTheOperatorsOwnAddressesOut(t *testing.T) {
 		}
 	}
 }
+
+// TestTheTemplateEdgeCountsWebhooksAndRentalRequestsPerAddress plays the template's
+// WebhooksPerSource and RentalRequestsPerSource: one address's signed-looking
+// requests to both webhooks count together, 100 a minute, and its POST /rentals
+// count whatever the method's case, 100 a minute; GET /rentals is not counted.
+func TestTheTemplateEdgeCountsWebhooksAndRentalRequestsPerAddress(t *testing.T) {
+	edge, err := local.TemplateEdge(newClock().Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(addr, method, path string) *http.Request {
+		r := httptest.NewRequest(method, "http://edge"+path, nil)
+		r.RemoteAddr = addr + ":40000"
+		r.Header.Set("Authorization", "Bearer x")
+		for _, h := range signatureHeaders {
+			r.Header.Set(h, "t=1,v1=00")
+		}
+		return r
+	}
+	for name, tc := range map[string]struct {
+		rule   string
+		counts []*http.Request
+		not    *http.Request
+	}{
+		"the webhooks": {"WebhooksPerSource",
+			[]*http.Request{req("198.51.100.7", "POST", "/webhooks/payments"), req("198.51.100.7", "POST", "/webhooks/stripe/")},
+			req("198.51.100.7", "POST", "/rentals")},
+		"POST /rentals": {"RentalRequestsPerSource",
+			[]*http.Request{req("198.51.100.8", "POST", "/rentals"), req("198.51.100.8", "post", "//Rentals/")},
+			req("198.51.100.8", "GET", "/rentals")},
+	} {
+		for i := range 100 {
+			if v := edge.Check(tc.counts[i%2]); v.Blocked() {
+				t.Fatalf("%s: request %d of 100: refused by %s", name, i+1, v.Rule)
+			}
+		}
+		for _, r := range tc.counts {
+			if v := edge.Check(r); v.Rule != tc.rule || v.Status != http.StatusTooManyRequests {
+				t.Errorf("%s: %s %s over the minute's 100: %+v, want %s's 429", name, r.Method, r.URL.Path, v, tc.rule)
+			}
+		}
+		if v := edge.Check(tc.not); v.Blocked() {
+			t.Errorf("%s: %s %s from the same address: refused by %s", name, tc.not.Method, tc.not.URL.Path, v.Rule)
+		}
+	}
+}
