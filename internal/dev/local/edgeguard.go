@@ -28,8 +28,8 @@ const (
 
 // EdgeAllowance is what the edge lets one address send of requests like one: at
 // most Limit in any Window, the tightest rate rule (Rule) that counts them, or
-// nothing at all (Refused) when a rule refuses them before any rate rule is
-// reached. Limit is 0 when no rate rule counts them.
+// nothing at all (Refused) when a match rule refuses them, whatever their rate.
+// Limit is 0 when no rate rule counts them.
 type EdgeAllowance struct {
 	Rule    string
 	Limit   int
