@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -21,9 +22,10 @@ const templateEdge = "EdgeWebAcl"
 // FloodGuard=edge: its rules in priority order, each request stopping at the first
 // rule that blocks it, before the stage's throttling and the JWT authorizer see it.
 // It plays the statements the template uses (And, Or, Not, byte matches on the
-// path, the method and a header, and a rate-based statement keyed on the client's
-// address) and refuses at start any other, so that what the gateway plays is what
-// AWS runs. It is safe for concurrent use.
+// path, the method and a header with the text transformations NONE, LOWERCASE and
+// URL_DECODE, and a rate-based statement keyed on the client's address, scoped down
+// by such a statement or not) and refuses at start any other, so that what the
+// gateway plays is what AWS runs. It is safe for concurrent use.
 type Edge struct {
 	rules  []edgeRule
 	bodies map[string]edgeBody
@@ -76,6 +78,12 @@ func TemplateEdge(now func() time.Time) (*Edge, error) {
 // to allow nothing by default, or to hold a statement, action or setting the gateway
 // cannot play.
 func EdgeOf(tpl *samtemplate.Template, now func() time.Time) (*Edge, error) {
+	return EdgeWith(tpl, nil, now)
+}
+
+// EdgeWith is EdgeOf with the template's parameters set to params where it names
+// them (their defaults elsewhere).
+func EdgeWith(tpl *samtemplate.Template, params map[string]string, now func() time.Time) (*Edge, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -83,7 +91,12 @@ func EdgeOf(tpl *samtemplate.Template, now func() time.Time) (*Edge, error) {
 	if !props.Exists() {
 		return nil, fmt.Errorf("local: the template has no %s", templateEdge)
 	}
-	v, err := tpl.Eval(props, samtemplate.Env{})
+	env := samtemplate.Env{Params: params, Resource: ipSetArn(tpl)}
+	sets, err := templateIPSets(tpl, env)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	v, err := tpl.Eval(props, env)
 	if err != nil {
 		return nil, fmt.Errorf("local: %s: %w", templateEdge, err)
 	}
@@ -97,7 +110,7 @@ func EdgeOf(tpl *samtemplate.Template, now func() time.Time) (*Edge, error) {
 	if err := dec.Decode(&acl); err != nil {
 		return nil, fmt.Errorf("local: %s: %w", templateEdge, err)
 	}
-	e, err := acl.edge()
+	e, err := acl.edge(sets)
 	if err != nil {
 		return nil, fmt.Errorf("local: %s: %w", templateEdge, err)
 	}
@@ -106,13 +119,15 @@ func EdgeOf(tpl *samtemplate.Template, now func() time.Time) (*Edge, error) {
 }
 
 // Check runs r through the edge's rules and returns the verdict of the first that
-// blocks it. A rate-based rule counts r whenever it reaches that rule.
+// blocks it. A rate-based rule counts r whenever r reaches that rule and matches its
+// scope-down statement (every r, without one), as AWS WAF counts: a request it
+// blocks counts too.
 func (e *Edge) Check(r *http.Request) EdgeVerdict {
 	now := e.now()
 	for _, rule := range e.rules {
 		var hit bool
 		if rule.rate != nil {
-			hit = rule.rate.over(clientAddress(r), now)
+			hit = rule.rate.counts(r) && rule.rate.over(clientAddress(r), now)
 		} else {
 			hit = rule.match.matches(r)
 		}
@@ -174,10 +189,10 @@ func (s notStatement) matches(r *http.Request) bool { return !s.edgeStatement.ma
 // byteMatch is a ByteMatchStatement: a part of the request, transformed, compared
 // with a string. A header the request lacks matches nothing, as in AWS WAF.
 type byteMatch struct {
-	field     func(r *http.Request) (string, bool)
-	lowercase bool
-	compare   func(s, search string) bool
-	search    string
+	field      func(r *http.Request) (string, bool)
+	transforms []func(string) string // in the order they apply
+	compare    func(s, search string) bool
+	search     string
 }
 
 func (b byteMatch) matches(r *http.Request) bool {
@@ -185,8 +200,8 @@ func (b byteMatch) matches(r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	if b.lowercase {
-		v = strings.ToLower(v)
+	for _, t := range b.transforms {
+		v = t(v)
 	}
 	return b.compare(v, b.search)
 }
@@ -199,15 +214,19 @@ var positional = map[string]func(s, search string) bool{
 }
 
 // edgeRate is a RateBasedStatement keyed on the client's address: a request is over
-// once more than limit requests of its address reached the rule within the window
-// before it (itself included).
+// once more than limit requests of its address reached the rule, and matched its
+// scope, within the window before it (itself included).
 type edgeRate struct {
 	limit  int
 	window time.Duration
+	scope  edgeStatement // nil: every request
 
 	mu   sync.Mutex
 	seen map[string][]time.Time // per address, the latest limit+1 at most, oldest first
 }
+
+// counts reports whether the rule counts r: whether r matches its scope.
+func (q *edgeRate) counts(r *http.Request) bool { return q.scope == nil || q.scope.matches(r) }
 
 func (q *edgeRate) over(key string, now time.Time) bool {
 	q.mu.Lock()
@@ -241,4 +260,22 @@ func (q *edgeRate) forget(now time.Time) {
 			delete(q.seen, k)
 		}
 	}
+}
+
+// ipSetMatch is an IPSetReferenceStatement: the client's address is in one of the
+// set's ranges.
+type ipSetMatch []netip.Prefix
+
+func (s ipSetMatch) matches(r *http.Request) bool {
+	addr, err := netip.ParseAddr(clientAddress(r))
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	for _, p := range s {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }

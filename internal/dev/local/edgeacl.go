@@ -1,12 +1,17 @@
 package local
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bikerental/bikerental/internal/dev/samtemplate"
 )
 
 // webACL is the part of an AWS::WAFv2::WebACL's properties the edge plays, as the
@@ -39,12 +44,17 @@ type aclResponse struct {
 }
 
 type aclStatement struct {
-	AndStatement       *struct{ Statements []aclStatement }
-	OrStatement        *struct{ Statements []aclStatement }
-	NotStatement       *struct{ Statement aclStatement }
-	ByteMatchStatement *aclByteMatch
-	RateBasedStatement *aclRate
+	AndStatement            *struct{ Statements []aclStatement }
+	OrStatement             *struct{ Statements []aclStatement }
+	NotStatement            *struct{ Statement aclStatement }
+	ByteMatchStatement      *aclByteMatch
+	IPSetReferenceStatement *struct{ Arn string }
+	RateBasedStatement      *aclRate
 }
+
+// ipSets are the template's AWS::WAFv2::IPSet resources by the ARN an
+// IPSetReferenceStatement names them with, each its address ranges.
+type ipSets map[string][]netip.Prefix
 
 type aclByteMatch struct {
 	FieldToMatch struct {
@@ -54,23 +64,27 @@ type aclByteMatch struct {
 	}
 	PositionalConstraint string
 	SearchString         string
-	TextTransformations  []struct {
-		Priority int `json:",string"`
-		Type     string
-	}
+	TextTransformations  []aclTransformation
+}
+
+type aclTransformation struct {
+	Priority int `json:",string"`
+	Type     string
 }
 
 type aclRate struct {
 	Limit               int `json:",string"`
 	EvaluationWindowSec int `json:",string"`
 	AggregateKeyType    string
+	ScopeDownStatement  *aclStatement
 }
 
 // contentTypes are the CustomResponseBodies content types and what they answer.
 var contentTypes = map[string]string{"APPLICATION_JSON": "application/json", "TEXT_PLAIN": "text/plain", "TEXT_HTML": "text/html"}
 
-// edge builds what a plays: its rules in priority order, each a blocking rule.
-func (a webACL) edge() (*Edge, error) {
+// edge builds what a plays, with the IP sets its statements may reference: its
+// rules in priority order, each a blocking rule.
+func (a webACL) edge(sets ipSets) (*Edge, error) {
 	if a.DefaultAction.Allow == nil {
 		return nil, errors.New("the default action must be Allow")
 	}
@@ -88,7 +102,7 @@ func (a webACL) edge() (*Edge, error) {
 		if i > 0 && r.Priority == rules[i-1].Priority {
 			return nil, fmt.Errorf("rules %s and %s share priority %d", rules[i-1].Name, r.Name, r.Priority)
 		}
-		rule, err := a.rule(r, e.bodies)
+		rule, err := a.rule(r, e.bodies, sets)
 		if err != nil {
 			return nil, fmt.Errorf("rule %s: %w", r.Name, err)
 		}
@@ -97,7 +111,7 @@ func (a webACL) edge() (*Edge, error) {
 	return e, nil
 }
 
-func (a webACL) rule(r aclRule, bodies map[string]edgeBody) (edgeRule, error) {
+func (a webACL) rule(r aclRule, bodies map[string]edgeBody, sets ipSets) (edgeRule, error) {
 	block := r.Action.Block
 	if block == nil {
 		return edgeRule{}, errors.New("only Block actions are played")
@@ -120,9 +134,16 @@ func (a webACL) rule(r aclRule, bodies map[string]edgeBody) (edgeRule, error) {
 			return edgeRule{}, fmt.Errorf("a rate-based statement is played keyed on IP, with a limit of at least 10 and a window of 60, 120, 300 or 600 s: %+v", *q)
 		}
 		out.rate = &edgeRate{limit: q.Limit, window: time.Duration(q.EvaluationWindowSec) * time.Second, seen: map[string][]time.Time{}}
+		if q.ScopeDownStatement != nil {
+			scope, err := q.ScopeDownStatement.match(sets)
+			if err != nil {
+				return edgeRule{}, fmt.Errorf("scope-down statement: %w", err)
+			}
+			out.rate.scope = scope
+		}
 		return out, nil
 	}
-	m, err := r.Statement.match()
+	m, err := r.Statement.match(sets)
 	if err != nil {
 		return edgeRule{}, err
 	}
@@ -131,31 +152,37 @@ func (a webACL) rule(r aclRule, bodies map[string]edgeBody) (edgeRule, error) {
 }
 
 // match builds a match statement; a rate-based one may only be a rule's own.
-func (s aclStatement) match() (edgeStatement, error) {
+func (s aclStatement) match(sets ipSets) (edgeStatement, error) {
 	switch {
 	case s.AndStatement != nil:
-		return s.list(s.AndStatement.Statements, func(l []edgeStatement) edgeStatement { return andStatement(l) })
+		return s.list(s.AndStatement.Statements, sets, func(l []edgeStatement) edgeStatement { return andStatement(l) })
 	case s.OrStatement != nil:
-		return s.list(s.OrStatement.Statements, func(l []edgeStatement) edgeStatement { return orStatement(l) })
+		return s.list(s.OrStatement.Statements, sets, func(l []edgeStatement) edgeStatement { return orStatement(l) })
 	case s.NotStatement != nil:
-		inner, err := s.NotStatement.Statement.match()
+		inner, err := s.NotStatement.Statement.match(sets)
 		if err != nil {
 			return nil, err
 		}
 		return notStatement{inner}, nil
 	case s.ByteMatchStatement != nil:
 		return s.ByteMatchStatement.match()
+	case s.IPSetReferenceStatement != nil:
+		ranges, ok := sets[s.IPSetReferenceStatement.Arn]
+		if !ok {
+			return nil, fmt.Errorf("an IP set the template does not declare: %q", s.IPSetReferenceStatement.Arn)
+		}
+		return ipSetMatch(ranges), nil
 	}
 	return nil, errors.New("a statement the local edge does not play")
 }
 
-func (aclStatement) list(in []aclStatement, build func([]edgeStatement) edgeStatement) (edgeStatement, error) {
+func (aclStatement) list(in []aclStatement, sets ipSets, build func([]edgeStatement) edgeStatement) (edgeStatement, error) {
 	if len(in) < 2 {
 		return nil, errors.New("an And or Or statement needs two statements at least")
 	}
 	var out []edgeStatement
 	for _, c := range in {
-		m, err := c.match()
+		m, err := c.match(sets)
 		if err != nil {
 			return nil, err
 		}
@@ -187,15 +214,145 @@ func (b aclByteMatch) match() (edgeStatement, error) {
 	if b.SearchString == "" {
 		return nil, errors.New("an empty search string")
 	}
-	if len(b.TextTransformations) != 1 {
-		return nil, errors.New("one text transformation, NONE or LOWERCASE, is played")
+	transforms, err := transformations(b.TextTransformations, b.SearchString)
+	if err != nil {
+		return nil, err
 	}
-	switch b.TextTransformations[0].Type {
-	case "NONE":
-	case "LOWERCASE":
-		out.lowercase = true
-	default:
-		return nil, fmt.Errorf("text transformation %q", b.TextTransformations[0].Type)
+	out.transforms = transforms
+	return out, nil
+}
+
+// transforms are the text transformations the edge plays, as AWS WAF documents them:
+// URL_DECODE decodes each %XX (a % not followed by two hex digits is kept as it
+// is), LOWERCASE maps A-Z to a-z and nothing else.
+var transforms = map[string]func(string) string{"LOWERCASE": asciiLower, "URL_DECODE": urlDecode}
+
+// transformations returns a byte match's text transformations in the order AWS WAF
+// applies them: by priority, lowest first. NONE must stand alone; priorities must
+// differ. A search string the transformed text could never equal (an upper-case
+// letter after LOWERCASE) or whose match would turn on how an undocumented corner
+// of URL_DECODE is read (a %, a + or a space in it) is refused.
+func transformations(in []aclTransformation, search string) ([]func(string) string, error) {
+	if len(in) == 0 {
+		return nil, errors.New("a byte match needs a text transformation (NONE for none)")
+	}
+	if len(in) == 1 && in[0].Type == "NONE" {
+		return nil, nil
+	}
+	sorted := slices.Clone(in)
+	slices.SortFunc(sorted, func(x, y aclTransformation) int { return x.Priority - y.Priority })
+	var out []func(string) string
+	for i, t := range sorted {
+		if i > 0 && t.Priority == sorted[i-1].Priority {
+			return nil, fmt.Errorf("text transformations %s and %s share priority %d", sorted[i-1].Type, t.Type, t.Priority)
+		}
+		f, ok := transforms[t.Type]
+		if !ok {
+			return nil, fmt.Errorf("text transformation %q (NONE alone, LOWERCASE and URL_DECODE are played)", t.Type)
+		}
+		switch {
+		case t.Type == "LOWERCASE" && asciiLower(search) != search:
+			return nil, fmt.Errorf("search string %q has upper-case letters, which LOWERCASE leaves nothing to match", search)
+		case t.Type == "URL_DECODE" && strings.ContainsAny(search, "%+ "):
+			return nil, fmt.Errorf("search string %q holds a %%, + or space, whose match after URL_DECODE the edge cannot play for sure", search)
+		}
+		out = append(out, f)
 	}
 	return out, nil
+}
+
+// asciiLower maps the bytes A-Z to a-z, leaving every other byte as it is.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// urlDecode replaces each %XX (hex digits of either case) by its byte, once.
+func urlDecode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// ipSetResource is the template's type of an IP set.
+const ipSetResource = "AWS::WAFv2::IPSet"
+
+// ipSetArn answers Fn::GetAtt of an IP set's Arn in tpl with the name the edge
+// knows it by.
+func ipSetArn(tpl *samtemplate.Template) func(expr string) (any, bool) {
+	return func(expr string) (any, bool) {
+		id, ok := strings.CutSuffix(expr, ".Arn")
+		if !ok || tpl.Resource(id).Get("Type").Str() != ipSetResource {
+			return nil, false
+		}
+		return "ipset/" + id, true
+	}
+}
+
+// templateIPSets returns every IP set tpl declares, its addresses evaluated in env.
+// An IP set the edge would play wrong is an error: one not of scope CLOUDFRONT or
+// not of IPv4 addresses, an address that is not a CIDR block in its shortest form,
+// and /0, which AWS WAF does not take.
+func templateIPSets(tpl *samtemplate.Template, env samtemplate.Env) (ipSets, error) {
+	sets := ipSets{}
+	resources := tpl.Root().Get("Resources")
+	for _, id := range resources.Keys() {
+		if resources.Get(id, "Type").Str() != ipSetResource {
+			continue
+		}
+		v, err := tpl.Eval(resources.Get(id, "Properties"), env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		var set struct {
+			Name, Description, Scope, IPAddressVersion string
+			Addresses                                  []string
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&set); err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		if set.Scope != "CLOUDFRONT" || set.IPAddressVersion != "IPV4" {
+			return nil, fmt.Errorf("%s: an IP set is played of scope CLOUDFRONT and IPV4 addresses, not %s and %s", id, set.Scope, set.IPAddressVersion)
+		}
+		var ranges []netip.Prefix
+		for _, a := range set.Addresses {
+			p, err := netip.ParsePrefix(a)
+			if err != nil || !p.Addr().Is4() || p.Bits() == 0 || p != p.Masked() {
+				return nil, fmt.Errorf("%s: address %q is not an IPv4 CIDR block in its shortest form (and not /0)", id, a)
+			}
+			ranges = append(ranges, p)
+		}
+		sets["ipset/"+id] = ranges
+	}
+	return sets, nil
 }

@@ -25,7 +25,7 @@ import (
 const (
 	floodRate     = 80 // requests a second, per flood
 	floodFor      = 4 * time.Second
-	callsPerFlood = 16 // valid calls of each kind during the floods
+	callsPerFlood = 16 // valid calls of each kind during the floods: with the one before, under the edge's 20 a minute per address on GET /deadlines
 )
 
 // clientFrom returns an HTTP client whose connections leave from the loopback

@@ -152,7 +152,7 @@ func (up *Up) start(ctx context.Context, o Options, getenv wiring.Getenv) error 
 		stack.Throttling = &throttling
 	}
 	if o.Edge {
-		if stack.Edge, err = TemplateEdge(nil); err != nil {
+		if stack.Edge, err = templateEdgeThatHolds(); err != nil {
 			return err
 		}
 	}
