@@ -1,8 +1,10 @@
 package local_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +67,32 @@ func TestTheTemplateEdgeRefusesEveryRouteWithoutItsCredential(t *testing.T) {
 			t.Errorf("%s %s with its credential: refused by %s", rt.Method, rt.Pattern, v.Rule)
 		}
 	}
+	// Closed by default: every other spelling of a route that needs a credential
+	// (one the router might still route: a trailing or doubled slash, another
+	// case, a letter percent-encoded), and a path of no route, is refused without
+	// a credential, and goes on with one.
+	for _, rt := range httpapi.Routes() {
+		if rt.Access == httpapi.Public {
+			continue
+		}
+		path := concrete(rt.Pattern)
+		for _, spelled := range []string{path + "/", "/" + path, strings.ToUpper(path[:2]) + path[2:], "/%" + fmt.Sprintf("%02X", path[1]) + path[2:]} {
+			bare := requestFor(t, rt.Method, spelled)
+			if v := edge.Check(bare); !v.Blocked() || v.Status != http.StatusUnauthorized {
+				t.Errorf("%s %s (for %s) without a credential: %+v, want refused 401", rt.Method, spelled, rt.Pattern, v)
+			}
+			with := requestFor(t, rt.Method, spelled)
+			with.Header.Set("Authorization", "Bearer not.a.token")
+			if v := edge.Check(with); v.Blocked() && v.Status == http.StatusUnauthorized {
+				t.Errorf("%s %s with a bearer token: refused by %s", rt.Method, spelled, v.Rule)
+			}
+		}
+	}
+	for _, req := range []*http.Request{httptest.NewRequest("GET", "/admin", nil), httptest.NewRequest("DELETE", "/bikes/b1", nil), httptest.NewRequest("GET", "/webhooks/stripe", nil)} {
+		if v := edge.Check(req); !v.Blocked() || v.Status != http.StatusUnauthorized {
+			t.Errorf("%s %s, of no public route, without a credential: %+v, want refused 401", req.Method, req.URL.Path, v)
+		}
+	}
 	// A lower-case scheme is still a bearer token; a Basic one is not.
 	for auth, blocked := range map[string]bool{"bearer x": false, "BEARER x": false, "Basic eDp5": true, "": true} {
 		req := httptest.NewRequest("GET", "/deadlines", nil)
@@ -75,6 +103,22 @@ func TestTheTemplateEdgeRefusesEveryRouteWithoutItsCredential(t *testing.T) {
 			t.Errorf("GET /deadlines with Authorization %q: %+v, want blocked %v", auth, v, blocked)
 		}
 	}
+}
+
+// requestFor is a request for path exactly as spelled, as it arrives at the edge
+// (httptest.NewRequest would read "//x" as a host).
+func requestFor(t *testing.T, method, path string) *http.Request {
+	t.Helper()
+	u, err := url.Parse("http://edge.test" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(method, "/", nil)
+	req.URL = u
+	if got := req.URL.EscapedPath(); got != path {
+		t.Fatalf("the request's path is %q, want %q", got, path)
+	}
+	return req
 }
 
 // edgeTemplate is a web ACL of rules, in a template of its own.
