@@ -67,15 +67,15 @@ func Sweep(cfg aws.Config, getenv Getenv, logger *slog.Logger, metrics *emf.Writ
 	repairer.Consumers = map[string]repair.Handler{eventfilter.Process: s.Process.Handle, eventfilter.Projector: projection.Apply}
 	sweeper := &deadline.Sweeper{
 		Index: projection, Kinds: kinds, Concurrency: concurrency, Logger: logger,
-		Retrier:     deadlinekinds.Retrier(s.Commands), // the cancellations owed to the provider
-		Redeliverer: repairer, Parked: projection,      // the parked stream records
+		Retrier:     deadlinekinds.Retrier{Commands: s.Commands}, // the cancellations owed to the provider
+		Redeliverer: repairer, Parked: projection,                // the parked stream records
 	}
 	if metrics != nil {
 		service, err := MetricsService(getenv)
 		if err != nil {
 			return nil, err
 		}
-		sweeper.Report = sweepmetrics.Writer(metrics, service, func(err error) {
+		sweeper.Reporter = sweepmetrics.NewWriter(metrics, service, func(err error) {
 			logger.Error("sweep: metrics not written", "error", err)
 		})
 	}

@@ -160,7 +160,7 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 	}}
 	var metrics bytes.Buffer
 	s := over(w.projection, &recording{}, deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}, r,
-		deadline.Sweeper{Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
+		deadline.Sweeper{Reporter: sweepmetrics.NewWriter(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)

@@ -83,7 +83,7 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 	}
 
 	s := w.sweeper(nil)
-	s.Retrier = deadlinekinds.Retrier(w.commands)
+	s.Retrier = deadlinekinds.Retrier{Commands: w.commands}
 	now := time.Now().Add(20 * time.Minute)
 	sum, err := s.Sweep(ctx, now)
 	if err != nil || sum.Cancelled != 1 {

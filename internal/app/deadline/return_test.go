@@ -73,7 +73,7 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 	late, due := w.approve("ret-late", ret)
 	var metrics lockedBuffer
 	s := &deadline.Sweeper{Index: w.projection, Kinds: kinds, Logger: slog.New(slog.DiscardHandler),
-		Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })}
+		Reporter: sweepmetrics.NewWriter(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })}
 
 	// At the due time exactly, nothing is overdue.
 	sum, err := s.Sweep(ctx, due)

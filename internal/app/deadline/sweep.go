@@ -25,7 +25,7 @@ const (
 )
 
 // CancellationRetrier makes a cancellation owed to the provider, and says whether
-// it is still owed; deadlinekinds.Retrier makes one of *command.Handler.
+// it is still owed; deadlinekinds.Retrier is one, over *command.Handler.
 type CancellationRetrier interface {
 	RetryCancellation(ctx context.Context, reference, cause string) (owed bool, err error)
 }
@@ -82,9 +82,15 @@ type Sweeper struct {
 	Redeliverer Redeliverer
 	Parked      ParkedRows
 	Logger      *slog.Logger
-	// Report, when set, receives every sweep's summary: the sweep function writes it
-	// as CloudWatch metrics (sweepmetrics.Writer).
-	Report func(Summary)
+	// Reporter, when set, receives every sweep's summary: the sweep function writes
+	// it as CloudWatch metrics (sweepmetrics.Writer).
+	Reporter Reporter
+}
+
+// Reporter receives the summary of every sweep, once it is done;
+// *sweepmetrics.Writer is one.
+type Reporter interface {
+	Report(Summary)
 }
 
 // Summary is what one sweep did.
@@ -615,7 +621,7 @@ func (s *Sweeper) report(ctx context.Context, logger *slog.Logger, sum Summary, 
 		level = slog.LevelDebug
 	}
 	logger.LogAttrs(ctx, level, "sweep", attrs...)
-	if s.Report != nil {
-		s.Report(sum)
+	if s.Reporter != nil {
+		s.Reporter.Report(sum)
 	}
 }

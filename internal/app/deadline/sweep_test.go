@@ -164,7 +164,7 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		return process.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := over(w.projection, fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })})
+	s := over(w.projection, fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Reporter: sweepmetrics.NewWriter(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 		return process.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := over(memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute}, prepared, nil), fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
+	s := over(memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute}, prepared, nil), fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Reporter: sweepmetrics.NewWriter(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)

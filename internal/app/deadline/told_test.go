@@ -33,7 +33,7 @@ func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
 	ref := payment.ReferenceFor(rentalID)
 	w.pumpUntil("the payment prepared and projected", func() bool { return w.listed(rentalID) })
 	s := w.sweeper(nil)
-	s.Retrier = deadlinekinds.Retrier(w.commands)
+	s.Retrier = deadlinekinds.Retrier{Commands: w.commands}
 	start := time.Now().Add(20 * time.Minute)
 	if sum, err := s.Sweep(ctx, start); err != nil || sum.Cancelled != 1 {
 		t.Fatalf("the sweep that gives up: %+v, %v", sum, err)

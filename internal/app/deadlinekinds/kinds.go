@@ -180,19 +180,22 @@ func processChange(r eventstore.Record) (deadline.Change, bool, error) {
 	return ch, true, nil
 }
 
-// Retrier makes h, a *command.Handler, a deadline.CancellationRetrier.
-func Retrier(h interface {
+// CancellationRetrier retries a cancellation owed to the provider, naming what
+// caused the retry in meta; *command.Handler is one.
+type CancellationRetrier interface {
 	RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
-}) deadline.CancellationRetrier {
-	return retrier{h}
 }
 
-type retrier struct {
-	h interface {
-		RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
-	}
+// Retrier is the sweep's deadline.CancellationRetrier over a
+// CancellationRetrier (*command.Handler): it sends the retry with the sweep's
+// cause as its causation id.
+type Retrier struct {
+	Commands CancellationRetrier
 }
 
-func (r retrier) RetryCancellation(ctx context.Context, reference, cause string) (bool, error) {
-	return r.h.RetryCancellation(ctx, reference, command.Meta{CausationID: cause})
+var _ deadline.CancellationRetrier = Retrier{}
+
+// RetryCancellation implements deadline.CancellationRetrier.
+func (r Retrier) RetryCancellation(ctx context.Context, reference, cause string) (bool, error) {
+	return r.Commands.RetryCancellation(ctx, reference, command.Meta{CausationID: cause})
 }

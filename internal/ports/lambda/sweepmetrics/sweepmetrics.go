@@ -12,15 +12,28 @@ import (
 	"github.com/bikerental/bikerental/internal/lib/emf"
 )
 
-// Writer returns a deadline.Sweeper Report that writes each summary to w as one EMF
-// document, with the dimension Service=service (METRICS_SERVICE, which tells
-// deployments apart). A summary that cannot be written is reported to failed, if not
-// nil.
-func Writer(w *emf.Writer, service string, failed func(error)) func(deadline.Summary) {
-	return func(sum deadline.Summary) {
-		if err := w.Write(Document(sum, service)); err != nil && failed != nil {
-			failed(err)
-		}
+// Writer is the sweep's deadline.Reporter that writes each summary to Out as one
+// EMF document, with the dimension Service=Service (METRICS_SERVICE, which tells
+// deployments apart). A summary that cannot be written is reported to Failed, if
+// not nil.
+type Writer struct {
+	Out     *emf.Writer
+	Service string
+	Failed  func(error)
+}
+
+var _ deadline.Reporter = (*Writer)(nil)
+
+// NewWriter returns the Writer of sweep summaries to w under the dimension
+// Service=service, reporting what cannot be written to failed.
+func NewWriter(w *emf.Writer, service string, failed func(error)) *Writer {
+	return &Writer{Out: w, Service: service, Failed: failed}
+}
+
+// Report implements deadline.Reporter.
+func (w *Writer) Report(sum deadline.Summary) {
+	if err := w.Out.Write(Document(sum, w.Service)); err != nil && w.Failed != nil {
+		w.Failed(err)
 	}
 }
 
