@@ -111,7 +111,8 @@ func sweepTime(f *flags, c *cli, at string) (time.Time, error) {
 
 // printSweep prints what a sweep did for people: timeout is PAYMENT_TIMEOUT. The
 // payment due and the process stuck have lines of their own, as before kinds;
-// every other kind the sweep covers has one after the owed cancellations'.
+// every other kind the sweep covers has one after the owed cancellations', when it
+// found some of its rows overdue.
 func printSweep(out io.Writer, sum ctl.Summary, timeout time.Duration) {
 	pay, _ := sum.Kind(ctl.KindPayment)
 	stuck, _ := sum.Kind(ctl.KindStuck)
@@ -133,7 +134,7 @@ func printSweep(out io.Writer, sum ctl.Summary, timeout time.Duration) {
 	}
 	fmt.Fprintln(out)
 	for _, k := range sum.Kinds {
-		if k.Kind != ctl.KindPayment && k.Kind != ctl.KindStuck {
+		if k.Kind != ctl.KindPayment && k.Kind != ctl.KindStuck && k.Found > 0 {
 			fmt.Fprintf(out, "found %s: %d acted, %d declined, %d nothing to do, %d failed, %d left\n",
 				count(k.Found, "overdue "+k.Kind+" row"), k.Acted, k.Declined, k.NothingToDo, k.Failed, k.Left)
 		}
@@ -150,14 +151,15 @@ func printSweep(out io.Writer, sum ctl.Summary, timeout time.Duration) {
 // sweepStatus is what sweep returns after its summary: the sweep's error, or a
 // failure for what it left undone, which the next sweep tries again.
 func sweepStatus(sum ctl.Summary, sweepErr error) error {
-	failed := 0
+	pay, stuck, failed := sum.Of(ctl.KindPayment), sum.Of(ctl.KindStuck), 0
 	for _, k := range sum.Kinds {
 		failed += k.Failed
 	}
-	stuck, _ := sum.Kind(ctl.KindStuck)
 	switch {
 	case sweepErr != nil:
 		return fmt.Errorf("sweep: %w", sweepErr)
+	case pay.Failed > 0:
+		return fmt.Errorf("sweep: %s failed (logged above); the next sweep tries again", count(pay.Failed, "cancellation"))
 	case failed > 0:
 		return fmt.Errorf("sweep: %s failed (logged above); the next sweep tries again", count(failed, "command"))
 	case stuck.Found > stuck.Acted:
