@@ -1,13 +1,23 @@
 // Package deadlinekinds declares the service's kinds of deadline over the domain's
-// events and commands: a payment due (PaymentPrepared, settled by its confirmation,
-// rejection or cancellation; CancelRentalPayment), a process stuck (BikeRequested,
-// settled by the process's completion; the repair) and a return due
-// (RequestApproved, settled by BikeReturned; FlagOverdueReturn), which its flag
-// (ReturnOverdue) hands over to the operators as an overdue return (settled by
-// BikeReturned; by hand, unswept, listed as a return), and a refund owed
-// (RefundOwed, settled by PaymentRefunded or RefundMadeByHand; by hand, unswept).
-// Package deadline's machinery works over them without knowing what they are about
-// (docs/decisions/0020-deadline-kinds.md).
+// events and commands, each a deadline.Kind whose Changes and Command are named
+// types of this package:
+//
+//   - the payment due: PaymentPrepared opens it, its confirmation, rejection or
+//     cancellation settles it (PaymentChanges); overdue, CancelPayment sends
+//     CancelRentalPayment;
+//   - the process stuck: BikeRequested opens it, the process's completion settles
+//     it (ProcessChanges); overdue, RepairStuck mends the rental, one at a time;
+//   - the return due: RequestApproved takes the stuck row over, BikeReturned
+//     settles it (ReturnChanges); overdue, FlagOverdueReturn flags it;
+//   - the overdue return: ReturnOverdue takes the return due over, BikeReturned
+//     settles it (OverdueChanges); worked off by hand, listed as a return;
+//   - the refund owed: RefundOwed opens it, PaymentRefunded or RefundMadeByHand
+//     settles it (RefundChanges); worked off by hand.
+//
+// It also holds the shapes the operator API and the CLI read the first two kinds'
+// rows in (Pending, Open, Backlog). Package deadline's machinery works over the
+// kinds without knowing what they are about (docs/decisions/0020-deadline-kinds.md,
+// docs/decisions/0030-a-small-machinery.md).
 package deadlinekinds
 
 import (
