@@ -21,7 +21,7 @@ import (
 	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 )
 
-// The sweep's unit tests: on deadline.Memory, which keeps the same index contract as
+// The sweep's unit tests: on memindex.Memory, which keeps the same index contract as
 // the Deadlines table (indextest), with no emulator.
 
 // memoryWith is an index projected under policy p, as the sweep that reads it is

@@ -1,6 +1,6 @@
 // Package indextest is the contract every deadline.Index keeps, as the sweep relies
 // on it: run against the Deadlines table (pendingtable, on the emulator) and
-// against deadline.Memory, so that the sweep's unit tests on Memory mean what they
+// against memindex.Memory, so that the sweep's unit tests on Memory mean what they
 // say about the service.
 package indextest
 
