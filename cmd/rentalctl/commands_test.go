@@ -17,10 +17,11 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
 	"github.com/bikerental/bikerental/internal/app/repair"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -380,8 +381,8 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 	}
 
 	// As of three hours ago nothing was overdue.
-	sum := decode[deadline.Summary](t, must(t, e, "sweep", "--json", "--at", now.Add(-3*time.Hour).Format(time.RFC3339)))
-	if sum.Found != 0 || sum.ItemsRead != 0 {
+	sum := decode[sweep.Summary](t, must(t, e, "sweep", "--json", "--at", now.Add(-3*time.Hour).Format(time.RFC3339)))
+	if sum.Of(deadlinekinds.Payment).Found != 0 || sum.Of(deadlinekinds.Payment).ItemsRead != 0 {
 		t.Errorf("sweep three hours ago: %+v, want nothing found", sum)
 	}
 
@@ -401,8 +402,8 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 		t.Errorf("after the sweep %s is %s, last event %+v", overdue, view.Status, view.History[len(view.History)-1])
 	}
 	settle(t, w, p, overdue)
-	sum = decode[deadline.Summary](t, must(t, e, "sweep", "--json"))
-	if sum.Found != 1 || sum.NothingToDo != 1 || sum.Cancelled != 0 || sum.OldestOverdue < 105*time.Minute || sum.OldestOverdue > 106*time.Minute {
+	sum = decode[sweep.Summary](t, must(t, e, "sweep", "--json"))
+	if sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).NothingToDo != 1 || sum.Of(deadlinekinds.Payment).Acted != 0 || sum.Of(deadlinekinds.Payment).OldestOverdue < 105*time.Minute || sum.Of(deadlinekinds.Payment).OldestOverdue > 106*time.Minute {
 		t.Errorf("second sweep: %+v, want only the ghost, 1h45m overdue", sum)
 	}
 
@@ -599,12 +600,12 @@ func TestChangingTheShardCount(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range outstanding {
-				if !slices.ContainsFunc(open, func(o deadline.Open) bool { return o.RentalID == id }) {
+				if !slices.ContainsFunc(open, func(o deadlinekinds.Open) bool { return o.RentalID == id }) {
 					t.Errorf("rental %s's open process is not under %s shards: %+v", id, to, open)
 				}
 			}
-			sum := decode[deadline.Summary](t, must(t, e, "sweep", "--json", "-shards", to, "-timeout", "1ms"))
-			if sum.Found != 8 || sum.Cancelled != 8 {
+			sum := decode[sweep.Summary](t, must(t, e, "sweep", "--json", "-shards", to, "-timeout", "1ms"))
+			if sum.Of(deadlinekinds.Payment).Found != 8 || sum.Of(deadlinekinds.Payment).Acted != 8 {
 				t.Errorf("the sweep under %s shards: %+v, want all 8 outstanding payments found and cancelled", to, sum)
 			}
 			// The cancellations reach the projection as the rebuild replays them, for

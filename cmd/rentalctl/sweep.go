@@ -109,24 +109,39 @@ func sweepTime(f *flags, c *cli, at string) (time.Time, error) {
 	return t, nil
 }
 
-// printSweep prints what a sweep did for people: timeout is PAYMENT_TIMEOUT.
+// printSweep prints what a sweep did for people: timeout is PAYMENT_TIMEOUT. The
+// payment due and the process stuck have lines of their own, as before kinds;
+// every other kind the sweep covers has one after the owed cancellations', when it
+// found some of its rows overdue.
 func printSweep(out io.Writer, sum ctl.Summary, timeout time.Duration) {
+	pay, _ := sum.Kind(ctl.KindPayment)
+	stuck, _ := sum.Kind(ctl.KindStuck)
 	fmt.Fprintf(out, "swept as of %s: payments prepared before %s are overdue (timeout %s)\n",
-		timestamp(sum.Now), timestamp(sum.Cutoff), timeout)
+		timestamp(sum.Now), timestamp(pay.Cutoff), timeout)
 	fmt.Fprintf(out, "found %s: %d cancelled, %d declined, %d nothing to do, %d failed\n",
-		count(sum.Found, "overdue payment"), sum.Cancelled, sum.Declined, sum.NothingToDo, sum.Failed)
-	fmt.Fprintf(out, "read %s", count(sum.ItemsRead, "index item"))
-	if sum.Found > 0 {
-		fmt.Fprintf(out, "; the oldest payment was overdue by %s", seconds(sum.OldestOverdue))
+		count(pay.Found, "overdue payment"), pay.Acted, pay.Declined, pay.NothingToDo, pay.Failed)
+	fmt.Fprintf(out, "read %s", count(pay.ItemsRead, "index item"))
+	if pay.Found > 0 {
+		fmt.Fprintf(out, "; the oldest payment was overdue by %s", seconds(pay.OldestOverdue))
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "found %s (open since before %s): %d repaired, %d left for an operator\n",
-		count(sum.Stuck, "stuck rental"), timestamp(sum.StuckCutoff), sum.StuckRepaired, sum.StuckLeft)
-	fmt.Fprintf(out, "found %s owed to the provider: %d made, %d still owed\n",
-		count(sum.CancellationsOwed, "cancellation"), sum.CancellationsMade, sum.CancellationsLeft)
-	if sum.Parked > 0 {
+		count(stuck.Found, "stuck rental"), timestamp(stuck.Cutoff), stuck.Acted, stuck.Found-stuck.Acted)
+	fmt.Fprintf(out, "found %s owed to the provider: %d made, %d still owed",
+		count(sum.Owed.Owed, "cancellation"), sum.Owed.Made, sum.Owed.Left)
+	if putOff := sum.Owed.Owed - sum.Owed.Due; putOff > 0 {
+		fmt.Fprintf(out, " (%d put off until their next retry)", putOff)
+	}
+	fmt.Fprintln(out)
+	for _, k := range sum.Kinds {
+		if k.Kind != ctl.KindPayment && k.Kind != ctl.KindStuck && k.Found > 0 {
+			fmt.Fprintf(out, "found %s: %d acted, %d declined, %d nothing to do, %d failed, %d left\n",
+				count(k.Found, "overdue "+k.Kind+" row"), k.Acted, k.Declined, k.NothingToDo, k.Failed, k.Left)
+		}
+	}
+	if sum.Parked.Found > 0 {
 		fmt.Fprintf(out, "found %s: %d redelivered, %d still parked\n",
-			count(sum.Parked, "parked stream record"), sum.Redelivered, sum.RedeliveriesLeft)
+			count(sum.Parked.Found, "parked stream record"), sum.Parked.Redelivered, sum.Parked.Left)
 	}
 	if sum.Incomplete {
 		fmt.Fprintln(out, "stopped early for its deadline: the next sweep does the rest")
@@ -136,15 +151,21 @@ func printSweep(out io.Writer, sum ctl.Summary, timeout time.Duration) {
 // sweepStatus is what sweep returns after its summary: the sweep's error, or a
 // failure for what it left undone, which the next sweep tries again.
 func sweepStatus(sum ctl.Summary, sweepErr error) error {
+	pay, stuck, failed := sum.Of(ctl.KindPayment), sum.Of(ctl.KindStuck), 0
+	for _, k := range sum.Kinds {
+		failed += k.Failed
+	}
 	switch {
 	case sweepErr != nil:
 		return fmt.Errorf("sweep: %w", sweepErr)
-	case sum.Failed > 0:
-		return fmt.Errorf("sweep: %s failed (logged above); the next sweep tries again", count(sum.Failed, "cancellation"))
-	case sum.StuckLeft > 0:
-		return fmt.Errorf("sweep: %s not repaired (logged above, with their cases): see rentalctl repair -h", count(sum.StuckLeft, "stuck rental"))
-	case sum.CancellationsLeft > 0:
-		return fmt.Errorf("sweep: %s still owed to the provider (logged above); the next sweep tries again: see rentalctl cancellations", count(sum.CancellationsLeft, "cancellation"))
+	case pay.Failed > 0:
+		return fmt.Errorf("sweep: %s failed (logged above); the next sweep tries again", count(pay.Failed, "cancellation"))
+	case failed > 0:
+		return fmt.Errorf("sweep: %s failed (logged above); the next sweep tries again", count(failed, "command"))
+	case stuck.Found > stuck.Acted:
+		return fmt.Errorf("sweep: %s not repaired (logged above, with their cases): see rentalctl repair -h", count(stuck.Found-stuck.Acted, "stuck rental"))
+	case sum.Owed.Left > 0:
+		return fmt.Errorf("sweep: %s still owed to the provider (logged above); the next sweep tries again: see rentalctl cancellations", count(sum.Owed.Left, "cancellation"))
 	}
 	return nil
 }

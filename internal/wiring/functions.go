@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/lib/emf"
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring/awsenv"
@@ -107,7 +108,7 @@ func processFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *s
 
 // SweepHandler is the sweep function's handler: the invocation's input is the
 // scheduler's (or an EventBridge rule's) event.
-type SweepHandler = func(context.Context, json.RawMessage) (deadline.Summary, error)
+type SweepHandler = func(context.Context, json.RawMessage) (sweep.Summary, error)
 
 // SweepFunction builds the sweep's handler, its commands configured by opts; its
 // metrics go to stdout in Embedded Metric Format. It checks its settings
@@ -123,10 +124,10 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 	if err != nil {
 		return nil, err
 	}
-	return SweepHandler(func(ctx context.Context, input json.RawMessage) (deadline.Summary, error) {
-		trigger, err := deadline.ParseTrigger(input, sweeper.Kinds)
+	return SweepHandler(func(ctx context.Context, input json.RawMessage) (sweep.Summary, error) {
+		trigger, err := deadline.ParseTrigger(input, sweeper.Deadlines.Kinds)
 		if err != nil {
-			return deadline.Summary{}, err
+			return sweep.Summary{}, err
 		}
 		clock := time.Now()
 		if trigger.OneRow() {
@@ -134,7 +135,7 @@ func sweepFunction(_ context.Context, cfg aws.Config, getenv Getenv, logger *slo
 		}
 		now, err := trigger.Now(clock)
 		if err != nil {
-			return deadline.Summary{}, err
+			return sweep.Summary{}, err
 		}
 		return sweeper.Sweep(ctx, now)
 	}), nil

@@ -9,13 +9,19 @@ import (
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/owed"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/repair"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/lib/emf"
 	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 )
 
 // Sweep is the one recipe of the sweep, which the sweep function, the local stack
-// (through it) and rentalctl sweep all run: the service's parts (Core, its
+// (through it) and rentalctl sweep all run: its three parts (the kinds' rows,
+// deadline.Sweeper; the owed cancellations' retries, owed.Retries; the parked
+// records' redelivery, parked.Redelivery), all over the Deadlines table, from the
+// service's parts (Core, its
 // commands configured by opts), the kinds of deadline declared once
 // (DeadlineKinds, from PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD) with their
 // commands' receivers, the to-do table read and written through those kinds, the
@@ -26,7 +32,7 @@ import (
 // not nil, each sweep's metrics with the dimension METRICS_SERVICE. Its settings
 // are checked (CheckSweep, or without metrics all of them but METRICS_SERVICE)
 // before any client is made.
-func Sweep(cfg aws.Config, getenv Getenv, logger *slog.Logger, metrics *emf.Writer, opts ...command.Option) (*deadline.Sweeper, error) {
+func Sweep(cfg aws.Config, getenv Getenv, logger *slog.Logger, metrics *emf.Writer, opts ...command.Option) (*sweep.Sweep, error) {
 	check := checkSweeper
 	if metrics != nil {
 		check = CheckSweep
@@ -65,17 +71,18 @@ func Sweep(cfg aws.Config, getenv Getenv, logger *slog.Logger, metrics *emf.Writ
 	}
 	projection := s.Projection.WithKinds(kinds)
 	repairer.Consumers = map[string]repair.Handler{eventfilter.Process: s.Process.Handle, eventfilter.Projector: projection.Apply}
-	sweeper := &deadline.Sweeper{
-		Index: projection, Kinds: kinds, Concurrency: concurrency, Logger: logger,
-		Retrier:     deadlinekinds.Retrier(s.Commands), // the cancellations owed to the provider
-		Redeliverer: repairer, Parked: projection,      // the parked stream records
+	sweeper := &sweep.Sweep{
+		Deadlines: &deadline.Sweeper{Index: projection, Kinds: kinds, Concurrency: concurrency, Logger: logger},
+		Owed:      &owed.Retries{Rows: projection, Retrier: s.Commands, Concurrency: concurrency, Logger: logger},
+		Parked:    &parked.Redelivery{Rows: projection, Redeliverer: repairer, Concurrency: concurrency, Logger: logger},
+		Logger:    logger,
 	}
 	if metrics != nil {
 		service, err := MetricsService(getenv)
 		if err != nil {
 			return nil, err
 		}
-		sweeper.Report = sweepmetrics.Writer(metrics, service, func(err error) {
+		sweeper.Reporter = sweepmetrics.NewWriter(metrics, service, func(err error) {
 			logger.Error("sweep: metrics not written", "error", err)
 		})
 	}

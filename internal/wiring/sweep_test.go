@@ -9,6 +9,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -99,7 +100,7 @@ func TestEveryTriggerShapeSendsTheSameSweep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sum.Found != 1 || sum.Cancelled != 1 || sum.Failed != 0 || sum.Incomplete {
+			if sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).Acted != 1 || sum.Of(deadlinekinds.Payment).Failed != 0 || sum.Incomplete {
 				t.Errorf("summary %+v: want the overdue payment found and cancelled", sum)
 			}
 			if sum.RentalID == "" && !sum.Now.Equal(at) {

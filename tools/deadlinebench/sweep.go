@@ -20,7 +20,8 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -74,7 +75,7 @@ type SweepRun struct {
 	Seed time.Duration
 	// Wall is how long Sweep took.
 	Wall    time.Duration
-	Summary deadline.Summary
+	Summary sweep.Summary
 	// Calls counts the requests the sweep sent to the emulator, by operation.
 	Calls      map[string]int
 	TotalCalls int
@@ -261,9 +262,9 @@ func (b *sweepBench) once(ctx context.Context, i, concurrency int, profile, keep
 	if err != nil {
 		return r, fmt.Errorf("sweep: %w", err)
 	}
-	if s := r.Summary; s.Found != cfg.Payments || s.Cancelled != cfg.Payments {
+	if s, pay := r.Summary, r.Summary.Of(deadlinekinds.Payment); pay.Found != cfg.Payments || pay.Acted != cfg.Payments {
 		return r, fmt.Errorf("the sweep found %d and cancelled %d (failed %d, incomplete %t) of %d due payments",
-			s.Found, s.Cancelled, s.Failed, s.Incomplete, cfg.Payments)
+			pay.Found, pay.Acted, pay.Failed, s.Incomplete, cfg.Payments)
 	}
 	fmt.Fprintf(progress, "concurrency %d: swept in %s\n", concurrency, r.Wall.Round(time.Millisecond))
 

@@ -35,6 +35,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -246,7 +247,7 @@ type Measurement struct {
 	// Functions holds each function's invocations during the rental.
 	Functions map[string]FunctionStats
 	// Sweep is what the sweep reported, on the timed-out path.
-	Sweep *deadline.Summary
+	Sweep *sweep.Summary
 	// BikeStreamBytes is the size of the bike's stream when the rental began: what
 	// its first bike command read.
 	BikeStreamBytes int
@@ -532,13 +533,13 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 
 // sweepWhenOverdue waits until the payment is overdue by the scheduler's clock
 // (whole seconds) and invokes the sweep with the input EventBridge Scheduler sends.
-func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (deadline.Summary, error) {
+func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (sweep.Summary, error) {
 	records, err := b.store.Read(ctx, payment.StreamID(ref), 0)
 	if err != nil {
-		return deadline.Summary{}, err
+		return sweep.Summary{}, err
 	}
 	if len(records) == 0 || records[0].Type != (payment.PaymentPrepared{}).EventType() {
-		return deadline.Summary{}, fmt.Errorf("rentalcost: payment %s was not prepared", ref)
+		return sweep.Summary{}, fmt.Errorf("rentalcost: payment %s was not prepared", ref)
 	}
 	prepared := records[0].RecordedAt
 	var scheduled time.Time
@@ -547,15 +548,15 @@ func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (deadline.Summ
 		return scheduled.Add(-PaymentTimeout).After(prepared), "prepared at " + prepared.Format(time.RFC3339Nano), nil
 	})
 	if err != nil {
-		return deadline.Summary{}, err
+		return sweep.Summary{}, err
 	}
-	var sum deadline.Summary
+	var sum sweep.Summary
 	input := map[string]string{"scheduledTime": scheduled.Format(time.RFC3339)}
 	if err := local.Call(ctx, b.fns[FunctionSweep], input, &sum); err != nil {
 		return sum, fmt.Errorf("rentalcost: sweep: %w", err)
 	}
-	if sum.Found != 1 || sum.Cancelled != 1 {
-		return sum, fmt.Errorf("rentalcost: the sweep found %d and cancelled %d payments, want 1 and 1", sum.Found, sum.Cancelled)
+	if pay := sum.Of(deadlinekinds.Payment); pay.Found != 1 || pay.Acted != 1 {
+		return sum, fmt.Errorf("rentalcost: the sweep found %d and cancelled %d payments, want 1 and 1", pay.Found, pay.Acted)
 	}
 	return sum, nil
 }

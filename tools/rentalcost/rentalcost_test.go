@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
@@ -237,7 +238,7 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 	}
 	if m.Path == rentalcost.TimedOut {
 		search := capacitytest.Total(filter(m.Calls, rentalcost.Amortized))
-		if search.Calls != 20 || search.ReadUnits != 10 || m.Sweep == nil || m.Sweep.Cancelled != 1 || m.Sweep.Stuck != 0 {
+		if search.Calls != 20 || search.ReadUnits != 10 || m.Sweep == nil || m.Sweep.Of(deadlinekinds.Payment).Acted != 1 || m.Sweep.Of(deadlinekinds.Stuck).Found != 0 {
 			t.Errorf("sweep: %d queries, %g read units, summary %+v; want 20 queries (one per shard of each lane it reads: the payments due, the stuck processes, the returns due, the owed cancellations and the parked records), 10 read units, 1 cancelled, none stuck", search.Calls, search.ReadUnits, m.Sweep)
 		}
 	}

@@ -65,7 +65,7 @@ func (t *Timers) Apply(ctx context.Context, r eventstore.Record) error {
 	}
 	for _, c := range changes {
 		switch {
-		case c.Kind.ByHand:
+		case !c.Kind.Swept():
 			continue // no command to send on time
 		case c.Settled:
 			err = t.disarm(ctx, c.Kind.Key(c.Subject))

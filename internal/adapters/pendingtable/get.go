@@ -17,7 +17,7 @@ import (
 // Get returns the outstanding payment with the given reference, with a strongly
 // consistent read of its row; ok is false when the payment is not outstanding (never
 // projected, or settled).
-func (p *Projection) Get(ctx context.Context, reference string) (row deadline.Pending, ok bool, err error) {
+func (p *Projection) Get(ctx context.Context, reference string) (row deadlinekinds.Pending, ok bool, err error) {
 	out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(p.table),
 		Key:                      map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: reference}},
@@ -26,20 +26,20 @@ func (p *Projection) Get(ctx context.Context, reference string) (row deadline.Pe
 		ExpressionAttributeNames: map[string]string{"#ref": schema.DeadlineKey, "#at": schema.DeadlineDueAt, "#shard": schema.DeadlineKindShard},
 	})
 	if err != nil {
-		return deadline.Pending{}, false, fmt.Errorf("deadline: read pending payment %s: %w", reference, err)
+		return deadlinekinds.Pending{}, false, fmt.Errorf("deadline: read pending payment %s: %w", reference, err)
 	}
 	if shard, pending := out.Item[schema.DeadlineKindShard].(*types.AttributeValueMemberS); !pending || !strings.HasPrefix(shard.Value, deadline.LaneOf(deadlinekinds.Payment).Prefix) {
-		return deadline.Pending{}, false, nil // absent, or a settled payment's marker
+		return deadlinekinds.Pending{}, false, nil // absent, or a settled payment's marker
 	}
 	k, err := p.paymentKind()
 	if err != nil {
-		return deadline.Pending{}, false, err
+		return deadlinekinds.Pending{}, false, err
 	}
 	r, err := p.decodeRow(k)(out.Item)
 	if err != nil {
-		return deadline.Pending{}, false, err
+		return deadlinekinds.Pending{}, false, err
 	}
-	return deadline.Pending{Reference: reference, RentalID: r.Subject, PreparedAt: r.Since}, true, nil
+	return deadlinekinds.Pending{Reference: reference, RentalID: r.Subject, PreparedAt: r.Since}, true, nil
 }
 
 // Row implements deadline.Index: a strongly consistent read of the row's item;

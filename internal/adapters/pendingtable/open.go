@@ -1,10 +1,8 @@
 package pendingtable
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -13,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -95,21 +93,14 @@ func stamped(item map[string]types.AttributeValue, what string) (key string, ms 
 // OpenBefore returns every rental whose process has been open since before the
 // cutoff, oldest first: one Query per shard of the stuck kind's lane, never a
 // scan. It also returns how many items DynamoDB read.
-func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]deadline.Open, int, error) {
+func (p *Projection) OpenBefore(ctx context.Context, cutoff time.Time) ([]deadlinekinds.Open, int, error) {
 	open, _, read, err := p.OpenAndOwed(ctx, cutoff)
 	return open, read, err
 }
 
 // OpenAndOwed is OpenBefore, and also returns every cancellation owed to the
 // provider (owed.go); each list oldest first.
-func (p *Projection) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]deadline.Open, []deadline.OwedCancellation, int, error) {
+func (p *Projection) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]deadlinekinds.Open, []owed.Cancellation, int, error) {
 	b, read, err := p.Backlog(ctx, cutoff)
 	return b.Open, b.Owed, read, err
-}
-
-func sortOpen(rows []deadline.Open) {
-	// Oldest first; rentals requested in the same millisecond by id, for a stable order.
-	slices.SortFunc(rows, func(a, b deadline.Open) int {
-		return cmp.Or(a.RequestedAt.Compare(b.RequestedAt), cmp.Compare(a.RentalID, b.RentalID))
-	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 )
 
 // overdueConcurrency bounds how many shards Overdue queries at once.
@@ -25,7 +26,7 @@ const overdueConcurrency = 8
 // payments' lane with the cutoff in the key condition, never scanning or filtering
 // in memory, and it reads at most limit rows from each shard. It only reads, so it
 // is safe to call at any time. The error names the shards whose queries failed.
-func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]deadline.Pending, error) {
+func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) ([]deadlinekinds.Pending, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("deadline: overdue limit %d: want at least 1", limit)
 	}
@@ -36,7 +37,7 @@ func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) (
 	if err != nil {
 		return nil, err
 	}
-	perShard := make([][]deadline.Pending, p.shards)
+	perShard := make([][]deadlinekinds.Pending, p.shards)
 	errs := make([]error, p.shards)
 	slots := make(chan struct{}, overdueConcurrency)
 	var wg sync.WaitGroup
@@ -45,7 +46,7 @@ func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) (
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			_, errs[s] = p.query(ctx, k, s, k.DueAt(cutoff), pageOf(limit), func(page []deadline.Pending) bool {
+			_, errs[s] = p.query(ctx, k, s, k.DueAt(cutoff), pageOf(limit), func(page []deadlinekinds.Pending) bool {
 				perShard[s] = append(perShard[s], page...)
 				return len(perShard[s]) < limit
 			})
@@ -55,7 +56,7 @@ func (p *Projection) Overdue(ctx context.Context, cutoff time.Time, limit int) (
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	var all []deadline.Pending
+	var all []deadlinekinds.Pending
 	for _, rows := range perShard {
 		all = append(all, rows...)
 	}

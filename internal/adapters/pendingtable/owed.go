@@ -13,7 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
@@ -23,9 +23,8 @@ import (
 // (payment.CancellationOwedAtProvider): created with that event, due at once (its
 // time), and settled when the provider confirms the cancellation or a success
 // arrives meanwhile. Its key is the payment's stream id, and it is in a lane of its
-// own (deadline.OwedLane: "owed#0", "owed#1", …), so that the sweep's query, whose
-// cutoff is its now, finds the owed cancellations that are due and reads nothing
-// more. A retry the provider left unanswered restamps the row with the time it is
+// own (deadline.OwedLane: "owed#0", "owed#1", …), which the sweep's retries
+// (owed.Retries) read a page at a time, soonest due first. A retry the provider left unanswered restamps the row with the time it is
 // due again (owedPutOff), so that the sweep does not read it until then.
 
 // settledMarker is the settled value of an owed cancellation's row once settled.
@@ -47,17 +46,17 @@ func referenceOfOwedKey(key string) (string, bool) {
 // cancellation was found owed, unless the payment already has one: the same row, or
 // the marker of a settled one, which a late or replayed event never reopens (a
 // payment's cancellation becomes owed once at most).
-func (p *Projection) owed(ctx context.Context, c deadlinekinds.CancellationChange, r eventstore.Record) error {
+func (p *Projection) owed(ctx context.Context, c owed.Change, r eventstore.Record) error {
 	return p.createOnce(ctx, OwedKey(c.Reference), c.RentalID, r.RecordedAt.UnixMilli(), p.owedShardOf(c.Reference))
 }
 
 // owedPutOff moves an outstanding owed-cancellation row's due time to
-// deadline.OwedBackoff(c.Tries) after r, the retry the provider left unanswered:
+// owed.Backoff(c.Tries) after r, the retry the provider left unanswered:
 // one conditional UpdateItem of its due time, which only ever puts the row off: a
 // late or replayed record, or one for a settled row's marker, changes nothing.
-func (p *Projection) owedPutOff(ctx context.Context, c deadlinekinds.CancellationChange, r eventstore.Record) error {
+func (p *Projection) owedPutOff(ctx context.Context, c owed.Change, r eventstore.Record) error {
 	key := OwedKey(c.Reference)
-	stamp := r.RecordedAt.Add(deadline.OwedBackoff(c.Tries)).UnixMilli()
+	stamp := r.RecordedAt.Add(owed.Backoff(c.Tries)).UnixMilli()
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(p.table),
 		Key:                 map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
@@ -82,33 +81,33 @@ func (p *Projection) owedShardOf(reference string) string {
 // leaves the index and that DynamoDB's TTL deletes later. Settling is final, so the
 // marker is written whatever the row held, and before the row existed if the
 // settlement arrives first.
-func (p *Projection) cancellationSettled(ctx context.Context, c deadlinekinds.CancellationChange, r eventstore.Record) error {
+func (p *Projection) cancellationSettled(ctx context.Context, c owed.Change, r eventstore.Record) error {
 	return p.finalMarker(ctx, OwedKey(c.Reference), c.RentalID, settledMarker, r, "owed cancellation")
 }
 
-func decodeOwed(item map[string]types.AttributeValue) (deadline.OwedCancellation, error) {
+func decodeOwed(item map[string]types.AttributeValue) (owed.Cancellation, error) {
 	key, ms, err := stamped(item, "owed-cancellation row")
 	if err != nil {
-		return deadline.OwedCancellation{}, err
+		return owed.Cancellation{}, err
 	}
 	ref, ok := referenceOfOwedKey(key)
 	if !ok {
-		return deadline.OwedCancellation{}, fmt.Errorf("deadline: owed-cancellation row %q: not a payment's key", key)
+		return owed.Cancellation{}, fmt.Errorf("deadline: owed-cancellation row %q: not a payment's key", key)
 	}
 	rentalID, _ := payment.RentalIDFor(ref)
 	at := time.UnixMilli(ms).UTC()
-	return deadline.OwedCancellation{Reference: ref, RentalID: rentalID, OwedAt: at, Due: at}, nil
+	return owed.Cancellation{Reference: ref, RentalID: rentalID, OwedAt: at, Due: at}, nil
 }
 
 // OwedCancellations returns every cancellation owed to the provider, due or not,
 // oldest first: one Query per shard of their lane, never a scan. It also returns
 // how many items DynamoDB read.
-func (p *Projection) OwedCancellations(ctx context.Context) ([]deadline.OwedCancellation, int, error) {
-	var owed []deadline.OwedCancellation
+func (p *Projection) OwedCancellations(ctx context.Context) ([]owed.Cancellation, int, error) {
+	var rows []owed.Cancellation
 	read := 0
 	for s := range p.shards {
-		n, err := p.LanePages(ctx, deadline.OwedLane, s, time.Time{}, func(page deadline.LanePage) bool {
-			owed = append(owed, page.Owed...)
+		n, err := p.OwedPages(ctx, s, maxPage, func(page []owed.Cancellation) bool {
+			rows = append(rows, page...)
 			return true
 		})
 		read += n
@@ -116,6 +115,6 @@ func (p *Projection) OwedCancellations(ctx context.Context) ([]deadline.OwedCanc
 			return nil, read, err
 		}
 	}
-	deadline.SortOwed(owed)
-	return owed, read, nil
+	owed.Sort(rows)
+	return rows, read, nil
 }

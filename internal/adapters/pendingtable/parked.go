@@ -15,6 +15,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -43,18 +44,18 @@ func ParkedKey(consumer, streamID string, version int64) string {
 }
 
 // parkedOfKey reverses ParkedKey.
-func parkedOfKey(key string) (deadline.Parked, bool) {
+func parkedOfKey(key string) (parked.Record, bool) {
 	rest, ok := strings.CutPrefix(key, ParkedKeyPrefix)
 	if !ok {
-		return deadline.Parked{}, false
+		return parked.Record{}, false
 	}
 	consumer, rest, ok1 := strings.Cut(rest, "#")
 	v, stream, ok2 := strings.Cut(rest, "#")
 	version, err := strconv.ParseInt(v, 10, 64)
 	if !ok1 || !ok2 || err != nil || version < 1 || stream == "" || !known(consumer) {
-		return deadline.Parked{}, false
+		return parked.Record{}, false
 	}
-	return deadline.Parked{Consumer: consumer, StreamID: stream, Version: version}, true
+	return parked.Record{Consumer: consumer, StreamID: stream, Version: version}, true
 }
 
 func known(consumer string) bool {
@@ -101,10 +102,10 @@ func (p *Projection) parkedShardOf(streamID string) string {
 	return deadline.ParkedLane.Prefix + p.ShardOf(streamID)
 }
 
-// Unpark implements deadline.ParkedRows: the row of a redelivered record leaves
+// Unpark implements parked.Rows: the row of a redelivered record leaves
 // the index and becomes a marker that DynamoDB's TTL deletes. A row no longer
 // parked is left as it is.
-func (p *Projection) Unpark(ctx context.Context, row deadline.Parked) error {
+func (p *Projection) Unpark(ctx context.Context, row parked.Record) error {
 	key := ParkedKey(row.Consumer, row.StreamID, row.Version)
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(p.table),
@@ -122,9 +123,9 @@ func (p *Projection) Unpark(ctx context.Context, row deadline.Parked) error {
 	return ignoreFailedCondition(err, key)
 }
 
-// Postpone implements deadline.ParkedRows: the row's due time moves to due and its
+// Postpone implements parked.Rows: the row's due time moves to due and its
 // attempts count one more. A row no longer parked is left as it is.
-func (p *Projection) Postpone(ctx context.Context, row deadline.Parked, due time.Time) error {
+func (p *Projection) Postpone(ctx context.Context, row parked.Record, due time.Time) error {
 	key := ParkedKey(row.Consumer, row.StreamID, row.Version)
 	_, err := p.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(p.table),
@@ -142,16 +143,16 @@ func (p *Projection) Postpone(ctx context.Context, row deadline.Parked, due time
 	return ignoreFailedCondition(err, key)
 }
 
-var _ deadline.ParkedRows = (*Projection)(nil)
+var _ parked.Rows = (*Projection)(nil)
 
-func decodeParked(item map[string]types.AttributeValue) (deadline.Parked, error) {
+func decodeParked(item map[string]types.AttributeValue) (parked.Record, error) {
 	key, ms, err := stamped(item, "parked row")
 	if err != nil {
-		return deadline.Parked{}, err
+		return parked.Record{}, err
 	}
 	row, ok := parkedOfKey(key)
 	if !ok {
-		return deadline.Parked{}, fmt.Errorf("deadline: parked row %q: not a parked record's key", key)
+		return parked.Record{}, fmt.Errorf("deadline: parked row %q: not a parked record's key", key)
 	}
 	row.Due = time.UnixMilli(ms).UTC()
 	return row, nil
@@ -161,34 +162,38 @@ func decodeParked(item map[string]types.AttributeValue) (deadline.Parked, error)
 // rows opened before it), every cancellation owed to the provider and every parked
 // record: one Query per shard of each of their lanes, never a scan; each list
 // oldest (or soonest due) first. It also returns how many items DynamoDB read.
-func (p *Projection) Backlog(ctx context.Context, cutoff time.Time) (deadline.Backlog, int, error) {
+func (p *Projection) Backlog(ctx context.Context, cutoff time.Time) (deadlinekinds.Backlog, int, error) {
 	stuck, ok := p.kinds.ByName(deadlinekinds.Stuck)
 	if !ok {
-		return deadline.Backlog{}, 0, fmt.Errorf("deadline: %s declares no %s kind", p.table, deadlinekinds.Stuck)
+		return deadlinekinds.Backlog{}, 0, fmt.Errorf("deadline: %s declares no %s kind", p.table, deadlinekinds.Stuck)
 	}
-	var b deadline.Backlog
+	var b deadlinekinds.Backlog
 	read := 0
 	for s := range p.shards {
-		for _, lane := range []deadline.Lane{stuck.Lane(), deadline.OwedLane, deadline.ParkedLane} {
-			before := time.Time{}
-			if lane == stuck.Lane() {
-				before = stuck.DueAt(cutoff)
+		n, err := p.LanePages(ctx, stuck.Lane(), s, stuck.DueAt(cutoff), func(page []deadline.Row) bool {
+			for _, r := range page {
+				b.Open = append(b.Open, deadlinekinds.Open{RentalID: r.Subject, RequestedAt: r.Since})
 			}
-			n, err := p.LanePages(ctx, lane, s, before, func(page deadline.LanePage) bool {
-				for _, r := range page.Rows {
-					b.Open = append(b.Open, deadline.Open{RentalID: r.Subject, RequestedAt: r.Since})
-				}
-				b.Owed, b.Parked = append(b.Owed, page.Owed...), append(b.Parked, page.Parked...)
+			return true
+		})
+		read += n
+		if err == nil {
+			n, err = p.ParkedPages(ctx, s, time.Time{}, func(page []parked.Record) bool {
+				b.Parked = append(b.Parked, page...)
 				return true
 			})
 			read += n
-			if err != nil {
-				return deadline.Backlog{}, read, err
-			}
+		}
+		if err != nil {
+			return deadlinekinds.Backlog{}, read, err
 		}
 	}
-	sortOpen(b.Open)
-	deadline.SortOwed(b.Owed)
-	deadline.SortParked(b.Parked)
-	return b, read, nil
+	owed, n, err := p.OwedCancellations(ctx)
+	if err != nil {
+		return deadlinekinds.Backlog{}, read + n, err
+	}
+	b.Owed = owed
+	deadlinekinds.SortOpen(b.Open)
+	parked.Sort(b.Parked)
+	return b, read + n, nil
 }

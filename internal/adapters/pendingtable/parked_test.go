@@ -13,8 +13,8 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -49,14 +49,14 @@ func TestAParkedRecordIsKeptUntilRedelivered(t *testing.T) {
 
 	ref := payment.ReferenceFor(rentalID)
 	settled := eventstore.Record{StreamID: payment.StreamID(ref), Version: 3, Event: eventstore.Event{ID: "e2", Type: "PaymentConfirmed", RecordedAt: at}}
-	want := deadline.Parked{Consumer: eventfilter.Process, StreamID: settled.StreamID, Version: 3, Due: at}
+	want := parked.Record{Consumer: eventfilter.Process, StreamID: settled.StreamID, Version: 3, Due: at}
 	if err := p.Park(ctx, eventfilter.Process, settled, at); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Park(ctx, eventfilter.Process, settled, at.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	parked := func() []deadline.Parked {
+	parked := func() []parked.Record {
 		t.Helper()
 		b, _, err := p.Backlog(ctx, time.UnixMilli(0))
 		if err != nil {

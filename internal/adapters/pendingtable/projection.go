@@ -27,6 +27,8 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -90,7 +92,7 @@ var _ deadline.Index = (*Projection)(nil)
 // cutoff (now less the payment timeout), oldest first, a page at a time: one Query
 // of the shard's partition of the payments' lane, paginated, with the cutoff in
 // the key condition.
-func (p *Projection) OverduePages(ctx context.Context, shard int, cutoff time.Time, fn func([]deadline.Pending) bool) (int, error) {
+func (p *Projection) OverduePages(ctx context.Context, shard int, cutoff time.Time, fn func([]deadlinekinds.Pending) bool) (int, error) {
 	k, err := p.paymentKind()
 	if err != nil {
 		return 0, err
@@ -104,25 +106,25 @@ func (p *Projection) OverduePages(ctx context.Context, shard int, cutoff time.Ti
 
 // LanePages implements deadline.Index: one Query of the lane's shard's partition of
 // the index, paginated, with the cutoff in the key condition. The lane holds one
-// sort of row, so every item it reads is one it passes on.
-func (p *Projection) LanePages(ctx context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func(deadline.LanePage) bool) (int, error) {
-	switch lane {
-	case deadline.OwedLane:
-		return queryIndex(ctx, p, lane.Shard(shard), cutoff, 0, decodeOwed, func(rows []deadline.OwedCancellation) bool {
-			return fn(deadline.LanePage{Owed: rows})
-		})
-	case deadline.ParkedLane:
-		return queryIndex(ctx, p, lane.Shard(shard), cutoff, 0, decodeParked, func(rows []deadline.Parked) bool {
-			return fn(deadline.LanePage{Parked: rows})
-		})
-	}
+// kind's rows, so every item it reads is one it passes on.
+func (p *Projection) LanePages(ctx context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func([]deadline.Row) bool) (int, error) {
 	k, ok := p.kindOfLane(lane)
 	if !ok {
 		return 0, fmt.Errorf("deadline: no kind of lane %q", lane.Prefix)
 	}
-	return queryIndex(ctx, p, lane.Shard(shard), cutoff, 0, p.decodeRow(k), func(rows []deadline.Row) bool {
-		return fn(deadline.LanePage{Rows: rows})
-	})
+	return queryIndex(ctx, p, lane.Shard(shard), cutoff, 0, p.decodeRow(k), fn)
+}
+
+// OwedPages implements owed.Rows: one Query of the owed lane's shard's partition,
+// with no cutoff, limit items a page.
+func (p *Projection) OwedPages(ctx context.Context, shard, limit int, fn func([]owed.Cancellation) bool) (int, error) {
+	return queryIndex(ctx, p, deadline.OwedLane.Shard(shard), time.Time{}, pageOf(limit), decodeOwed, fn)
+}
+
+// ParkedPages implements parked.Rows: one Query of the parked lane's shard's
+// partition, paginated, with the cutoff in the key condition.
+func (p *Projection) ParkedPages(ctx context.Context, shard int, cutoff time.Time, fn func([]parked.Record) bool) (int, error) {
+	return queryIndex(ctx, p, deadline.ParkedLane.Shard(shard), cutoff, 0, decodeParked, fn)
 }
 
 // kindOfLane returns the kind whose lane lane is.
@@ -144,8 +146,8 @@ func (p *Projection) paymentKind() (deadline.Kind, error) {
 	return k, nil
 }
 
-func sortByPreparedAt(rows []deadline.Pending) {
-	slices.SortStableFunc(rows, func(a, b deadline.Pending) int { return a.PreparedAt.Compare(b.PreparedAt) })
+func sortByPreparedAt(rows []deadlinekinds.Pending) {
+	slices.SortStableFunc(rows, func(a, b deadlinekinds.Pending) int { return a.PreparedAt.Compare(b.PreparedAt) })
 }
 
 // ShardOf returns the index shard of a row: a stable hash of its subject (a payment's
@@ -175,7 +177,7 @@ func (p *Projection) Apply(ctx context.Context, r eventstore.Record) error {
 // and for every other record. Precise deadlines arm a row's schedule only when it
 // is outstanding.
 func (p *Projection) Project(ctx context.Context, r eventstore.Record) (outstanding bool, err error) {
-	if cc, ok, err := deadlinekinds.CancellationChangeOf(r); err != nil || ok {
+	if cc, ok, err := owed.ChangeOf(r); err != nil || ok {
 		switch {
 		case err != nil:
 			return false, err
@@ -302,11 +304,11 @@ func ignoreFailedCondition(err error, ref string) error {
 // soonest due (oldest) first, due before the cutoff (all of them for a zero
 // cutoff), asking for limit items a page (no limit for 0), calling fn for each
 // page. It returns how many items DynamoDB read.
-func (p *Projection) query(ctx context.Context, k deadline.Kind, shard int, before time.Time, limit int32, fn func([]deadline.Pending) bool) (int, error) {
+func (p *Projection) query(ctx context.Context, k deadline.Kind, shard int, before time.Time, limit int32, fn func([]deadlinekinds.Pending) bool) (int, error) {
 	return queryIndex(ctx, p, k.Lane().Shard(shard), before, limit, p.decodeRow(k), func(rows []deadline.Row) bool {
-		page := make([]deadline.Pending, len(rows))
+		page := make([]deadlinekinds.Pending, len(rows))
 		for i, r := range rows {
-			page[i] = deadline.Pending{Reference: k.Key(r.Subject), RentalID: r.Subject, PreparedAt: r.Since}
+			page[i] = deadlinekinds.Pending{Reference: k.Key(r.Subject), RentalID: r.Subject, PreparedAt: r.Since}
 		}
 		return fn(page)
 	})
@@ -378,7 +380,7 @@ func (p *Projection) decodeRow(k deadline.Kind) func(map[string]types.AttributeV
 
 // List returns up to limit outstanding payments, oldest first: one Query of each
 // shard of the payments' lane, reading at most limit rows from each.
-func (p *Projection) List(ctx context.Context, limit int) ([]deadline.Pending, error) {
+func (p *Projection) List(ctx context.Context, limit int) ([]deadlinekinds.Pending, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("deadline: list limit %d: want at least 1", limit)
 	}
@@ -386,10 +388,10 @@ func (p *Projection) List(ctx context.Context, limit int) ([]deadline.Pending, e
 	if err != nil {
 		return nil, err
 	}
-	var all []deadline.Pending
+	var all []deadlinekinds.Pending
 	for s := range p.shards {
-		var rows []deadline.Pending
-		_, err := p.query(ctx, k, s, time.Time{}, pageOf(limit), func(page []deadline.Pending) bool {
+		var rows []deadlinekinds.Pending
+		_, err := p.query(ctx, k, s, time.Time{}, pageOf(limit), func(page []deadlinekinds.Pending) bool {
 			rows = append(rows, page...)
 			return len(rows) < limit
 		})

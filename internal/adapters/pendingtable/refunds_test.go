@@ -117,8 +117,8 @@ func TestRefundsOwedAreListedUntilRefunded(t *testing.T) {
 	}
 	for _, lane := range p.Kinds().Swept().Lanes() {
 		for s := range p.Shards() {
-			if _, err := p.LanePages(ctx, lane, s, far, func(page deadline.LanePage) bool {
-				if len(page.Rows)+len(page.Owed)+len(page.Parked) != 0 {
+			if _, err := p.LanePages(ctx, lane, s, far, func(page []deadline.Row) bool {
+				if len(page) != 0 {
 					t.Errorf("lane %q shard %d holds %+v", lane.Prefix, s, page)
 				}
 				return true

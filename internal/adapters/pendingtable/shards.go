@@ -12,7 +12,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -91,7 +91,7 @@ func (p *Projection) SetShards(ctx context.Context) error {
 // cancellation's marker, a row already there, and every other record are left as
 // they are.
 func (p *Projection) Reshard(ctx context.Context, r eventstore.Record) error {
-	if c, ok, err := deadlinekinds.CancellationChangeOf(r); err != nil || ok {
+	if c, ok, err := owed.ChangeOf(r); err != nil || ok {
 		if err != nil || c.Settled {
 			return err
 		}

@@ -250,7 +250,7 @@ func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (cance
 // (for a provider that answered without cancelling, such as a payment being
 // processed, an error wrapping ErrCancellationStillOwed), and that it is still
 // owed is recorded (payment.CancellationStillOwed), which puts the sweep's next
-// retry off (deadline.OwedBackoff). It reports whether the cancellation is still
+// retry off (owed.Backoff). It reports whether the cancellation is still
 // owed afterwards. For a payment with no cancellation owed
 // it does nothing, so it is safe to call twice, late and from anywhere.
 func (h *Handler) RetryCancellation(ctx context.Context, reference string, meta Meta) (owed bool, err error) {

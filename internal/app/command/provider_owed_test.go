@@ -127,7 +127,7 @@ func TestACancellationTheProviderNeverAnswersIsOwedUntilItDoes(t *testing.T) {
 			t.Errorf("retry while the provider is down: owed %v, %v", owed, err)
 		}
 		// A retry the provider left unanswered is recorded, counted, so that the
-		// next one waits longer (deadline.OwedBackoff).
+		// next one waits longer (owed.Backoff).
 		if got := types(t, store, ref); !slices.Equal(got[2:], []string{"CancellationStillOwed"}) {
 			t.Errorf("a retry that failed recorded %v; want CancellationStillOwed", got[2:])
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 )
@@ -45,14 +47,14 @@ func BenchmarkSweepItemsRead(b *testing.B) {
 			seedStart := time.Now()
 			seed(b, w, pending, overdue, now)
 			seeded := time.Since(seedStart)
-			s := over(w.projection, &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)})
+			s := over(w.projection, &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, sweep.Sweep{Logger: slog.New(slog.DiscardHandler)})
 			var sweepRead int
 			for b.Loop() {
 				sum, err := s.Sweep(ctx, now)
-				if err != nil || sum.Found != overdue {
-					b.Fatalf("sweep found %d (%v), want %d", sum.Found, err, overdue)
+				if err != nil || sum.Of(deadlinekinds.Payment).Found != overdue {
+					b.Fatalf("sweep found %d (%v), want %d", sum.Of(deadlinekinds.Payment).Found, err, overdue)
 				}
-				sweepRead = sum.ItemsRead
+				sweepRead = sum.Of(deadlinekinds.Payment).ItemsRead
 			}
 			b.StopTimer()
 			found, scanRead := scanAndFilter(b, w, now.Add(-15*time.Minute))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadline/memindex"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -21,37 +22,45 @@ type lanesRead struct {
 	lanes map[string]int
 }
 
-func (l *lanesRead) LanePages(ctx context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func(deadline.LanePage) bool) (int, error) {
+func (l *lanesRead) LanePages(ctx context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func([]deadline.Row) bool) (int, error) {
 	l.mu.Lock()
 	l.lanes[lane.Prefix]++
 	l.mu.Unlock()
 	return l.Index.LanePages(ctx, lane, shard, cutoff, fn)
 }
 
-func subjectChange(opens, settles string) func(eventstore.Record) (deadline.Change, bool, error) {
-	return func(r eventstore.Record) (deadline.Change, bool, error) {
-		if r.Type != opens && r.Type != settles {
-			return deadline.Change{}, false, nil
-		}
-		return deadline.Change{Subject: strings.TrimPrefix(string(r.Data), "subject:"), Settled: r.Type == settles}, true, nil
+// subjectChanges reads a kind's records of two types, whose data names the row's
+// subject ("subject:<subject>"): opens opens it, settles settles it.
+type subjectChanges struct{ opens, settles string }
+
+func (k subjectChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
+	if r.Type != k.opens && r.Type != k.settles {
+		return deadline.Change{}, false, nil
 	}
+	return deadline.Change{Subject: strings.TrimPrefix(string(r.Data), "subject:"), Settled: r.Type == k.settles}, true, nil
 }
+
+// acts is a command whose receiver always acts.
+type acts struct{}
+
+func (acts) Send(context.Context, deadline.Row, string) (deadline.Outcome, string, error) {
+	return deadline.Acted, "", nil
+}
+func (acts) OneAtATime() bool { return false }
 
 // TestAKindWorkedOffByHandIsListedAndNeverSwept: a kind declared ByHand (due as it
 // opens) is projected and listed, overdue from its opening on, and settled as any
 // other; the sweep never queries its lane, reports nothing of it and cannot be
-// made to act on one of its rows by a trigger; and a declaration that gives it a
-// command, or a kind the name of the sweep's own rows, or a kind not by hand a
-// zero duration, or lists a
-// kind as another but a kind by hand as a swept one, is refused.
+// made to act on one of its rows by a trigger; and a declaration of a kind the
+// name of the sweep's own rows, or a swept kind of zero duration, or a kind by
+// hand that yields or lists as itself or as another kind by hand, is refused (a
+// kind by hand with a command, or a swept kind listed as another, cannot be
+// written: Work is one or the other).
 func TestAKindWorkedOffByHandIsListedAndNeverSwept(t *testing.T) {
 	ctx := context.Background()
 	swept := deadline.Kind{Name: "loan", Prefix: "loan#", After: time.Hour,
-		Change: subjectChange("Lent", "Returned"),
-		Act: func(context.Context, deadline.Row, string) (deadline.Outcome, string, error) {
-			return deadline.Acted, "", nil
-		}}
-	byHand := deadline.Kind{Name: "debt", Prefix: "debt#", Change: subjectChange("Owes", "Paid"), ByHand: true}
+		Changes: subjectChanges{"Lent", "Returned"}, Work: deadline.Send{Command: acts{}}}
+	byHand := deadline.Kind{Name: "debt", Prefix: "debt#", Changes: subjectChanges{"Owes", "Paid"}, Work: deadline.ByHand{}}
 	kinds := deadline.MustKinds(swept, byHand)
 	m := memindex.NewWith(2, kinds)
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -73,7 +82,7 @@ func TestAKindWorkedOffByHandIsListedAndNeverSwept(t *testing.T) {
 	}
 
 	idx := &lanesRead{Index: m, lanes: map[string]int{}}
-	s := &deadline.Sweeper{Index: idx, Kinds: kinds, Logger: slog.New(slog.DiscardHandler)}
+	s := &sweep.Sweep{Deadlines: &deadline.Sweeper{Index: idx, Kinds: kinds}, Logger: slog.New(slog.DiscardHandler)}
 	sum, err := s.Sweep(ctx, now)
 	if err != nil || idx.lanes["debt#"] != 0 || idx.lanes["loan#"] != 2 {
 		t.Errorf("the sweep queried lanes %v (%v), want loan# once per shard and never debt#", idx.lanes, err)
@@ -85,22 +94,21 @@ func TestAKindWorkedOffByHandIsListedAndNeverSwept(t *testing.T) {
 		t.Error("a trigger naming a row worked off by hand was swept")
 	}
 
-	withAct := byHand
-	withAct.Act = swept.Act
 	zero := swept
 	zero.After = 0
-	listedSwept := swept
-	listedSwept.ListedAs = "debt"
 	listsAsByHand := byHand
-	listsAsByHand.Name, listsAsByHand.Prefix, listsAsByHand.ListedAs = "late", "late#", "debt"
+	listsAsByHand.Name, listsAsByHand.Prefix, listsAsByHand.Work = "late", "late#", deadline.ByHand{ListedAs: "debt"}
 	listsAsItself := byHand
-	listsAsItself.ListedAs = "debt"
+	listsAsItself.Work = deadline.ByHand{ListedAs: "debt"}
+	yields := byHand
+	yields.Yields = []string{"loan"}
+	noWork := swept
+	noWork.Work = nil
 	sweepsOwn := swept
 	sweepsOwn.Name, sweepsOwn.Prefix = "owed", "owed#"
 	for name, ks := range map[string][]deadline.Kind{
-		"a command": {swept, withAct}, "the owed cancellations' lane": {sweepsOwn}, "zero, swept": {zero},
-		"a swept kind listed as another": {listedSwept, byHand}, "listed as a kind by hand": {byHand, listsAsByHand},
-		"listed as itself": {listsAsItself},
+		"the owed cancellations' lane": {sweepsOwn}, "zero, swept": {zero}, "listed as a kind by hand": {byHand, listsAsByHand},
+		"listed as itself": {listsAsItself}, "by hand, yielding": {swept, yields}, "no work": {noWork},
 	} {
 		if _, err := deadline.NewKinds(ks...); err == nil {
 			t.Errorf("%s: declared", name)

@@ -12,14 +12,15 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// A Kind is one kind of deadline, declared once (docs/decisions/0020-deadline-kinds.md):
-// which records open a row and which settle it (Change), when an open row falls due
-// (the opening record's own time plus After, never the projector's clock), and which
-// ordinary command the sweep sends for a row that is overdue (Act), a command whose
-// receiver may decline. The machinery (the projection, the sweep, precise mode,
-// rebuild and reshard, the auditor's deadline checks, the listings) works over the
-// declared kinds and knows nothing of what they are about: the kinds of the service
-// are declared outside this package (package deadlinekinds).
+// A Kind is one kind of deadline, declared once (docs/decisions/0020-deadline-kinds.md,
+// docs/decisions/0030-a-small-machinery.md): which records open a row and which
+// settle it (Changes), when an open row falls due (the opening record's own time
+// plus After, never the projector's clock), and what is done once it is overdue
+// (Work: a command the sweep sends, Send, or operators' work by hand, ByHand). The
+// machinery (the projection, the sweep, precise mode, rebuild and reshard, the
+// auditor's deadline checks, the listings) works over the declared kinds and knows
+// nothing of what they are about: the kinds of the service are declared outside
+// this package (package deadlinekinds).
 type Kind struct {
 	// Name names the kind in rows, summaries, metrics and the operator API: lower-case
 	// ASCII letters, unique among the declared kinds.
@@ -31,79 +32,103 @@ type Kind struct {
 	// After is how long after its opening record a row falls due: positive, or
 	// zero for a kind worked off by hand (due as soon as it opens).
 	After time.Duration
-	// Change says what a record means for the kind: it opens a row (Settled false),
-	// or it settles one; ok is false for a record that does neither. A record of a
-	// type the kind reads that does not decode is an error wrapping
-	// eventstore.ErrCorruptRecord.
-	Change func(r eventstore.Record) (c Change, ok bool, err error)
-	// Act sends the kind's command for an overdue row, naming cause as what caused
-	// it, and says what its receiver did; detail is a short word for the log (a
-	// repair's case, say), or empty. Nil where nothing is sent (the projector's
-	// kinds): the sweep then only reports the kind's overdue rows.
-	Act func(ctx context.Context, row Row, cause string) (o Outcome, detail string, err error)
+	// Changes says what each record means for the kind's rows.
+	Changes Changes
+	// Work is what is done for an overdue row: Send (the sweep sends a command) or
+	// ByHand (operators work it off; the sweep never reads the kind's lane).
+	Work Work
 	// Valid reports whether the subject of a key read back from the table is one the
 	// kind makes; nil accepts any non-empty subject.
 	Valid func(subject string) bool
-	// Ordered marks a kind all of whose records are in one stream, the row's: a
-	// settlement then applies only when its record is later than what the row
-	// reflects, and the row keeps how it settled (Change.How) by the latest.
+	// Ordered: every record of the kind is in the row's one stream, so a settlement
+	// applies only when it is later than what the row reflects.
 	Ordered bool
-	// OneAtATime sends the kind's commands one at a time, oldest first (a repair's),
-	// rather than with the sweep's concurrency.
-	OneAtATime bool
-	// Tally says which of the summary's top-level counts (those the sweep reported
-	// before kinds) the kind's rows add to, if any.
-	Tally Tally
-	// Takes names the kind whose outstanding row, at the same key in another lane,
-	// this kind's opening takes over: one write moves the row into this kind's lane,
-	// restamped, and settles the other kind's deadline (the return due takes over
-	// the process stuck when the bike is approved, the overdue return the return
-	// due when it is flagged). A row of this kind, of any other kind, or a settled
-	// marker, is never taken over. The taken kind then does not settle the row
-	// itself (its Change reports no settlement for the record that implies the
-	// takeover).
+	// Takes names the kind whose outstanding row at the same key this kind's opening
+	// takes over, in one write (the return due takes the process stuck over when the
+	// bike is approved, the overdue return the return due when it is flagged).
 	Takes string
-	// Yields names the kinds whose row for the same subject, found overdue by the
-	// same sweep, makes this kind's row wait for the next one: their command is under
-	// way, and may settle this row too.
+	// Yields names the kinds whose overdue row for the same subject, found by the
+	// same sweep, makes this kind's row wait for the next sweep.
 	Yields []string
-	// ByHand marks a kind whose rows operators work off by hand (a refund owed, which
-	// no provider can make): it has no command, the sweep never reads its lane, which
-	// it shares with no other kind, and precise mode never schedules it. Its rows are
-	// projected, settled, resharded, listed and audited as every other kind's. It
-	// may take another kind's row over (Takes): the deadline that kind's command
-	// was sent for then needs an operator, and its row leaves the swept lane, no
-	// longer read by any sweep, until it settles.
-	ByHand bool
-	// ListedAs names the declared kind whose rows a kind worked off by hand lists
-	// as in the operators' to-do list (Lister: GET /deadlines, rentalctl pending):
-	// the kind it carries on from (the return due, for a return flagged overdue).
-	// Empty: its own name. Summaries, metrics, the auditor and precise mode name
-	// the kind itself.
+}
+
+// Changes reads records for one kind: deadlinekinds declares one type per kind of
+// the service.
+type Changes interface {
+	// Change says what r means for the kind: it opens a row (Settled false), or it
+	// settles one; ok is false for a record that does neither. A record of a type
+	// the kind reads that does not decode is an error wrapping
+	// eventstore.ErrCorruptRecord. A kind another takes over (Kind.Takes) reports
+	// no settlement for the record that implies the takeover.
+	Change(r eventstore.Record) (c Change, ok bool, err error)
+}
+
+// Work is what is done for a kind's overdue rows: Send or ByHand, and nothing else.
+type Work interface{ work() }
+
+// Send is the work of a kind whose overdue rows the sweep sends Command for. A nil
+// Command sends nothing (a declaration without receivers, to list or audit the
+// rows): the sweep then only reports the kind's overdue rows, as left.
+type Send struct {
+	Command Command
+}
+
+// ByHand is the work of a kind whose rows operators work off by hand (a refund
+// owed, which no provider can make; a return flagged overdue): no command is sent,
+// the sweep never reads its lane, which it shares with no other kind, and precise
+// mode never schedules it. Its rows are projected, settled, resharded, listed and
+// audited as every other kind's. It may take another kind's row over (Takes): the
+// deadline that kind's command was sent for then needs an operator, and its row
+// leaves the swept lane until it settles.
+type ByHand struct {
+	// ListedAs names the swept kind the rows list as in the operators' to-do list
+	// (Lister: GET /deadlines, rentalctl pending): the kind it carries on from (the
+	// return due, for a return flagged overdue). Empty: the kind's own name.
+	// Summaries, metrics, the auditor and precise mode name the kind itself.
 	ListedAs string
 }
 
-// Listed is the name a Lister lists the kind's rows under: ListedAs, or else its
-// own.
-func (k Kind) Listed() string { return cmp.Or(k.ListedAs, k.Name) }
+func (Send) work()   {}
+func (ByHand) work() {}
 
-// Tally names a group of the summary's top-level counts.
-type Tally int
+// Command is what the sweep sends for an overdue row of a kind: deadlinekinds
+// declares one type per command of the service (CancelPayment, RepairStuck,
+// FlagOverdueReturn).
+type Command interface {
+	// Send sends the command for row, naming cause as what caused it, and says
+	// what its receiver did; detail is a short word for the log (a repair's case,
+	// say), or empty.
+	Send(ctx context.Context, row Row, cause string) (o Outcome, detail string, err error)
+	// OneAtATime reports whether the rows must be sent one at a time, oldest first
+	// (a repair's), rather than with the sweep's concurrency.
+	OneAtATime() bool
+}
 
-// Tallies.
-const (
-	// TallyNone: the kind's rows are counted in its own summary only.
-	TallyNone Tally = iota
-	// TallyDue: Found, Cancelled, Declined, NothingToDo, Failed and OldestOverdue,
-	// and Cutoff.
-	TallyDue
-	// TallyStuck: Stuck, StuckRepaired and StuckLeft, and StuckCutoff.
-	TallyStuck
-)
+// Command returns the command the sweep sends for the kind's overdue rows; ok is
+// false for a kind worked off by hand, or declared without a receiver.
+func (k Kind) Command() (c Command, ok bool) {
+	s, swept := k.Work.(Send)
+	return s.Command, swept && s.Command != nil
+}
+
+// Swept reports whether the sweep reads the kind's lane: its work is Send.
+func (k Kind) Swept() bool {
+	_, ok := k.Work.(Send)
+	return ok
+}
+
+// Listed is the name a Lister lists the kind's rows under: ByHand.ListedAs, or else
+// its own.
+func (k Kind) Listed() string {
+	if h, ok := k.Work.(ByHand); ok && h.ListedAs != "" {
+		return h.ListedAs
+	}
+	return k.Name
+}
 
 // Lane is the index partitions of one sort of row: of one kind's rows, or of the
-// cancellations owed to the provider (OwedLane), or of the parked stream records
-// (ParkedLane); shard s of a lane is the partition Prefix+s ("payment#0"). A row
+// cancellations owed to the provider (OwedLane, package owed), or of the parked
+// stream records (ParkedLane, package parked); shard s of a lane is the partition Prefix+s ("payment#0"). A row
 // is stamped in the index with its due time, so that one query per shard whose
 // cutoff is the sweep's now finds every overdue row of the lane, in due order, and
 // nothing else, and no query for one sort of row ever reads another's.
@@ -200,21 +225,7 @@ type Kinds struct {
 func NewKinds(kinds ...Kind) (Kinds, error) {
 	var errs []error
 	for i, k := range kinds {
-		if k.Name == "" || strings.Trim(k.Name, "abcdefghijklmnopqrstuvwxyz") != "" {
-			errs = append(errs, fmt.Errorf("deadline: kind %q: want a name of lower-case letters", k.Name))
-		}
-		if k.Prefix == "" || k.After < 0 || (k.After == 0 && !k.ByHand) || k.Change == nil {
-			errs = append(errs, fmt.Errorf("deadline: kind %q: want a prefix, a positive duration (or zero, by hand) and Change", k.Name))
-		}
-		if k.ByHand && (k.Act != nil || len(k.Yields) > 0 || k.Tally != TallyNone) {
-			errs = append(errs, fmt.Errorf("deadline: kind %q is worked off by hand: want no command, yield or tally", k.Name))
-		}
-		if k.ListedAs != "" && (!k.ByHand || k.ListedAs == k.Name) {
-			errs = append(errs, fmt.Errorf("deadline: kind %q lists as %q: only a kind worked off by hand lists as another", k.Name, k.ListedAs))
-		}
-		if k.Lane() == OwedLane || k.Lane() == ParkedLane {
-			errs = append(errs, fmt.Errorf("deadline: kind %q: the name is the sweep's own rows'", k.Name))
-		}
+		errs = append(errs, k.check()...)
 		for _, o := range kinds[:i] {
 			switch {
 			case o.Name == k.Name:
@@ -227,17 +238,14 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 	for _, k := range kinds {
 		// A set may leave the taken or listed kind out (precise mode's, which only
 		// arms and disarms schedules); a projection is given every kind.
-		if k.ListedAs != "" {
-			i := slices.IndexFunc(kinds, func(o Kind) bool { return o.Name == k.ListedAs })
-			if i >= 0 && (kinds[i].ByHand || kinds[i].ListedAs != "") {
-				errs = append(errs, fmt.Errorf("deadline: kind %q lists as %q: want a kind that is swept and lists as itself", k.Name, k.ListedAs))
+		if listed := k.Listed(); listed != k.Name {
+			i := slices.IndexFunc(kinds, func(o Kind) bool { return o.Name == listed })
+			if i >= 0 && !kinds[i].Swept() {
+				errs = append(errs, fmt.Errorf("deadline: kind %q lists as %q: want a kind that is swept", k.Name, listed))
 			}
 		}
-		if k.Takes == "" {
-			continue
-		}
 		i := slices.IndexFunc(kinds, func(o Kind) bool { return o.Name == k.Takes })
-		if i >= 0 && (kinds[i].Prefix != k.Prefix) {
+		if k.Takes != "" && i >= 0 && kinds[i].Prefix != k.Prefix {
 			errs = append(errs, fmt.Errorf("deadline: kind %q takes over %q: want a declared kind of the same prefix", k.Name, k.Takes))
 		}
 	}
@@ -245,6 +253,27 @@ func NewKinds(kinds ...Kind) (Kinds, error) {
 		return Kinds{}, err
 	}
 	return Kinds{list: slices.Clone(kinds)}, nil
+}
+
+// check returns what is wrong with the kind on its own.
+func (k Kind) check() []error {
+	var errs []error
+	if k.Name == "" || strings.Trim(k.Name, "abcdefghijklmnopqrstuvwxyz") != "" {
+		errs = append(errs, fmt.Errorf("deadline: kind %q: want a name of lower-case letters", k.Name))
+	}
+	if k.Prefix == "" || k.After < 0 || (k.After == 0 && k.Swept()) || k.Changes == nil || k.Work == nil {
+		errs = append(errs, fmt.Errorf("deadline: kind %q: want a prefix, a positive duration (or zero, by hand), Changes and Work", k.Name))
+	}
+	if !k.Swept() && len(k.Yields) > 0 {
+		errs = append(errs, fmt.Errorf("deadline: kind %q is worked off by hand: it yields to nothing", k.Name))
+	}
+	if h, ok := k.Work.(ByHand); ok && h.ListedAs == k.Name {
+		errs = append(errs, fmt.Errorf("deadline: kind %q lists as itself: leave ListedAs empty", k.Name))
+	}
+	if k.Lane() == OwedLane || k.Lane() == ParkedLane {
+		errs = append(errs, fmt.Errorf("deadline: kind %q: the name is the sweep's own rows'", k.Name))
+	}
+	return errs
 }
 
 // MustKinds is NewKinds for declarations known to be valid (tests); it panics on an
@@ -343,7 +372,7 @@ func (ks Kinds) Lists(name string) bool {
 // Swept returns the kinds the sweep covers, in their order: all but those worked off
 // by hand.
 func (ks Kinds) Swept() Kinds {
-	return Kinds{list: slices.DeleteFunc(slices.Clone(ks.list), func(k Kind) bool { return k.ByHand })}
+	return Kinds{list: slices.DeleteFunc(slices.Clone(ks.list), func(k Kind) bool { return !k.Swept() })}
 }
 
 // InLane returns the kinds of lane, in their order.
@@ -361,7 +390,7 @@ func (ks Kinds) InLane(l Lane) []Kind {
 func (ks Kinds) Changes(r eventstore.Record) ([]KindChange, error) {
 	var out []KindChange
 	for _, k := range ks.list {
-		c, ok, err := k.Change(r)
+		c, ok, err := k.Changes.Change(r)
 		if err != nil {
 			return nil, err
 		}

@@ -4,70 +4,58 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 )
 
+// One is what a row's own deadline did (SweepOne): the now it acted at (later than
+// asked if it waited for the due time), the row's subject, and its kind's summary.
+type One struct {
+	Now     time.Time
+	Subject string
+	Kind    KindSummary
+}
+
 // SweepOne acts on one row whose own deadline has come (precise deadlines: its
-// one-time schedule fired), named by its kind and its table key; now is the clock.
-// It reads the row and sends its kind's command only if the row is still
-// outstanding: a schedule that fires after settlement, or twice, finds nothing. One
-// that fires early (Scheduler keeps time to the minute) waits for the due time if
-// ctx leaves time for it, and otherwise fails with ErrNotYetDue so that Scheduler
-// retries.
-func (s *Sweeper) SweepOne(ctx context.Context, kind, key string, now time.Time) (Summary, error) {
-	logger := s.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	sum := Summary{Now: now.UTC()}
+// one-time schedule fired), named by its kind and its table key; now is the clock
+// and margin how long before ctx's deadline it stops waiting. It reads the row and
+// sends its kind's command only if the row is still outstanding: a schedule that
+// fires after settlement, or twice, finds nothing. One that fires early (Scheduler
+// keeps time to the minute) waits for the due time if ctx leaves time for it, and
+// otherwise fails with ErrNotYetDue so that Scheduler retries.
+func (s *Sweeper) SweepOne(ctx context.Context, kind, key string, now time.Time, margin time.Duration) (One, error) {
 	k, ok := s.Kinds.ByName(kind)
 	subject, valid := k.SubjectOf(key)
-	if !ok || !valid || k.ByHand {
-		return sum, fmt.Errorf("deadline: %q is no row of kind %q", key, kind)
+	if !ok || !valid || !k.Swept() {
+		return One{Now: now.UTC()}, fmt.Errorf("deadline: %q is no row of kind %q", key, kind)
 	}
-	sum.Cutoff, sum.RentalID = now.Add(-k.After).UTC(), subject
+	one := One{Now: now.UTC(), Subject: subject, Kind: KindSummary{Kind: k.Name, Cutoff: now.Add(-k.After).UTC(), ItemsRead: 1}}
 	row, ok, err := s.Index.Row(ctx, k, subject)
-	sum.ItemsRead = 1
-	if err != nil {
-		s.report(ctx, logger, sum, err)
-		return sum, err
+	if err != nil || !ok {
+		return one, err
 	}
-	if ok && !row.Due.Before(now) {
+	if !row.Due.Before(now) {
 		// Early: Scheduler fires with a minute's precision, possibly before the
 		// deadline. Wait for it if the invocation has the time, else fail, so that
 		// Scheduler retries later (and the periodic sweep is there regardless).
 		due := row.Due.Add(time.Millisecond)
-		if err := waitUntil(ctx, now, due, s.margin()); err != nil {
-			s.report(ctx, logger, sum, err)
-			return sum, err
+		if err := waitUntil(ctx, now, due, margin); err != nil {
+			return one, err
 		}
 		now = due
-		sum.Now, sum.Cutoff = now.UTC(), now.Add(-k.After).UTC()
+		one.Now, one.Kind.Cutoff = now.UTC(), now.Add(-k.After).UTC()
 	}
-	if ok {
-		sum.Found = 1
-		sum.OldestOverdue = now.Sub(row.Due)
-		if k.Act == nil {
-			s.report(ctx, logger, sum, nil)
-			return sum, nil
-		}
-		outcome, _, err := k.Act(ctx, row, "deadline:"+key)
-		switch {
-		case err != nil:
-			sum.Failed = 1
-			s.report(ctx, logger, sum, err)
-			return sum, fmt.Errorf("deadline: %s %s: %w", k.Name, subject, err)
-		case outcome == Acted:
-			sum.Cancelled = 1
-		case outcome == Declined:
-			sum.Declined = 1
-		default:
-			sum.NothingToDo = 1
-		}
+	one.Kind.Found, one.Kind.OldestOverdue = 1, now.Sub(row.Due)
+	cmd, ok := k.Command()
+	if !ok {
+		one.Kind.Left = 1
+		return one, nil
 	}
-	s.report(ctx, logger, sum, nil)
-	return sum, nil
+	outcome, _, err := cmd.Send(ctx, row, "deadline:"+key)
+	one.Kind.count(outcome, err)
+	if err != nil {
+		return one, fmt.Errorf("deadline: %s %s: %w", k.Name, subject, err)
+	}
+	return one, nil
 }
 
 // ErrNotYetDue reports a row's due time that is further away than the invocation

@@ -14,6 +14,8 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -160,16 +162,16 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 	}}
 	var metrics bytes.Buffer
 	s := over(w.projection, &recording{}, deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}, r,
-		deadline.Sweeper{Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
+		sweep.Sweep{Reporter: sweepmetrics.NewWriter(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Found != 1 || sum.Stuck != 6 || sum.StuckRepaired != 4 || sum.StuckLeft != 2 || sum.StuckItemsRead != 7 {
+	if sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Stuck).Found != 6 || sum.Of(deadlinekinds.Stuck).Acted != 4 || (sum.Of(deadlinekinds.Stuck).Found-sum.Of(deadlinekinds.Stuck).Acted) != 2 || otherReads(sum) != 7 {
 		t.Errorf("summary %+v, want 1 overdue, 6 stuck: 4 repaired, 2 left, from 7 items read", sum)
 	}
-	if !sum.StuckCutoff.Equal(now.Add(-25 * time.Minute).UTC()) {
-		t.Errorf("stuck cutoff %v, want now minus 25m", sum.StuckCutoff)
+	if !sum.Of(deadlinekinds.Stuck).Cutoff.Equal(now.Add(-25 * time.Minute).UTC()) {
+		t.Errorf("stuck cutoff %v, want now minus 25m", sum.Of(deadlinekinds.Stuck).Cutoff)
 	}
 	if !slices.Equal(r.asked, stuck) {
 		t.Errorf("repairs asked for %q, want the stuck rentals oldest first %q", r.asked, stuck)
@@ -183,9 +185,9 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 	}
 
 	// Without a repairer every stuck rental is left, and none is touched.
-	report := over(w.projection, &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)})
+	report := over(w.projection, &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, sweep.Sweep{Logger: slog.New(slog.DiscardHandler)})
 	sum, err = report.Sweep(ctx, now)
-	if err != nil || sum.Stuck != 6 || sum.StuckLeft != 6 || sum.StuckRepaired != 0 {
+	if err != nil || sum.Of(deadlinekinds.Stuck).Found != 6 || (sum.Of(deadlinekinds.Stuck).Found-sum.Of(deadlinekinds.Stuck).Acted) != 6 || sum.Of(deadlinekinds.Stuck).Acted != 0 {
 		t.Errorf("report-only sweep: %+v, %v; want 6 stuck, all left", sum, err)
 	}
 }

@@ -2,7 +2,9 @@ package deadline_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,13 +15,15 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/app/deadline/memindex"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
 	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/lib/emf/emftest"
+	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 )
 
 // outage is a provider that can cancel, and does not answer while it is down.
@@ -83,10 +87,10 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 	}
 
 	s := w.sweeper(nil)
-	s.Retrier = deadlinekinds.Retrier(w.commands)
+	s.Owed.Retrier = w.commands
 	now := time.Now().Add(20 * time.Minute)
 	sum, err := s.Sweep(ctx, now)
-	if err != nil || sum.Cancelled != 1 {
+	if err != nil || sum.Of(deadlinekinds.Payment).Acted != 1 {
 		t.Fatalf("the sweep that gives up: %+v, %v", sum, err)
 	}
 	w.pumpUntil("the bike released and the cancellation owed", func() bool {
@@ -100,7 +104,7 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 
 	for range 2 { // the provider stays down
 		sum, err = s.Sweep(ctx, now)
-		if err != nil || sum.CancellationsOwed != 1 || sum.CancellationsLeft != 1 || sum.CancellationsMade != 0 || sum.Cancelled != 0 {
+		if err != nil || sum.Owed.Owed != 1 || sum.Owed.Left != 1 || sum.Owed.Made != 0 || sum.Of(deadlinekinds.Payment).Acted != 0 {
 			t.Fatalf("a sweep while the provider is down: %+v, %v", sum, err)
 		}
 	}
@@ -110,7 +114,7 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 
 	p.set(false)
 	sum, err = s.Sweep(ctx, now)
-	if err != nil || sum.CancellationsOwed != 1 || sum.CancellationsMade != 1 || sum.CancellationsLeft != 0 {
+	if err != nil || sum.Owed.Owed != 1 || sum.Owed.Made != 1 || sum.Owed.Left != 0 {
 		t.Fatalf("the sweep once the provider is back: %+v, %v", sum, err)
 	}
 	if !p.isCanceled("pi_" + ref) {
@@ -118,7 +122,7 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 	}
 	w.pumpUntil("nothing owed any more", func() bool { return len(owed()) == 0 })
 	asked := p.asked
-	if sum, err := s.Sweep(ctx, now); err != nil || sum.CancellationsOwed != 0 || p.asked != asked {
+	if sum, err := s.Sweep(ctx, now); err != nil || sum.Owed.Owed != 0 || p.asked != asked {
 		t.Errorf("a sweep with nothing owed: %+v, %v, the provider asked %d more times", sum, err, p.asked-asked)
 	}
 	pay, _, _ := w.commands.LoadPayment(ctx, ref)
@@ -130,15 +134,76 @@ func TestACancellationThatDidNotReachTheProviderIsMadeByTheSweep(t *testing.T) {
 // TestTheSweepWithoutARetrierOnlyReportsOwedCancellations: with no Retrier the
 // sweep lists what is owed as left, and asks nobody.
 func TestTheSweepWithoutARetrierOnlyReportsOwedCancellations(t *testing.T) {
-	m := memindex.New(2)
+	m := newServiceMemory(2)
 	id := rental.NewRentalID("owed", "AAAAAAAAAAAAAAAAAAAAAA")
 	ref := payment.ReferenceFor(id)
 	if err := m.Apply(ctx, eventstore.Record{StreamID: payment.StreamID(ref), Version: 3, Event: eventstore.Event{ID: "e3",
 		Type: "CancellationOwedAtProvider", Data: []byte(`{"reference":"` + ref + `","paymentId":"p","attempts":3}`), RecordedAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := over(m, &recording{}, deadline.Policy{}, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, time.Now())
-	if err != nil || sum.CancellationsOwed != 1 || sum.CancellationsLeft != 1 || sum.StuckItemsRead != 1 {
+	sum, err := over(m, &recording{}, deadline.Policy{}, nil, sweep.Sweep{Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, time.Now())
+	if err != nil || sum.Owed.Owed != 1 || sum.Owed.Left != 1 || sum.Owed.ItemsRead != 1 {
 		t.Errorf("%+v, %v", sum, err)
+	}
+}
+
+// unanswered is a provider's retry that goes unanswered until answered is set: it
+// says the cancellation is still owed, and counts the calls.
+type unanswered struct {
+	mu       sync.Mutex
+	answered bool
+	calls    int
+}
+
+func (u *unanswered) RetryCancellation(context.Context, string, command.Meta) (bool, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.calls++
+	return !u.answered, nil
+}
+
+// TestAnOwedCancellationPutOffIsStillCountedOwed: in memory, an owed cancellation
+// whose retry went unanswered is put off; every sweep before it is due again asks
+// nobody, yet counts it owed and left, and the metric the still-owed alarm
+// watches (CancellationsLeft) stays 1, until the provider confirms the
+// cancellation.
+func TestAnOwedCancellationPutOffIsStillCountedOwed(t *testing.T) {
+	m := newServiceMemory(2)
+	ref := payment.ReferenceFor(rental.NewRentalID("putoff", "AAAAAAAAAAAAAAAAAAAAAA"))
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	record := func(e payment.Event, version int64, recorded time.Time) {
+		t.Helper()
+		data, _ := json.Marshal(e)
+		if err := m.Apply(ctx, eventstore.Record{StreamID: payment.StreamID(ref), Version: version,
+			Event: eventstore.Event{ID: fmt.Sprint(version), Type: e.EventType(), Data: data, RecordedAt: recorded}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(payment.CancellationOwedAtProvider{Reference: ref, PaymentID: "p", Attempts: 3}, 3, at)
+	provider := &unanswered{}
+	s := over(m, &recording{}, deadline.Policy{}, nil, sweep.Sweep{Owed: &owed.Retries{Retrier: provider}, Logger: slog.New(slog.DiscardHandler)})
+	check := func(now time.Time, wantDue, wantCalls int) {
+		t.Helper()
+		sum, err := s.Sweep(ctx, now)
+		left := metric(sweepmetrics.Document(sum, "s"), "CancellationsLeft")
+		if err != nil || sum.Owed.Owed != 1 || sum.Owed.Due != wantDue || sum.Owed.Left != 1 || left != 1 || provider.calls != wantCalls {
+			t.Fatalf("sweep at %s: %+v, %v, CancellationsLeft %v, %d retries; want 1 owed (%d due) and left, %d retries",
+				now, sum.Owed, err, left, provider.calls, wantDue, wantCalls)
+		}
+	}
+	check(at, 1, 1)
+	record(payment.CancellationStillOwed{Reference: ref, PaymentID: "p", Tries: 3}, 4, at) // the retry the provider left unanswered
+	putOff := at.Add(owed.Backoff(3))
+	for _, now := range []time.Time{at.Add(time.Second), at.Add(time.Minute), putOff.Add(-time.Millisecond)} {
+		check(now, 0, 1) // put off: asked nobody, still owed
+	}
+	provider.answered = true
+	sum, err := s.Sweep(ctx, putOff)
+	if err != nil || sum.Owed.Due != 1 || sum.Owed.Made != 1 || sum.Owed.Left != 0 || provider.calls != 2 {
+		t.Fatalf("the sweep once due again, the provider back: %+v, %v", sum.Owed, err)
+	}
+	record(payment.CancellationDoneAtProvider{Reference: ref, PaymentID: "p"}, 5, putOff)
+	if sum, err := s.Sweep(ctx, putOff.Add(time.Second)); err != nil || sum.Owed.Owed != 0 || metric(sweepmetrics.Document(sum, "s"), "CancellationsLeft") != 0 {
+		t.Errorf("a sweep once the provider confirmed: %+v, %v; want nothing owed", sum.Owed, err)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/repair"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
@@ -86,22 +86,22 @@ func TestAPoisonRecordHoldsUpNoOtherRental(t *testing.T) {
 
 	repairer := &repair.Repairer{Store: w.store, Consumers: map[string]repair.Handler{eventfilter.Process: repair.Handler(process), eventfilter.Projector: w.projection.Apply}}
 	sweeper := w.sweeper(nil)
-	sweeper.Redeliverer, sweeper.Parked = repairer, w.projection
+	sweeper.Parked.Redeliverer = repairer
 
 	// While the cause lasts, each due redelivery fails and is put off.
 	now := time.Now()
 	tries := poisonTries.Load()
 	sum, err := sweeper.Sweep(ctx, now)
-	if err != nil || sum.Parked != 1 || sum.Redelivered != 0 || sum.RedeliveriesLeft != 1 || poisonTries.Load() != tries+1 {
+	if err != nil || sum.Parked.Found != 1 || sum.Parked.Redelivered != 0 || sum.Parked.Left != 1 || poisonTries.Load() != tries+1 {
 		t.Fatalf("sweep while the cause lasts: %+v, %v (tried %d more); want it parked, tried once, left", sum, err, poisonTries.Load()-tries)
 	}
-	if sum.OldestParked <= 0 {
-		t.Errorf("oldest parked %s, want the record's age", sum.OldestParked)
+	if sum.Parked.OldestParked <= 0 {
+		t.Errorf("oldest parked %s, want the record's age", sum.Parked.OldestParked)
 	}
 	// The sweep reads only the parked records that are due: this one, put off,
 	// is not read, let alone tried.
 	sum, err = sweeper.Sweep(ctx, now.Add(time.Second))
-	if err != nil || sum.Parked != 0 || poisonTries.Load() != tries+1 {
+	if err != nil || sum.Parked.Found != 0 || poisonTries.Load() != tries+1 {
 		t.Fatalf("sweep a second later: %+v, %v; want the record not read and not tried before its new due time", sum, err)
 	}
 	if backlog, _, err := w.projection.Backlog(ctx, now); err != nil || len(backlog.Parked) != 1 {
@@ -109,8 +109,8 @@ func TestAPoisonRecordHoldsUpNoOtherRental(t *testing.T) {
 	}
 
 	poisoned.Store(false)
-	sum, err = sweeper.Sweep(ctx, now.Add(deadline.ParkedBackoffMax))
-	if err != nil || sum.Parked != 1 || sum.Redelivered != 1 || sum.RedeliveriesLeft != 0 {
+	sum, err = sweeper.Sweep(ctx, now.Add(parked.BackoffMax))
+	if err != nil || sum.Parked.Found != 1 || sum.Parked.Redelivered != 1 || sum.Parked.Left != 0 {
 		t.Fatalf("sweep after the cause went away: %+v, %v; want the record redelivered", sum, err)
 	}
 	pump("the poisoned rental's payment, after its redelivery", func() bool { return w.listed(poisonRental) })

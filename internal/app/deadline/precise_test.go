@@ -14,6 +14,9 @@ import (
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
+	"github.com/bikerental/bikerental/internal/app/parked"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -60,13 +63,13 @@ func TestSweepOne(t *testing.T) {
 	s := w.sweeper(nil)
 	later := time.Now().Add(time.Hour)
 	sum, err := s.SweepOne(ctx, deadlinekinds.Payment, payment.ReferenceFor(overdue), later)
-	if err != nil || sum.Found != 1 || sum.Cancelled != 1 || sum.ItemsRead != 1 || sum.RentalID != overdue {
+	if err != nil || sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).Acted != 1 || sum.Of(deadlinekinds.Payment).ItemsRead != 1 || sum.RentalID != overdue {
 		t.Fatalf("overdue: %+v, %v; want it found and cancelled after reading one item", sum, err)
 	}
 	w.pumpUntil("the bike to be released", func() bool { return w.bikeStatus("one-overdue") == rental.StatusAvailable })
 	for name, id := range map[string]string{"fired twice": overdue, "settled": settled} {
 		sum, err := s.SweepOne(ctx, deadlinekinds.Payment, payment.ReferenceFor(id), later)
-		if err != nil || sum.Found != 0 || sum.Cancelled != 0 {
+		if err != nil || sum.Of(deadlinekinds.Payment).Found != 0 || sum.Of(deadlinekinds.Payment).Acted != 0 {
 			t.Errorf("%s: %+v, %v; want nothing found", name, sum, err)
 		}
 	}
@@ -97,14 +100,14 @@ func TestSweepOne(t *testing.T) {
 	if err := quick.Apply(ctx, records[0]); err != nil {
 		t.Fatal(err)
 	}
-	s = &deadline.Sweeper{Index: quick, Kinds: twoSeconds}
+	s = &sweep.Sweep{Deadlines: &deadline.Sweeper{Index: quick, Kinds: twoSeconds}}
 	start := time.Now()
 	row, _, err := quick.Get(ctx, payment.ReferenceFor(early))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum, err = s.SweepOne(short, deadlinekinds.Payment, payment.ReferenceFor(early), row.PreparedAt.Add(time.Second))
-	if err != nil || sum.Cancelled != 1 {
+	if err != nil || sum.Of(deadlinekinds.Payment).Acted != 1 {
 		t.Fatalf("early by a second: %+v, %v; want it cancelled after waiting", sum, err)
 	}
 	if waited := time.Since(start); waited < 900*time.Millisecond {
@@ -113,16 +116,24 @@ func TestSweepOne(t *testing.T) {
 }
 
 func TestSummaryJSONHasOldestOverdueInMilliseconds(t *testing.T) {
-	in := deadline.Summary{Now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Found: 2, OldestOverdue: 1500 * time.Millisecond, RentalID: "b_x"}
+	in := sweep.Summary{Now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), RentalID: "b_x",
+		Kinds:  []deadline.KindSummary{{Kind: deadlinekinds.Payment, Found: 2, OldestOverdue: 1500 * time.Millisecond, ItemsRead: 2}},
+		Owed:   owed.Summary{Owed: 3, Due: 1, Left: 3, ItemsRead: 3},
+		Parked: parked.Summary{Found: 1, Left: 1, OldestParked: 2500 * time.Millisecond, ItemsRead: 1}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil || raw["oldestOverdueMs"] != 1500.0 || raw["found"] != 2.0 {
-		t.Errorf("summary JSON %s: want oldestOverdueMs 1500 and found 2", b)
+	var raw struct {
+		Kinds  []map[string]any `json:"kinds"`
+		Owed   map[string]any   `json:"owed"`
+		Parked map[string]any   `json:"parked"`
 	}
-	var out deadline.Summary
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw.Kinds) != 1 || raw.Kinds[0]["oldestOverdueMs"] != 1500.0 || raw.Kinds[0]["found"] != 2.0 ||
+		raw.Owed["left"] != 3.0 || raw.Parked["oldestParkedMs"] != 2500.0 {
+		t.Errorf("summary JSON %s: want the payment's oldestOverdueMs 1500 and found 2, 3 owed left, oldestParkedMs 2500", b)
+	}
+	var out sweep.Summary
 	if err := json.Unmarshal(b, &out); err != nil || !reflect.DeepEqual(out, in) {
 		t.Errorf("round trip: %+v, %v; want %+v", out, err, in)
 	}

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/app/deadline/memindex"
+	"github.com/bikerental/bikerental/internal/app/parked"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -35,14 +36,10 @@ func (r *redeliveries) Redeliver(_ context.Context, consumer, stream string, ver
 	return r.recordedAt, nil
 }
 
-func parkedIDs(t *testing.T, m *memindex.Memory) map[string]time.Time {
+func parkedIDs(t *testing.T, m *serviceMemory) map[string]time.Time {
 	t.Helper()
-	b, _, err := m.Backlog(ctx, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]time.Time{}
-	for _, p := range b.Parked {
+	for _, p := range m.ParkedRecords() {
 		out[fmt.Sprintf("%s:%s@%d", p.Consumer, p.StreamID, p.Version)] = p.Due
 	}
 	return out
@@ -55,7 +52,7 @@ func parkedIDs(t *testing.T, m *memindex.Memory) map[string]time.Time {
 // alone.
 func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	m := memindex.New(2)
+	m := newServiceMemory(2)
 	park := func(consumer, stream string, version int64, due time.Time) {
 		if err := m.Park(ctx, consumer, eventstore.Record{StreamID: stream, Version: version}, due); err != nil {
 			t.Fatal(err)
@@ -69,12 +66,12 @@ func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	recordedAt := now.Add(-90 * time.Second)
 	r := &redeliveries{failing: map[string]bool{"process:payment-a@3": true}, recordedAt: recordedAt}
 
-	sum, err := over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{Redeliverer: r, Parked: m, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now)
+	sum, err := over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, sweep.Sweep{Parked: &parked.Redelivery{Redeliverer: r}, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The sweep reads the four that are due, not payment-c's.
-	if sum.Parked != 4 || sum.Redelivered != 2 || sum.RedeliveriesLeft != 2 || sum.OldestParked != 90*time.Second {
+	if sum.Parked.Found != 4 || sum.Parked.Redelivered != 2 || sum.Parked.Left != 2 || sum.Parked.OldestParked != 90*time.Second {
 		t.Errorf("summary %+v, want 4 parked and due, 2 redelivered, 2 left, the oldest 90s", sum)
 	}
 	slices.Sort(r.got)
@@ -85,7 +82,7 @@ func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	if len(left) != 3 {
 		t.Fatalf("left parked %v, want payment-a's two and payment-c's", left)
 	}
-	if due := left["process:payment-a@3"]; !due.Equal(deadline.ParkedBackoff(now, recordedAt)) || !due.Equal(now.Add(90*time.Second)) {
+	if due := left["process:payment-a@3"]; !due.Equal(parked.Backoff(now, recordedAt)) || !due.Equal(now.Add(90*time.Second)) {
 		t.Errorf("payment-a@3 due again at %s, want %s: as long again as it has been waiting", due, now.Add(90*time.Second))
 	}
 	if due := left["process:payment-a@4"]; !due.Equal(now.Add(90 * time.Second)) {
@@ -98,14 +95,14 @@ func TestTheSweepRedeliversTheDueParkedRecords(t *testing.T) {
 	// A second later payment-a@3 is not due, and payment-a@4, put off with it,
 	// still waits behind it.
 	r.got = nil
-	sum, err = over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{Redeliverer: r, Parked: m, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Second))
-	if err != nil || sum.Redelivered != 0 || len(r.got) != 0 {
+	sum, err = over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, sweep.Sweep{Parked: &parked.Redelivery{Redeliverer: r}, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Second))
+	if err != nil || sum.Parked.Redelivered != 0 || len(r.got) != 0 {
 		t.Errorf("a second later: %+v, %v, redelivered %v; want nothing tried", sum, err, r.got)
 	}
 
 	// Without a Redeliverer they are only counted.
-	sum, err = over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Hour))
-	if err != nil || sum.Parked != 3 || sum.Redelivered != 0 || sum.RedeliveriesLeft != 3 {
+	sum, err = over(m, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, sweep.Sweep{Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now.Add(time.Hour))
+	if err != nil || sum.Parked.Found != 3 || sum.Parked.Redelivered != 0 || sum.Parked.Left != 3 {
 		t.Errorf("summary without a Redeliverer %+v, %v; want 3 parked and left", sum, err)
 	}
 }
@@ -115,12 +112,12 @@ func TestParkedBackoffIsBounded(t *testing.T) {
 	for _, c := range []struct {
 		age, want time.Duration
 	}{
-		{0, deadline.ParkedBackoffMin},
-		{time.Second, deadline.ParkedBackoffMin},
+		{0, parked.BackoffMin},
+		{time.Second, parked.BackoffMin},
 		{time.Minute, time.Minute},
-		{time.Hour, deadline.ParkedBackoffMax},
+		{time.Hour, parked.BackoffMax},
 	} {
-		if got := deadline.ParkedBackoff(now, now.Add(-c.age)).Sub(now); got != c.want {
+		if got := parked.Backoff(now, now.Add(-c.age)).Sub(now); got != c.want {
 			t.Errorf("backoff of a record %s old: %s, want %s", c.age, got, c.want)
 		}
 	}

@@ -10,9 +10,11 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/repair"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/stripemock"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
@@ -28,7 +30,7 @@ type refundWorld struct {
 	*world
 	refunds  *stripemock.Refunds
 	provider *stripe.Provider
-	sweeper  *deadline.Sweeper
+	sweeper  *sweep.Sweep
 	pump     func(what string, cond func() bool)
 	ref      string
 }
@@ -62,9 +64,8 @@ func newRefundWorld(t *testing.T, bike string) *refundWorld {
 	rw.ref = payment.ReferenceFor(rentalID)
 	pump("the payment prepared and projected", func() bool { return w.listed(rentalID) })
 	rw.sweeper = w.sweeper(nil)
-	rw.sweeper.Redeliverer = &repair.Repairer{Store: w.store, Consumers: map[string]repair.Handler{eventfilter.Process: w.process.Handle, eventfilter.Projector: w.projection.Apply}}
-	rw.sweeper.Parked = w.projection
-	if sum, err := rw.sweeper.Sweep(ctx, time.Now().Add(20*time.Minute)); err != nil || sum.Cancelled != 1 {
+	rw.sweeper.Parked.Redeliverer = &repair.Repairer{Store: w.store, Consumers: map[string]repair.Handler{eventfilter.Process: w.process.Handle, eventfilter.Projector: w.projection.Apply}}
+	if sum, err := rw.sweeper.Sweep(ctx, time.Now().Add(20*time.Minute)); err != nil || sum.Of(deadlinekinds.Payment).Acted != 1 {
 		t.Fatalf("the sweep that gives up: %+v, %v", sum, err)
 	}
 
@@ -85,7 +86,7 @@ func newRefundWorld(t *testing.T, bike string) *refundWorld {
 }
 
 // parked returns the records parked in the world's to-do table.
-func (rw *refundWorld) parked() []deadline.Parked {
+func (rw *refundWorld) parked() []parked.Record {
 	rw.t.Helper()
 	backlog, _, err := rw.projection.Backlog(ctx, time.Now())
 	if err != nil {
@@ -121,8 +122,8 @@ func TestAStripeRefundThatFailsForAWhileIsMadeByTheSweep(t *testing.T) {
 	now := time.Now()
 	for i, a := range []stripemock.RefundAnswer{stripemock.Unavailable, stripemock.RateLimited, stripemock.TimedOut} {
 		rw.refunds.Play(a, -1)
-		sum, err := rw.sweeper.Sweep(ctx, now.Add(time.Duration(i)*deadline.ParkedBackoffMax))
-		if err != nil || sum.Parked != 1 || sum.Redelivered != 0 || sum.RedeliveriesLeft != 1 {
+		sum, err := rw.sweeper.Sweep(ctx, now.Add(time.Duration(i)*parked.BackoffMax))
+		if err != nil || sum.Parked.Found != 1 || sum.Parked.Redelivered != 0 || sum.Parked.Left != 1 {
 			t.Fatalf("sweep %d while Stripe fails the refund: %+v, %v; want the record tried and left parked", i, sum, err)
 		}
 	}
@@ -135,8 +136,8 @@ func TestAStripeRefundThatFailsForAWhileIsMadeByTheSweep(t *testing.T) {
 	}
 
 	rw.refunds.Play(stripemock.RefundAnswer{}, 0)
-	sum, err := rw.sweeper.Sweep(ctx, now.Add(3*deadline.ParkedBackoffMax))
-	if err != nil || sum.Parked != 1 || sum.Redelivered != 1 || sum.RedeliveriesLeft != 0 {
+	sum, err := rw.sweeper.Sweep(ctx, now.Add(3*parked.BackoffMax))
+	if err != nil || sum.Parked.Found != 1 || sum.Parked.Redelivered != 1 || sum.Parked.Left != 0 {
 		t.Fatalf("the sweep once Stripe answers: %+v, %v; want the record redelivered", sum, err)
 	}
 	if got, want := rw.paymentTypes(), []string{"PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundRequested"}; !slices.Equal(got, want) {
@@ -154,7 +155,7 @@ func TestAStripeRefundThatFailsForAWhileIsMadeByTheSweep(t *testing.T) {
 		}
 	}
 	for range 2 {
-		if sum, err := rw.sweeper.Sweep(ctx, now.Add(4*deadline.ParkedBackoffMax)); err != nil || sum.Parked != 0 || sum.Redelivered != 0 {
+		if sum, err := rw.sweeper.Sweep(ctx, now.Add(4*parked.BackoffMax)); err != nil || sum.Parked.Found != 0 || sum.Parked.Redelivered != 0 {
 			t.Fatalf("a sweep after the refund: %+v, %v; want nothing parked", sum, err)
 		}
 	}
@@ -173,7 +174,7 @@ func TestAStripeRefundRefusedForGoodAfterAnOutageIsOwed(t *testing.T) {
 	rw.refunds.Play(stripemock.Refusal(http.StatusBadRequest, "invalid_request_error", "charge_disputed", "Charge ch_1 has been charged back; cannot issue a refund."), -1)
 	now := time.Now()
 	sum, err := rw.sweeper.Sweep(ctx, now)
-	if err != nil || sum.Parked != 1 || sum.Redelivered != 1 {
+	if err != nil || sum.Parked.Found != 1 || sum.Parked.Redelivered != 1 {
 		t.Fatalf("the sweep once Stripe refuses for good: %+v, %v; want the record redelivered", sum, err)
 	}
 	if got, want := rw.paymentTypes(), []string{"PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundOwed"}; !slices.Equal(got, want) {
@@ -195,7 +196,7 @@ func TestAStripeRefundRefusedForGoodAfterAnOutageIsOwed(t *testing.T) {
 		return strings.Contains(log, `"msg":"refund owed"`) && strings.Contains(log, "charge_disputed")
 	})
 	played, _ := rw.refunds.Counts()
-	if sum, err := rw.sweeper.Sweep(ctx, now.Add(deadline.ParkedBackoffMax)); err != nil || sum.Parked != 0 {
+	if sum, err := rw.sweeper.Sweep(ctx, now.Add(parked.BackoffMax)); err != nil || sum.Parked.Found != 0 {
 		t.Fatalf("a later sweep: %+v, %v", sum, err)
 	}
 	if now, _ := rw.refunds.Counts(); now != played {

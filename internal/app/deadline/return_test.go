@@ -11,6 +11,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -72,8 +73,8 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 	ret, _ := kinds.ByName(deadlinekinds.Return)
 	late, due := w.approve("ret-late", ret)
 	var metrics lockedBuffer
-	s := &deadline.Sweeper{Index: w.projection, Kinds: kinds, Logger: slog.New(slog.DiscardHandler),
-		Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })}
+	s := &sweep.Sweep{Deadlines: &deadline.Sweeper{Index: w.projection, Kinds: kinds}, Logger: slog.New(slog.DiscardHandler),
+		Reporter: sweepmetrics.NewWriter(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })}
 
 	// At the due time exactly, nothing is overdue.
 	sum, err := s.Sweep(ctx, due)
@@ -85,7 +86,7 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 	c.set(now)
 	sum, err = s.Sweep(ctx, now)
 	k, _ := sum.Kind(deadlinekinds.Return)
-	if err != nil || k.Found != 1 || k.Acted != 1 || k.OldestOverdue != time.Millisecond || sum.Found != 0 || sum.Stuck != 0 {
+	if err != nil || k.Found != 1 || k.Acted != 1 || k.OldestOverdue != time.Millisecond || sum.Of(deadlinekinds.Payment).Found != 0 || sum.Of(deadlinekinds.Stuck).Found != 0 {
 		t.Fatalf("a millisecond late: %+v (%+v), %v; want the late return flagged, nothing else", k, sum, err)
 	}
 	if lines := strings.Split(strings.TrimSpace(metrics.String()), "\n"); len(lines) != 2 ||
@@ -119,7 +120,7 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 	before := len(metrics.String())
 	for i := range 3 {
 		sum, err = s.Sweep(ctx, now.Add(time.Duration(i+1)*time.Millisecond))
-		if k, _ := sum.Kind(deadlinekinds.Return); err != nil || k.Found != 0 || sum.ItemsRead != 0 || sum.StuckItemsRead != 0 {
+		if k, _ := sum.Kind(deadlinekinds.Return); err != nil || k.Found != 0 || sum.Of(deadlinekinds.Payment).ItemsRead != 0 || otherReads(sum) != 0 {
 			t.Errorf("sweep %d after the flag: %+v (%+v), %v; want nothing read or found", i, k, sum, err)
 		}
 	}
@@ -173,7 +174,7 @@ func TestAReturnFlaggedLateIsDeclined(t *testing.T) {
 	if _, err := w.commands.Bike(ctx, rental.ReturnBike{BikeID: "ret-back", RentalID: id}, command.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := (&deadline.Sweeper{Index: w.projection, Kinds: kinds, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now)
+	sum, err := (&sweep.Sweep{Deadlines: &deadline.Sweeper{Index: w.projection, Kinds: kinds}, Logger: slog.New(slog.DiscardHandler)}).Sweep(ctx, now)
 	if k, _ := sum.Kind(deadlinekinds.Return); err != nil || k.Found != 1 || k.Declined != 1 || k.Acted != 0 {
 		t.Fatalf("returned meanwhile: %+v, %v; want it found and declined", k, err)
 	}

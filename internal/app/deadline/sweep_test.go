@@ -15,7 +15,9 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -36,7 +38,7 @@ func TestGivenOutstandingPaymentWhenSweptThenCalledOffAndBikeReleased(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Found != 1 || sum.Cancelled != 1 || sum.ItemsRead != 1 {
+	if sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).Acted != 1 || sum.Of(deadlinekinds.Payment).ItemsRead != 1 {
 		t.Fatalf("summary %+v, want one found, cancelled and read", sum)
 	}
 	w.pumpUntil("the row to leave the list", func() bool { return !w.listed(rentalID) })
@@ -44,7 +46,7 @@ func TestGivenOutstandingPaymentWhenSweptThenCalledOffAndBikeReleased(t *testing
 
 	// The sweep wrote nothing itself; a second sweep finds nothing.
 	again, err := w.sweeper(nil).Sweep(ctx, time.Now().Add(time.Hour))
-	if err != nil || again.Found != 0 {
+	if err != nil || again.Of(deadlinekinds.Payment).Found != 0 {
 		t.Fatalf("second sweep: %+v, %v; want nothing found", again, err)
 	}
 }
@@ -61,12 +63,12 @@ func TestSweepLeavesWhatIsNotOverdueOrSettled(t *testing.T) {
 
 	// Not yet overdue: now is the real now, the payment is seconds old.
 	sum, err := w.sweeper(nil).Sweep(ctx, time.Now())
-	if err != nil || sum.Found != 0 || sum.ItemsRead != 0 {
+	if err != nil || sum.Of(deadlinekinds.Payment).Found != 0 || sum.Of(deadlinekinds.Payment).ItemsRead != 0 {
 		t.Fatalf("sweep of fresh payments: %+v, %v; want nothing found or read", sum, err)
 	}
 	// An hour later only the outstanding one is overdue; the confirmed one is gone.
 	sum, err = w.sweeper(nil).Sweep(ctx, time.Now().Add(time.Hour))
-	if err != nil || sum.Found != 1 || sum.Cancelled != 1 {
+	if err != nil || sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).Acted != 1 {
 		t.Fatalf("sweep an hour later: %+v, %v; want the one outstanding payment", sum, err)
 	}
 	w.pumpUntil("the bike to be released", func() bool { return w.bikeStatus("fresh") == rental.StatusAvailable })
@@ -93,7 +95,7 @@ func TestPaymentConfirmedDuringTheSweepIsDeclined(t *testing.T) {
 	rentalID := w.request("b1")
 	w.pumpUntil("the payment to be listed", func() bool { return w.listed(rentalID) })
 	sum, err := w.sweeper(confirmingFirst{w}).Sweep(ctx, time.Now().Add(time.Hour))
-	if err != nil || sum.Declined != 1 || sum.Cancelled != 0 {
+	if err != nil || sum.Of(deadlinekinds.Payment).Declined != 1 || sum.Of(deadlinekinds.Payment).Acted != 0 {
 		t.Fatalf("summary %+v, %v; want one declined", sum, err)
 	}
 	w.pumpUntil("the bike to be rented", func() bool { return w.bikeStatus("b1") == rental.StatusRented })
@@ -164,18 +166,18 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		return process.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := over(w.projection, fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })})
+	s := over(w.projection, fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, sweep.Sweep{Deadlines: &deadline.Sweeper{Concurrency: 3}, Reporter: sweepmetrics.NewWriter(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) })})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := deadline.Summary{Found: 12, Cancelled: 9, Declined: 1, NothingToDo: 1, Failed: 1, ItemsRead: 12}
-	if sum.Found != want.Found || sum.Cancelled != want.Cancelled || sum.Declined != want.Declined ||
-		sum.NothingToDo != want.NothingToDo || sum.Failed != want.Failed || sum.ItemsRead != want.ItemsRead {
-		t.Errorf("summary %+v, want %+v", sum, want)
+	got, want := sum.Of(deadlinekinds.Payment), deadline.KindSummary{Found: 12, Acted: 9, Declined: 1, NothingToDo: 1, Failed: 1, ItemsRead: 12}
+	if got.Found != want.Found || got.Acted != want.Acted || got.Declined != want.Declined ||
+		got.NothingToDo != want.NothingToDo || got.Failed != want.Failed || got.ItemsRead != want.ItemsRead {
+		t.Errorf("summary %+v, want %+v", got, want)
 	}
-	if sum.OldestOverdue < 4*time.Minute || sum.OldestOverdue > 6*time.Minute {
-		t.Errorf("oldest overdue = %s, want about 5m", sum.OldestOverdue)
+	if sum.Of(deadlinekinds.Payment).OldestOverdue < 4*time.Minute || sum.Of(deadlinekinds.Payment).OldestOverdue > 6*time.Minute {
+		t.Errorf("oldest overdue = %s, want about 5m", sum.Of(deadlinekinds.Payment).OldestOverdue)
 	}
 	if m := fake.maxSeen.Load(); m > 3 || m < 2 {
 		t.Errorf("%d commands ran at once, want at most 3 (and some overlap)", m)
@@ -197,8 +199,8 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 func TestSweepReadsAtMostOneEmptyPagePerShardWhenNothingIsOverdue(t *testing.T) {
 	w := newWorld(t, 8)
 	project(t, w, 40, time.Now())
-	sum, err := over(w.projection, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{}).Sweep(ctx, time.Now())
-	if err != nil || sum.Found != 0 || sum.ItemsRead != 0 {
+	sum, err := over(w.projection, &recording{}, deadline.Policy{Timeout: time.Minute}, nil, sweep.Sweep{}).Sweep(ctx, time.Now())
+	if err != nil || sum.Of(deadlinekinds.Payment).Found != 0 || sum.Of(deadlinekinds.Payment).ItemsRead != 0 {
 		t.Fatalf("summary %+v, %v; want nothing found or read", sum, err)
 	}
 }
@@ -209,7 +211,7 @@ func TestSweepStopsBeforeItsDeadline(t *testing.T) {
 	fake := &recording{}
 	tight, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	s := over(w.projection, fake, deadline.Policy{Timeout: time.Minute}, nil, deadline.Sweeper{Margin: 5 * time.Second})
+	s := over(w.projection, fake, deadline.Policy{Timeout: time.Minute}, nil, sweep.Sweep{Margin: 5 * time.Second})
 	sum, err := s.Sweep(tight, time.Now())
 	if err != nil || !sum.Incomplete || len(fake.calls) != 0 {
 		t.Fatalf("summary %+v, err %v, %d calls; want an incomplete sweep that sent nothing", sum, err, len(fake.calls))
@@ -221,7 +223,7 @@ func TestTwoSweepsAtOnce(t *testing.T) {
 	a, b := w.request("b1"), w.request("b2")
 	w.pumpUntil("both payments listed", func() bool { return w.listed(a) && w.listed(b) })
 	var wg sync.WaitGroup
-	sums := make([]deadline.Summary, 2)
+	sums := make([]sweep.Summary, 2)
 	for i := range sums {
 		wg.Add(1)
 		go func() {
@@ -233,7 +235,7 @@ func TestTwoSweepsAtOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if c := sums[0].Cancelled + sums[1].Cancelled; c != 2 {
+	if c := sums[0].Of(deadlinekinds.Payment).Acted + sums[1].Of(deadlinekinds.Payment).Acted; c != 2 {
 		t.Errorf("two sweeps cancelled %d payments in all, want 2: %+v", c, sums)
 	}
 	for _, bike := range []string{"b1", "b2"} {

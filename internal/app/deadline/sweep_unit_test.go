@@ -13,6 +13,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/deadline/memindex"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -20,7 +21,7 @@ import (
 	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 )
 
-// The sweep's unit tests: on deadline.Memory, which keeps the same index contract as
+// The sweep's unit tests: on memindex.Memory, which keeps the same index contract as
 // the Deadlines table (indextest), with no emulator.
 
 // memoryWith is an index projected under policy p, as the sweep that reads it is
@@ -68,12 +69,12 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 		return process.OutcomeCancelled, nil
 	}}
 	var metrics bytes.Buffer
-	s := over(memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute}, prepared, nil), fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 3, Report: sweepmetrics.Writer(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
+	s := over(memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute}, prepared, nil), fake, deadline.Policy{Timeout: 15 * time.Minute}, nil, sweep.Sweep{Deadlines: &deadline.Sweeper{Concurrency: 3}, Reporter: sweepmetrics.NewWriter(emf.NewWriter(&metrics), "bikerental-test", func(err error) { t.Error(err) }), Logger: slog.New(slog.DiscardHandler)})
 	sum, err := s.Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Found != 12 || sum.Cancelled != 9 || sum.Declined != 1 || sum.NothingToDo != 1 || sum.Failed != 1 || sum.ItemsRead != 12 {
+	if sum.Of(deadlinekinds.Payment).Found != 12 || sum.Of(deadlinekinds.Payment).Acted != 9 || sum.Of(deadlinekinds.Payment).Declined != 1 || sum.Of(deadlinekinds.Payment).NothingToDo != 1 || sum.Of(deadlinekinds.Payment).Failed != 1 || sum.Of(deadlinekinds.Payment).ItemsRead != 12 {
 		t.Errorf("summary %+v, want 12 found: 9 cancelled, 1 declined, 1 nothing to do, 1 failed, 12 read", sum)
 	}
 	if m := fake.maxSeen.Load(); m > 3 {
@@ -83,7 +84,7 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 		t.Errorf("metrics %s", metrics.String())
 	}
 	// A timeout of 30 minutes, and none of them is due yet.
-	if sum, err := over(memoryWith(t, deadline.Policy{Timeout: 30 * time.Minute}, prepared, nil), &recording{}, deadline.Policy{Timeout: 30 * time.Minute}, nil, deadline.Sweeper{}).Sweep(ctx, now); err != nil || sum.Found != 0 {
+	if sum, err := over(memoryWith(t, deadline.Policy{Timeout: 30 * time.Minute}, prepared, nil), &recording{}, deadline.Policy{Timeout: 30 * time.Minute}, nil, sweep.Sweep{}).Sweep(ctx, now); err != nil || sum.Of(deadlinekinds.Payment).Found != 0 {
 		t.Errorf("with a 30m timeout: %+v, %v; want nothing found", sum, err)
 	}
 }
@@ -96,11 +97,11 @@ func TestTheSweepRepairsStuckRentalsButNotTheOnesItIsCancelling(t *testing.T) {
 	m := memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}, map[string]time.Time{cancelling: now.Add(-time.Hour)},
 		map[string]time.Time{stuck: now.Add(-time.Hour), cancelling: now.Add(-time.Hour), fresh: now.Add(-20 * time.Minute)})
 	r := &repairs{answer: func(string) (bool, error) { return true, nil }}
-	sum, err := over(m, &recording{}, deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}, r, deadline.Sweeper{}).Sweep(ctx, now)
+	sum, err := over(m, &recording{}, deadline.Policy{Timeout: 15 * time.Minute, Grace: 10 * time.Minute}, r, sweep.Sweep{}).Sweep(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Found != 1 || sum.Stuck != 1 || sum.StuckRepaired != 1 || len(r.asked) != 1 || r.asked[0] != stuck {
+	if sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Stuck).Found != 1 || sum.Of(deadlinekinds.Stuck).Acted != 1 || len(r.asked) != 1 || r.asked[0] != stuck {
 		t.Errorf("summary %+v, repairs asked %q; want the cancelling one swept, the stuck one repaired, the fresh one left", sum, r.asked)
 	}
 }
@@ -112,16 +113,16 @@ func TestSweepOneWaitsForTheDeadlineAndFindsNothingSettled(t *testing.T) {
 	fake := &recording{}
 	policy := deadline.Policy{Timeout: 2*time.Second + 200*time.Millisecond}
 	kinds := deadlinekinds.MustDeclare(policy, deadlinekinds.Receivers{Canceller: fake})
-	s := &deadline.Sweeper{Index: memoryWith(t, policy, map[string]time.Time{id: preparedAt}, nil), Kinds: kinds}
+	s := &sweep.Sweep{Deadlines: &deadline.Sweeper{Index: memoryWith(t, policy, map[string]time.Time{id: preparedAt}, nil), Kinds: kinds}}
 	sum, err := s.SweepOne(ctx, deadlinekinds.Payment, ref, time.Now())
-	if err != nil || sum.Found != 1 || sum.Cancelled != 1 || !sum.Now.After(preparedAt.Add(2*time.Second+200*time.Millisecond)) {
+	if err != nil || sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).Acted != 1 || !sum.Now.After(preparedAt.Add(2*time.Second+200*time.Millisecond)) {
 		t.Fatalf("SweepOne %+v, %v; want it to wait for the deadline, then cancel", sum, err)
 	}
 	if sum, err := s.SweepOne(ctx, deadlinekinds.Stuck, ref, time.Now()); err == nil {
 		t.Errorf("a payment's key named as another kind's: %+v, no error", sum)
 	}
-	none := &deadline.Sweeper{Index: memindex.New(1), Kinds: kinds}
-	if sum, err := none.SweepOne(ctx, deadlinekinds.Payment, ref, time.Now()); err != nil || sum.Found != 0 {
+	none := &sweep.Sweep{Deadlines: &deadline.Sweeper{Index: memindex.NewWith(1, kinds), Kinds: kinds}}
+	if sum, err := none.SweepOne(ctx, deadlinekinds.Payment, ref, time.Now()); err != nil || sum.Of(deadlinekinds.Payment).Found != 0 {
 		t.Errorf("SweepOne of a payment not outstanding: %+v, %v; want nothing found", sum, err)
 	}
 }
@@ -133,7 +134,7 @@ func TestASweepThatFindsNothingLogsAtDebugLevel(t *testing.T) {
 	now := time.Now()
 	late := rental.NewRentalID("late", "AAAAAAAAAAAAAAAAAAAAAA")
 	var logged bytes.Buffer
-	s := over(memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute}, map[string]time.Time{late: now.Add(-20 * time.Minute)}, nil), &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, deadline.Sweeper{Concurrency: 1,
+	s := over(memoryWith(t, deadline.Policy{Timeout: 15 * time.Minute}, map[string]time.Time{late: now.Add(-20 * time.Minute)}, nil), &recording{}, deadline.Policy{Timeout: 15 * time.Minute}, nil, sweep.Sweep{Deadlines: &deadline.Sweeper{Concurrency: 1},
 		Logger: slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	levels := func() []string {
 		var got []string
@@ -156,7 +157,7 @@ func TestASweepThatFindsNothingLogsAtDebugLevel(t *testing.T) {
 	if got := levels(); len(got) != 1 || got[0] != "DEBUG" {
 		t.Errorf("an idle sweep logged its summary at %v, want DEBUG", got)
 	}
-	if sum, err := s.Sweep(ctx, now); err != nil || sum.Found != 1 {
+	if sum, err := s.Sweep(ctx, now); err != nil || sum.Of(deadlinekinds.Payment).Found != 1 {
 		t.Fatalf("sweep = %+v, %v; want one found", sum, err)
 	}
 	if got := levels(); len(got) != 1 || got[0] != "INFO" {

@@ -12,20 +12,23 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
 	"github.com/bikerental/bikerental/internal/dev/stripemock"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
+	"github.com/bikerental/bikerental/internal/lib/emf"
+	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 )
 
 // TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff: the provider is down
 // for an hour of sweeps, one a minute. The owed cancellation is asked about far
 // fewer than 60 times (each unanswered retry, recorded, puts the next one off in
-// the to-do table), and once the provider is back the next retry that falls due
-// makes it.
+// the to-do table), every sweep between counts it still owed (CancellationsLeft
+// stays 1, due or put off), and once the provider is back the next retry that
+// falls due makes it.
 func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
 	p := &outage{down: true, canceled: map[string]bool{}}
 	w := newWorld(t, 2, command.WithProvider(p), command.WithCancelRetry(eventstore.RetryPolicy{MaxAttempts: 1}))
@@ -33,12 +36,12 @@ func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
 	ref := payment.ReferenceFor(rentalID)
 	w.pumpUntil("the payment prepared and projected", func() bool { return w.listed(rentalID) })
 	s := w.sweeper(nil)
-	s.Retrier = deadlinekinds.Retrier(w.commands)
+	s.Owed.Retrier = w.commands
 	start := time.Now().Add(20 * time.Minute)
-	if sum, err := s.Sweep(ctx, start); err != nil || sum.Cancelled != 1 {
+	if sum, err := s.Sweep(ctx, start); err != nil || sum.Of(deadlinekinds.Payment).Acted != 1 {
 		t.Fatalf("the sweep that gives up: %+v, %v", sum, err)
 	}
-	owedRow := func() deadline.OwedCancellation {
+	owedRow := func() owed.Cancellation {
 		rows, _, err := w.projection.OwedCancellations(ctx)
 		if err != nil || len(rows) != 1 {
 			t.Fatalf("owed rows %+v, %v", rows, err)
@@ -54,20 +57,24 @@ func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
 	p.mu.Unlock()
 
 	// The sweep's clock runs from now, a minute a sweep, so that the rows' due
-	// times (from the events' own times) and the sweeps' agree.
+	// times (from the events' own times) and the sweeps' agree. The sweep retries
+	// the owed cancellation only once it is due again, and counts it owed at
+	// every sweep between.
 	const sweeps = 60
 	now := time.Now()
 	for i := range sweeps {
 		at := now.Add(time.Duration(i) * time.Minute)
 		before := owedRow().Due
-		// The sweep reads the owed cancellation only once it is due again.
 		due := 0
 		if !before.After(at) {
 			due = 1
 		}
 		sum, err := s.Sweep(ctx, at)
-		if err != nil || sum.CancellationsOwed != due || sum.CancellationsLeft != due || sum.CancellationsMade != 0 {
-			t.Fatalf("sweep %d while the provider is down (due: %d): %+v, %v", i, due, sum, err)
+		// Due or put off, the cancellation is still owed after every sweep, and
+		// the metric the still-owed alarm watches says so.
+		left := sweepmetrics.Document(sum, "bikerental-test")
+		if err != nil || sum.Owed.Owed != 1 || sum.Owed.Due != due || sum.Owed.Left != 1 || sum.Owed.Made != 0 || metric(left, "CancellationsLeft") != 1 {
+			t.Fatalf("sweep %d while the provider is down (due: %d): %+v, %v; want it owed and left, CancellationsLeft 1", i, due, sum, err)
 		}
 		if !before.After(at) { // it was tried: wait until the projection puts it off
 			w.pumpUntil("the unanswered retry put off", func() bool { return owedRow().Due.After(before) })
@@ -87,8 +94,15 @@ func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
 
 	p.set(false)
 	due := owedRow().Due
-	if sum, err := s.Sweep(ctx, due.Add(time.Second)); err != nil || sum.CancellationsMade != 1 {
+	if sum, err := s.Sweep(ctx, due.Add(time.Second)); err != nil || sum.Owed.Made != 1 || sum.Owed.Left != 0 {
 		t.Fatalf("the sweep once the retry is due and the provider back: %+v, %v", sum, err)
+	}
+	w.pumpUntil("the confirmation projected", func() bool {
+		rows, _, _ := w.projection.OwedCancellations(ctx)
+		return len(rows) == 0
+	})
+	if sum, err := s.Sweep(ctx, due.Add(2*time.Second)); err != nil || sum.Owed.Owed != 0 || metric(sweepmetrics.Document(sum, "s"), "CancellationsLeft") != 0 {
+		t.Errorf("a sweep once the provider confirmed: %+v, %v; want nothing owed", sum, err)
 	}
 	if !p.isCanceled("pi_" + ref) {
 		t.Error("the payment is still payable at the provider")
@@ -118,7 +132,7 @@ func TestALostWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 	s := w.sweeper(nil)
 	now := time.Now().Add(20 * time.Minute)
 	sum, err := s.Sweep(ctx, now)
-	if err != nil || sum.Declined != 1 {
+	if err != nil || sum.Of(deadlinekinds.Payment).Declined != 1 {
 		t.Fatalf("the deadline of a payment Stripe took: %+v, %v; want it declined (confirmed meanwhile)", sum, err)
 	}
 	w.pumpUntil("the rental approved", func() bool { return w.bikeStatus("lost1") == rental.StatusRented })
@@ -131,7 +145,7 @@ func TestALostWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 	}
 	w.pumpUntil("the payment's deadline settled", func() bool { return !w.listed(rentalID) })
 	for range 3 {
-		if sum, err := s.Sweep(ctx, now.Add(time.Minute)); err != nil || sum.Found != 0 {
+		if sum, err := s.Sweep(ctx, now.Add(time.Minute)); err != nil || sum.Of(deadlinekinds.Payment).Found != 0 {
 			t.Fatalf("a sweep after the approval: %+v, %v", sum, err)
 		}
 	}
@@ -169,4 +183,14 @@ func lateSucceeded(t *testing.T, p *stripe.Provider, intent, ref string) payment
 		t.Fatal(err)
 	}
 	return ev
+}
+
+// metric returns the value of the metric named name in d, or -1 if d has none.
+func metric(d emf.Document, name string) float64 {
+	for _, m := range d.Metrics {
+		if m.Name == name {
+			return m.Value
+		}
+	}
+	return -1
 }

@@ -13,15 +13,20 @@ import (
 // testKinds are two kinds declared here alone: the trigger knows only what kinds
 // say of their keys.
 var testKinds = deadline.MustKinds(
-	deadline.Kind{Name: "alpha", Prefix: "rp_", After: time.Minute, Change: noChange, Valid: validID},
-	deadline.Kind{Name: "beta", Prefix: "beta-", After: time.Hour, Change: noChange},
+	deadline.Kind{Name: "alpha", Prefix: "rp_", After: time.Minute, Changes: noChanges{}, Work: deadline.Send{}, Valid: validID},
+	deadline.Kind{Name: "beta", Prefix: "beta-", After: time.Hour, Changes: noChanges{}, Work: deadline.Send{}},
 )
 
 func validID(s string) bool {
 	return strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == ""
 }
 
-func noChange(eventstore.Record) (deadline.Change, bool, error) { return deadline.Change{}, false, nil }
+// noChanges reads no record.
+type noChanges struct{}
+
+func (noChanges) Change(eventstore.Record) (deadline.Change, bool, error) {
+	return deadline.Change{}, false, nil
+}
 
 func TestParseTrigger(t *testing.T) {
 	for input, wantOne := range map[string]bool{

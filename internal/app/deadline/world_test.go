@@ -2,6 +2,7 @@ package deadline_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -20,7 +21,10 @@ import (
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -156,17 +160,52 @@ func (w *world) bikeStatus(bikeID string) rental.Status {
 	return b.Status
 }
 
-func (w *world) sweeper(c deadlinekinds.Canceller) *deadline.Sweeper {
+func (w *world) sweeper(c deadlinekinds.Canceller) *sweep.Sweep {
 	if c == nil {
 		c = w.process
 	}
 	policy := deadline.Policy{Timeout: 15 * time.Minute}
-	return over(w.projection, c, policy, nil, deadline.Sweeper{Logger: slog.New(slog.DiscardHandler)})
+	return over(w.projection, c, policy, nil, sweep.Sweep{Logger: slog.New(slog.DiscardHandler)})
 }
 
-// over returns s, sweeping idx for the service's kinds under policy p, their
-// commands sent to c, and the stuck rentals' to r if it is not nil.
-func over(idx deadline.Index, c deadlinekinds.Canceller, p deadline.Policy, r deadlinekinds.StuckRepairer, s deadline.Sweeper) *deadline.Sweeper {
-	s.Index, s.Kinds = idx, deadlinekinds.MustDeclare(p, deadlinekinds.Receivers{Canceller: c, Repairer: r})
+// index is what a sweep reads: the kinds' lanes, the owed cancellations' and the
+// parked records'.
+type index interface {
+	deadline.Index
+	owed.Rows
+	parked.Rows
+}
+
+// over returns s, its parts (made if nil) sweeping idx for the service's kinds
+// under policy p, their commands sent to c, and the stuck rentals' to r if it is
+// not nil; a part without a logger logs to s's.
+func over(idx index, c deadlinekinds.Canceller, p deadline.Policy, r deadlinekinds.StuckRepairer, s sweep.Sweep) *sweep.Sweep {
+	if s.Deadlines == nil {
+		s.Deadlines = &deadline.Sweeper{}
+	}
+	if s.Owed == nil {
+		s.Owed = &owed.Retries{}
+	}
+	if s.Parked == nil {
+		s.Parked = &parked.Redelivery{}
+	}
+	s.Deadlines.Index, s.Deadlines.Kinds = idx, deadlinekinds.MustDeclare(p, deadlinekinds.Receivers{Canceller: c, Repairer: r})
+	s.Owed.Rows, s.Parked.Rows = idx, idx
+	s.Deadlines.Logger = cmp.Or(s.Deadlines.Logger, s.Logger)
+	s.Owed.Logger = cmp.Or(s.Owed.Logger, s.Logger)
+	s.Parked.Logger = cmp.Or(s.Parked.Logger, s.Logger)
 	return &s
+}
+
+// otherReads is how many items a sweep read but for the payments' lane: the
+// reads that find the stuck rentals, the returns due, the owed cancellations and
+// the parked records (the summary's stuckItemsRead before kinds).
+func otherReads(sum sweep.Summary) int {
+	n := sum.Owed.ItemsRead + sum.Parked.ItemsRead
+	for _, k := range sum.Kinds {
+		if k.Kind != deadlinekinds.Payment {
+			n += k.ItemsRead
+		}
+	}
+	return n
 }

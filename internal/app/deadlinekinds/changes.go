@@ -10,48 +10,6 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// CancellationChange is what a record means for a cancellation owed to the
-// provider: it became owed, or it was settled, or (Tries above 0) its Tries-th
-// retry went unanswered, which puts the next one off (deadline.OwedBackoff).
-type CancellationChange struct {
-	Reference string
-	RentalID  string
-	Settled   bool
-	Tries     int
-}
-
-// CancellationChangeOf decodes a record that makes a cancellation owed to the
-// provider or settles one; ok is false for every other record, and for payments
-// that belong to no rental. A record of one of those types that does not decode is
-// an error wrapping eventstore.ErrCorruptRecord.
-func CancellationChangeOf(r eventstore.Record) (c CancellationChange, ok bool, err error) {
-	switch r.Type {
-	case payment.CancellationOwedAtProvider{}.EventType(), payment.CancellationDoneAtProvider{}.EventType(),
-		payment.PaymentSucceededAfterCancellation{}.EventType(), payment.CancellationStillOwed{}.EventType():
-	default:
-		return CancellationChange{}, false, nil
-	}
-	e, err := payment.DecodeEvent(r.Type, r.Data)
-	if err != nil {
-		return CancellationChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
-	}
-	ref := payment.ReferenceOf(e)
-	rentalID, err := payment.RentalIDFor(ref)
-	if err != nil {
-		return CancellationChange{}, false, nil
-	}
-	switch e := e.(type) {
-	case payment.CancellationOwedAtProvider:
-		return CancellationChange{Reference: ref, RentalID: rentalID}, true, nil
-	case payment.CancellationStillOwed:
-		if e.Tries < 1 {
-			return CancellationChange{}, false, fmt.Errorf("%w: %s version %d: tries %d", eventstore.ErrCorruptRecord, r.StreamID, r.Version, e.Tries)
-		}
-		return CancellationChange{Reference: ref, RentalID: rentalID, Tries: e.Tries}, true, nil
-	}
-	return CancellationChange{Reference: ref, RentalID: rentalID, Settled: true}, true, nil
-}
-
 // PaymentChange is what a record of the Events table means for a payment's deadline:
 // the payment was prepared (Settled is empty), or it settled, and how ("confirmed",
 // "rejected" or "cancelled").

@@ -1,13 +1,23 @@
 // Package deadlinekinds declares the service's kinds of deadline over the domain's
-// events and commands: a payment due (PaymentPrepared, settled by its confirmation,
-// rejection or cancellation; CancelRentalPayment), a process stuck (BikeRequested,
-// settled by the process's completion; the repair) and a return due
-// (RequestApproved, settled by BikeReturned; FlagOverdueReturn), which its flag
-// (ReturnOverdue) hands over to the operators as an overdue return (settled by
-// BikeReturned; by hand, unswept, listed as a return), and a refund owed
-// (RefundOwed, settled by PaymentRefunded or RefundMadeByHand; by hand, unswept).
-// Package deadline's machinery works over them without knowing what they are about
-// (docs/decisions/0020-deadline-kinds.md).
+// events and commands, each a deadline.Kind whose Changes and Command are named
+// types of this package:
+//
+//   - the payment due: PaymentPrepared opens it, its confirmation, rejection or
+//     cancellation settles it (PaymentChanges); overdue, CancelPayment sends
+//     CancelRentalPayment;
+//   - the process stuck: BikeRequested opens it, the process's completion settles
+//     it (ProcessChanges); overdue, RepairStuck mends the rental, one at a time;
+//   - the return due: RequestApproved takes the stuck row over, BikeReturned
+//     settles it (ReturnChanges); overdue, FlagOverdueReturn flags it;
+//   - the overdue return: ReturnOverdue takes the return due over, BikeReturned
+//     settles it (OverdueChanges); worked off by hand, listed as a return;
+//   - the refund owed: RefundOwed opens it, PaymentRefunded or RefundMadeByHand
+//     settles it (RefundChanges); worked off by hand.
+//
+// It also holds the shapes the operator API and the CLI read the first two kinds'
+// rows in (Pending, Open, Backlog). Package deadline's machinery works over the
+// kinds without knowing what they are about (docs/decisions/0020-deadline-kinds.md,
+// docs/decisions/0030-a-small-machinery.md).
 package deadlinekinds
 
 import (
@@ -60,54 +70,77 @@ type Receivers struct {
 
 // PaymentKind is the payment due: PaymentPrepared opens a rental's payment's row,
 // due after the payment timeout; its confirmation, rejection or cancellation
-// settles it; overdue, CancelRentalPayment asks the process to give up, which the
-// payment side declines once the payment is confirmed.
+// settles it (PaymentChanges); overdue, CancelPayment asks the process to give up,
+// which the payment side declines once the payment is confirmed.
 func PaymentKind(p deadline.Policy, c Canceller) deadline.Kind {
-	k := deadline.Kind{
-		Name: Payment, Prefix: PaymentPrefix, After: p.PaymentTimeout(),
-		Change: paymentChange, Valid: ident.Valid, Ordered: true, Tally: deadline.TallyDue,
-	}
+	k := deadline.Kind{Name: Payment, Prefix: PaymentPrefix, After: p.PaymentTimeout(), Changes: PaymentChanges{},
+		Work: deadline.Send{}, Valid: ident.Valid, Ordered: true}
 	if c != nil {
-		k.Act = func(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
-			outcome, err := c.CancelRentalPayment(ctx, row.Subject, command.Meta{CausationID: cause})
-			switch {
-			case err != nil:
-				return "", "", err
-			case outcome == process.OutcomeCancelled:
-				return deadline.Acted, string(outcome), nil
-			case outcome == process.OutcomeDeclined:
-				return deadline.Declined, string(outcome), nil
-			}
-			return deadline.NothingToDo, string(outcome), nil
-		}
+		k.Work = deadline.Send{Command: CancelPayment{Canceller: c}}
 	}
 	return k
 }
 
+// CancelPayment is the payment due's command: CancelRentalPayment, which the
+// process answers cancelled (Acted), declined (Declined: the payment was
+// confirmed meanwhile) or with nothing to do.
+type CancelPayment struct {
+	Canceller Canceller
+}
+
+// Send implements deadline.Command.
+func (c CancelPayment) Send(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
+	outcome, err := c.Canceller.CancelRentalPayment(ctx, row.Subject, command.Meta{CausationID: cause})
+	switch {
+	case err != nil:
+		return "", "", err
+	case outcome == process.OutcomeCancelled:
+		return deadline.Acted, string(outcome), nil
+	case outcome == process.OutcomeDeclined:
+		return deadline.Declined, string(outcome), nil
+	}
+	return deadline.NothingToDo, string(outcome), nil
+}
+
+// OneAtATime implements deadline.Command: payments are cancelled with the sweep's
+// concurrency.
+func (CancelPayment) OneAtATime() bool { return false }
+
 // StuckKind is the process stuck: BikeRequested opens a rental's process's row,
 // due after the payment timeout plus the grace; the process's completion settles
-// it; overdue, the repair mends the rental if its case needs no operator, and
-// otherwise declines it, leaving it for one. It yields to the payment due: a
-// rental whose payment the same sweep found overdue is being cancelled.
+// it (ProcessChanges); overdue, RepairStuck mends the rental if its case needs no
+// operator, and otherwise declines it, leaving it for one. It yields to the
+// payment due: a rental whose payment the same sweep found overdue is being
+// cancelled.
 func StuckKind(p deadline.Policy, r StuckRepairer) deadline.Kind {
-	k := deadline.Kind{
-		Name: Stuck, Prefix: StuckPrefix, After: p.PaymentTimeout() + p.StuckGrace(),
-		Change: processChange, Valid: ident.Valid, Yields: []string{Payment}, Tally: deadline.TallyStuck, OneAtATime: true,
-	}
+	k := deadline.Kind{Name: Stuck, Prefix: StuckPrefix, After: p.PaymentTimeout() + p.StuckGrace(), Changes: ProcessChanges{},
+		Work: deadline.Send{}, Valid: ident.Valid, Yields: []string{Payment}}
 	if r != nil {
-		k.Act = func(ctx context.Context, row deadline.Row, _ string) (deadline.Outcome, string, error) {
-			repaired, reason, err := r.RepairStuck(ctx, row.Subject)
-			switch {
-			case err != nil:
-				return "", reason, err
-			case repaired:
-				return deadline.Acted, reason, nil
-			}
-			return deadline.Declined, reason, nil
-		}
+		k.Work = deadline.Send{Command: RepairStuck{Repairer: r}}
 	}
 	return k
 }
+
+// RepairStuck is the process stuck's command: the repair, which mends the rental
+// (Acted) or declines it for an operator, with its case as the detail.
+type RepairStuck struct {
+	Repairer StuckRepairer
+}
+
+// Send implements deadline.Command.
+func (c RepairStuck) Send(ctx context.Context, row deadline.Row, _ string) (deadline.Outcome, string, error) {
+	repaired, reason, err := c.Repairer.RepairStuck(ctx, row.Subject)
+	switch {
+	case err != nil:
+		return "", reason, err
+	case repaired:
+		return deadline.Acted, reason, nil
+	}
+	return deadline.Declined, reason, nil
+}
+
+// OneAtATime implements deadline.Command: repairs go one at a time, oldest first.
+func (RepairStuck) OneAtATime() bool { return true }
 
 // Declare returns the service's kinds under policy p, their commands sent to r: the
 // payment due, the process stuck and the return due, whose rental period is
@@ -151,9 +184,12 @@ func MustDeclare(p deadline.Policy, r Receivers, opts ...Option) deadline.Kinds 
 	return ks
 }
 
-// paymentChange is the payment due's Change: PaymentPrepared opens, a settling
-// event settles, with how; payments of no rental are no row of it.
-func paymentChange(r eventstore.Record) (deadline.Change, bool, error) {
+// PaymentChanges reads the payment due's records: PaymentPrepared opens, a
+// settling event settles, with how; payments of no rental are no row of it.
+type PaymentChanges struct{}
+
+// Change implements deadline.Changes.
+func (PaymentChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
 	c, ok, err := PaymentChangeOf(r)
 	if err != nil || !ok {
 		return deadline.Change{}, false, err
@@ -165,10 +201,13 @@ func paymentChange(r eventstore.Record) (deadline.Change, bool, error) {
 	return deadline.Change{Subject: rentalID, Settled: c.Settled != "", How: c.Settled}, true, nil
 }
 
-// processChange is the process stuck's Change: BikeRequested opens, the process's
-// completion settles, but an approved one: the approval it follows (RequestApproved)
-// settles the row by taking it over as the return due.
-func processChange(r eventstore.Record) (deadline.Change, bool, error) {
+// ProcessChanges reads the process stuck's records: BikeRequested opens, the
+// process's completion settles, but an approved one: the approval it follows
+// (RequestApproved) settles the row by taking it over as the return due.
+type ProcessChanges struct{}
+
+// Change implements deadline.Changes.
+func (ProcessChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
 	c, ok, err := ProcessChangeOf(r)
 	if err != nil || !ok || c.Approved {
 		return deadline.Change{}, false, err
@@ -178,21 +217,4 @@ func processChange(r eventstore.Record) (deadline.Change, bool, error) {
 		ch.How = "completed"
 	}
 	return ch, true, nil
-}
-
-// Retrier makes h, a *command.Handler, a deadline.CancellationRetrier.
-func Retrier(h interface {
-	RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
-}) deadline.CancellationRetrier {
-	return retrier{h}
-}
-
-type retrier struct {
-	h interface {
-		RetryCancellation(ctx context.Context, reference string, meta command.Meta) (owed bool, err error)
-	}
-}
-
-func (r retrier) RetryCancellation(ctx context.Context, reference, cause string) (bool, error) {
-	return r.h.RetryCancellation(ctx, reference, command.Meta{CausationID: cause})
 }

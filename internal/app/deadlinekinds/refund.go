@@ -28,16 +28,20 @@ const SettledRefunded = "refunded"
 // took for a rental that did not get its bike) opens the rental's payment's row,
 // due at once; PaymentRefunded or RefundMadeByHand (payment.SettlesRefund) settles
 // it. Operators pay it back by hand: the kind has no command, and the sweep never
-// reads its lane (deadline.Kind.ByHand). Its
+// reads its lane (deadline.ByHand). Its
 // rows are listed by a query per shard (GET /refunds/owed, GET /deadlines), not by a
 // scan of the Events table.
 func RefundKind() deadline.Kind {
-	return deadline.Kind{Name: Refund, Prefix: RefundPrefix, Change: refundChange, Valid: ident.Valid, ByHand: true}
+	return deadline.Kind{Name: Refund, Prefix: RefundPrefix, Changes: RefundChanges{}, Valid: ident.Valid, Work: deadline.ByHand{}}
 }
 
-// refundChange is the refund owed's Change: RefundOwed opens, PaymentRefunded or
-// RefundMadeByHand settles; payments of no rental are no row of it.
-func refundChange(r eventstore.Record) (deadline.Change, bool, error) {
+// RefundChanges reads the refund owed's records: RefundOwed opens,
+// PaymentRefunded or RefundMadeByHand settles; payments of no rental are no row of
+// it.
+type RefundChanges struct{}
+
+// Change implements deadline.Changes.
+func (RefundChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
 	if r.Type != (payment.RefundOwed{}).EventType() && !payment.SettlesRefund(r.Type) {
 		return deadline.Change{}, false, nil
 	}

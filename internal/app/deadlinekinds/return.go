@@ -38,29 +38,45 @@ func ReturnKind(p deadline.Policy, period time.Duration, f Flagger) deadline.Kin
 	if period <= 0 {
 		period = rental.DefaultPeriod
 	}
-	k := deadline.Kind{Name: Return, Prefix: ReturnPrefix, After: period, Change: returnChange, Valid: ident.Valid, Takes: Stuck}
+	k := deadline.Kind{Name: Return, Prefix: ReturnPrefix, After: period, Changes: ReturnChanges{}, Work: deadline.Send{}, Valid: ident.Valid, Takes: Stuck}
 	if f != nil {
-		k.Act = func(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
-			flag, err := f.FlagOverdueReturn(ctx, row.Subject, command.Meta{CausationID: cause})
-			switch {
-			case err != nil:
-				return "", "", err
-			case flag.Outcome == command.OverdueFlagged:
-				return deadline.Acted, string(flag.Outcome), nil
-			}
-			return deadline.Declined, string(flag.Reason), nil
-		}
+		k.Work = deadline.Send{Command: FlagOverdueReturn{Flagger: f}}
 	}
 	return k
 }
 
+// FlagOverdueReturn is the return due's command: FlagOverdueReturn, which the bike
+// records (Acted) or declines, with its reason as the detail.
+type FlagOverdueReturn struct {
+	Flagger Flagger
+}
+
+// Send implements deadline.Command.
+func (c FlagOverdueReturn) Send(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
+	flag, err := c.Flagger.FlagOverdueReturn(ctx, row.Subject, command.Meta{CausationID: cause})
+	switch {
+	case err != nil:
+		return "", "", err
+	case flag.Outcome == command.OverdueFlagged:
+		return deadline.Acted, string(flag.Outcome), nil
+	}
+	return deadline.Declined, string(flag.Reason), nil
+}
+
+// OneAtATime implements deadline.Command: returns are flagged with the sweep's
+// concurrency.
+func (FlagOverdueReturn) OneAtATime() bool { return false }
+
 // How a return-due row settles.
 const SettledReturned = "returned"
 
-// returnChange is the return due's Change: RequestApproved opens, BikeReturned
-// settles. ReturnOverdue ends the return due as well, by the overdue return's
-// taking its row over (OverdueKind).
-func returnChange(r eventstore.Record) (deadline.Change, bool, error) {
+// ReturnChanges reads the return due's records: RequestApproved opens,
+// BikeReturned settles. ReturnOverdue ends the return due as well, by the overdue
+// return's taking its row over (OverdueKind).
+type ReturnChanges struct{}
+
+// Change implements deadline.Changes.
+func (ReturnChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
 	return rentalChange(r, rental.RequestApproved{}.EventType())
 }
 
@@ -96,7 +112,7 @@ func rentalChange(r eventstore.Record, opening string) (deadline.Change, bool, e
 }
 
 // Overdue is the overdue return's name, in the auditor's findings; operators list
-// its rows as returns (deadline.Kind.ListedAs).
+// its rows as returns (deadline.ByHand.ListedAs).
 const Overdue = "overdue"
 
 // OverdueLane is the lane of the returns flagged overdue: the partitions
@@ -110,7 +126,7 @@ var OverdueLane = deadline.LaneOf(Overdue)
 // event's DueAt) and so open since the rental period before, as the return due
 // was, and the bike's return (BikeReturned) settles it. The bike is late
 // and the renter has to be followed up by hand: the kind has no command and no
-// sweep reads its lane (deadline.Kind.ByHand), so the flag is sent once, and the row
+// sweep reads its lane (deadline.ByHand), so the flag is sent once, and the row
 // is listed as a return (GET /deadlines?kind=return&overdue=true, rentalctl pending
 // --kind return --overdue, the console's to-do list) until the bike comes back. A
 // replayed approval does not move it back into the swept lane (the return due takes
@@ -121,13 +137,16 @@ func OverdueKind(period time.Duration) deadline.Kind {
 		period = rental.DefaultPeriod
 	}
 	return deadline.Kind{
-		Name: Overdue, Prefix: ReturnPrefix, After: period, Change: overdueChange, Valid: ident.Valid,
-		ByHand: true, Takes: Return, ListedAs: Return,
+		Name: Overdue, Prefix: ReturnPrefix, After: period, Changes: OverdueChanges{}, Valid: ident.Valid,
+		Work: deadline.ByHand{ListedAs: Return}, Takes: Return,
 	}
 }
 
-// overdueChange is the overdue return's Change: ReturnOverdue opens, due at its
-// DueAt; BikeReturned settles.
-func overdueChange(r eventstore.Record) (deadline.Change, bool, error) {
+// OverdueChanges reads the overdue return's records: ReturnOverdue opens, due at
+// its DueAt; BikeReturned settles.
+type OverdueChanges struct{}
+
+// Change implements deadline.Changes.
+func (OverdueChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
 	return rentalChange(r, rental.ReturnOverdue{}.EventType())
 }

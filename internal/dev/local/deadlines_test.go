@@ -25,6 +25,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
@@ -290,12 +291,12 @@ func TestTheSweepCatchesALostSchedule(t *testing.T) {
 	if status := p.status(rentalID); status != "awaiting-payment" {
 		t.Fatalf("rental %s with its schedule lost and no sweep run", status)
 	}
-	var sum deadline.Summary
+	var sum sweep.Summary
 	input := map[string]string{"scheduledTime": time.Now().UTC().Format(time.RFC3339Nano)}
 	if err := local.Call(context.Background(), p.stack.Functions.Sweep, input, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Found != 1 || sum.Cancelled != 1 {
+	if sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).Acted != 1 {
 		t.Errorf("sweep %+v: want the lost one found and cancelled", sum)
 	}
 	p.waitStatus(rentalID, "cancelled")

@@ -252,7 +252,7 @@ type CancellationOwedAtProvider struct {
 // CancellationStillOwed records that a retry of a cancellation owed to the provider
 // went unanswered again (the provider failed, was busy, timed out, or could not
 // call the payment off just now), for the Tries-th time: the cancellation stays
-// owed, and its next retry waits longer than the last (deadline.OwedBackoff, from
+// owed, and its next retry waits longer than the last (owed.Backoff, from
 // this event's own time), so that a provider that does not answer is not asked at
 // every sweep.
 type CancellationStillOwed struct {

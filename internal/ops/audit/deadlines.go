@@ -65,7 +65,7 @@ func (a *auditor) kindRow(kinds []deadline.Kind, row PendingRow) bool {
 // observeKinds notes what r means for the rows of kinds, from stream.
 func observeKinds(kinds []deadline.Kind, states map[deadlineKey]*deadlineState, stream string, r eventstore.Record) error {
 	for _, k := range kinds {
-		c, ok, err := k.Change(r)
+		c, ok, err := k.Changes.Change(r)
 		if err != nil || !ok {
 			if err != nil {
 				return err
@@ -154,7 +154,7 @@ func (a *auditor) checkKinds(recent time.Time) {
 // or, for a kind worked off by hand, the operators who list it.
 func (a *auditor) unseen(kind string) string {
 	for _, k := range a.kinds {
-		if k.Name == kind && k.ByHand {
+		if k.Name == kind && !k.Swept() {
 			return "operators would never see it listed"
 		}
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -55,7 +57,7 @@ func (s *Stack) Pending(ctx context.Context, q PendingQuery) (PendingList, error
 		return PendingList{}, err
 	}
 	now := time.Now()
-	var rows []deadline.Pending
+	var rows []deadlinekinds.Pending
 	if q.Overdue {
 		rows, err = projection.Overdue(ctx, policy.Cutoff(now), q.Limit+1)
 	} else {
@@ -112,7 +114,7 @@ func limited[T any](rows []T, limit int) ([]T, bool) {
 	return rows, false
 }
 
-func rowsOf(rows []deadline.Pending, now time.Time, policy deadline.Policy) []PendingRow {
+func rowsOf(rows []deadlinekinds.Pending, now time.Time, policy deadline.Policy) []PendingRow {
 	out := make([]PendingRow, len(rows))
 	for i, r := range rows {
 		due := policy.Deadline(r.PreparedAt)
@@ -129,7 +131,7 @@ func rowsOf(rows []deadline.Pending, now time.Time, policy deadline.Policy) []Pe
 
 // OwedCancellation is one cancellation owed to the payment provider, with its age.
 type OwedCancellation struct {
-	deadline.OwedCancellation
+	owed.Cancellation
 	AgeSeconds int64 `json:"ageSeconds"`
 }
 
@@ -154,16 +156,16 @@ func (s *Stack) Cancellations(ctx context.Context) (CancellationList, error) {
 	now := time.Now()
 	list := CancellationList{Now: now.UTC(), Cancellations: make([]OwedCancellation, len(rows)), Count: len(rows)}
 	for i, r := range rows {
-		list.Cancellations[i] = OwedCancellation{OwedCancellation: r, AgeSeconds: int64(now.Sub(r.OwedAt).Round(time.Second) / time.Second)}
+		list.Cancellations[i] = OwedCancellation{Cancellation: r, AgeSeconds: int64(now.Sub(r.OwedAt).Round(time.Second) / time.Second)}
 	}
 	return list, nil
 }
 
 // ParkedList is what parked finds.
 type ParkedList struct {
-	Now    time.Time         `json:"now"`
-	Parked []deadline.Parked `json:"parked"`
-	Count  int               `json:"count"`
+	Now    time.Time       `json:"now"`
+	Parked []parked.Record `json:"parked"`
+	Count  int             `json:"count"`
 }
 
 // Parked lists the stream records parked for the sweep to deliver again, soonest
@@ -181,7 +183,7 @@ func (s *Stack) Parked(ctx context.Context) (ParkedList, error) {
 	}
 	list := ParkedList{Now: time.Now().UTC(), Parked: backlog.Parked, Count: len(backlog.Parked)}
 	if list.Parked == nil {
-		list.Parked = []deadline.Parked{}
+		list.Parked = []parked.Record{}
 	}
 	return list, nil
 }

@@ -176,7 +176,7 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			redeliver(t, sweeper.Redeliverer)
+			redeliver(t, sweeper.Parked.Redeliverer)
 		}},
 		{"rentalctl repair", func(t *testing.T, getenv func(string) string) {
 			stack, err := ctl.Open(ctx, getenv, logger)

@@ -5,12 +5,21 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
-// Summary is what a sweep did.
-type Summary = deadline.Summary
+// Summary is what a sweep did: a summary per kind (Summary.Of), and the owed
+// cancellations' and the parked records'.
+type Summary = sweep.Summary
+
+// The names of the kinds whose counts rentalctl sweep prints on lines of their
+// own, as declared in deadlinekinds.
+const (
+	KindPayment = deadlinekinds.Payment
+	KindStuck   = deadlinekinds.Stuck
+)
 
 // Sweep runs the sweep once as of now, as the sweep function does on its schedule:
 // it gives up on the overdue payments, repairs the stuck rentals that need no

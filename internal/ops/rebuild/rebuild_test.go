@@ -17,6 +17,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
@@ -109,14 +110,14 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 	}
 	canceller := &recordingCanceller{Canceller: w.Process}
 	kinds := deadlinekinds.MustDeclare(deadline.Policy{Timeout: 15 * time.Minute}, deadlinekinds.Receivers{Canceller: canceller})
-	sweeper := &deadline.Sweeper{Index: projection, Kinds: kinds, Logger: slog.New(slog.DiscardHandler)}
+	sweeper := &sweep.Sweep{Deadlines: &deadline.Sweeper{Index: projection, Kinds: kinds}, Logger: slog.New(slog.DiscardHandler)}
 	sum, err := sweeper.Sweep(ctx, time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// then exactly the outstanding payments are called off,
-	if sum.Found != len(outstanding) || sum.Cancelled != len(outstanding) || sum.Declined+sum.NothingToDo+sum.Failed != 0 {
+	if sum.Of(deadlinekinds.Payment).Found != len(outstanding) || sum.Of(deadlinekinds.Payment).Acted != len(outstanding) || sum.Of(deadlinekinds.Payment).Declined+sum.Of(deadlinekinds.Payment).NothingToDo+sum.Of(deadlinekinds.Payment).Failed != 0 {
 		t.Errorf("sweep %+v, want %d found and cancelled, nothing else", sum, len(outstanding))
 	}
 	slices.Sort(canceller.asked)

@@ -19,6 +19,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -39,7 +40,7 @@ type Canceller interface {
 
 // PendingLister lists outstanding payments, oldest first; *pendingtable.Projection is one.
 type PendingLister interface {
-	List(ctx context.Context, limit int) ([]deadline.Pending, error)
+	List(ctx context.Context, limit int) ([]deadlinekinds.Pending, error)
 }
 
 // WebhookParser verifies a payment provider's webhook and says what it reports

@@ -22,7 +22,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -686,11 +686,11 @@ func TestHandleNeverPanics(t *testing.T) {
 }
 
 type fakePending struct {
-	rows   []deadline.Pending
+	rows   []deadlinekinds.Pending
 	limits []int
 }
 
-func (f *fakePending) List(_ context.Context, limit int) ([]deadline.Pending, error) {
+func (f *fakePending) List(_ context.Context, limit int) ([]deadlinekinds.Pending, error) {
 	f.limits = append(f.limits, limit)
 	if len(f.rows) > limit {
 		return f.rows[:limit], nil
@@ -700,7 +700,7 @@ func (f *fakePending) List(_ context.Context, limit int) ([]deadline.Pending, er
 
 func TestPendingPayments(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
-	fake := &fakePending{rows: []deadline.Pending{
+	fake := &fakePending{rows: []deadlinekinds.Pending{
 		{Reference: "rp_b1_AAAAAAAAAAAAAAAAAAAAAA", RentalID: "b1_AAAAAAAAAAAAAAAAAAAAAA", PreparedAt: h.now.Add(-20 * time.Minute)},
 		{Reference: "rp_b2_AAAAAAAAAAAAAAAAAAAAAA", RentalID: "b2_AAAAAAAAAAAAAAAAAAAAAA", PreparedAt: h.now.Add(-time.Minute)},
 	}}

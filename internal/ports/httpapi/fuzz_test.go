@@ -18,7 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -66,7 +66,7 @@ func fuzzWorld(t *testing.T) (*httpapi.API, *syncBuffer) {
 		Commands:  commands,
 		Webhook:   verifier,
 		Canceller: &fakeCanceller{outcome: process.OutcomeNothingToDo},
-		Pending: &fakePending{rows: []deadline.Pending{
+		Pending: &fakePending{rows: []deadlinekinds.Pending{
 			{Reference: fuzzRef, RentalID: fuzzRental, PreparedAt: fuzzNow.Add(-20 * time.Minute)},
 		}},
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -104,7 +105,7 @@ func samples() []sample {
 			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(rejectBody), sampleTime)},
 			setup:   prepared, status: 200},
 		{file: "pending-payments.json", method: "GET", route: "/payments/pending", path: "/payments/pending", caller: httpapi.Operator,
-			pending: &fakePending{rows: []deadline.Pending{{Reference: sampleRef, RentalID: sampleRental, PreparedAt: sampleTime.Add(-20 * time.Minute)}}}, status: 200},
+			pending: &fakePending{rows: []deadlinekinds.Pending{{Reference: sampleRef, RentalID: sampleRental, PreparedAt: sampleTime.Add(-20 * time.Minute)}}}, status: 200},
 		{file: "deadlines.json", method: "GET", route: "/deadlines", path: "/deadlines", caller: httpapi.Operator, index: sampleIndex(), status: 200},
 		{file: "stuck-rentals.json", method: "GET", route: "/processes/stuck", path: "/processes/stuck", caller: httpapi.Operator, index: sampleIndex(), status: 200},
 		{file: "refunds-owed.json", method: "GET", route: "/refunds/owed", path: "/refunds/owed", caller: httpapi.Operator, index: sampleIndex(), status: 200},

@@ -24,7 +24,8 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
@@ -149,9 +150,9 @@ func (s *stack) provider(rentalID, typ, reason string) {
 }
 
 // sweep invokes the sweep function, which then takes its clock's now.
-func (s *stack) sweep() deadline.Summary {
+func (s *stack) sweep() sweep.Summary {
 	s.t.Helper()
-	var sum deadline.Summary
+	var sum sweep.Summary
 	input := map[string]string{}
 	if err := local.Call(context.Background(), s.up.Stack.Functions.Sweep, input, &sum); err != nil {
 		s.t.Fatal(err)
@@ -352,8 +353,8 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		t.Errorf("countdown of an overdue payment = %q", got)
 	}
 	screenshot(t, ctx, "todo.png")
-	if sum := s.sweep(); sum.Cancelled != 1 {
-		t.Fatalf("the sweep cancelled %d payments, want 1: %+v", sum.Cancelled, sum)
+	if sum := s.sweep(); sum.Of(deadlinekinds.Payment).Acted != 1 {
+		t.Fatalf("the sweep cancelled %d payments, want 1: %+v", sum.Of(deadlinekinds.Payment).Acted, sum)
 	}
 	run(t, ctx, "the rental leaves the list", waitFor(`!(`+present(row(a, "payment"))+`) && !(`+present(row(a, "stuck"))+`)`))
 

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/tools/deadlinebench"
 )
@@ -236,7 +237,7 @@ func printSweep(w io.Writer, rep deadlinebench.SweepReport, cfg deadlinebench.Sw
 	fmt.Fprintf(w, "%11s %9s %10s %6s %9s %6s %6s %6s %8s %9s %7s %7s %10s  %s\n", "concurrency", "wall", "payments/s", "found",
 		"cancelled", "failed", "read", "calls", "ms/call", "in flight", "Go CPU", "emu CPU", "replay", "calls by operation")
 	for _, r := range rep.Runs {
-		s := r.Summary
+		s := r.Summary.Of(deadlinekinds.Payment)
 		goCPU, emuCPU := "n/a", "n/a"
 		if r.CPUMeasured {
 			goCPU, emuCPU = pct(r.OwnCPU, r.Wall, 0), pct(r.EmulatorCPU, r.Wall, 0)
@@ -246,7 +247,7 @@ func printSweep(w io.Writer, rep deadlinebench.SweepReport, cfg deadlinebench.Sw
 			replay = fmt.Sprintf("%.1f", ms(r.Replay.Wall)/float64(r.Replay.Calls))
 		}
 		fmt.Fprintf(w, "%11d %9s %10.1f %6d %9d %6d %6d %6d %8.1f %9s %7s %7s %10s  %s\n",
-			r.Concurrency, secs(r.Wall), float64(s.Cancelled)/r.Wall.Seconds(), s.Found, s.Cancelled, s.Failed, s.ItemsRead,
+			r.Concurrency, secs(r.Wall), float64(s.Acted)/r.Wall.Seconds(), s.Found, s.Acted, s.Failed, s.ItemsRead,
 			r.TotalCalls, ms(r.Wall)/float64(max(r.TotalCalls, 1)), pct(r.InFlight, r.Wall, 1), goCPU, emuCPU, replay,
 			deadlinebench.FormatCalls(r.Calls))
 	}

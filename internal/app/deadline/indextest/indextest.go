@@ -1,6 +1,6 @@
 // Package indextest is the contract every deadline.Index keeps, as the sweep relies
 // on it: run against the Deadlines table (pendingtable, on the emulator) and
-// against deadline.Memory, so that the sweep's unit tests on Memory mean what they
+// against memindex.Memory, so that the sweep's unit tests on Memory mean what they
 // say about the service.
 package indextest
 
@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
@@ -24,14 +27,15 @@ import (
 // parks stream records in it and settles them.
 type Subject interface {
 	deadline.Index
-	deadline.ParkedRows
+	owed.Rows
+	parked.Rows
 	// The payment-due and process-stuck kinds' rows as the service read them before
 	// kinds: their listings in the shape of today's operator API.
-	OverduePages(ctx context.Context, shard int, cutoff time.Time, fn func([]deadline.Pending) bool) (int, error)
-	Get(ctx context.Context, reference string) (deadline.Pending, bool, error)
-	OpenBefore(ctx context.Context, cutoff time.Time) ([]deadline.Open, int, error)
-	OwedCancellations(ctx context.Context) ([]deadline.OwedCancellation, int, error)
-	Backlog(ctx context.Context, cutoff time.Time) (deadline.Backlog, int, error)
+	OverduePages(ctx context.Context, shard int, cutoff time.Time, fn func([]deadlinekinds.Pending) bool) (int, error)
+	Get(ctx context.Context, reference string) (deadlinekinds.Pending, bool, error)
+	OpenBefore(ctx context.Context, cutoff time.Time) ([]deadlinekinds.Open, int, error)
+	OwedCancellations(ctx context.Context) ([]owed.Cancellation, int, error)
+	Backlog(ctx context.Context, cutoff time.Time) (deadlinekinds.Backlog, int, error)
 	Apply(ctx context.Context, r eventstore.Record) error
 	Park(ctx context.Context, consumer string, r eventstore.Record, due time.Time) error
 }
@@ -49,6 +53,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"OverdueIsBeforeTheCutoffOldestFirstPerShard", overdueBeforeTheCutoff},
 		{"AProcessIsOpenUntilItCompletes", aProcessIsOpenUntilItCompletes},
 		{"ACancellationIsOwedUntilSettled", aCancellationIsOwedUntilSettled},
+		{"AnOwedRowPutOffIsReadWithEveryOtherSoonestDueFirst", anOwedRowPutOffIsRead},
 		{"OtherRecordsChangeNothingCorruptOnesAreRefused", otherRecords},
 		{"AParkedRecordIsKeptUntilUnparked", aParkedRecordIsKept},
 	} {
@@ -94,7 +99,7 @@ func overdue(t *testing.T, s Subject, cutoff time.Time) []string {
 	var out []string
 	for shard := range s.Shards() {
 		var last time.Time
-		if _, err := s.OverduePages(ctx, shard, cutoff, func(page []deadline.Pending) bool {
+		if _, err := s.OverduePages(ctx, shard, cutoff, func(page []deadlinekinds.Pending) bool {
 			for _, p := range page {
 				if p.PreparedAt.Before(last) {
 					t.Errorf("shard %d: %s prepared %v after one prepared %v", shard, p.RentalID, p.PreparedAt, last)
@@ -312,7 +317,7 @@ func aParkedRecordIsKept(t *testing.T, s Subject) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	r := eventstore.Record{StreamID: payment.StreamID(payment.ReferenceFor(id("pk"))), Version: 3,
 		Event: eventstore.Event{ID: "pk-3", Type: payment.PaymentConfirmed{}.EventType(), Data: []byte(`{}`), RecordedAt: at}}
-	parked := func() []deadline.Parked {
+	parkedNow := func() []parked.Record {
 		t.Helper()
 		b, _, err := s.Backlog(ctx, at.Add(time.Hour))
 		if err != nil {
@@ -328,8 +333,8 @@ func aParkedRecordIsKept(t *testing.T, s Subject) {
 			t.Fatal(err)
 		}
 	}
-	want := deadline.Parked{Consumer: "process", StreamID: r.StreamID, Version: 3, Due: at}
-	if got := parked(); len(got) != 1 || got[0] != want {
+	want := parked.Record{Consumer: "process", StreamID: r.StreamID, Version: 3, Due: at}
+	if got := parkedNow(); len(got) != 1 || got[0] != want {
 		t.Fatalf("parked %+v, want [%+v]", got, want)
 	}
 	if _, ok, err := s.Get(ctx, payment.ReferenceFor(id("pk"))); err != nil || ok {
@@ -339,19 +344,52 @@ func aParkedRecordIsKept(t *testing.T, s Subject) {
 	if err := s.Postpone(ctx, want, later); err != nil {
 		t.Fatal(err)
 	}
-	if got := parked(); len(got) != 1 || !got[0].Due.Equal(later) {
+	if got := parkedNow(); len(got) != 1 || !got[0].Due.Equal(later) {
 		t.Fatalf("postponed: %+v, want due at %s", got, later)
 	}
 	if err := s.Unpark(ctx, want); err != nil {
 		t.Fatal(err)
 	}
-	if got := parked(); len(got) != 0 {
+	if got := parkedNow(); len(got) != 0 {
 		t.Fatalf("unparked: %+v, want none", got)
 	}
 	if err := s.Park(ctx, "process", r, later); err != nil {
 		t.Fatal(err)
 	}
-	if got := parked(); len(got) != 1 || !got[0].Due.Equal(later) {
+	if got := parkedNow(); len(got) != 1 || !got[0].Due.Equal(later) {
 		t.Fatalf("parked anew: %+v, want due at %s", got, later)
+	}
+}
+
+// anOwedRowPutOffIsRead: the owed lane's pages hold every owed cancellation, due
+// or put off by an unanswered retry (owed.Backoff after it), soonest due first, at
+// most the page asked for at a time; a retry recorded late does not bring the due
+// time back.
+func anOwedRowPutOffIsRead(t *testing.T, s Subject) {
+	a, b, c := id("a"), id("b"), id("c")
+	ref := payment.ReferenceFor
+	for i, r := range []string{a, b, c} {
+		apply(t, s, paymentRecord(t, r, 3, payment.CancellationOwedAtProvider{Reference: ref(r), PaymentID: "p", Attempts: 3}, t0.Add(time.Duration(i)*time.Minute)))
+	}
+	apply(t, s, paymentRecord(t, a, 4, payment.CancellationStillOwed{Reference: ref(a), PaymentID: "p", Tries: 3}, t0.Add(10*time.Minute)),
+		paymentRecord(t, a, 4, payment.CancellationStillOwed{Reference: ref(a), PaymentID: "p", Tries: 1}, t0.Add(5*time.Minute)))
+	var rows []owed.Cancellation
+	for shard := range s.Shards() {
+		pages := 0
+		if _, err := s.OwedPages(ctx, shard, 1, func(page []owed.Cancellation) bool {
+			pages++
+			if len(page) > 1 {
+				t.Errorf("shard %d: a page of %d rows, asked for 1", shard, len(page))
+			}
+			rows = append(rows, page...)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.SortFunc(rows, func(x, y owed.Cancellation) int { return x.Due.Compare(y.Due) })
+	wantDue := t0.Add(10 * time.Minute).Add(owed.Backoff(3))
+	if len(rows) != 3 || rows[0].RentalID != b || rows[1].RentalID != c || rows[2].RentalID != a || !rows[2].Due.Equal(wantDue) {
+		t.Fatalf("owed rows %+v: want %s, %s due at once and %s put off until %s", rows, b, c, a, wantDue)
 	}
 }

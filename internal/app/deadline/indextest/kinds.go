@@ -25,13 +25,13 @@ type KindSubject interface {
 // later; "Returned" settles it. A "Watched" record opens a watch's row, due a day
 // later; "Unwatched" settles it. Each kind's rows are in a lane of its own.
 var (
-	loan  = deadline.Kind{Name: "loan", Prefix: "loan#", After: time.Hour, Change: change("Lent", "Returned")}
-	watch = deadline.Kind{Name: "watch", Prefix: "watch#", After: 24 * time.Hour, Change: change("Watched", "Unwatched")}
+	loan  = deadline.Kind{Name: "loan", Prefix: "loan#", After: time.Hour, Changes: records{"Lent", "Returned"}, Work: deadline.Send{}}
+	watch = deadline.Kind{Name: "watch", Prefix: "watch#", After: 24 * time.Hour, Changes: records{"Watched", "Unwatched"}, Work: deadline.Send{}}
 	// A "Held" record opens a hold's row ("item#"), due two hours later; "Released"
 	// settles it. "Handed" opens a handover's row, due a day later, taking over the
 	// item's hold if it is still outstanding; "Collected" settles it.
-	hold     = deadline.Kind{Name: "hold", Prefix: "item#", After: 2 * time.Hour, Change: change("Held", "Released")}
-	handover = deadline.Kind{Name: "handover", Prefix: "item#", After: 24 * time.Hour, Change: change("Handed", "Collected"), Takes: "hold"}
+	hold     = deadline.Kind{Name: "hold", Prefix: "item#", After: 2 * time.Hour, Changes: records{"Held", "Released"}, Work: deadline.Send{}}
+	handover = deadline.Kind{Name: "handover", Prefix: "item#", After: 24 * time.Hour, Changes: records{"Handed", "Collected"}, Work: deadline.Send{}, Takes: "hold"}
 	// TestKinds are the kinds the contract's cases run with.
 	TestKinds = deadline.MustKinds(loan, watch, hold, handover)
 
@@ -42,17 +42,19 @@ var (
 	// reads, due when the record says the bill was (its "due:" part), listed as a
 	// bill; "Paid" settles the bill, and the dunning.
 	bills     = deadline.LaneOf("bill")
-	draft     = deadline.Kind{Name: "draft", Prefix: "bill#", After: 3 * time.Hour, Change: change("Drafted", "Discarded")}
-	bill      = deadline.Kind{Name: "bill", Prefix: "bill#", After: time.Hour, Change: change("Billed", "Paid"), Takes: "draft"}
-	dunning   = deadline.Kind{Name: "dunning", Prefix: "bill#", Change: dunChange, ByHand: true, Takes: "bill", ListedAs: "bill"}
+	draft     = deadline.Kind{Name: "draft", Prefix: "bill#", After: 3 * time.Hour, Changes: records{"Drafted", "Discarded"}, Work: deadline.Send{}}
+	bill      = deadline.Kind{Name: "bill", Prefix: "bill#", After: time.Hour, Changes: records{"Billed", "Paid"}, Work: deadline.Send{}, Takes: "draft"}
+	dunning   = deadline.Kind{Name: "dunning", Prefix: "bill#", Changes: dunned{}, Work: deadline.ByHand{ListedAs: "bill"}, Takes: "bill"}
 	billKinds = deadline.MustKinds(draft, bill, dunning, hold)
 )
 
-// dunChange is the dunning's Change: "Dunned" opens, due at its "due:" time;
+// dunned reads the dunning's records: "Dunned" opens, due at its "due:" time;
 // "Paid" settles.
-func dunChange(r eventstore.Record) (deadline.Change, bool, error) {
+type dunned struct{}
+
+func (dunned) Change(r eventstore.Record) (deadline.Change, bool, error) {
 	if r.Type != "Dunned" {
-		return change("", "Paid")(r)
+		return records{"", "Paid"}.Change(r)
 	}
 	subject, due, _ := strings.Cut(strings.TrimPrefix(string(r.Data), "subject:"), " due:")
 	at, err := time.Parse(time.RFC3339Nano, due)
@@ -62,17 +64,19 @@ func dunChange(r eventstore.Record) (deadline.Change, bool, error) {
 	return deadline.Change{Subject: subject, Due: at}, true, nil
 }
 
-func change(opens, settles string) func(eventstore.Record) (deadline.Change, bool, error) {
-	return func(r eventstore.Record) (deadline.Change, bool, error) {
-		if r.Type != opens && r.Type != settles {
-			return deadline.Change{}, false, nil
-		}
-		subject, ok := strings.CutPrefix(string(r.Data), "subject:")
-		if !ok || subject == "" {
-			return deadline.Change{}, false, fmt.Errorf("%w: %s", eventstore.ErrCorruptRecord, r.Data)
-		}
-		return deadline.Change{Subject: subject, Settled: r.Type == settles, How: strings.ToLower(settles)}, true, nil
+// records reads a kind's records of two types: opens opens a row of the subject
+// the record's data names ("subject:<subject>"), settles settles it.
+type records struct{ opens, settles string }
+
+func (k records) Change(r eventstore.Record) (deadline.Change, bool, error) {
+	if r.Type != k.opens && r.Type != k.settles {
+		return deadline.Change{}, false, nil
 	}
+	subject, ok := strings.CutPrefix(string(r.Data), "subject:")
+	if !ok || subject == "" {
+		return deadline.Change{}, false, fmt.Errorf("%w: %s", eventstore.ErrCorruptRecord, r.Data)
+	}
+	return deadline.Change{Subject: subject, Settled: r.Type == k.settles, How: strings.ToLower(k.settles)}, true, nil
 }
 
 func record(typ, subject string, version int64, at time.Time) eventstore.Record {
@@ -128,8 +132,8 @@ func dueIn(t *testing.T, s KindSubject, k deadline.Kind, now time.Time) []deadli
 	var out []deadline.Row
 	for shard := range s.Shards() {
 		var last time.Time
-		read, err := s.LanePages(ctx, k.Lane(), shard, now, func(p deadline.LanePage) bool {
-			for _, r := range p.Rows {
+		read, err := s.LanePages(ctx, k.Lane(), shard, now, func(rows []deadline.Row) bool {
+			for _, r := range rows {
 				if r.Due.Before(last) || r.Kind != k.Name {
 					t.Errorf("lane %s shard %d: %s:%s due %v after one due %v", k.Lane().Prefix, shard, r.Kind, r.Subject, r.Due, last)
 				}
@@ -238,8 +242,8 @@ func everything(t *testing.T, s KindSubject) []string {
 	var out []string
 	for _, l := range TestKinds.Lanes() {
 		for shard := range s.Shards() {
-			if _, err := s.LanePages(ctx, l, shard, time.Time{}, func(p deadline.LanePage) bool {
-				for _, r := range p.Rows {
+			if _, err := s.LanePages(ctx, l, shard, time.Time{}, func(rows []deadline.Row) bool {
+				for _, r := range rows {
 					out = append(out, r.Kind+":"+r.Subject)
 				}
 				return true
@@ -302,8 +306,8 @@ func aByHandKindTakesARowOver(t *testing.T, s KindSubject) {
 		t.Helper()
 		var out []string
 		for shard := range s.Shards() {
-			if _, err := s.LanePages(ctx, bills, shard, now, func(p deadline.LanePage) bool {
-				for _, r := range p.Rows {
+			if _, err := s.LanePages(ctx, bills, shard, now, func(rows []deadline.Row) bool {
+				for _, r := range rows {
 					out = append(out, r.Kind+":"+r.Subject)
 				}
 				return true

@@ -1,6 +1,10 @@
-// Package memindex is a deadline.Index in memory, projected from event records
-// exactly as the Deadlines table is (package indextest holds both to the same
-// contract), for tests of the sweep that need no emulator.
+// Package memindex is the to-do list in memory, beside the machinery: a
+// deadline.Index over the kinds it is given, with the owed cancellations' lane
+// (owed.Rows) and the parked records' lane (parked.Rows), projected from event
+// records exactly as the Deadlines table is (package indextest holds both to the
+// same contract), for tests of the sweep that need no emulator. It knows no kind
+// of the service: tests that need them declare them (deadlinekinds.Declare) and
+// give them to NewWith.
 package memindex
 
 import (
@@ -12,7 +16,8 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -23,9 +28,9 @@ type Memory struct {
 	kinds  deadline.Kinds
 
 	mu     sync.Mutex
-	rows   map[string]*memoryRow             // by table key
-	owed   map[string]*memoryOwed            // by reference
-	parked map[deadline.Parked]*memoryParked // by consumer, stream and version (Due zero)
+	rows   map[string]*memoryRow           // by table key
+	owed   map[string]*memoryOwed          // by reference
+	parked map[parked.Record]*memoryParked // by consumer, stream and version (Due zero)
 }
 
 type memoryRow struct {
@@ -42,23 +47,21 @@ type memoryParked struct {
 }
 
 type memoryOwed struct {
-	row     deadline.OwedCancellation
+	row     owed.Cancellation
 	settled bool
-}
-
-// New returns an empty index of shards partitions (at least 1) over the service's
-// kinds under the default policy.
-func New(shards int) *Memory {
-	return NewWith(shards, deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{}))
 }
 
 // NewWith returns an empty index of shards partitions (at least 1) over kinds.
 func NewWith(shards int, kinds deadline.Kinds) *Memory {
 	return &Memory{shards: max(shards, 1), kinds: kinds, rows: map[string]*memoryRow{},
-		owed: map[string]*memoryOwed{}, parked: map[deadline.Parked]*memoryParked{}}
+		owed: map[string]*memoryOwed{}, parked: map[parked.Record]*memoryParked{}}
 }
 
-var _ deadline.Index = (*Memory)(nil)
+var (
+	_ deadline.Index = (*Memory)(nil)
+	_ owed.Rows      = (*Memory)(nil)
+	_ parked.Rows    = (*Memory)(nil)
+)
 
 // Shards implements deadline.Index.
 func (m *Memory) Shards() int { return m.shards }
@@ -73,11 +76,11 @@ func (m *Memory) shardOf(key string) int {
 // and a settlement is final (for an ordered kind, unless a later record settles it
 // again), whatever order they come in; a cancellation owed to the provider stays
 // owed until it is settled, which is final too, and a retry of it left unanswered
-// puts it off (deadline.OwedBackoff from the record's time; never earlier). Records of other types change
+// puts it off (owed.Backoff from the record's time; never earlier). Records of other types change
 // nothing. A record of one of those types that does not decode is an error wrapping
 // eventstore.ErrCorruptRecord.
 func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
-	if cc, ok, err := deadlinekinds.CancellationChangeOf(r); err != nil || ok {
+	if cc, ok, err := owed.ChangeOf(r); err != nil || ok {
 		if err != nil {
 			return err
 		}
@@ -88,15 +91,15 @@ func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
 		case cc.Settled && exists:
 			o.settled = true
 		case cc.Settled:
-			m.owed[cc.Reference] = &memoryOwed{row: deadline.OwedCancellation{Reference: cc.Reference, RentalID: cc.RentalID}, settled: true}
+			m.owed[cc.Reference] = &memoryOwed{row: owed.Cancellation{Reference: cc.Reference, RentalID: cc.RentalID}, settled: true}
 		case cc.Tries > 0 && exists:
-			if due := r.RecordedAt.Add(deadline.OwedBackoff(cc.Tries)).Truncate(time.Millisecond).UTC(); due.After(o.row.Due) {
+			if due := r.RecordedAt.Add(owed.Backoff(cc.Tries)).Truncate(time.Millisecond).UTC(); due.After(o.row.Due) {
 				o.row.Due = due
 			}
 		case cc.Tries > 0:
 		case !exists:
 			at := r.RecordedAt.Truncate(time.Millisecond).UTC()
-			m.owed[cc.Reference] = &memoryOwed{row: deadline.OwedCancellation{Reference: cc.Reference, RentalID: cc.RentalID, OwedAt: at, Due: at}}
+			m.owed[cc.Reference] = &memoryOwed{row: owed.Cancellation{Reference: cc.Reference, RentalID: cc.RentalID, OwedAt: at, Due: at}}
 		}
 		return nil
 	}
@@ -122,40 +125,62 @@ func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
 }
 
 // LanePages implements deadline.Index, in one page.
-func (m *Memory) LanePages(_ context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func(deadline.LanePage) bool) (int, error) {
+func (m *Memory) LanePages(_ context.Context, lane deadline.Lane, shard int, cutoff time.Time, fn func([]deadline.Row) bool) (int, error) {
 	m.mu.Lock()
-	var p deadline.LanePage
+	var rows []deadline.Row
 	for _, row := range m.rows {
 		if !row.settled && row.kind.Lane() == lane && m.shardOf(row.subject) == shard && (cutoff.IsZero() || row.stamp < cutoff.UnixMilli()) {
 			since := row.kind.SinceOf(row.stamp)
-			p.Rows = append(p.Rows, deadline.Row{Kind: row.kind.Name, Subject: row.subject, Since: since, Due: row.kind.DueAt(since)})
-		}
-	}
-	before := func(t time.Time) bool { return cutoff.IsZero() || t.Before(cutoff) }
-	switch lane {
-	case deadline.OwedLane:
-		for _, o := range m.owed {
-			if !o.settled && m.shardOf(o.row.Reference) == shard && before(o.row.Due) {
-				p.Owed = append(p.Owed, o.row)
-			}
-		}
-	case deadline.ParkedLane:
-		for k, row := range m.parked {
-			if m.shardOf(k.StreamID) == shard && before(row.due) {
-				k.Due = row.due
-				p.Parked = append(p.Parked, k)
-			}
+			rows = append(rows, deadline.Row{Kind: row.kind.Name, Subject: row.subject, Since: since, Due: row.kind.DueAt(since)})
 		}
 	}
 	m.mu.Unlock()
-	deadline.SortRows(p.Rows)
-	deadline.SortOwed(p.Owed)
-	deadline.SortParked(p.Parked)
-	n := len(p.Rows) + len(p.Owed) + len(p.Parked)
-	if n > 0 {
-		fn(p)
+	deadline.SortRows(rows)
+	if len(rows) > 0 {
+		fn(rows)
 	}
-	return n, nil
+	return len(rows), nil
+}
+
+// OwedPages implements owed.Rows, limit rows a page, soonest due first.
+func (m *Memory) OwedPages(_ context.Context, shard, limit int, fn func([]owed.Cancellation) bool) (int, error) {
+	m.mu.Lock()
+	var rows []owed.Cancellation
+	for _, o := range m.owed {
+		if !o.settled && m.shardOf(o.row.Reference) == shard {
+			rows = append(rows, o.row)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(rows, func(a, b owed.Cancellation) int {
+		return cmp.Or(a.Due.Compare(b.Due), cmp.Compare(a.Reference, b.Reference))
+	})
+	read := 0
+	for page := range slices.Chunk(rows, max(limit, 1)) {
+		read += len(page)
+		if !fn(page) {
+			break
+		}
+	}
+	return read, nil
+}
+
+// ParkedPages implements parked.Rows, in one page.
+func (m *Memory) ParkedPages(_ context.Context, shard int, cutoff time.Time, fn func([]parked.Record) bool) (int, error) {
+	m.mu.Lock()
+	var rows []parked.Record
+	for k, row := range m.parked {
+		if m.shardOf(k.StreamID) == shard && (cutoff.IsZero() || row.due.Before(cutoff)) {
+			k.Due = row.due
+			rows = append(rows, k)
+		}
+	}
+	m.mu.Unlock()
+	parked.Sort(rows)
+	if len(rows) > 0 {
+		fn(rows)
+	}
+	return len(rows), nil
 }
 
 // Row implements deadline.Index.
@@ -175,8 +200,8 @@ func (m *Memory) Deadlines(ctx context.Context, q deadline.Query) ([]deadline.Ro
 	var out []deadline.Row
 	for _, lane := range m.kinds.Lanes() {
 		for s := range m.shards {
-			if _, err := m.LanePages(ctx, lane, s, time.Time{}, func(p deadline.LanePage) bool {
-				for _, r := range p.Rows {
+			if _, err := m.LanePages(ctx, lane, s, time.Time{}, func(rows []deadline.Row) bool {
+				for _, r := range rows {
 					if k, ok := m.kinds.ByName(r.Kind); ok {
 						r.Kind = k.Listed()
 					}
@@ -197,103 +222,37 @@ func (m *Memory) Deadlines(ctx context.Context, q deadline.Query) ([]deadline.Ro
 	return out, nil
 }
 
-// rowsOf returns the outstanding rows of the kind named name whose opening time is
-// before cutoff (all of them for a zero cutoff), in shard (every shard if -1).
-func (m *Memory) rowsOf(name string, shard int, cutoff time.Time) []deadline.Row {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []deadline.Row
-	for _, row := range m.rows {
-		if row.settled || row.kind.Name != name || (shard >= 0 && m.shardOf(row.subject) != shard) {
-			continue
-		}
-		since := row.kind.SinceOf(row.stamp)
-		if cutoff.IsZero() || since.Before(cutoff) {
-			out = append(out, deadline.Row{Kind: name, Subject: row.subject, Since: since, Due: row.kind.DueAt(since)})
-		}
-	}
-	slices.SortFunc(out, func(a, b deadline.Row) int {
-		return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.Subject, b.Subject))
-	})
-	return out
-}
-
-// OverduePages calls fn with the outstanding payments of shard prepared before
-// cutoff, oldest first, in one page.
-func (m *Memory) OverduePages(_ context.Context, shard int, cutoff time.Time, fn func([]deadline.Pending) bool) (int, error) {
-	rows := m.rowsOf(deadlinekinds.Payment, shard, cutoff)
-	var out []deadline.Pending
-	for _, r := range rows {
-		out = append(out, deadline.Pending{Reference: deadlinekinds.PaymentPrefix + r.Subject, RentalID: r.Subject, PreparedAt: r.Since})
-	}
-	if len(out) > 0 {
-		fn(out)
-	}
-	return len(out), nil
-}
-
-// OpenBefore returns every rental whose process has been open since before the
-// cutoff, oldest first.
-func (m *Memory) OpenBefore(_ context.Context, cutoff time.Time) ([]deadline.Open, int, error) {
-	var out []deadline.Open
-	for _, r := range m.rowsOf(deadlinekinds.Stuck, -1, cutoff) {
-		out = append(out, deadline.Open{RentalID: r.Subject, RequestedAt: r.Since})
-	}
-	return out, len(out), nil
-}
-
-// Get returns the outstanding payment with the given reference.
-func (m *Memory) Get(ctx context.Context, reference string) (deadline.Pending, bool, error) {
-	k, subject, ok := m.kinds.OfKey(reference)
-	if !ok || k.Name != deadlinekinds.Payment {
-		return deadline.Pending{}, false, nil
-	}
-	row, ok, err := m.Row(ctx, k, subject)
-	if !ok || err != nil {
-		return deadline.Pending{}, false, err
-	}
-	return deadline.Pending{Reference: reference, RentalID: subject, PreparedAt: row.Since}, true, nil
-}
-
-// OpenAndOwed returns OpenBefore and OwedCancellations.
-func (m *Memory) OpenAndOwed(ctx context.Context, cutoff time.Time) ([]deadline.Open, []deadline.OwedCancellation, int, error) {
-	open, n, _ := m.OpenBefore(ctx, cutoff)
-	owed, k, _ := m.OwedCancellations(ctx)
-	return open, owed, n + k, nil
-}
-
 // OwedCancellations returns every cancellation owed to the provider, oldest first.
-func (m *Memory) OwedCancellations(context.Context) ([]deadline.OwedCancellation, int, error) {
+func (m *Memory) OwedCancellations(context.Context) ([]owed.Cancellation, int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []deadline.OwedCancellation
+	var out []owed.Cancellation
 	for _, o := range m.owed {
 		if !o.settled {
 			out = append(out, o.row)
 		}
 	}
-	deadline.SortOwed(out)
+	owed.Sort(out)
 	return out, len(out), nil
 }
 
-// Backlog returns OpenAndOwed and the parked records.
-func (m *Memory) Backlog(ctx context.Context, cutoff time.Time) (deadline.Backlog, int, error) {
-	open, owed, n, _ := m.OpenAndOwed(ctx, cutoff)
+// ParkedRecords returns every parked record, soonest due first.
+func (m *Memory) ParkedRecords() []parked.Record {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := deadline.Backlog{Open: open, Owed: owed}
+	var out []parked.Record
 	for k, p := range m.parked {
 		k.Due = p.due
-		b.Parked = append(b.Parked, k)
+		out = append(out, k)
 	}
-	deadline.SortParked(b.Parked)
-	return b, n + len(b.Parked), nil
+	parked.Sort(out)
+	return out
 }
 
 // Park keeps r for delivery again to consumer from due on, unless it is kept
 // already (then it keeps its due time).
 func (m *Memory) Park(_ context.Context, consumer string, r eventstore.Record, due time.Time) error {
-	k := deadline.Parked{Consumer: consumer, StreamID: r.StreamID, Version: r.Version}
+	k := parked.Record{Consumer: consumer, StreamID: r.StreamID, Version: r.Version}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.parked[k]; !ok {
@@ -302,8 +261,8 @@ func (m *Memory) Park(_ context.Context, consumer string, r eventstore.Record, d
 	return nil
 }
 
-// Unpark implements deadline.ParkedRows.
-func (m *Memory) Unpark(_ context.Context, p deadline.Parked) error {
+// Unpark implements parked.Rows.
+func (m *Memory) Unpark(_ context.Context, p parked.Record) error {
 	p.Due = time.Time{}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -311,8 +270,8 @@ func (m *Memory) Unpark(_ context.Context, p deadline.Parked) error {
 	return nil
 }
 
-// Postpone implements deadline.ParkedRows.
-func (m *Memory) Postpone(_ context.Context, p deadline.Parked, due time.Time) error {
+// Postpone implements parked.Rows.
+func (m *Memory) Postpone(_ context.Context, p parked.Record, due time.Time) error {
 	p.Due = time.Time{}
 	m.mu.Lock()
 	defer m.mu.Unlock()

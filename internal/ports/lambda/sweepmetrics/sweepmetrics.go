@@ -1,4 +1,4 @@
-// Package sweepmetrics writes a sweep's summary as CloudWatch metrics: one Embedded
+// Package sweepmetrics writes a sweep's summary (sweep.Summary) as CloudWatch metrics: one Embedded
 // Metric Format document per sweep (through internal/lib/emf), which the sweep function
 // writes to its standard output, where Lambda's log agent turns it into metrics
 // without any API call.
@@ -9,18 +9,32 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/lib/emf"
 )
 
-// Writer returns a deadline.Sweeper Report that writes each summary to w as one EMF
-// document, with the dimension Service=service (METRICS_SERVICE, which tells
-// deployments apart). A summary that cannot be written is reported to failed, if not
-// nil.
-func Writer(w *emf.Writer, service string, failed func(error)) func(deadline.Summary) {
-	return func(sum deadline.Summary) {
-		if err := w.Write(Document(sum, service)); err != nil && failed != nil {
-			failed(err)
-		}
+// Writer is the sweep's sweep.Reporter that writes each summary to Out as one
+// EMF document, with the dimension Service=Service (METRICS_SERVICE, which tells
+// deployments apart). A summary that cannot be written is reported to Failed, if
+// not nil.
+type Writer struct {
+	Out     *emf.Writer
+	Service string
+	Failed  func(error)
+}
+
+var _ sweep.Reporter = (*Writer)(nil)
+
+// NewWriter returns the Writer of sweep summaries to w under the dimension
+// Service=service, reporting what cannot be written to failed.
+func NewWriter(w *emf.Writer, service string, failed func(error)) *Writer {
+	return &Writer{Out: w, Service: service, Failed: failed}
+}
+
+// Report implements sweep.Reporter.
+func (w *Writer) Report(sum sweep.Summary) {
+	if err := w.Out.Write(Document(sum, w.Service)); err != nil && w.Failed != nil {
+		w.Failed(err)
 	}
 }
 
@@ -28,37 +42,55 @@ func Writer(w *emf.Writer, service string, failed func(error)) func(deadline.Sum
 const Namespace = "BikeRental/Sweep"
 
 // Document is a summary as an EMF document, with the dimension Service=service:
-// the counts the sweep reported before kinds, and for each kind its own (KindMetrics),
-// OverdueReturns among them.
-func Document(sum deadline.Summary, service string) emf.Document {
+// for each kind its own metrics (KindMetrics), OverdueReturns among them, and the
+// metrics deployed before kinds, derived from the kinds' and the other parts'
+// summaries (LegacyMetrics), which the template's alarms watch.
+func Document(sum sweep.Summary, service string) emf.Document {
 	d := emf.Document{
 		Namespace:  Namespace,
 		Timestamp:  sum.Now,
 		Dimensions: []emf.Dimension{{Name: "Service", Value: service}},
-		Metrics: []emf.Metric{
-			{Name: "Found", Unit: "Count", Value: float64(sum.Found)},
-			{Name: "Cancelled", Unit: "Count", Value: float64(sum.Cancelled)},
-			{Name: "Declined", Unit: "Count", Value: float64(sum.Declined)},
-			{Name: "NothingToDo", Unit: "Count", Value: float64(sum.NothingToDo)},
-			{Name: "Failed", Unit: "Count", Value: float64(sum.Failed)},
-			{Name: "ItemsRead", Unit: "Count", Value: float64(sum.ItemsRead)},
-			{Name: "OldestOverdue", Unit: "Seconds", Value: sum.OldestOverdue.Seconds()},
-			{Name: "StuckRentals", Unit: "Count", Value: float64(sum.Stuck)},
-			{Name: "StuckRepaired", Unit: "Count", Value: float64(sum.StuckRepaired)},
-			{Name: "StuckLeft", Unit: "Count", Value: float64(sum.StuckLeft)},
-			{Name: "CancellationsOwed", Unit: "Count", Value: float64(sum.CancellationsOwed)},
-			{Name: "CancellationsMade", Unit: "Count", Value: float64(sum.CancellationsMade)},
-			{Name: "CancellationsLeft", Unit: "Count", Value: float64(sum.CancellationsLeft)},
-			{Name: "Parked", Unit: "Count", Value: float64(sum.Parked)},
-			{Name: "Redelivered", Unit: "Count", Value: float64(sum.Redelivered)},
-			{Name: "RedeliveriesLeft", Unit: "Count", Value: float64(sum.RedeliveriesLeft)},
-			{Name: "OldestParked", Unit: "Seconds", Value: sum.OldestParked.Seconds()},
-		},
+		Metrics:    LegacyMetrics(sum),
 	}
 	for _, k := range sum.Kinds {
 		d.Metrics = append(d.Metrics, KindMetrics(k)...)
 	}
 	return d
+}
+
+// LegacyMetrics are the metrics of the summary as the sweep wrote them before
+// kinds, under the same names and with the same meanings: Found, Cancelled,
+// Declined, NothingToDo, Failed, ItemsRead and OldestOverdue are the payment due's
+// (found, acted, declined, nothing to do, failed, its lane's items read, oldest
+// overdue); StuckRentals, StuckRepaired and StuckLeft the process stuck's (found,
+// acted, found but not repaired); CancellationsOwed, CancellationsMade and
+// CancellationsLeft the owed cancellations' (owed, made, left: every owed one,
+// due or put off, still owed after the sweep); Parked, Redelivered,
+// RedeliveriesLeft and OldestParked the parked records' (found due, redelivered,
+// left, oldest recorded).
+func LegacyMetrics(sum sweep.Summary) []emf.Metric {
+	pay, _ := sum.Kind(deadlinekinds.Payment)
+	stuck, _ := sum.Kind(deadlinekinds.Stuck)
+	count := func(name string, v int) emf.Metric { return emf.Metric{Name: name, Unit: "Count", Value: float64(v)} }
+	return []emf.Metric{
+		count("Found", pay.Found),
+		count("Cancelled", pay.Acted),
+		count("Declined", pay.Declined),
+		count("NothingToDo", pay.NothingToDo),
+		count("Failed", pay.Failed),
+		count("ItemsRead", pay.ItemsRead),
+		{Name: "OldestOverdue", Unit: "Seconds", Value: pay.OldestOverdue.Seconds()},
+		count("StuckRentals", stuck.Found),
+		count("StuckRepaired", stuck.Acted),
+		count("StuckLeft", stuck.Found-stuck.Acted),
+		count("CancellationsOwed", sum.Owed.Owed),
+		count("CancellationsMade", sum.Owed.Made),
+		count("CancellationsLeft", sum.Owed.Left),
+		count("Parked", sum.Parked.Found),
+		count("Redelivered", sum.Parked.Redelivered),
+		count("RedeliveriesLeft", sum.Parked.Left),
+		{Name: "OldestParked", Unit: "Seconds", Value: sum.Parked.OldestParked.Seconds()},
+	}
 }
 
 // OverdueReturns is the metric of how many returns a sweep found overdue: the
