@@ -18,6 +18,8 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
 	"github.com/bikerental/bikerental/internal/app/repair"
@@ -590,7 +592,30 @@ func TestChangingTheShardCount(t *testing.T) {
 			if err := project(); !errors.Is(err, pendingtable.ErrShardMismatch) {
 				t.Errorf("the projector ran with %s shards on a table of %s: %v", to, from, err)
 			}
-			must(t, e, "rebuild", "-shards", to, "-reshard")
+			// A parked record comes from no event: the reshard moves it all the same.
+			stuck := eventstore.Record{StreamID: fmt.Sprintf("bike-parked-%d-%d", leg.from, leg.to), Version: 1, Event: eventstore.Event{ID: "p", Type: "BikeRequested", RecordedAt: time.Now()}}
+			for i := 0; w.Projection(leg.from).ShardOf(stuck.StreamID) == w.Projection(leg.to).ShardOf(stuck.StreamID); i++ {
+				stuck.StreamID = fmt.Sprintf("bike-parked-%d-%d-%d", leg.from, leg.to, i) // one whose shard the new count changes
+			}
+			if err := w.Projection(leg.from).Park(ctx, eventfilter.Process, stuck, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			res := decode[ctl.RebuildResult](t, must(t, e, "rebuild", "--json", "-shards", to, "-reshard"))
+			if res.ParkedMoved != 1 {
+				t.Errorf("the reshard moved %d parked records, want 1", res.ParkedMoved)
+			}
+			var parkedThere []parked.Record
+			for s := range leg.to {
+				if _, err := w.Projection(leg.to).ParkedPages(ctx, s, time.Time{}, func(p []parked.Record) bool { parkedThere = append(parkedThere, p...); return true }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.ContainsFunc(parkedThere, func(p parked.Record) bool { return p.StreamID == stuck.StreamID }) {
+				t.Errorf("the parked record %s is on none of the %s shards: %+v", stuck.StreamID, to, parkedThere)
+			}
+			if err := w.Projection(leg.to).Unpark(ctx, parked.Record{Consumer: eventfilter.Process, StreamID: stuck.StreamID, Version: 1}); err != nil {
+				t.Fatal(err)
+			}
 			if err := project(); err != nil {
 				t.Errorf("the projector with the table's new count: %v", err)
 			}

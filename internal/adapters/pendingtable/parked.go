@@ -197,3 +197,33 @@ func (p *Projection) Backlog(ctx context.Context, cutoff time.Time) (deadlinekin
 	parked.Sort(b.Parked)
 	return b, read + n, nil
 }
+
+// ReshardParked moves every parked record's row to its shard under the
+// projection's count, and returns how many it found on another shard. Parked records come from no
+// event of the store, so the rebuild's replay (Reshard) never reaches them: without
+// this, a record parked on a shard the new count no longer has would never be read
+// by a sweep again. It reads every shard the parked lane can have (MaxShards), so
+// that a reshard interrupted before it got here is mended by the next rebuild;
+// parked records are few, and a rebuild reads the whole event store anyway. Safe to
+// run while records are parked and unparked: a row is moved only while it is
+// still parked, on another shard.
+func (p *Projection) ReshardParked(ctx context.Context) (int, error) {
+	moved := 0
+	for s := range MaxShards {
+		var rows []parked.Record
+		if _, err := p.ParkedPages(ctx, s, time.Time{}, func(page []parked.Record) bool { rows = append(rows, page...); return true }); err != nil {
+			return moved, fmt.Errorf("deadline: read the parked records of shard %d: %w", s, err)
+		}
+		for _, r := range rows {
+			to := p.parkedShardOf(r.StreamID)
+			if to == deadline.ParkedLane.Shard(s) {
+				continue
+			}
+			if err := p.moveTo(ctx, ParkedKey(r.Consumer, r.StreamID, r.Version), to, deadline.ParkedLane.Prefix); err != nil {
+				return moved, err
+			}
+			moved++
+		}
+	}
+	return moved, nil
+}

@@ -107,8 +107,12 @@ type RebuildResult struct {
 	Records      int    `json:"records"`
 	// ParkedCarried is how many parked stream records the rebuild carried over
 	// from the table RebuildRequest.ParkedFrom names.
-	ParkedCarried int   `json:"parkedCarried"`
-	DurationMs    int64 `json:"durationMs"`
+	ParkedCarried int `json:"parkedCarried"`
+	// ParkedMoved is how many parked stream records the rebuild found on a shard
+	// of another count than the table's, and moved to theirs (after a reshard:
+	// parked records come from no event, so the replay does not move them).
+	ParkedMoved int   `json:"parkedMoved"`
+	DurationMs  int64 `json:"durationMs"`
 	// Elapsed is how long the replay took.
 	Elapsed time.Duration `json:"-"`
 }
@@ -183,11 +187,16 @@ func (s *Stack) rebuildHolding(ctx context.Context, lock *rebuild.Lock, store *d
 		req.Trace.Paused(req.Sweep.String())
 	}
 	res, err = s.replay(ctx, store, projector, req.Trace)
-	if err != nil || req.ParkedFrom == "" {
+	if err != nil {
 		return res, err
 	}
-	if res.ParkedCarried, err = projection.CarryParked(ctx, req.ParkedFrom); err != nil {
-		return res, fmt.Errorf("rebuild: carry the parked records of %s over: %w", req.ParkedFrom, err)
+	if req.ParkedFrom != "" {
+		if res.ParkedCarried, err = projection.CarryParked(ctx, req.ParkedFrom); err != nil {
+			return res, fmt.Errorf("rebuild: carry the parked records of %s over: %w", req.ParkedFrom, err)
+		}
+	}
+	if res.ParkedMoved, err = projection.ReshardParked(ctx); err != nil {
+		return res, fmt.Errorf("rebuild: move the parked records to their shards: %w", err)
 	}
 	return res, nil
 }
