@@ -34,7 +34,7 @@ func (p *downProvider) CancelPayment(context.Context, string) (payment.CancelOut
 func TestCancellationsListsWhatIsOwedToTheProvider(t *testing.T) {
 	w, outstanding := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
-	if r := must(t, e, "cancellations"); r.stdout != "PAYMENT  RENTAL  OWED SINCE  AGE\n0 cancellations owed to the provider\n" {
+	if r := must(t, e, "cancellations"); r.stdout != "PAYMENT  RENTAL  OWED SINCE  AGE  NEXT TRY\n0 cancellations owed to the provider\n" {
 		t.Errorf("cancellations of a world that owes none:\n%q", r.stdout)
 	}
 	ctx := context.Background()
@@ -60,6 +60,21 @@ func TestCancellationsListsWhatIsOwedToTheProvider(t *testing.T) {
 	sweep := wantStatus(t, 1, e, "sweep")
 	if !strings.Contains(sweep.stdout, "found 1 cancellation owed to the provider: 0 made, 1 still owed") {
 		t.Errorf("sweep:\n%s", sweep.stdout)
+	}
+
+	// A retry the provider leaves unanswered puts the next one off; the list
+	// still says since when the cancellation is owed, and when it is tried next.
+	if owed, err := h.RetryCancellation(ctx, ref, command.Meta{}); !owed {
+		t.Fatalf("a retry while the provider is down: owed %v, %v", owed, err)
+	}
+	settle(t, w, p, outstanding[0])
+	later := decode[ctl.CancellationList](t, must(t, e, "cancellations", "--json"))
+	if later.Count != 1 || !later.Cancellations[0].OwedAt.Equal(list.Cancellations[0].OwedAt) || !later.Cancellations[0].Due.After(later.Now) {
+		t.Errorf("cancellations after a retry put off: %+v; want it owed since %v, due after now", later, list.Cancellations[0].OwedAt)
+	}
+	if r := must(t, e, "cancellations"); !strings.Contains(r.stdout, timestamp(list.Cancellations[0].OwedAt)) || !strings.Contains(r.stdout, timestamp(later.Cancellations[0].Due)) {
+		t.Errorf("cancellations after a retry put off, want it owed since %s and tried next at %s:\n%s",
+			timestamp(list.Cancellations[0].OwedAt), timestamp(later.Cancellations[0].Due), r.stdout)
 	}
 
 	provider.down = false

@@ -24,8 +24,9 @@ import (
 // time), and settled when the provider confirms the cancellation or a success
 // arrives meanwhile. Its key is the payment's stream id, and it is in a lane of its
 // own (deadline.OwedLane: "owed#0", "owed#1", …), which the sweep's retries
-// (owed.Retries) read a page at a time, soonest due first. A retry the provider left unanswered restamps the row with the time it is
-// due again (owedPutOff), so that the sweep does not read it until then.
+// (owed.Retries) read a page at a time, soonest due first. A retry the provider
+// left unanswered restamps the row with the time it is due again (owedPutOff), so
+// that the sweep does not retry it until then, keeping when it became owed.
 
 // settledMarker is the settled value of an owed cancellation's row once settled.
 const settledMarker = "cancellation-settled"
@@ -61,9 +62,11 @@ func (p *Projection) owedPutOff(ctx context.Context, c owed.Change, r eventstore
 		TableName:           aws.String(p.table),
 		Key:                 map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		ConditionExpression: aws.String("attribute_exists(#shard) AND #at < :at"),
-		UpdateExpression:    aws.String("SET #at = :at"),
+		// The row's first due time is when the cancellation became owed: it is
+		// kept, once, before the due time moves.
+		UpdateExpression: aws.String("SET #since = if_not_exists(#since, #at), #at = :at"),
 		ExpressionAttributeNames: map[string]string{
-			"#at": schema.DeadlineDueAt, "#shard": schema.DeadlineKindShard,
+			"#at": schema.DeadlineDueAt, "#shard": schema.DeadlineKindShard, "#since": schema.DeadlineOwedSince,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(stamp, 10)},
@@ -95,13 +98,15 @@ func decodeOwed(item map[string]types.AttributeValue) (owed.Cancellation, error)
 		return owed.Cancellation{}, fmt.Errorf("deadline: owed-cancellation row %q: not a payment's key", key)
 	}
 	rentalID, _ := payment.RentalIDFor(ref)
-	at := time.UnixMilli(ms).UTC()
-	return owed.Cancellation{Reference: ref, RentalID: rentalID, OwedAt: at, Due: at}, nil
+	due := time.UnixMilli(ms).UTC() // the index's: when it became owed, unless put off (OwedCancellations)
+	return owed.Cancellation{Reference: ref, RentalID: rentalID, OwedAt: due, Due: due}, nil
 }
 
 // OwedCancellations returns every cancellation owed to the provider, due or not,
-// oldest first: one Query per shard of their lane, never a scan. It also returns
-// how many items DynamoDB read.
+// oldest first: one Query per shard of their lane, never a scan, and one GetItem
+// per row for when it became owed (the index holds keys and due times only, and a
+// row put off is due later than it became owed). It also returns how many items
+// DynamoDB read.
 func (p *Projection) OwedCancellations(ctx context.Context) ([]owed.Cancellation, int, error) {
 	var rows []owed.Cancellation
 	read := 0
@@ -115,6 +120,40 @@ func (p *Projection) OwedCancellations(ctx context.Context) ([]owed.Cancellation
 			return nil, read, err
 		}
 	}
+	for i, r := range rows {
+		since, ok, err := p.owedSince(ctx, r.Reference)
+		read++
+		if err != nil {
+			return nil, read, err
+		}
+		if ok {
+			rows[i].OwedAt = since
+		}
+	}
 	owed.Sort(rows)
 	return rows, read, nil
+}
+
+// owedSince reads when the cancellation of the payment reference became owed, as
+// its row keeps it once a retry was put off; ok is false for a row never put off
+// (its due time is that time) or no longer there.
+func (p *Projection) owedSince(ctx context.Context, reference string) (time.Time, bool, error) {
+	out, err := p.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(p.table),
+		Key:                      map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: OwedKey(reference)}},
+		ProjectionExpression:     aws.String("#since"),
+		ExpressionAttributeNames: map[string]string{"#since": schema.DeadlineOwedSince},
+	})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("deadline: read when %s became owed: %w", reference, err)
+	}
+	n, ok := out.Item[schema.DeadlineOwedSince].(*types.AttributeValueMemberN)
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	ms, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("deadline: owed-cancellation row of %s: %s %q: %w", reference, schema.DeadlineOwedSince, n.Value, err)
+	}
+	return time.UnixMilli(ms).UTC(), true, nil
 }

@@ -55,15 +55,16 @@ func Events(name string) *dynamodb.CreateTableInput {
 // provider and per stream record parked for delivery again; a settled marker once
 // it has settled.
 const (
-	DeadlineKey       = "key"       // partition key (S): the row's key (its kind's prefix and subject, for a deadline)
-	DeadlineSubject   = "subject"   // S: what the row is about: a rental id
-	DeadlineKindShard = "kindShard" // S: the row's lane and write shard, "payment#2" (deadline.Lane); removed on settlement
-	DeadlineDueAt     = "dueAtMs"   // N: when the row falls due, Unix milliseconds
-	DeadlineVersion   = "version"   // N: stream version of the last event applied, for the kinds that keep it
-	DeadlineSettled   = "settled"   // S: how the row settled, on markers only
-	DeadlineExpiresAt = "expiresAt" // N: Unix seconds when DynamoDB TTL deletes a marker
-	DeadlineAttempts  = "attempts"  // N: failed redeliveries of a parked stream record
-	DeadlinesByDue    = "DueByKind" // the index: outstanding rows by lane and shard, soonest due first
+	DeadlineKey       = "key"         // partition key (S): the row's key (its kind's prefix and subject, for a deadline)
+	DeadlineSubject   = "subject"     // S: what the row is about: a rental id
+	DeadlineKindShard = "kindShard"   // S: the row's lane and write shard, "payment#2" (deadline.Lane); removed on settlement
+	DeadlineDueAt     = "dueAtMs"     // N: when the row falls due, Unix milliseconds
+	DeadlineVersion   = "version"     // N: stream version of the last event applied, for the kinds that keep it
+	DeadlineSettled   = "settled"     // S: how the row settled, on markers only
+	DeadlineExpiresAt = "expiresAt"   // N: Unix seconds when DynamoDB TTL deletes a marker
+	DeadlineAttempts  = "attempts"    // N: failed redeliveries of a parked stream record
+	DeadlineOwedSince = "owedSinceMs" // N: when an owed cancellation became owed, kept once a put-off retry moved its due time
+	DeadlinesByDue    = "DueByKind"   // the index: outstanding rows by lane and shard, soonest due first
 )
 
 // Deadlines returns the definition of the Deadlines table named name: the to-do

@@ -24,8 +24,7 @@ import (
 
 // Cancellation is one payment cancelled here whose cancellation the provider has
 // not confirmed yet, with the time it was found owed, and the time it is due to be
-// tried again. The table keeps one time per row: once a retry was put off, OwedAt
-// reads as Due from it.
+// tried again.
 type Cancellation struct {
 	Reference string    `json:"paymentReference"`
 	RentalID  string    `json:"rentalId"`

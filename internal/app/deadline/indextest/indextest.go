@@ -392,4 +392,18 @@ func anOwedRowPutOffIsRead(t *testing.T, s Subject) {
 	if len(rows) != 3 || rows[0].RentalID != b || rows[1].RentalID != c || rows[2].RentalID != a || !rows[2].Due.Equal(wantDue) {
 		t.Fatalf("owed rows %+v: want %s, %s due at once and %s put off until %s", rows, b, c, a, wantDue)
 	}
+	// Listed, a row put off still says when its cancellation became owed.
+	listed, _, err := s.OwedCancellations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Time{a: t0, b: t0.Add(time.Minute), c: t0.Add(2 * time.Minute)}
+	if len(listed) != 3 {
+		t.Fatalf("listed %+v, want the three owed", listed)
+	}
+	for _, o := range listed {
+		if !o.OwedAt.Equal(want[o.RentalID]) || (o.RentalID == a) != !o.Due.Equal(o.OwedAt) {
+			t.Errorf("%s listed owed at %v, due %v; want owed at %v", o.RentalID, o.OwedAt, o.Due, want[o.RentalID])
+		}
+	}
 }
