@@ -609,29 +609,8 @@ func decide(s Payment, c Command) ([]Event, error) {
 		return []Event{PaymentRejected{Reference: s.Reference, PaymentID: s.PaymentID, Reason: c.Reason,
 			ProviderEventID: c.ProviderEventID, Provider: c.Provider, ProviderEventDigest: c.ProviderEventDigest}}, nil
 
-	case RecordRefund:
-		if !s.RefundDue() {
-			return nil, nil
-		}
-		return []Event{RefundRequested{Reference: s.Reference, PaymentID: s.PaymentID, RefundID: c.RefundID, Amount: s.Amount, Currency: s.Currency}}, nil
-
-	case OweRefund:
-		if !s.RefundDue() {
-			return nil, nil
-		}
-		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}, nil
-
-	case RecordRefundFailed:
-		if s.Refund != RefundStatusRequested {
-			return nil, nil
-		}
-		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}, nil
-
-	case ConfirmRefund:
-		if s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice {
-			return nil, nil
-		}
-		return []Event{PaymentRefunded{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}, nil
+	case RecordRefund, OweRefund, RecordRefundFailed, ConfirmRefund:
+		return decideRefund(s, c), nil
 
 	case CancelPayment:
 		switch s.Status {
@@ -656,6 +635,38 @@ func decide(s Payment, c Command) ([]Event, error) {
 		return []Event{CancellationDoneAtProvider{Reference: s.Reference, PaymentID: s.PaymentID}}, nil
 	}
 	return nil, fmt.Errorf("payment: %w: unknown command %T", ErrInvalidCommand, c)
+}
+
+// decideRefund is decide for the commands about the refund of a late success: each
+// records what it says when the refund stands where it applies, and nothing
+// otherwise (every one is safe to send twice).
+func decideRefund(s Payment, c Command) []Event {
+	switch c := c.(type) {
+	case RecordRefund:
+		if !s.RefundDue() {
+			return nil
+		}
+		return []Event{RefundRequested{Reference: s.Reference, PaymentID: s.PaymentID, RefundID: c.RefundID, Amount: s.Amount, Currency: s.Currency}}
+
+	case OweRefund:
+		if !s.RefundDue() {
+			return nil
+		}
+		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}
+
+	case RecordRefundFailed:
+		if s.Refund != RefundStatusRequested {
+			return nil
+		}
+		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}
+
+	case ConfirmRefund:
+		if s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice {
+			return nil
+		}
+		return []Event{PaymentRefunded{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}
+	}
+	return nil
 }
 
 // giveUpUnmatched is what GiveUpUnmatchedSuccess decides on s.
