@@ -546,6 +546,31 @@ func Evolve(s Payment, e Event) Payment {
 	return s
 }
 
+// String writes the payment as %+v would, its client secret left out: whoever holds
+// the secret can confirm the payment, so no log line or test failure shows it.
+func (s Payment) String() string {
+	type fields Payment // without this method
+	f := fields(s)
+	f.ClientSecret = redacted(f.ClientSecret)
+	return fmt.Sprintf("%+v", f)
+}
+
+// String writes the event as %+v would, its client secret left out (Payment.String).
+func (e PaymentPrepared) String() string {
+	type fields PaymentPrepared
+	f := fields(e)
+	f.ClientSecret = redacted(f.ClientSecret)
+	return fmt.Sprintf("%+v", f)
+}
+
+// redacted stands for a secret in what is printed: empty stays empty.
+func redacted(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "(redacted)"
+}
+
 func (s Payment) exists() bool { return s.Status != "" && s.Status != StatusNone }
 
 // Decide returns the events that command c produces on payment s, or the reason

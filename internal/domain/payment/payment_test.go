@@ -3,6 +3,7 @@ package payment
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -351,5 +352,22 @@ func TestReceiptsInSettlingEvents(t *testing.T) {
 	}
 	if got, err := DecodeEvent("PaymentConfirmed", data); err != nil || got != withReceipt {
 		t.Errorf("round trip: %#v, %v", got, err)
+	}
+}
+
+// TestAPrintedPaymentShowsNoClientSecret: a payment, or its PaymentPrepared,
+// printed with %v or %+v (a log line, a test failure) leaves its client secret out,
+// and says everything else.
+func TestAPrintedPaymentShowsNoClientSecret(t *testing.T) {
+	secret := "pi_1_secret_abc"
+	s := Fold([]Event{PaymentPrepared{PaymentID: "pi_1", Reference: ref, Amount: 1250, Currency: "EUR", ClientSecret: secret}})
+	for _, printed := range []string{fmt.Sprintf("%v", s), fmt.Sprintf("%+v", s), fmt.Sprintf("%+v", []Payment{s}),
+		fmt.Sprintf("%v", PaymentPrepared{PaymentID: "pi_1", ClientSecret: secret}), fmt.Sprintf("%+v", struct{ P Payment }{s})} {
+		if strings.Contains(printed, secret) || !strings.Contains(printed, "pi_1") {
+			t.Errorf("printed %s: want the payment without its client secret", printed)
+		}
+	}
+	if s.ClientSecret != secret {
+		t.Errorf("printing changed the payment's secret to %q", s.ClientSecret)
 	}
 }
