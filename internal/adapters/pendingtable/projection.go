@@ -235,15 +235,18 @@ func (p *Projection) opened(ctx context.Context, k deadline.Kind, c deadline.Cha
 		":at":     &types.AttributeValueMemberN{Value: strconv.FormatInt(k.Stamp(k.SinceFor(c, r.RecordedAt)), 10)},
 		":shard":  &types.AttributeValueMemberS{Value: p.shardOf(k, subject)},
 	}
-	if k.Ordered {
-		set += ", #v = :v"
-		names["#v"] = schema.DeadlineVersion
-		values[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.Version, 10)}
-	}
 	// Only the first event of a row creates it: anything already there is this very
 	// row, or the marker of one that has settled; or, for a kind that takes over
-	// another's row, that kind's outstanding row, which it moves.
+	// another's row, that kind's outstanding row, which it moves; or, for an
+	// ordered kind, the marker of a settlement older than this opening, which it
+	// opens again.
 	cond := "attribute_not_exists(#ref)"
+	if k.Ordered {
+		set += ", #v = :v REMOVE #settled, #exp"
+		names["#v"], names["#settled"], names["#exp"] = schema.DeadlineVersion, schema.DeadlineSettled, schema.DeadlineExpiresAt
+		values[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.Version, 10)}
+		cond += " OR (attribute_exists(#settled) AND #v < :v)"
+	}
 	if taken, ok := p.kinds.ByName(k.Takes); ok {
 		cond += " OR (" + p.inLane("#shard", taken.Lane().Prefix, ":taken", values) + ")"
 	}

@@ -751,7 +751,7 @@ func commandFor(ev payment.ProviderEvent) payment.Command {
 	case payment.ProviderRefunded:
 		return payment.ConfirmRefund{Reference: ev.Reference, ProviderEventID: ev.EventID}
 	case payment.ProviderRefundFailed:
-		return payment.RecordRefundFailed{Reference: ev.Reference, Reason: ev.Reason, ProviderEventID: ev.EventID}
+		return payment.RecordRefundFailed{Reference: ev.Reference, RefundID: ev.RefundID, Reason: ev.Reason, ProviderEventID: ev.EventID}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package command_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -217,42 +218,82 @@ func lastOwed(t *testing.T, store eventstore.Store, ref string) payment.RefundOw
 	return payment.RefundOwed{}
 }
 
-// TestARefundThatFailsAfterStripeAcceptedItIsOwed: a Refund Stripe accepted
-// (pending) may fail later at the bank, which Stripe reports by refund.failed. That
-// event makes the refund owed, with Stripe's reason, once (its redelivery is a
-// duplicate and records nothing), so that the money the renter never got back is on
-// the operators' list, to be made by hand; a refund.failed for a refund that is
-// done, or was never asked for, changes nothing.
+// TestARefundThatFailsAfterStripeAcceptedItIsOwed: a Refund Stripe accepted may
+// fail later at the bank, which Stripe reports by refund.failed, usually after the
+// charge.refunded it sent when it created the Refund. In either order the refund
+// becomes owed, with Stripe's reason, once (a redelivery is a duplicate and
+// records nothing), so that the money the renter never got back is on the
+// operators' list; a charge.refunded delivered after the failure, before or after
+// the refund is made by hand, changes nothing (it is no second refund); and a
+// refund.failed for another Refund than ours changes nothing.
 func TestARefundThatFailsAfterStripeAcceptedItIsOwed(t *testing.T) {
+	for i, order := range []string{"after charge.refunded", "before charge.refunded", "another refund"} {
+		t.Run(order, func(t *testing.T) { refundFailsAtStripe(t, order, fmt.Sprintf("refundfails%d", i)) })
+	}
+}
+
+func refundFailsAtStripe(t *testing.T, order, bike string) {
 	h, store, _ := stripeRefunds(t)
 	ctx := context.Background()
-	ref := lateSuccessFor(t, h, "refundfails")
-	if s, err := h.Refund(ctx, ref, command.Meta{}); err != nil || s.Refund != payment.RefundStatusRequested {
-		t.Fatalf("the refund: %+v, %v; want it requested", s, err)
+	ref := lateSuccessFor(t, h, bike)
+	if s, err := h.Refund(ctx, ref, command.Meta{}); err != nil || s.Refund != payment.RefundStatusRequested || s.RefundID == "" {
+		t.Fatalf("the refund: %+v, %v; want it requested, with Stripe's Refund id", s, err)
 	}
 	s, _, err := h.LoadPayment(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed := func(id string, reference string) payment.ProviderEvent {
-		ev := payment.ProviderEvent{Provider: stripe.Name, EventID: id, Kind: payment.ProviderRefundFailed, Reference: reference,
-			PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: "Stripe's refund re_1 failed (expired_or_canceled_card)"}
-		ev.Digest = payment.EffectDigest(ev, payment.ProviderObject{Type: "refund.failed", Object: "refund", ObjectID: "re_1", Status: "failed"})
+	event := func(id string, kind payment.ProviderEventKind, refundID string) payment.ProviderEvent {
+		ev := payment.ProviderEvent{Provider: stripe.Name, EventID: id, Kind: kind, Reference: ref, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency}
+		obj := payment.ProviderObject{Type: "charge.refunded", Object: "charge", ObjectID: "ch_1", Status: "succeeded"}
+		if kind == payment.ProviderRefundFailed {
+			ev.RefundID, ev.Reason = refundID, "Stripe's refund "+refundID+" failed (expired_or_canceled_card)"
+			obj = payment.ProviderObject{Type: "refund.failed", Object: "refund", ObjectID: refundID, Status: "failed"}
+		}
+		ev.Digest = payment.EffectDigest(ev, obj)
 		return ev
 	}
-	res, err := h.ApplyProviderEvent(ctx, failed("evt_refund_failed", ref))
-	if err != nil || res.Duplicate || res.Payment.Refund != payment.RefundStatusOwed || !res.Payment.Refund.ForHands() {
-		t.Fatalf("refund.failed: %+v, %v; want the refund owed, for hands", res, err)
+	apply := func(ev payment.ProviderEvent) command.ProviderResult {
+		t.Helper()
+		res, err := h.ApplyProviderEvent(ctx, ev)
+		if err != nil {
+			t.Fatalf("%s %s: %v", ev.Kind, ev.EventID, err)
+		}
+		return res
+	}
+	refunded, failed := event("evt_charge_refunded", payment.ProviderRefunded, ""), event("evt_refund_failed", payment.ProviderRefundFailed, s.RefundID)
+	want := []string{"PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundRequested"}
+	switch order {
+	case "another refund":
+		apply(refunded)
+		if res := apply(event("evt_other_failed", payment.ProviderRefundFailed, "re_other")); res.Payment.Refund != payment.RefundStatusDone {
+			t.Fatalf("another Refund's failure: %+v; want our refund still made", res.Payment)
+		}
+		if got := types(t, store, ref); !slices.Equal(got, append(want, "PaymentRefunded")) {
+			t.Fatalf("recorded %v", got)
+		}
+		return
+	case "after charge.refunded":
+		apply(refunded)
+		want = append(want, "PaymentRefunded")
+	}
+	res := apply(failed)
+	if res.Duplicate || res.Payment.Refund != payment.RefundStatusOwed || !res.Payment.Refund.ForHands() {
+		t.Fatalf("refund.failed: %+v; want the refund owed, for hands", res)
 	}
 	owed := lastOwed(t, store, ref)
-	if owed.Reason != "Stripe's refund re_1 failed (expired_or_canceled_card)" || owed.Amount != s.Amount || owed.Currency != s.Currency {
-		t.Errorf("RefundOwed %+v; want the amount taken and Stripe's reason", owed)
+	if owed.Reason != failed.Reason || owed.FailedRefundID != s.RefundID || owed.Amount != s.Amount || owed.Currency != s.Currency {
+		t.Errorf("RefundOwed %+v; want the amount taken, Stripe's reason and the failed Refund", owed)
 	}
-	again, err := h.ApplyProviderEvent(ctx, failed("evt_refund_failed", ref))
-	if err != nil || !again.Duplicate {
-		t.Fatalf("refund.failed delivered again: %+v, %v; want a duplicate", again, err)
+	if again := apply(failed); !again.Duplicate {
+		t.Fatalf("refund.failed delivered again: %+v; want a duplicate", again)
 	}
-	want := []string{"PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundRequested", "RefundOwed"}
+	want = append(want, "RefundOwed")
+	if order == "before charge.refunded" {
+		if late := apply(refunded); late.Payment.Refund != payment.RefundStatusOwed {
+			t.Fatalf("charge.refunded after the failure: %+v; want the refund still owed", late.Payment)
+		}
+	}
 	if got := types(t, store, ref); !slices.Equal(got, want) {
 		t.Fatalf("recorded %v; want %v", got, want)
 	}
@@ -264,10 +305,11 @@ func TestARefundThatFailsAfterStripeAcceptedItIsOwed(t *testing.T) {
 	if err != nil || made.State.Refund != payment.RefundStatusMadeByHand {
 		t.Fatalf("the refund owed made by hand: %+v, %v", made, err)
 	}
-	if res, err := h.ApplyProviderEvent(ctx, failed("evt_refund_failed_late", ref)); err != nil || res.Payment.Refund != payment.RefundStatusMadeByHand {
-		t.Fatalf("a refund.failed after the refund was made: %+v, %v; want nothing changed", res, err)
+	late := event("evt_charge_refunded_late", payment.ProviderRefunded, "")
+	if res := apply(late); res.Payment.Refund != payment.RefundStatusMadeByHand {
+		t.Fatalf("a charge.refunded after the refund was made by hand: %+v; want it made by hand, not refunded twice", res.Payment)
 	}
 	if got := types(t, store, ref); !slices.Equal(got, append(want, "RefundMadeByHand")) {
-		t.Fatalf("recorded %v after a late refund.failed", got)
+		t.Fatalf("recorded %v after a late charge.refunded", got)
 	}
 }

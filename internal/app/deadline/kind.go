@@ -40,8 +40,11 @@ type Kind struct {
 	// Valid reports whether the subject of a key read back from the table is one the
 	// kind makes; nil accepts any non-empty subject.
 	Valid func(subject string) bool
-	// Ordered: every record of the kind is in the row's one stream, so a settlement
-	// applies only when it is later than what the row reflects.
+	// Ordered: every record of the kind is in the row's one stream, so the row
+	// follows it in order: a settlement applies only when it is later than what the
+	// row reflects, and an opening later than the settlement opens the row again (a
+	// refund owed once the refund the provider reported made failed); a replayed
+	// or late opening, older than the settlement, never does.
 	Ordered bool
 	// Takes names the kind whose outstanding row at the same key this kind's opening
 	// takes over, in one write (the return due takes the process stuck over when the

@@ -28,11 +28,13 @@ const SettledRefunded = "refunded"
 // took for a rental that did not get its bike) opens the rental's payment's row,
 // due at once; PaymentRefunded or RefundMadeByHand (payment.SettlesRefund) settles
 // it. Operators pay it back by hand: the kind has no command, and the sweep never
-// reads its lane (deadline.ByHand). Its
+// reads its lane (deadline.ByHand). Its records are all in the payment's stream
+// (Ordered): a RefundOwed later than a PaymentRefunded (the provider's refund
+// failed after it reported it made) opens the row again. Its
 // rows are listed by a query per shard (GET /refunds/owed, GET /deadlines), not by a
 // scan of the Events table.
 func RefundKind() deadline.Kind {
-	return deadline.Kind{Name: Refund, Prefix: RefundPrefix, Changes: RefundChanges{}, Valid: ident.Valid, Work: deadline.ByHand{}}
+	return deadline.Kind{Name: Refund, Prefix: RefundPrefix, Changes: RefundChanges{}, Valid: ident.Valid, Work: deadline.ByHand{}, Ordered: true}
 }
 
 // RefundChanges reads the refund owed's records: RefundOwed opens,

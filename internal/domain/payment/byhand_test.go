@@ -143,32 +143,56 @@ func TestForHandsIsWhereARefundMadeByHandIsRecorded(t *testing.T) {
 	}
 }
 
-// TestARefundThatFailedAfterItWasAcceptedIsOwed: RecordRefundFailed makes a
-// refund the provider accepted owed, with the provider's reason, so that it can be
-// made by hand; at every other refund status it changes nothing, and a reason that
-// is not printable text is refused.
+// TestARefundThatFailedAfterItWasAcceptedIsOwed: RecordRefundFailed makes the
+// refund the provider accepted owed, with the provider's reason and the failed
+// refund's id, whether or not the provider had reported it made (it does when it
+// creates the refund, before the bank may fail it); the provider's word that the
+// payment is refunded changes nothing after that, before or after an operator made
+// the refund by hand; another refund's failure, or a failure once the refund is
+// owed, changes nothing; and a failure without a refund id or a printable reason
+// is refused.
 func TestARefundThatFailedAfterItWasAcceptedIsOwed(t *testing.T) {
-	failed := RecordRefundFailed{Reference: ref, Reason: "Stripe's refund re_1 failed (lost_or_stolen_card)", ProviderEventID: "evt_9"}
-	s := Fold([]Event{prepared, cancelled, late, asked})
-	got, err := Decide(s, failed)
-	want := RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", Reason: failed.Reason}
-	if err != nil || len(got) != 1 || got[0] != want {
-		t.Fatalf("RecordRefundFailed on a refund requested = %v, %v; want %v", got, err, want)
-	}
-	if after := Evolve(s, got[0]); after.Refund != RefundStatusOwed || !after.Refund.ForHands() {
-		t.Fatalf("after the failure the refund is %q; want owed, for hands", after.Refund)
+	failed := RecordRefundFailed{Reference: ref, RefundID: "re_1", Reason: "Stripe's refund re_1 failed (lost_or_stolen_card)", ProviderEventID: "evt_9"}
+	want := RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", Reason: failed.Reason, FailedRefundID: "re_1"}
+	// Accepted, accepted and reported made, and owed then refunded outside the
+	// service (a refund whose id the payment does not know) that failed.
+	for _, given := range [][]Event{{prepared, cancelled, late, asked}, {prepared, cancelled, late, asked, refunded}, {prepared, cancelled, late, owed, refunded}} {
+		s := Fold(given)
+		got, err := Decide(s, failed)
+		if err != nil || len(got) != 1 || got[0] != want {
+			t.Fatalf("RecordRefundFailed after %v = %v, %v; want %v", given, got, err, want)
+		}
+		after := Evolve(s, got[0])
+		if after.Refund != RefundStatusOwed || !after.Refund.ForHands() || !after.RefundFailed {
+			t.Fatalf("after the failure the refund is %+v; want owed, for hands", after)
+		}
+		if again, err := Decide(after, failed); again != nil || err != nil {
+			t.Errorf("the failure again = %v, %v; want nothing", again, err)
+		}
+		if late, err := Decide(after, ConfirmRefund{Reference: ref, ProviderEventID: "evt_late"}); late != nil || err != nil {
+			t.Errorf("the provider's refunded after the failure = %v, %v; want nothing", late, err)
+		}
+		made := Evolve(after, RefundMadeByHand{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"})
+		if late, err := Decide(made, ConfirmRefund{Reference: ref, ProviderEventID: "evt_late"}); late != nil || err != nil || made.Refund != RefundStatusMadeByHand {
+			t.Errorf("the provider's refunded after the failure was made by hand = %v, %v (%q); want nothing, and no refunded-twice", late, err, made.Refund)
+		}
 	}
 	for _, given := range [][]Event{
-		{prepared}, {prepared, cancelled, late}, {prepared, cancelled, late, owed}, {prepared, cancelled, late, asked, refunded},
-		{prepared, cancelled, late, owed, byHand}, {prepared, cancelled, late, asked, owed},
+		{prepared}, {prepared, cancelled, late}, {prepared, cancelled, late, owed}, {prepared, cancelled, late, owed, byHand},
 	} {
 		if got, err := Decide(Fold(given), failed); got != nil || err != nil {
 			t.Errorf("RecordRefundFailed after %v = %v, %v; want nothing", given, got, err)
 		}
 	}
-	for _, reason := range []string{"", "line\nbreak"} {
-		if _, err := Decide(s, RecordRefundFailed{Reference: ref, Reason: reason}); !errors.Is(err, ErrInvalidCommand) {
-			t.Errorf("RecordRefundFailed with reason %q: %v; want ErrInvalidCommand", reason, err)
+	other := failed
+	other.RefundID = "re_other"
+	if got, err := Decide(Fold([]Event{prepared, cancelled, late, asked, refunded}), other); got != nil || err != nil {
+		t.Errorf("the failure of another refund than ours = %v, %v; want nothing", got, err)
+	}
+	s := Fold([]Event{prepared, cancelled, late, asked})
+	for _, c := range []RecordRefundFailed{{Reference: ref, RefundID: "re_1"}, {Reference: ref, RefundID: "re_1", Reason: "line\nbreak"}, {Reference: ref, Reason: "no id"}} {
+		if _, err := Decide(s, c); !errors.Is(err, ErrInvalidCommand) {
+			t.Errorf("RecordRefundFailed %+v: %v; want ErrInvalidCommand", c, err)
 		}
 	}
 }

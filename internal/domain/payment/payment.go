@@ -100,6 +100,14 @@ type Payment struct {
 	// CancellationOwed: the payment was cancelled here, but the provider has not
 	// confirmed it, so the payment may still be payable there.
 	CancellationOwed bool
+	// RefundID is the provider's id of the refund it accepted (RefundRequested).
+	RefundID string
+	// RefundFailed: a refund the provider accepted failed afterwards, and the
+	// refund is owed for it (RefundOwed with a FailedRefundID). The provider's
+	// word that the payment was refunded changes nothing after that: it is its
+	// earlier word about the refund that failed, or a refund made outside the
+	// service, which an operator records by hand.
+	RefundFailed bool
 	// CancellationTries counts the retries of an owed cancellation that the
 	// provider left unanswered (CancellationStillOwed): each one waits longer
 	// before the next.
@@ -222,6 +230,10 @@ type RefundOwed struct {
 	Amount    int64  `json:"amount"`
 	Currency  string `json:"currency"`
 	Reason    string `json:"reason,omitempty"`
+	// FailedRefundID names the refund the provider had accepted whose failure
+	// made the refund owed (RecordRefundFailed); empty for a refund the provider
+	// refused or cannot make.
+	FailedRefundID string `json:"failedRefundId,omitempty"`
 }
 
 // PaymentRefunded records that the provider confirmed a refund of the payment.
@@ -422,13 +434,17 @@ type OweRefund struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
-// RecordRefundFailed records the provider's word that a refund it had accepted
-// (RefundRequested) failed afterwards, for Reason (checked as OweRefund's): the
-// refund is then owed (RefundOwed, with the reason), for operators to make by
-// hand. It does nothing unless a refund is requested: one owed, made or never asked
-// for stays as it is.
+// RecordRefundFailed records the provider's word that its refund RefundID, which
+// it had accepted (RefundRequested) and may since have reported made
+// (PaymentRefunded: a provider reports a refund made when it creates it, before
+// the bank may fail it), failed afterwards, for Reason (checked as OweRefund's):
+// the refund is then owed (RefundOwed, with the reason and the failed refund's
+// id), for operators to make by hand. It does nothing for another refund than the
+// one recorded, once the refund is owed or made by hand, or when no refund was
+// asked for or made.
 type RecordRefundFailed struct {
 	Reference       string `json:"reference"`
+	RefundID        string `json:"refundId"`
 	Reason          string `json:"reason"`
 	ProviderEventID string `json:"providerEventId,omitempty"`
 }
@@ -526,10 +542,13 @@ func Evolve(s Payment, e Event) Payment {
 		s.CancellationTries = max(s.CancellationTries, e.Tries)
 	case RefundRequested:
 		if !s.Refunded() {
-			s.Refund = RefundStatusRequested
+			s.Refund, s.RefundID = RefundStatusRequested, e.RefundID
 		}
 	case RefundOwed:
-		if s.Refund == RefundStatusNone || s.Refund == RefundStatusRequested { // owed at once, or after the provider's refund failed
+		switch {
+		case e.FailedRefundID != "" && (s.Refund == RefundStatusRequested || s.Refund == RefundStatusDone):
+			s.Refund, s.RefundFailed = RefundStatusOwed, true // the provider's refund failed
+		case s.Refund == RefundStatusNone:
 			s.Refund = RefundStatusOwed
 		}
 	case PaymentRefunded:
@@ -680,13 +699,14 @@ func decideRefund(s Payment, c Command) []Event {
 		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}
 
 	case RecordRefundFailed:
-		if s.Refund != RefundStatusRequested {
+		ours := s.RefundID == "" || s.RefundID == c.RefundID // "": made outside the service, or before ids were kept
+		if s.RefundFailed || (s.Refund != RefundStatusRequested && s.Refund != RefundStatusDone) || !ours {
 			return nil
 		}
-		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}
+		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason, FailedRefundID: c.RefundID}}
 
 	case ConfirmRefund:
-		if s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice {
+		if s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice || s.RefundFailed {
 			return nil
 		}
 		return []Event{PaymentRefunded{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}
@@ -744,6 +764,9 @@ func validate(s Payment, c Command) error {
 		}
 	case RecordRefundFailed:
 		ref = c.Reference
+		if c.RefundID == "" {
+			return errors.New("refundId is required")
+		}
 		if err := CheckText("reason", c.Reason, MaxRefundRefusalLength); err != nil {
 			return err
 		}

@@ -127,9 +127,10 @@ const (
 	ProviderFailed    ProviderEventKind = "failed"
 	ProviderCancelled ProviderEventKind = "cancelled"
 	ProviderRefunded  ProviderEventKind = "refunded"
-	// ProviderRefundFailed: a refund the provider accepted (RefundRequested)
-	// failed afterwards (a closed card account, say), with Reason; the money is
-	// back with the provider's merchant, and owed to the renter (RecordRefundFailed).
+	// ProviderRefundFailed: a refund the provider accepted (RefundRequested, and
+	// perhaps reported made: PaymentRefunded) failed afterwards (a closed card
+	// account, say), with Reason and RefundID; the money is back with the
+	// merchant, and owed to the renter (RecordRefundFailed).
 	ProviderRefundFailed ProviderEventKind = "refund-failed"
 )
 
@@ -157,8 +158,12 @@ type ProviderEvent struct {
 	// and is compared with what was recorded, a zero value included: an event that
 	// says 0 or "" never reads as an event that says nothing (Disagreements).
 	Unstated Facts
-	// Reason says why a payment failed (ProviderFailed only).
+	// Reason says why a payment failed (ProviderFailed), or why its refund did
+	// (ProviderRefundFailed).
 	Reason string
+	// RefundID is the provider's id of the refund that failed (ProviderRefundFailed
+	// only).
+	RefundID string
 	// Digest identifies what decides the event's effect, in EffectDigest's form, so
 	// that an event id sent again for another effect can be refused while a
 	// redelivery that differs only in what describes the delivery is recognised.

@@ -959,6 +959,9 @@ type refundsByHand struct {
 func (b *refundsByHand) observe(r eventstore.Record, e payment.Event) {
 	switch e := e.(type) {
 	case payment.RefundOwed:
+		if e.FailedRefundID != "" { // the refund the provider reported made failed: owed anew
+			b.owed, b.settled, b.byHand = &e, "", false
+		}
 		if b.owed == nil {
 			b.owed = &e
 		}

@@ -331,6 +331,33 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			want: func(w *world) []string { return nil },
 		},
 		{
+			name:  "a refund the provider reported made that failed, then made by hand, is money returned once, and its row is back then off the to-do list",
+			quiet: true,
+			damage: func(w *world) {
+				ref := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 4, payment.RefundRequested{Reference: ref, RefundID: "re_1", Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 5, payment.PaymentRefunded{Reference: ref})
+				w.putEvent(payment.StreamID(ref), 6, payment.RefundOwed{Reference: ref, Amount: 1500, Currency: "EUR", Reason: "the bank refused", FailedRefundID: "re_1"})
+				w.putEvent(payment.StreamID(ref), 7, payment.RefundMadeByHand{Reference: ref, Amount: 1500, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"})
+				w.project()
+			},
+			want: func(w *world) []string { return nil },
+		},
+		{
+			name:  "a refund the provider reported made that failed is on the to-do list until made",
+			quiet: true,
+			damage: func(w *world) {
+				ref := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 4, payment.RefundRequested{Reference: ref, RefundID: "re_1", Amount: 1500, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 5, payment.PaymentRefunded{Reference: ref})
+				w.putEvent(payment.StreamID(ref), 6, payment.RefundOwed{Reference: ref, Amount: 1500, Currency: "EUR", Reason: "the bank refused", FailedRefundID: "re_1"})
+				w.project()
+			},
+			want: func(w *world) []string { return nil },
+		},
+		{
 			name:  "a refund made by hand that the service would have refused",
 			quiet: true,
 			damage: func(w *world) {

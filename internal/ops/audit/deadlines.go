@@ -73,6 +73,9 @@ func observeKinds(kinds []deadline.Kind, states map[deadlineKey]*deadlineState, 
 			continue
 		}
 		note(states, deadlineKey{k.Name, k.Key(c.Subject), c.Subject}, stream, !c.Settled, r.RecordedAt)
+		if s := states[deadlineKey{k.Name, k.Key(c.Subject), c.Subject}]; k.Ordered && !c.Settled && s.settled {
+			s.settled, s.opened, s.openedAt = false, true, r.RecordedAt // an ordered kind's records come in its one stream's order: a later opening opens the row again
+		}
 		// An opening that takes another kind's row over ends that kind's deadline:
 		// its row is now this kind's, in this kind's lane.
 		if i := slices.IndexFunc(kinds, func(o deadline.Kind) bool { return o.Name == k.Takes }); !c.Settled && i >= 0 {

@@ -76,8 +76,9 @@ const maxUnix = 1 << 40
 //   - refund.failed, for a Refund Stripe had accepted (pending) that failed
 //     afterwards (the card account closed, say: Stripe puts the money back in the
 //     balance): payment.ProviderRefundFailed, PaymentID the Refund's
-//     payment_intent, Amount and Currency the Refund's, and Reason "Stripe's
-//     refund re_… failed" with its failure_reason. The reference is the Refund's
+//     payment_intent, Amount and Currency the Refund's, RefundID its id, and
+//     Reason "Stripe's refund re_… failed" with its failure_reason. Stripe sends
+//     charge.refunded when it creates a refund, so this usually comes after it. The reference is the Refund's
 //     metadata (RefundPayment writes it), else the payment is found by its
 //     PaymentID. The refund is then owed, for operators to make by hand.
 //
@@ -256,7 +257,7 @@ func refundFailedEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.Pr
 	if r.FailureReason != "" {
 		reason += " (" + string(r.FailureReason) + ")"
 	}
-	out.Kind, out.Reference, out.Reason = payment.ProviderRefundFailed, reference, payment.RefusedRefund(reason).Reason
+	out.Kind, out.Reference, out.Reason, out.RefundID = payment.ProviderRefundFailed, reference, payment.RefusedRefund(reason).Reason, r.ID
 	out.Amount, out.Currency = r.Amount, strings.ToUpper(string(r.Currency))
 	return out, payment.ProviderObject{Type: string(e.Type), Object: r.Object, ObjectID: r.ID, Status: string(r.Status)}, nil
 }

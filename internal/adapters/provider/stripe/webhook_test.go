@@ -143,10 +143,10 @@ func TestParseWebhookMapsStripeEvents(t *testing.T) {
 			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"a refund failed after Stripe accepted it", fixture(t, "events/refund.failed.json"), payment.ProviderEvent{
 			EventID: "evt_3TbC4nLkdIwHu7ix0Wq4fR7T", Kind: payment.ProviderRefundFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
-			Reason: "Stripe's refund re_3TbC4nLkdIwHu7ix0Vd3Jt8S failed (expired_or_canceled_card)"}},
+			Reason: "Stripe's refund re_3TbC4nLkdIwHu7ix0Vd3Jt8S failed (expired_or_canceled_card)", RefundID: "re_3TbC4nLkdIwHu7ix0Vd3Jt8S"}},
 		{"a refund failed, only its PaymentIntent", noRefundMetadata, payment.ProviderEvent{
 			EventID: "evt_3TbC4nLkdIwHu7ix0Wq4fR7T", Kind: payment.ProviderRefundFailed, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR",
-			Reason: "Stripe's refund re_3TbC4nLkdIwHu7ix0Vd3Jt8S failed (expired_or_canceled_card)"}},
+			Reason: "Stripe's refund re_3TbC4nLkdIwHu7ix0Vd3Jt8S failed (expired_or_canceled_card)", RefundID: "re_3TbC4nLkdIwHu7ix0Vd3Jt8S"}},
 		{"refunded, the reference on a listed refund", withRefunds, payment.ProviderEvent{
 			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 	} {

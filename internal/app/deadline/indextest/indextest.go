@@ -54,6 +54,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"AProcessIsOpenUntilItCompletes", aProcessIsOpenUntilItCompletes},
 		{"ACancellationIsOwedUntilSettled", aCancellationIsOwedUntilSettled},
 		{"AnOwedRowPutOffIsReadWithEveryOtherSoonestDueFirst", anOwedRowPutOffIsRead},
+		{"ARefundOwedAfterTheRefundReportedMadeFailedIsOpenedAgain", aRefundOwedAfterItsRefundFailed},
 		{"OtherRecordsChangeNothingCorruptOnesAreRefused", otherRecords},
 		{"AParkedRecordIsKeptUntilUnparked", aParkedRecordIsKept},
 	} {
@@ -405,5 +406,47 @@ func anOwedRowPutOffIsRead(t *testing.T, s Subject) {
 		if !o.OwedAt.Equal(want[o.RentalID]) || (o.RentalID == a) != !o.Due.Equal(o.OwedAt) {
 			t.Errorf("%s listed owed at %v, due %v; want owed at %v", o.RentalID, o.OwedAt, o.Due, want[o.RentalID])
 		}
+	}
+}
+
+// aRefundOwedAfterItsRefundFailed: the refund kind's records are all in the
+// payment's stream. The provider reports a refund made (PaymentRefunded) when it
+// creates it; when that refund fails afterwards, the RefundOwed that follows opens
+// the row again, however often either is delivered again; a replayed RefundOwed
+// older than a settlement never does.
+func aRefundOwedAfterItsRefundFailed(t *testing.T, s Subject) {
+	a, b := id("refunda"), id("refundb")
+	kind := deadlinekinds.RefundKind()
+	refunded := func(r string, v int64) eventstore.Record {
+		return paymentRecord(t, r, v, payment.PaymentRefunded{Reference: payment.ReferenceFor(r), PaymentID: "p"}, t0.Add(time.Duration(v)*time.Minute))
+	}
+	failed := func(r string, v int64) eventstore.Record {
+		return paymentRecord(t, r, v, payment.RefundOwed{Reference: payment.ReferenceFor(r), PaymentID: "p", Amount: 1, Currency: "EUR",
+			Reason: "the bank refused", FailedRefundID: "re_1"}, t0.Add(time.Duration(v)*time.Minute))
+	}
+	byHand := func(r string, v int64) eventstore.Record {
+		return paymentRecord(t, r, v, payment.RefundMadeByHand{Reference: payment.ReferenceFor(r), PaymentID: "p", Amount: 1, Currency: "EUR",
+			OperatorReference: "bank-1", RecordedBy: "ann"}, t0.Add(time.Duration(v)*time.Minute))
+	}
+	owedRow := func(r string) bool {
+		t.Helper()
+		_, ok, err := s.Row(ctx, kind, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	apply(t, s, refunded(a, 5), failed(a, 6), refunded(a, 5), failed(a, 6))
+	if !owedRow(a) {
+		t.Fatalf("a refund owed after the refund the provider reported made failed: no row")
+	}
+	apply(t, s, byHand(a, 7), failed(a, 6), refunded(a, 5))
+	if owedRow(a) {
+		t.Errorf("the refund made by hand, then older records delivered again: the row is back")
+	}
+	// A RefundOwed older than the settlement, delivered after it: no row.
+	apply(t, s, refunded(b, 6), failed(b, 5))
+	if owedRow(b) {
+		t.Errorf("a RefundOwed older than its settlement opened the row")
 	}
 }

@@ -119,6 +119,8 @@ func (m *Memory) Apply(_ context.Context, r eventstore.Record) error {
 			row.kind, row.stamp = c.Kind, c.Kind.Stamp(c.Kind.SinceFor(c.Change, r.RecordedAt)) // taken over
 		case c.Settled && (!c.Kind.Ordered || row.version < r.Version):
 			row.kind, row.version, row.settled = c.Kind, r.Version, true
+		case !c.Settled && row.settled && c.Kind.Ordered && row.kind.Name == c.Kind.Name && row.version < r.Version:
+			row.stamp, row.version, row.settled = c.Kind.Stamp(c.Kind.SinceFor(c.Change, r.RecordedAt)), r.Version, false // opened again
 		}
 	}
 	return nil
