@@ -58,6 +58,10 @@ type Retries struct {
 // beyond its due ones: then Owed and Left count at least that many. ItemsRead is
 // how many items the reads of the owed lane read.
 type Summary struct {
+	// Swept says the part ran: a sweep of one row's own deadline, or one out of
+	// time before it got here, has no counts of the owed cancellations (zero is no
+	// count), and writes none.
+	Swept     bool `json:"swept"`
 	Owed      int  `json:"owed"`
 	Due       int  `json:"due"`
 	Made      int  `json:"made"`
@@ -130,7 +134,7 @@ func (r *Retries) Run(ctx context.Context, now time.Time, cause string) (Summary
 func (r *Retries) find(ctx context.Context, now time.Time) ([]Cancellation, Summary, error) {
 	var (
 		rows []Cancellation
-		sum  Summary
+		sum  = Summary{Swept: true}
 		errs []error
 	)
 	for shard := range r.Rows.Shards() {

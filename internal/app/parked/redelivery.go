@@ -31,6 +31,8 @@ type Redelivery struct {
 // is how long ago the oldest record it tried to deliver was recorded; in JSON,
 // whole milliseconds (oldestParkedMs). ItemsRead is how many items its reads read.
 type Summary struct {
+	// Swept says the part ran (as owed.Summary's).
+	Swept        bool          `json:"swept"`
 	Found        int           `json:"found"`
 	Redelivered  int           `json:"redelivered"`
 	Left         int           `json:"left"`
@@ -120,7 +122,7 @@ func (r *Redelivery) stream(ctx context.Context, now time.Time, rows []Record, m
 func (r *Redelivery) find(ctx context.Context, now time.Time) ([]Record, Summary, error) {
 	var (
 		rows []Record
-		sum  Summary
+		sum  = Summary{Swept: true}
 		errs []error
 	)
 	cutoff := now.Add(time.Millisecond) // a delivery is due at its time

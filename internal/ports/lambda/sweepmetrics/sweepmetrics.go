@@ -31,9 +31,14 @@ func NewWriter(w *emf.Writer, service string, failed func(error)) *Writer {
 	return &Writer{Out: w, Service: service, Failed: failed}
 }
 
-// Report implements sweep.Reporter.
+// Report implements sweep.Reporter. A summary that counts no part (a sweep of one
+// row's own deadline that found the row settled) writes no document.
 func (w *Writer) Report(sum sweep.Summary) {
-	if err := w.Out.Write(Document(sum, w.Service)); err != nil && w.Failed != nil {
+	d := Document(sum, w.Service)
+	if len(d.Metrics) == 0 {
+		return
+	}
+	if err := w.Out.Write(d); err != nil && w.Failed != nil {
 		w.Failed(err)
 	}
 }
@@ -67,30 +72,29 @@ func Document(sum sweep.Summary, service string) emf.Document {
 // CancellationsLeft the owed cancellations' (owed, made, left: every owed one,
 // due or put off, still owed after the sweep); Parked, Redelivered,
 // RedeliveriesLeft and OldestParked the parked records' (found due, redelivered,
-// left, oldest recorded).
+// left, oldest recorded). A group is written only when its part ran: a sweep of
+// one row's own deadline (precise mode), or one out of time before the owed
+// cancellations, writes no zero that an alarm's Minimum would read as nothing
+// owed or stuck.
 func LegacyMetrics(sum sweep.Summary) []emf.Metric {
-	pay, _ := sum.Kind(deadlinekinds.Payment)
-	stuck, _ := sum.Kind(deadlinekinds.Stuck)
 	count := func(name string, v int) emf.Metric { return emf.Metric{Name: name, Unit: "Count", Value: float64(v)} }
-	return []emf.Metric{
-		count("Found", pay.Found),
-		count("Cancelled", pay.Acted),
-		count("Declined", pay.Declined),
-		count("NothingToDo", pay.NothingToDo),
-		count("Failed", pay.Failed),
-		count("ItemsRead", pay.ItemsRead),
-		{Name: "OldestOverdue", Unit: "Seconds", Value: pay.OldestOverdue.Seconds()},
-		count("StuckRentals", stuck.Found),
-		count("StuckRepaired", stuck.Acted),
-		count("StuckLeft", stuck.Found-stuck.Acted),
-		count("CancellationsOwed", sum.Owed.Owed),
-		count("CancellationsMade", sum.Owed.Made),
-		count("CancellationsLeft", sum.Owed.Left),
-		count("Parked", sum.Parked.Found),
-		count("Redelivered", sum.Parked.Redelivered),
-		count("RedeliveriesLeft", sum.Parked.Left),
-		{Name: "OldestParked", Unit: "Seconds", Value: sum.Parked.OldestParked.Seconds()},
+	var out []emf.Metric
+	if pay, ok := sum.Kind(deadlinekinds.Payment); ok {
+		out = append(out, count("Found", pay.Found), count("Cancelled", pay.Acted), count("Declined", pay.Declined),
+			count("NothingToDo", pay.NothingToDo), count("Failed", pay.Failed), count("ItemsRead", pay.ItemsRead),
+			emf.Metric{Name: "OldestOverdue", Unit: "Seconds", Value: pay.OldestOverdue.Seconds()})
 	}
+	if stuck, ok := sum.Kind(deadlinekinds.Stuck); ok {
+		out = append(out, count("StuckRentals", stuck.Found), count("StuckRepaired", stuck.Acted), count("StuckLeft", stuck.Found-stuck.Acted))
+	}
+	if sum.Owed.Swept {
+		out = append(out, count("CancellationsOwed", sum.Owed.Owed), count("CancellationsMade", sum.Owed.Made), count("CancellationsLeft", sum.Owed.Left))
+	}
+	if sum.Parked.Swept {
+		out = append(out, count("Parked", sum.Parked.Found), count("Redelivered", sum.Parked.Redelivered), count("RedeliveriesLeft", sum.Parked.Left),
+			emf.Metric{Name: "OldestParked", Unit: "Seconds", Value: sum.Parked.OldestParked.Seconds()})
+	}
+	return out
 }
 
 // OverdueReturns is the metric of how many returns a sweep found overdue: the

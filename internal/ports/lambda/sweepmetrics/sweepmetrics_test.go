@@ -25,8 +25,8 @@ var summary = sweep.Summary{
 		{Kind: deadlinekinds.Stuck, Found: 25, Acted: 22, Declined: 23, Failed: 24, ItemsRead: 26, OldestOverdue: 27 * time.Second},
 		{Kind: deadlinekinds.Return, Found: 31, Acted: 32, ItemsRead: 36},
 	},
-	Owed:   owed.Summary{Owed: 41, Due: 40, Made: 42, Left: 43, ItemsRead: 44},
-	Parked: parked.Summary{Found: 51, Redelivered: 52, Left: 53, OldestParked: 54 * time.Second, ItemsRead: 55},
+	Owed:   owed.Summary{Swept: true, Owed: 41, Due: 40, Made: 42, Left: 43, ItemsRead: 44},
+	Parked: parked.Summary{Swept: true, Found: 51, Redelivered: 52, Left: 53, OldestParked: 54 * time.Second, ItemsRead: 55},
 }
 
 // TestTheDeployedMetricsKeepTheirNamesAndMeanings: the metrics the sweep wrote
@@ -52,7 +52,10 @@ func TestTheDeployedMetricsKeepTheirNamesAndMeanings(t *testing.T) {
 
 // TestEveryAlarmedSweepMetricIsWritten: every metric of the sweep's namespace that
 // template.yaml alarms on is in the document a sweep writes, even a sweep that
-// found nothing.
+// found nothing; a sweep of one row's own deadline (precise mode), or one whose
+// time ran out before the owed cancellations and the parked records, writes none
+// of the parts it did not run: a zero there would let an alarm's Minimum read
+// nothing owed, stuck or parked while something is.
 func TestEveryAlarmedSweepMetricIsWritten(t *testing.T) {
 	template, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "template.yaml"))
 	if err != nil {
@@ -63,11 +66,27 @@ func TestEveryAlarmedSweepMetricIsWritten(t *testing.T) {
 		t.Fatalf("found %d alarms on the sweep's metrics in template.yaml: the pattern misses them", len(alarmed))
 	}
 	idle := values(sweepmetrics.Document(sweep.Summary{Now: summary.Now, Kinds: []deadline.KindSummary{
-		{Kind: deadlinekinds.Payment}, {Kind: deadlinekinds.Stuck}, {Kind: deadlinekinds.Return}}}, "bikerental-test"))
+		{Kind: deadlinekinds.Payment}, {Kind: deadlinekinds.Stuck}, {Kind: deadlinekinds.Return}},
+		Owed: owed.Summary{Swept: true}, Parked: parked.Summary{Swept: true}}, "bikerental-test"))
 	for _, m := range alarmed {
 		if _, ok := idle[string(m[1])]; !ok {
 			t.Errorf("template.yaml alarms on %s, which the sweep does not write", m[1])
 		}
+	}
+	one := values(sweepmetrics.Document(sweep.Summary{Now: summary.Now, RentalID: "r", Kinds: []deadline.KindSummary{{Kind: deadlinekinds.Return, Found: 1}}}, "bikerental-test"))
+	outOfTime := values(sweepmetrics.Document(sweep.Summary{Now: summary.Now, Incomplete: true, Kinds: summary.Kinds}, "bikerental-test"))
+	for _, name := range []string{"CancellationsOwed", "CancellationsLeft", "Parked", "RedeliveriesLeft", "OldestParked", "StuckRentals", "StuckLeft", "Found", "OldestOverdue"} {
+		if v, ok := one[name]; ok {
+			t.Errorf("a sweep of one return's deadline wrote %s = %v", name, v)
+		}
+	}
+	for _, name := range []string{"CancellationsOwed", "CancellationsLeft", "Parked", "RedeliveriesLeft", "OldestParked"} {
+		if v, ok := outOfTime[name]; ok {
+			t.Errorf("a sweep out of time before the owed cancellations wrote %s = %v", name, v)
+		}
+	}
+	if one[sweepmetrics.OverdueReturns] != 1 {
+		t.Errorf("a sweep of one return's deadline wrote OverdueReturns %v, want 1", one[sweepmetrics.OverdueReturns])
 	}
 }
 
