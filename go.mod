@@ -52,5 +52,5 @@ require (
 	github.com/valyala/fastjson v1.6.10 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.28.0
+	golang.org/x/text v0.28.0 // indirect
 )

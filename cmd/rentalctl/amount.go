@@ -3,19 +3,14 @@ package main
 import (
 	"fmt"
 
-	"golang.org/x/text/currency"
+	"github.com/bikerental/bikerental/internal/domain/payment"
 )
 
-// formatAmount writes an amount in minor units of an ISO 4217 currency as people read
-// it, with the currency's own decimals ("15.00 EUR", "1500 JPY", "1.500 KWD"), as
-// the console does (console/byhand.js, money, from the browser's CLDR data); for a
-// currency code no table knows, the minor units and the code, said to be such.
+// formatAmount writes an amount in minor units of a currency as people read it,
+// with the decimals payment providers take it in (payment.Decimals: "15.00 EUR",
+// "1500 JPY", "1.500 KWD"), as the console does (its rules carry the same table).
 func formatAmount(minor int64, code string) string {
-	unit, err := currency.ParseISO(code)
-	if err != nil {
-		return fmt.Sprintf("%d %s (minor units)", minor, code)
-	}
-	scale, _ := currency.Standard.Rounding(unit)
+	scale := payment.Decimals(code)
 	if scale == 0 {
 		return fmt.Sprintf("%d %s", minor, code)
 	}

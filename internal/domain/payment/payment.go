@@ -9,6 +9,7 @@ package payment
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -811,6 +812,31 @@ func CheckAmount(amount int64) error {
 	}
 	return nil
 }
+
+// Decimals returns how many decimals an amount in currency's minor units has, as
+// payment providers take amounts (Stripe's rule, which the generic provider
+// follows): none for the zero-decimal currencies (1500 JPY is 1500 yen), three for
+// the three-decimal ones (1500 KWD is 1.500 dinars), and two for every other,
+// including those ISO 4217 gives another number but Stripe takes in hundredths
+// (ISK, IDR, HUF, TWD). Operators read amounts by it (rentalctl, the console's
+// rules).
+func Decimals(currency string) int {
+	if d, ok := otherDecimals[currency]; ok {
+		return d
+	}
+	return 2
+}
+
+// otherDecimals are the currencies whose amounts do not have two decimals.
+var otherDecimals = map[string]int{
+	"BIF": 0, "CLP": 0, "DJF": 0, "GNF": 0, "JPY": 0, "KMF": 0, "KRW": 0, "MGA": 0,
+	"PYG": 0, "RWF": 0, "UGX": 0, "VND": 0, "VUV": 0, "XAF": 0, "XOF": 0, "XPF": 0,
+	"BHD": 3, "JOD": 3, "KWD": 3, "OMR": 3, "TND": 3,
+}
+
+// NonDecimal returns the currencies whose amounts do not have two decimals, with
+// their Decimals, in a new map.
+func NonDecimal() map[string]int { return maps.Clone(otherDecimals) }
 
 // CheckCurrency returns why c cannot be a payment's currency, or nil: it must be
 // 3 upper-case letters (ISO 4217). PreparePayment is refused for the same.

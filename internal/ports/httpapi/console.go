@@ -203,6 +203,7 @@ var consoleRules = func() []byte {
 		{"PAYMENT_OPEN", "the statuses of a rental whose payment can still be cancelled", paymentOpen},
 		{"MOVING", "the statuses of a rental that moves on without anyone acting", moving},
 		{"MAX_AMOUNT", "the largest amount, in minor units", payment.MaxAmount},
+		{"CURRENCY_DECIMALS", "the decimals of the currencies whose amounts do not have two, as payment providers take them (payment.Decimals)", payment.NonDecimal()},
 		{"OPERATOR_REFERENCE_MAX_LENGTH", "the longest reference an operator records with a refund made by hand, in characters", payment.MaxOperatorReferenceLength},
 		{"REFUND_FOR_HANDS", "the refund statuses of a payment whose refund an operator may record as made by hand", refundForHands},
 	} {

@@ -8,7 +8,7 @@
 
 import { refundMadeByHand } from './api.js';
 import { confirm, fill, h, time } from './dom.js';
-import { MAX_AMOUNT, OPERATOR_REFERENCE_MAX_LENGTH, REFUND_FOR_HANDS } from './rules.js';
+import { CURRENCY_DECIMALS, MAX_AMOUNT, OPERATOR_REFERENCE_MAX_LENGTH, REFUND_FOR_HANDS } from './rules.js';
 
 // forHands reports whether rental view v owes a refund an operator may record as
 // made by hand (rules.js): one the provider is making, or that is made, is not.
@@ -16,13 +16,15 @@ export function forHands(v) {
   return Boolean(v && v.payment && REFUND_FOR_HANDS.includes(v.payment.refund));
 }
 
-// money writes an amount in minor units of an ISO 4217 currency as people read
-// it ("EUR 15.00"), with the currency's own decimals as the browser knows them;
-// for a currency it does not know, the minor units and the code.
+// money writes an amount in minor units of a currency as people read it
+// ("EUR 15.00"), with the decimals payment providers take the currency in
+// (rules.js, CURRENCY_DECIMALS: two unless listed), which are not always the
+// browser's (ISK, IDR); for a code the browser cannot format, the minor units and
+// the code.
 export function money(amount, currency) {
+  const digits = Object.hasOwn(CURRENCY_DECIMALS, currency) ? CURRENCY_DECIMALS[currency] : 2;
   try {
-    const f = new Intl.NumberFormat('en', { style: 'currency', currency, currencyDisplay: 'code' });
-    const digits = f.resolvedOptions().maximumFractionDigits;
+    const f = new Intl.NumberFormat('en', { style: 'currency', currency, currencyDisplay: 'code', minimumFractionDigits: digits, maximumFractionDigits: digits });
     return f.format(amount / 10 ** digits).replace(/\u00a0/g, ' ');
   } catch {
     return `${amount} ${currency} (minor units)`;
