@@ -110,8 +110,11 @@ func mismatchOf(s payment.Payment, ev payment.ProviderEvent, provider string) (P
 		Fields: fields,
 		// Money taken on a payment that is not ours to keep goes back on it
 		// (by the provider that holds the money: another provider's event names no
-		// payment of it).
-		RefundDue: !otherProvider && ev.Kind == payment.ProviderSucceeded && ev.PaymentID != "" && differ.Has(payment.FactPaymentID),
+		// payment of it); so does money whose refund there failed (our refund of a
+		// mismatch's money, RefundUnexpected, which, asked again, the provider makes
+		// anew or answers refused, and the money is then owed by hand).
+		RefundDue: !otherProvider && (ev.Kind == payment.ProviderSucceeded || ev.Kind == payment.ProviderRefundFailed) &&
+			ev.PaymentID != "" && differ.Has(payment.FactPaymentID),
 	}, true
 }
 

@@ -288,6 +288,40 @@ func TestMoneyOnAnUnexpectedPaymentAlreadyRefundedIsNotAskedAgain(t *testing.T) 
 	}
 }
 
+// TestMoneyOnAnUnexpectedPaymentWhoseRefundFailedIsOwed: the refund of money taken
+// on another provider payment may fail at the bank afterwards (refund.failed, naming
+// that payment). The money is back with the provider, so it is refunded there again,
+// and, when the provider refuses (Stripe answers the same failed Refund under the
+// same key), owed by hand, in the failure's own stream; a redelivery asks nothing
+// more.
+func TestMoneyOnAnUnexpectedPaymentWhoseRefundFailedIsOwed(t *testing.T) {
+	ctx := context.Background()
+	store := eventstore.NewMemory()
+	p := newIntents()
+	h := command.New(store, command.WithProvider(p))
+	ref, _ := prepared(t, h, "b1")
+	took := payment.ProviderEvent{EventID: "e1", Kind: payment.ProviderSucceeded, Reference: ref, PaymentID: "pi_someone_else", Amount: 1500, Currency: "EUR", Digest: "d1"}
+	if res, err := h.ApplyProviderEvent(ctx, took); err != nil || res.Mismatch == nil || !res.Mismatch.RefundDue {
+		t.Fatalf("the success on another payment: %+v, %v", res, err)
+	}
+	p.unexpectedErr = payment.RefusedRefund("Stripe's refund re_x is failed (expired_or_canceled_card)")
+	failed := payment.ProviderEvent{EventID: "e2", Kind: payment.ProviderRefundFailed, Reference: ref, PaymentID: "pi_someone_else", Amount: 1500, Currency: "EUR",
+		RefundID: "re_x", Reason: "Stripe's refund re_x failed (expired_or_canceled_card)", Digest: "d2"}
+	res, err := h.ApplyProviderEvent(ctx, failed)
+	if err != nil || res.Mismatch == nil || !res.Mismatch.RefundDue || res.Payment.Status != payment.StatusPrepared {
+		t.Fatalf("the failed refund of the money on another payment: %+v, %v; want a mismatch whose money is due back", res, err)
+	}
+	if got := streamTypes(t, store, command.ReceiptStreamID("", "e2")); !slices.Equal(got, []string{"ProviderEventMismatched", "MismatchRefundOwed"}) {
+		t.Errorf("the failure's stream: %v, want the money owed", got)
+	}
+	if _, err := h.ApplyProviderEvent(ctx, failed); err != nil {
+		t.Fatalf("the redelivery: %v", err)
+	}
+	if got := p.called(); !slices.Equal(got, []string{"refund-unexpected pi_someone_else", "refund-unexpected pi_someone_else"}) {
+		t.Errorf("the provider was asked %v, want the refund, then once again after it failed", got)
+	}
+}
+
 // TestAFailureCancelsAtTheProviderBeforeItRejects: a failed card leaves the payment
 // payable at a provider such as Stripe, so a failure is a rejection only once the
 // provider cancelled the payment; a provider that says it already succeeded wins
