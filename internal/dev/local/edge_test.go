@@ -438,3 +438,45 @@ func TestTheTemplateEdgeCountsWebhooksAndRentalRequestsPerAddress(t *testing.T) 
 		}
 	}
 }
+
+// TestTheTemplateEdgeLeavesTheProvidersSendersOut: with ProviderSourceCidrs, the
+// provider's webhook senders are held neither to the webhooks' per-address limit
+// nor to SourceRequestLimit, so that a provider sending from one address is
+// answered at the routes' own rate; an address outside the block is still refused
+// the 101st webhook of a minute, and the senders are still refused without a
+// signature.
+func TestTheTemplateEdgeLeavesTheProvidersSendersOut(t *testing.T) {
+	tpl, err := samtemplate.Parse(bikerental.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge, err := local.EdgeWith(tpl, map[string]string{"ProviderSourceCidrs": "192.0.2.0/28"}, newClock().Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := func(addr string, signed bool) *http.Request {
+		req := httptest.NewRequest("POST", "http://edge/webhooks/stripe", nil)
+		req.RemoteAddr = addr + ":40000"
+		if signed {
+			req.Header.Set(stripe.SignatureHeader, "t=1,v1=00")
+		}
+		return req
+	}
+	for i := range 1500 {
+		if v := edge.Check(from("192.0.2.5", true)); v.Blocked() {
+			t.Fatalf("webhook %d from the provider's sender: refused by %s", i+1, v.Rule)
+		}
+	}
+	if v := edge.Check(from("192.0.2.5", false)); !v.Blocked() || v.Status != http.StatusUnauthorized {
+		t.Errorf("an unsigned webhook from the provider's sender: %+v, want refused 401", v)
+	}
+	for range 100 {
+		edge.Check(from("192.0.2.77", true))
+	}
+	if v := edge.Check(from("192.0.2.77", true)); v.Rule != "WebhooksPerSource" {
+		t.Errorf("the 101st webhook from outside the provider's block: %+v, want WebhooksPerSource's 429", v)
+	}
+	if _, err := local.EdgeWith(tpl, map[string]string{"ProviderSourceCidrs": "0.0.0.0/0"}, nil); err == nil || !strings.Contains(err.Error(), "EdgeProviderSources") {
+		t.Errorf("ProviderSourceCidrs 0.0.0.0/0: %v, want refused", err)
+	}
+}
