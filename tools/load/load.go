@@ -494,8 +494,17 @@ func (v rentalView) refund() string {
 	return v.Payment.Refund
 }
 
-// The refund statuses of a rental's payment.
-var refundStatuses = []string{"requested", "owed", "refunded"}
+// refundStatuses are the refund statuses a rental's payment may have once money
+// taken after it was given up on goes back (payment.RefundStatuses, but none).
+var refundStatuses = func() []string {
+	var out []string
+	for _, r := range payment.RefundStatuses() {
+		if r != payment.RefundStatusNone {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}()
 
 // historyEntry is the part of an event of a rental's history the generator reads.
 type historyEntry struct {
