@@ -88,7 +88,8 @@ func TestTheTemplateEdgeRefusesEveryRouteWithoutItsCredential(t *testing.T) {
 			}
 		}
 	}
-	for _, req := range []*http.Request{httptest.NewRequest("GET", "/admin", nil), httptest.NewRequest("DELETE", "/bikes/b1", nil), httptest.NewRequest("GET", "/webhooks/stripe", nil)} {
+	for _, req := range []*http.Request{httptest.NewRequest("GET", "/admin", nil), httptest.NewRequest("DELETE", "/bikes/b1", nil), httptest.NewRequest("GET", "/webhooks/stripe", nil),
+		requestFor(t, "GET", "/bikes/../deadlines"), requestFor(t, "GET", "/bikes/%2e%2e/deadlines"), requestFor(t, "GET", "/console/../refunds/owed")} {
 		if v := edge.Check(req); !v.Blocked() || v.Status != http.StatusUnauthorized {
 			t.Errorf("%s %s, of no public route, without a credential: %+v, want refused 401", req.Method, req.URL.Path, v)
 		}
