@@ -74,22 +74,27 @@ const (
 // due time, and projects only keys: a reader needs the key and the due time,
 // nothing else.
 func Deadlines(name string) *dynamodb.CreateTableInput {
+	return laneTable(name, DeadlineKey, DeadlineKindShard, DeadlineDueAt, DeadlinesByDue)
+}
+
+// laneTable is the definition of a table keyed by key alone whose sparse,
+// keys-only global secondary index index orders its rows by stamp within each lane
+// shard (shard): the Deadlines table's shape, and the table's before it.
+func laneTable(name, key, shard, stamp, index string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(DeadlineKey), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(DeadlineKindShard), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(DeadlineDueAt), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(key), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(shard), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(stamp), AttributeType: types.ScalarAttributeTypeN},
 		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(DeadlineKey), KeyType: types.KeyTypeHash},
-		},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(key), KeyType: types.KeyTypeHash}},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(DeadlinesByDue),
+			IndexName: aws.String(index),
 			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(DeadlineKindShard), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(DeadlineDueAt), KeyType: types.KeyTypeRange},
+				{AttributeName: aws.String(shard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(stamp), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
@@ -135,27 +140,11 @@ const (
 	LegacyParkedShardLane = "open-"
 )
 
-// LegacyPendingPayments returns the definition of a Deadlines table as the
-// stacks before the Deadlines table have it: for tests of the migration.
+// LegacyPendingPayments returns the definition of the to-do list's table as the
+// stacks before the Deadlines table have it (PendingPayments): for tests of the
+// migration.
 func LegacyPendingPayments(name string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(LegacyPendingKey), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(LegacyPendingShard), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(LegacyPendingStamp), AttributeType: types.ScalarAttributeTypeN},
-		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(LegacyPendingKey), KeyType: types.KeyTypeHash}},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(LegacyPendingByStamp),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(LegacyPendingShard), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(LegacyPendingStamp), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
-		}},
-	}
+	return laneTable(name, LegacyPendingKey, LegacyPendingShard, LegacyPendingStamp, LegacyPendingByStamp)
 }
 
 // Create creates the table that def describes and waits until it is active. A table
