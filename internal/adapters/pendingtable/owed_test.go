@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
-	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -19,16 +16,8 @@ import (
 // query finds it, with the time it became owed.
 func TestAnOwedCancellationMovesWithTheShards(t *testing.T) {
 	ctx := context.Background()
-	client := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
-	before, err := pendingtable.New(client, table, 16, pendingtable.DefaultMarkerTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := pendingtable.New(client, table, 1, pendingtable.DefaultMarkerTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := oneTable(t, 16, 1)
+	before, after := p[0], p[1]
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var refs []string
 	for _, bike := range []string{"a", "b", "c", "d", "e", "f"} {

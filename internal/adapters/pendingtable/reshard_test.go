@@ -16,22 +16,32 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
+// oneTable returns projections of one new Deadlines table on the emulator, one
+// for each shard count given: the table's rows written under one count and read, or
+// resharded, under another.
+func oneTable(t *testing.T, counts ...int) []*pendingtable.Projection {
+	t.Helper()
+	client := emulatortest.DynamoDB(t)
+	table := emulatortest.CreateTable(t, client, schema.Deadlines, "deadlines")
+	out := make([]*pendingtable.Projection, len(counts))
+	for i, n := range counts {
+		p, err := pendingtable.New(client, table, n, pendingtable.DefaultMarkerTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = p
+	}
+	return out
+}
+
 // TestReshardKeepsATakenRowInItsLane: resharding replays a row's opening records;
 // the opening of a kind whose row another kind took over must not move the row back
 // into its own lane, and the taker's moves it to its shard under the new count,
 // where the sweep's query of shard 0 finds it.
 func TestReshardKeepsATakenRowInItsLane(t *testing.T) {
 	ctx := context.Background()
-	client := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, client, schema.Deadlines, "deadlines")
-	before, err := pendingtable.New(client, table, 16, pendingtable.DefaultMarkerTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := pendingtable.New(client, table, 1, pendingtable.DefaultMarkerTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := oneTable(t, 16, 1)
+	before, after := p[0], p[1]
 	before, after = before.WithKinds(indextest.TestKinds), after.WithKinds(indextest.TestKinds)
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	rec := func(typ string, v int64) eventstore.Record {
@@ -74,16 +84,8 @@ func TestReshardKeepsATakenRowInItsLane(t *testing.T) {
 // with its due time, and leaves a redelivered one's marker where it is.
 func TestParkedRecordsMoveWithTheShards(t *testing.T) {
 	ctx := context.Background()
-	client := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, client, schema.Deadlines, "deadlines")
-	before, err := pendingtable.New(client, table, 16, pendingtable.DefaultMarkerTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := pendingtable.New(client, table, 2, pendingtable.DefaultMarkerTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := oneTable(t, 16, 2)
+	before, after := p[0], p[1]
 	due := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var records []eventstore.Record
 	for i := range 12 {
