@@ -20,11 +20,11 @@ type downProvider struct {
 	down bool
 }
 
-func (p *downProvider) CancelPayment(context.Context, string) (payment.CancelOutcome, error) {
+func (p *downProvider) CancelPayment(context.Context, string) (payment.CancelOutcome, payment.Told, error) {
 	if p.down {
-		return payment.ProviderCannotSay, errors.New("HTTP 503")
+		return payment.ProviderCannotSay, payment.Told{}, errors.New("HTTP 503")
 	}
-	return payment.CancelledAtProvider, nil
+	return payment.CancelledAtProvider, payment.Told{}, nil
 }
 
 // TestCancellationsListsWhatIsOwedToTheProvider gives up on a payment while the

@@ -32,6 +32,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -89,8 +90,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	logger := slog.New(slog.DiscardHandler)
 	store := &slowStore{m: eventstore.NewMemory()}
-	provider := command.WithTimeout(slowProvider{latency: cfg.ProviderLatency}, command.DefaultProviderTimeout)
-	commands := command.New(store, command.WithProvider(provider))
+	commands := command.New(store, command.WithProvider(slowProvider{Provider: generic.Provider{}, latency: cfg.ProviderLatency}),
+		command.WithProviderTimeout(command.DefaultProviderTimeout))
 	// Built as the process function builds it (wiring.ProcessFunction), from an
 	// empty environment: the defaults.
 	process, err := wiring.Process(store, commands, func(string) string { return "" }, logger)
@@ -300,7 +301,10 @@ func lambdaValue(v types.AttributeValue) events.DynamoDBAttributeValue {
 
 // slowProvider creates payments after a latency, as a provider that holds the
 // money (Stripe) answers; it cannot cancel or refund.
-type slowProvider struct{ latency time.Duration }
+type slowProvider struct {
+	generic.Provider
+	latency time.Duration
+}
 
 func (p slowProvider) CreatePayment(ctx context.Context, reference string, _ int64, _ string) (payment.Created, error) {
 	t := time.NewTimer(p.latency)
@@ -311,14 +315,6 @@ func (p slowProvider) CreatePayment(ctx context.Context, reference string, _ int
 	case <-ctx.Done():
 		return payment.Created{}, ctx.Err()
 	}
-}
-
-func (slowProvider) CancelPayment(context.Context, string) (payment.CancelOutcome, error) {
-	return payment.ProviderCannotSay, nil
-}
-
-func (slowProvider) RefundPayment(context.Context, string, string) (string, error) {
-	return "", payment.ErrRefundNotSupported
 }
 
 // slowTable is the Deadlines table with a latency on every call, answering

@@ -43,6 +43,8 @@ type Handler struct {
 	newID      func() string
 	maxPending int
 	provider   PaymentProvider
+	// providerTimeout bounds each call to the provider (WithProviderTimeout).
+	providerTimeout time.Duration
 	// cancelRetry bounds the retries of a cancellation the provider did not answer.
 	cancelRetry eventstore.RetryPolicy
 	// rentalPeriod and now are what FlagOverdueReturn and ReturnBike are decided
@@ -70,10 +72,11 @@ func WithEventIDs(newID func() string) Option { return func(h *Handler) { h.newI
 // New returns a Handler on store. Without WithProvider it executes bike commands
 // only: every payment command is refused with ErrNoProvider.
 func New(store eventstore.Store, opts ...Option) *Handler {
-	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, cancelRetry: DefaultCancelRetry}
+	h := &Handler{store: store, policy: eventstore.DefaultRetryPolicy, newID: ident.UUID, maxPending: renter.DefaultMaxPending, cancelRetry: DefaultCancelRetry, providerTimeout: DefaultProviderTimeout}
 	for _, o := range opts {
 		o(h)
 	}
+	h.provider = boundedBy(h.provider, h.providerTimeout)
 	return h
 }
 

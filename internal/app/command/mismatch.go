@@ -10,15 +10,6 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// UnexpectedRefunder is an optional capability of a PaymentProvider: refunding in
-// full a provider payment that took money under one of our references without
-// being the payment recorded for it. Refunding twice for one paymentID must be one
-// refund, and never the refund of the recorded payment.
-// payment.ErrRefundNotSupported: the provider cannot refund it.
-type UnexpectedRefunder interface {
-	RefundUnexpected(ctx context.Context, paymentID, reference string) (refundID string, err error)
-}
-
 // ProviderEventMismatched is the receipt of an authentic provider event that names
 // one of our payment references but not what was recorded for it: another provider
 // payment id, another amount or another currency. It stands in the receipt's
@@ -151,23 +142,21 @@ func (h *Handler) finishMismatch(ctx context.Context, stream string, records []e
 	}
 	owed := MismatchRefundOwed{Reference: m.Reference, PaymentID: m.PaymentID, Amount: m.Amount, Currency: m.Currency}
 	var e interface{ EventType() string } = owed
-	if refunder, ok := h.provider.(UnexpectedRefunder); ok {
-		refundID, err := refunder.RefundUnexpected(ctx, m.PaymentID, m.Reference)
-		var refused *payment.RefundRefused
-		switch {
-		case err == nil:
-			e = MismatchRefundRequested{Reference: m.Reference, PaymentID: m.PaymentID, RefundID: refundID}
-		case errors.As(err, &refused):
-			owed.Reason = refused.Reason
-			e = owed
-		case errors.Is(err, payment.ErrAlreadyRefunded):
-			// The provider says the money went back already (a refund repeated
-			// after it forgot the idempotency key): nothing is owed, and there is
-			// no new refund to name.
-			e = MismatchRefundRequested{Reference: m.Reference, PaymentID: m.PaymentID}
-		case !errors.Is(err, payment.ErrRefundNotSupported):
-			return m, fmt.Errorf("command: refund provider payment %s, which took money under %s without being recorded for it: %w", m.PaymentID, m.Reference, err)
-		}
+	refundID, err := h.provider.RefundUnexpected(ctx, m.PaymentID, m.Reference)
+	var refused *payment.RefundRefused
+	switch {
+	case err == nil:
+		e = MismatchRefundRequested{Reference: m.Reference, PaymentID: m.PaymentID, RefundID: refundID}
+	case errors.As(err, &refused):
+		owed.Reason = refused.Reason
+		e = owed
+	case errors.Is(err, payment.ErrAlreadyRefunded):
+		// The provider says the money went back already (a refund repeated
+		// after it forgot the idempotency key): nothing is owed, and there is
+		// no new refund to name.
+		e = MismatchRefundRequested{Reference: m.Reference, PaymentID: m.PaymentID}
+	case !errors.Is(err, payment.ErrRefundNotSupported):
+		return m, fmt.Errorf("command: refund provider payment %s, which took money under %s without being recorded for it: %w", m.PaymentID, m.Reference, err)
 	}
 	data, err := json.Marshal(e)
 	if err != nil {

@@ -14,34 +14,55 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// PaymentProvider is what the payment commands need of the provider that holds the
-// money. The adapters in internal/adapters/provider implement it. The decider stays
-// pure: the handler calls the provider around it, and what it records always
-// follows the provider's answer.
+// PaymentProvider is everything the payment commands ask of the provider that holds
+// the money, in one interface that every provider implements whole: what a
+// provider cannot do, it answers so (payment.CancelNotSupported,
+// payment.ErrRefundNotSupported, payment.ErrLookupNotSupported), rather than
+// lacking a method. A capability discovered by type assertion is lost by any
+// wrapper that does not forward it, and a provider deployed behind one would
+// then silently do less than its tests prove; a method every provider has
+// cannot be dropped. The adapters in internal/adapters/provider implement it.
+// The decider stays pure: the handler calls the provider around it, and what it
+// records always follows the provider's answer.
 type PaymentProvider interface {
+	// Name is the provider's name, which its webhook events carry
+	// (payment.ProviderEvent.Provider): an event of another provider never
+	// applies to the payments this one prepared.
+	Name() string
 	// CreatePayment creates the payment of a reference at the provider; creating
 	// twice for one reference must be the same payment.
 	CreatePayment(ctx context.Context, reference string, amount int64, currency string) (payment.Created, error)
 	// CancelPayment calls a payment off at the provider, and says whether it did,
 	// whether the payment had already succeeded, that the provider cannot cancel
 	// at all (payment.CancelNotSupported), or that it did not answer
-	// (payment.ProviderCannotSay, with the error).
-	CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, error)
+	// (payment.ProviderCannotSay, with the error). With a nil error and an
+	// outcome of payment.CancelledAtProvider or payment.AlreadySucceeded, told is
+	// what the provider holds of the payment, read with its answer (the payment it
+	// cancelled, or the one it would not cancel), when it says (told.PaymentID is
+	// set); a provider that does not say leaves it zero.
+	CancelPayment(ctx context.Context, paymentID string) (outcome payment.CancelOutcome, told payment.Told, err error)
 	// RefundPayment refunds a payment; refunding twice for one reference must be one
 	// refund. payment.ErrRefundNotSupported: the provider cannot refund.
 	RefundPayment(ctx context.Context, paymentID, reference string) (refundID string, err error)
+	// RefundUnexpected refunds in full a provider payment that took money under one
+	// of our references without being the payment recorded for it. Refunding twice
+	// for one paymentID must be one refund, and never the refund of the recorded
+	// payment. payment.ErrRefundNotSupported: the provider cannot refund it.
+	RefundUnexpected(ctx context.Context, paymentID, reference string) (refundID string, err error)
+	// ReferenceOf finds our payment reference from the provider's payment id, for
+	// events that carry only the latter. payment.ErrLookupNotSupported: the
+	// provider cannot be asked (its events always name the reference).
+	ReferenceOf(ctx context.Context, paymentID string) (reference string, err error)
 }
 
-// ReferenceFinder is an optional capability of a PaymentProvider: finding our
-// payment reference from the provider's payment id, for events that carry only the
-// latter.
-type ReferenceFinder interface {
-	ReferenceOf(ctx context.Context, paymentID string) (string, error)
-}
-
-// WithProvider sets the payment provider. A Handler has none unless it is given
-// one: wiring picks it.
+// WithProvider sets the payment provider, each of its calls bounded by the
+// handler's provider timeout (WithProviderTimeout). A Handler has none unless it
+// is given one: wiring picks it.
 func WithProvider(p PaymentProvider) Option { return func(h *Handler) { h.provider = p } }
+
+// Provider returns the provider the handler calls, each call bounded by its
+// provider timeout, or nil for a Handler built without one.
+func (h *Handler) Provider() PaymentProvider { return h.provider }
 
 // ErrNoProvider reports a payment command sent to a Handler built without a payment
 // provider (WithProvider): it is refused, and nothing is read or recorded.
@@ -138,7 +159,7 @@ func (h *Handler) preparePayment(ctx context.Context, c payment.PreparePayment, 
 // cancelPayment asks the provider first (cancelAtProvider: temporary failures are
 // tried again within the command's budget): a payment that already succeeded there
 // is declined (payment.ErrPaymentAlreadyConfirmed), and what the provider said of it
-// with its answer (CancelTeller) is recorded, through the checks of a webhook's
+// with its answer is recorded, through the checks of a webhook's
 // event (succeededWhenCancelled); otherwise PaymentCancelled is recorded, so that the bike is released on time. If
 // the provider did not answer, CancellationOwedAtProvider is recorded with it: the
 // cancellation stays owed, and RetryCancellation makes it later. A provider that
@@ -189,7 +210,7 @@ func WithCancelRetry(p eventstore.RetryPolicy) Option {
 
 // cancelAnswer is the provider's last answer to a cancellation: its outcome, how
 // many times it was asked, and what it said of the payment with it, if it says
-// (CancelTeller).
+// (PaymentProvider.CancelPayment's told).
 type cancelAnswer struct {
 	outcome  payment.CancelOutcome
 	attempts int
@@ -212,10 +233,7 @@ func (h *Handler) cancelAtProvider(ctx context.Context, paymentID string) (cance
 		defer cancel()
 	}
 	// A retry is started only if its wait and the whole of its call fit before that.
-	var perCall time.Duration
-	if t, ok := h.provider.(CallTimeout); ok {
-		perCall = t.CallTimeout()
-	}
+	perCall := h.providerTimeout
 	for attempt := 1; ; attempt++ {
 		answer, err := h.cancelOnce(call, paymentID)
 		answer.attempts = attempt
@@ -373,7 +391,7 @@ func refundCommand(reference, refundID string, err error) (payment.Command, erro
 // id, amount and currency is what was recorded. One that does not match changes no
 // payment: its receipt is a ProviderEventMismatched instead (ProviderResult.Mismatch),
 // which operators see, and money it reports taken on another provider payment is
-// refunded on that payment (UnexpectedRefunder), or recorded as owed.
+// refunded on that payment (PaymentProvider.RefundUnexpected), or recorded as owed.
 //
 // A failure is not the end at a provider that can cancel: the payment stays
 // payable there (the renter may try another card), so it is cancelled at the
@@ -447,11 +465,10 @@ func (h *Handler) identify(ctx context.Context, ev payment.ProviderEvent) (payme
 		return ev, fmt.Errorf("%w: provider event id must be 1 to %d bytes", payment.ErrWebhookMalformed, payment.MaxEventIDLength)
 	}
 	if ev.Reference == "" && ev.PaymentID != "" {
-		finder, ok := h.provider.(ReferenceFinder)
-		if !ok {
+		ref, err := h.provider.ReferenceOf(ctx, ev.PaymentID)
+		if errors.Is(err, payment.ErrLookupNotSupported) {
 			return ev, fmt.Errorf("%w: the event names no payment reference", payment.ErrPaymentNotFound)
 		}
-		ref, err := finder.ReferenceOf(ctx, ev.PaymentID)
 		if err != nil {
 			return ev, err
 		}
@@ -510,7 +527,7 @@ func (a *application) attempt(ctx context.Context) ([]eventstore.StreamAppend, e
 		}
 		return nil, a.answerWith(a.h.settledBy(ctx, a.ev, seen, a.meta))
 	}
-	if m, ok := mismatchOf(s, a.ev, a.h.providerName()); ok {
+	if m, ok := mismatchOf(s, a.ev, a.h.provider.Name()); ok {
 		return nil, a.answerWith(a.recordMismatch(ctx, m))
 	}
 	decided, err := a.decide(ctx, s)
@@ -699,15 +716,6 @@ func storedReceipt(stream string, receipts []eventstore.Record) (ProviderEventRe
 		return seen, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, stream, err)
 	}
 	return seen, nil
-}
-
-// providerName is the name of the configured provider's webhook events, "" if it
-// does not say (Named).
-func (h *Handler) providerName() string {
-	if n, ok := h.provider.(Named); ok {
-		return n.Name()
-	}
-	return ""
 }
 
 // rejects reports whether decided rejects the payment.

@@ -20,6 +20,7 @@ import (
 // payment (RefundPayment) and others (RefundUnexpected), and cancelErr makes every
 // cancellation go unanswered.
 type intents struct {
+	unsupported
 	mu        sync.Mutex
 	status    map[string]string // payment id: open, succeeded or canceled
 	calls     []string          // "cancel pi_x", "refund pi_x", "refund-unexpected pi_x"
@@ -40,18 +41,18 @@ func (p *intents) CreatePayment(_ context.Context, ref string, _ int64, _ string
 	return payment.Created{PaymentID: id, ClientSecret: id + "_secret_x"}, nil
 }
 
-func (p *intents) CancelPayment(_ context.Context, id string) (payment.CancelOutcome, error) {
+func (p *intents) CancelPayment(_ context.Context, id string) (payment.CancelOutcome, payment.Told, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, "cancel "+id)
 	if p.cancelErr != nil {
-		return payment.ProviderCannotSay, p.cancelErr
+		return payment.ProviderCannotSay, payment.Told{}, p.cancelErr
 	}
 	if p.status[id] == "succeeded" {
-		return payment.AlreadySucceeded, nil
+		return payment.AlreadySucceeded, payment.Told{}, nil
 	}
 	p.status[id] = "canceled"
-	return payment.CancelledAtProvider, nil
+	return payment.CancelledAtProvider, payment.Told{}, nil
 }
 
 func (p *intents) RefundPayment(_ context.Context, id, _ string) (string, error) {
@@ -82,8 +83,6 @@ func (p *intents) called() []string {
 	defer p.mu.Unlock()
 	return slices.Clone(p.calls)
 }
-
-var _ command.UnexpectedRefunder = (*intents)(nil)
 
 // prepared prepares a payment of 1500 EUR for a new rental and returns its
 // reference and provider payment id.

@@ -29,13 +29,13 @@ type flaky struct {
 	err      error
 }
 
-func (f *flaky) CancelPayment(ctx context.Context, id string) (payment.CancelOutcome, error) {
+func (f *flaky) CancelPayment(ctx context.Context, id string) (payment.CancelOutcome, payment.Told, error) {
 	f.mu.Lock()
 	if f.failures != 0 {
 		f.failures--
 		f.cancels++
 		f.mu.Unlock()
-		return payment.ProviderCannotSay, f.err
+		return payment.ProviderCannotSay, payment.Told{}, f.err
 	}
 	f.mu.Unlock()
 	return f.holder.CancelPayment(ctx, id)

@@ -19,11 +19,27 @@ import (
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
 
+// unsupported answers "not supported" for what a test's provider leaves out: it
+// refunds no payment it did not record, cannot be asked for a reference, and gives
+// no name, so that the events of any provider are judged by their facts alone.
+type unsupported struct{}
+
+func (unsupported) Name() string { return "" }
+
+func (unsupported) RefundUnexpected(context.Context, string, string) (string, error) {
+	return "", payment.ErrRefundNotSupported
+}
+
+func (unsupported) ReferenceOf(context.Context, string) (string, error) {
+	return "", payment.ErrLookupNotSupported
+}
+
 // holder is a provider that holds money as Stripe does: a payment is open until the
 // renter pays it or it is cancelled, whichever comes first, and it answers a
 // cancellation truthfully. With cannotCancel it is a provider that only calls back:
 // a cancellation never reaches it, and it cannot refund.
 type holder struct {
+	unsupported
 	cannotCancel bool
 	// cancelTimesOut makes a provider that can cancel and refund never answer a
 	// cancellation, which then goes ahead without it.
@@ -52,22 +68,22 @@ func (p *holder) CreatePayment(_ context.Context, ref string, _ int64, _ string)
 	return payment.Created{PaymentID: id, ClientSecret: id + "_secret_x"}, nil
 }
 
-func (p *holder) CancelPayment(_ context.Context, id string) (payment.CancelOutcome, error) {
+func (p *holder) CancelPayment(_ context.Context, id string) (payment.CancelOutcome, payment.Told, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cancels++
 	if p.cannotCancel {
-		return payment.CancelNotSupported, nil
+		return payment.CancelNotSupported, payment.Told{}, nil
 	}
 	if p.cancelTimesOut {
-		return payment.ProviderCannotSay, context.DeadlineExceeded
+		return payment.ProviderCannotSay, payment.Told{}, context.DeadlineExceeded
 	}
 	switch p.state[id] {
 	case "succeeded":
-		return payment.AlreadySucceeded, nil
+		return payment.AlreadySucceeded, payment.Told{}, nil
 	default:
 		p.state[id] = "canceled"
-		return payment.CancelledAtProvider, nil
+		return payment.CancelledAtProvider, payment.Told{}, nil
 	}
 }
 
@@ -231,8 +247,8 @@ func (failing) CreatePayment(context.Context, string, int64, string) (payment.Cr
 	return payment.Created{}, errors.New("provider down")
 }
 
-func (failing) CancelPayment(context.Context, string) (payment.CancelOutcome, error) {
-	return "", errors.New("provider down")
+func (failing) CancelPayment(context.Context, string) (payment.CancelOutcome, payment.Told, error) {
+	return "", payment.Told{}, errors.New("provider down")
 }
 
 // TestNothingIsRecordedBeforeTheProviderAgreed: a payment the provider did not

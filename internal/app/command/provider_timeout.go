@@ -22,44 +22,24 @@ const DefaultProviderTimeout = 5 * time.Second
 const MaxProviderTimeout = 8 * time.Second
 
 // ErrProviderTimeout reports a call to the payment provider that did not answer
-// within its bound (see WithTimeout).
+// within its bound (WithProviderTimeout).
 var ErrProviderTimeout = errors.New("command: the payment provider did not answer in time")
 
-// WithTimeout returns p with each call bounded by d: a call still unanswered after d
-// is abandoned and fails with an error matching ErrProviderTimeout (and the
-// provider's own error). Answers are passed on as p gives them, so a cancellation
-// that timed out is whatever p says of a cancellation it could not finish. p's
-// optional capabilities (ReferenceFinder, UnexpectedRefunder) are kept, bounded
-// too, and so is its Name; the result reports d as its CallTimeout. A d of zero or
-// less returns p itself.
-func WithTimeout(p PaymentProvider, d time.Duration) PaymentProvider {
-	if d <= 0 {
-		return p
-	}
-	b := bounded{p: p, d: d}
-	f, finds := p.(ReferenceFinder)
-	r, refunds := p.(UnexpectedRefunder)
-	switch {
-	case finds && refunds:
-		return boundedFinderRefunder{boundedFinder{b, f}, boundedRefunder{b, r}}
-	case finds:
-		return boundedFinder{b, f}
-	case refunds:
-		return boundedRefunder{b, r}
-	}
-	return b
+// WithProviderTimeout bounds each call to the payment provider by d
+// (DefaultProviderTimeout unless set; d of zero or less leaves calls bounded only
+// by their callers' contexts): a call still unanswered after d is abandoned and
+// fails with an error matching ErrProviderTimeout (and the provider's own error).
+// Answers are passed on as the provider gives them, so a cancellation that timed
+// out is whatever the provider says of a cancellation it could not finish. A
+// retry of an unanswered cancellation is started only if a whole call of d still
+// fits in the command's time.
+func WithProviderTimeout(d time.Duration) Option {
+	return func(h *Handler) { h.providerTimeout = max(d, 0) }
 }
 
-// CallTimeout is an optional capability of a PaymentProvider: the bound of each of
-// its calls (WithTimeout's), so that a caller with a budget knows what one more
-// call may cost.
-type CallTimeout interface{ CallTimeout() time.Duration }
-
-// Named is an optional capability of a PaymentProvider: the name its webhook
-// events carry (payment.ProviderEvent.Provider). An event of another provider
-// never applies to the payments it prepared.
-type Named interface{ Name() string }
-
+// bounded is a provider each of whose calls is bounded by d. It is a
+// PaymentProvider like any other: every method of the port is forwarded, so
+// nothing the provider can do is lost behind it.
 type bounded struct {
 	p PaymentProvider
 	d time.Duration
@@ -67,16 +47,17 @@ type bounded struct {
 
 var _ PaymentProvider = bounded{}
 
-// CallTimeout returns the bound of each call.
-func (b bounded) CallTimeout() time.Duration { return b.d }
-
-// Name returns the wrapped provider's name, "" if it has none.
-func (b bounded) Name() string {
-	if n, ok := b.p.(Named); ok {
-		return n.Name()
+// boundedBy returns p with each call bounded by d, p itself for a d of zero or
+// less or a nil p.
+func boundedBy(p PaymentProvider, d time.Duration) PaymentProvider {
+	if p == nil || d <= 0 {
+		return p
 	}
-	return ""
+	return bounded{p: p, d: d}
 }
+
+// Name returns the provider's name.
+func (b bounded) Name() string { return b.p.Name() }
 
 // within runs call with ctx bounded by d and names a timeout for what it is.
 func within[T any](ctx context.Context, d time.Duration, call func(context.Context) (T, error)) (T, error) {
@@ -95,10 +76,16 @@ func (b bounded) CreatePayment(ctx context.Context, reference string, amount int
 	})
 }
 
-func (b bounded) CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, error) {
-	return within(ctx, b.d, func(ctx context.Context) (payment.CancelOutcome, error) {
-		return b.p.CancelPayment(ctx, paymentID)
+func (b bounded) CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, payment.Told, error) {
+	type answer struct {
+		outcome payment.CancelOutcome
+		told    payment.Told
+	}
+	a, err := within(ctx, b.d, func(ctx context.Context) (answer, error) {
+		outcome, told, err := b.p.CancelPayment(ctx, paymentID)
+		return answer{outcome, told}, err
 	})
+	return a.outcome, a.told, err
 }
 
 func (b bounded) RefundPayment(ctx context.Context, paymentID, reference string) (string, error) {
@@ -107,35 +94,12 @@ func (b bounded) RefundPayment(ctx context.Context, paymentID, reference string)
 	})
 }
 
-type boundedFinder struct {
-	bounded
-	f ReferenceFinder
+func (b bounded) RefundUnexpected(ctx context.Context, paymentID, reference string) (string, error) {
+	return within(ctx, b.d, func(ctx context.Context) (string, error) {
+		return b.p.RefundUnexpected(ctx, paymentID, reference)
+	})
 }
 
-var _ ReferenceFinder = boundedFinder{}
-
-func (b boundedFinder) ReferenceOf(ctx context.Context, paymentID string) (string, error) {
-	return within(ctx, b.d, func(ctx context.Context) (string, error) { return b.f.ReferenceOf(ctx, paymentID) })
-}
-
-type boundedRefunder struct {
-	bounded
-	r UnexpectedRefunder
-}
-
-var _ UnexpectedRefunder = boundedRefunder{}
-
-func (b boundedRefunder) RefundUnexpected(ctx context.Context, paymentID, reference string) (string, error) {
-	return within(ctx, b.d, func(ctx context.Context) (string, error) { return b.r.RefundUnexpected(ctx, paymentID, reference) })
-}
-
-// boundedFinderRefunder is a bounded provider with both optional capabilities, as
-// Stripe's adapter has them.
-type boundedFinderRefunder struct {
-	boundedFinder
-	refunder boundedRefunder
-}
-
-func (b boundedFinderRefunder) RefundUnexpected(ctx context.Context, paymentID, reference string) (string, error) {
-	return b.refunder.RefundUnexpected(ctx, paymentID, reference)
+func (b bounded) ReferenceOf(ctx context.Context, paymentID string) (string, error) {
+	return within(ctx, b.d, func(ctx context.Context) (string, error) { return b.p.ReferenceOf(ctx, paymentID) })
 }

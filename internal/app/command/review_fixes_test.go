@@ -22,51 +22,12 @@ type named struct {
 
 func (n named) Name() string { return n.name }
 
-// finderOnly has the one optional capability of finding references.
-type finderOnly struct{ *holder }
-
-func (finderOnly) ReferenceOf(context.Context, string) (string, error) { return "", nil }
-
-// TestWithTimeoutKeepsEveryCapability: the bound the functions put around every
-// provider keeps what the provider can do besides the three calls (finding
-// references, refunding an unexpected payment, its name) and says what it bounds;
-// a capability it lost would silently change what the service does (money taken on
-// another PaymentIntent recorded as owed instead of refunded, say).
-func TestWithTimeoutKeepsEveryCapability(t *testing.T) {
-	real, err := stripe.New(stripe.Config{SecretKey: "sk_test_x", WebhookSecret: "whsec_x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name     string
-		p        command.PaymentProvider
-		finds    bool
-		refunds  bool
-		provider string
-	}{
-		{"stripe", real, true, true, stripe.Name},
-		{"generic", generic.Provider{}, false, false, generic.Name},
-		{"refunds only", named{newIntents(), "x"}, false, true, "x"},
-		{"finds only", finderOnly{newHolder(false)}, true, false, ""},
-		{"neither", newHolder(false), false, false, ""},
-	} {
-		w := command.WithTimeout(c.p, 3*time.Second)
-		_, finds := w.(command.ReferenceFinder)
-		_, refunds := w.(command.UnexpectedRefunder)
-		n, _ := w.(command.Named)
-		bound, _ := w.(command.CallTimeout)
-		if finds != c.finds || refunds != c.refunds || n == nil || n.Name() != c.provider || bound == nil || bound.CallTimeout() != 3*time.Second {
-			t.Errorf("%s: bounded, finds %v (want %v), refunds unexpected %v (want %v), name %v (want %q), bound %v", c.name, finds, c.finds, refunds, c.refunds, n, c.provider, bound)
-		}
-	}
-}
-
 // TestAnUnexpectedPaymentIsRefundedThroughTheBound: the refund of money taken on
-// another provider payment goes through the bounded provider the functions use, on
-// that payment.
+// another provider payment goes through the handler's bounded provider, on that
+// payment.
 func TestAnUnexpectedPaymentIsRefundedThroughTheBound(t *testing.T) {
 	p := newIntents()
-	h := command.New(eventstore.NewMemory(), command.WithProvider(command.WithTimeout(p, time.Second)))
+	h := command.New(eventstore.NewMemory(), command.WithProvider(p), command.WithProviderTimeout(time.Second))
 	ref, _ := prepared(t, h, "bound1")
 	res, err := h.ApplyProviderEvent(context.Background(), payment.ProviderEvent{Provider: "stripe", EventID: "evt_b1", Kind: payment.ProviderSucceeded,
 		Reference: ref, PaymentID: "pi_other", Amount: 1500, Currency: "EUR", Digest: "d1"})
@@ -83,7 +44,7 @@ func TestAnUnexpectedPaymentIsRefundedThroughTheBound(t *testing.T) {
 func TestAnotherProvidersEventChangesNothing(t *testing.T) {
 	p := named{newIntents(), stripe.Name}
 	store := eventstore.NewMemory()
-	h := command.New(store, command.WithProvider(command.WithTimeout(p, time.Second)))
+	h := command.New(store, command.WithProvider(p), command.WithProviderTimeout(time.Second))
 	ref, ours := prepared(t, h, "other1")
 	res, err := h.ApplyProviderEvent(context.Background(), payment.ProviderEvent{Provider: generic.Name, EventID: "evt_g1", Kind: payment.ProviderSucceeded,
 		Reference: ref, PaymentID: "pay_forged", Digest: "g1"})
@@ -102,9 +63,9 @@ func TestAnotherProvidersEventChangesNothing(t *testing.T) {
 // hanging never answers a cancellation: only the bound ends it.
 type hanging struct{ *holder }
 
-func (hanging) CancelPayment(ctx context.Context, _ string) (payment.CancelOutcome, error) {
+func (hanging) CancelPayment(ctx context.Context, _ string) (payment.CancelOutcome, payment.Told, error) {
 	<-ctx.Done()
-	return payment.ProviderCannotSay, context.Cause(ctx)
+	return payment.ProviderCannotSay, payment.Told{}, context.Cause(ctx)
 }
 
 // TestACancellationFitsItsBudgetWithAProviderThatHangs: a retry is started only if
@@ -114,7 +75,7 @@ func (hanging) CancelPayment(ctx context.Context, _ string) (payment.CancelOutco
 // running into the deadline with nothing recorded.
 func TestACancellationFitsItsBudgetWithAProviderThatHangs(t *testing.T) {
 	store := eventstore.NewMemory()
-	h := command.New(store, command.WithProvider(command.WithTimeout(hanging{newHolder(false)}, 3*time.Second)),
+	h := command.New(store, command.WithProvider(hanging{newHolder(false)}), command.WithProviderTimeout(3*time.Second),
 		command.WithCancelRetry(eventstore.RetryPolicy{MaxAttempts: 3, BaseDelay: 50 * time.Millisecond, MaxDelay: 100 * time.Millisecond}))
 	ref := preparedFor(t, h, "hang1")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)

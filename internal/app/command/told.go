@@ -11,28 +11,12 @@ import (
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// CancelTeller is an optional capability of a PaymentProvider: a cancellation
-// that also says what the provider holds of the payment (payment.Told), read
-// with the answer rather than asked for again: the payment it cancelled, or, when
-// it would not cancel, the payment as it stands. The outcome and error are
-// CancelPayment's; told is meaningful only with a nil error and an outcome of
-// CancelledAtProvider or AlreadySucceeded. A provider that only calls back (the
-// generic one) cannot be asked and is not one.
-type CancelTeller interface {
-	CancelAndTell(ctx context.Context, paymentID string) (outcome payment.CancelOutcome, told payment.Told, err error)
-}
-
 // cancelOnce asks the provider once to cancel paymentID, and keeps what it said of
-// the payment if it says (CancelTeller).
+// the payment with its answer, if it said (PaymentProvider.CancelPayment).
 func (h *Handler) cancelOnce(ctx context.Context, paymentID string) (cancelAnswer, error) {
-	teller, ok := h.provider.(CancelTeller)
-	if !ok {
-		outcome, err := h.provider.CancelPayment(ctx, paymentID)
-		return cancelAnswer{outcome: outcome}, err
-	}
-	outcome, told, err := teller.CancelAndTell(ctx, paymentID)
+	outcome, told, err := h.provider.CancelPayment(ctx, paymentID)
 	answer := cancelAnswer{outcome: outcome}
-	if err == nil && (outcome == payment.AlreadySucceeded || outcome == payment.CancelledAtProvider) {
+	if err == nil && told.PaymentID != "" && (outcome == payment.AlreadySucceeded || outcome == payment.CancelledAtProvider) {
 		answer.told = &told
 	}
 	return answer, err
@@ -70,7 +54,7 @@ func (h *Handler) recordTold(ctx context.Context, s payment.Payment, told paymen
 	if !told.Succeeded {
 		return s, nil
 	}
-	ev := toldEvent(h.providerName(), s.Reference, told)
+	ev := toldEvent(h.provider.Name(), s.Reference, told)
 	meta.CausationID = causationOf(ev)
 	res, err := h.applyProviderEvent(ctx, ev)
 	if err != nil {

@@ -228,12 +228,13 @@ func TestASuccessAfterTheRentalGaveUpIsRefunded(t *testing.T) {
 	}
 }
 
-// TestTheGenericProviderCannotBeAsked: the generic provider only calls back: it is
-// not asked what it holds, and a payment's deadline cancels it as before.
+// TestTheGenericProviderCannotBeAsked: the generic provider only calls back: it
+// says nothing of a payment it is asked to cancel, and a payment's deadline cancels
+// it as before.
 func TestTheGenericProviderCannotBeAsked(t *testing.T) {
 	var p command.PaymentProvider = generic.Provider{}
-	if _, ok := p.(command.CancelTeller); ok {
-		t.Fatal("the generic provider claims it can say what it holds of a payment")
+	if outcome, told, err := p.CancelPayment(context.Background(), "pay_x"); outcome != payment.CancelNotSupported || told != (payment.Told{}) || err != nil {
+		t.Fatalf("the generic provider's cancellation: %q, %+v, %v; want %q and nothing said", outcome, told, err, payment.CancelNotSupported)
 	}
 	store := eventstore.NewMemory()
 	h := command.New(store, command.WithProvider(p))

@@ -39,15 +39,15 @@ func (o *outage) CreatePayment(_ context.Context, reference string, _ int64, _ s
 	return payment.Created{PaymentID: "pi_" + reference, ClientSecret: "pi_" + reference + "_secret_x"}, nil
 }
 
-func (o *outage) CancelPayment(_ context.Context, id string) (payment.CancelOutcome, error) {
+func (o *outage) CancelPayment(_ context.Context, id string) (payment.CancelOutcome, payment.Told, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.asked++
 	if o.down {
-		return payment.ProviderCannotSay, errors.New("HTTP 503 from the provider")
+		return payment.ProviderCannotSay, payment.Told{}, errors.New("HTTP 503 from the provider")
 	}
 	o.canceled[id] = true
-	return payment.CancelledAtProvider, nil
+	return payment.CancelledAtProvider, payment.Told{}, nil
 }
 
 func (o *outage) set(down bool) {

@@ -66,6 +66,12 @@ func Temporary(err error) bool {
 // a refund is recorded as a refund owed.
 var ErrRefundNotSupported = errors.New("payment: the provider cannot refund")
 
+// ErrLookupNotSupported is returned by a provider that cannot be asked which of our
+// payment references one of its payments has (one that only calls back, whose
+// events always name the reference): an event that names only the provider's
+// payment is then not ours to apply.
+var ErrLookupNotSupported = errors.New("payment: the provider cannot be asked which reference a payment has")
+
 // ErrAlreadyRefunded is returned by a provider that refuses a refund because the
 // payment is refunded in full already (by an earlier request of ours whose answer
 // was lost, after the provider forgot its idempotency key, or by hand at the

@@ -109,11 +109,11 @@ func (s *Stack) policy() (deadline.Policy, error) {
 	return p, settings(err)
 }
 
-// provider is the payment provider PAYMENT_PROVIDER names, which the commands that
-// cancel or repair reach as the functions do.
-func (s *Stack) provider(ctx context.Context) (command.PaymentProvider, error) {
+// provider is the command handler's option that reaches the payment provider
+// PAYMENT_PROVIDER names, as the functions' commands do.
+func (s *Stack) provider(ctx context.Context) (command.Option, error) {
 	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secretsmanager.NewFromConfig(s.cfg) }, s.getenv)
-	return pay.Provider, settings(err)
+	return pay.Option(), settings(err)
 }
 
 // process is the rental-payment process on store, its commands reaching the
@@ -123,7 +123,7 @@ func (s *Stack) process(ctx context.Context, store *dynamo.Store) (*process.Proc
 	if err != nil {
 		return nil, err
 	}
-	p, err := wiring.Process(store, command.New(store, command.WithProvider(provider)), s.getenv, s.logger)
+	p, err := wiring.Process(store, command.New(store, provider), s.getenv, s.logger)
 	return p, settings(err)
 }
 

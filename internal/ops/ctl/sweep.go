@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -33,7 +32,7 @@ func (s *Stack) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 		return Summary{}, err
 	}
 	// The sweep function's own recipe, its commands reaching the provider.
-	sweeper, err := wiring.Sweep(s.cfg, s.getenv, s.logger, nil, command.WithProvider(provider))
+	sweeper, err := wiring.Sweep(s.cfg, s.getenv, s.logger, nil, provider)
 	if err != nil {
 		return Summary{}, settings(err)
 	}

@@ -20,8 +20,8 @@ func (secretProvider) CreatePayment(_ context.Context, reference string, _ int64
 	return payment.Created{PaymentID: "pi_" + reference, ClientSecret: "pi_" + reference + "_secret_" + reference}, nil
 }
 
-func (secretProvider) CancelPayment(context.Context, string) (payment.CancelOutcome, error) {
-	return payment.CancelledAtProvider, nil
+func (secretProvider) CancelPayment(context.Context, string) (payment.CancelOutcome, payment.Told, error) {
+	return payment.CancelledAtProvider, payment.Told{}, nil
 }
 
 // TestAnEndedPaymentOffersNothingToPayWith: the renter's view of a rental carries

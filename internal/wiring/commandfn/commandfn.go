@@ -108,7 +108,7 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	s, err := wiring.Core(cfg, getenv, logger, command.WithMaxPending(maxPending), command.WithProvider(pay.Provider))
+	s, err := wiring.Core(cfg, getenv, logger, command.WithMaxPending(maxPending), pay.Option())
 	if err != nil {
 		return nil, err
 	}

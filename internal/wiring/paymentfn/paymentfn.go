@@ -58,11 +58,24 @@ type WebhookParser interface {
 	ParseWebhook(header func(string) string, body []byte, now time.Time) (payment.ProviderEvent, error)
 }
 
-// Payments is the configured provider: its calls, and for Stripe its webhooks.
+// Payments is the configured provider: its calls, their bound, and for Stripe its
+// webhooks.
 type Payments struct {
 	Provider command.PaymentProvider
+	// Timeout bounds each call to Provider (PAYMENT_PROVIDER_TIMEOUT).
+	Timeout time.Duration
 	// Stripe reads Stripe's webhooks; nil for the generic provider.
 	Stripe WebhookParser
+}
+
+// Option is the command handler's option that reaches the provider, each call
+// bounded by Timeout: what every function that sends payment commands, and
+// rentalctl, builds its commands with.
+func (p Payments) Option() command.Option {
+	return func(h *command.Handler) {
+		command.WithProvider(p.Provider)(h)
+		command.WithProviderTimeout(p.Timeout)(h)
+	}
 }
 
 // Check validates, touching nothing, the settings Provider reads:
@@ -144,8 +157,8 @@ func checkStripeKeys(set providerSettings) error {
 	return err
 }
 
-// Provider returns the provider PAYMENT_PROVIDER names, each of its calls bounded by
-// PAYMENT_PROVIDER_TIMEOUT (command.WithTimeout). Stripe's keys come from the
+// Provider returns the provider PAYMENT_PROVIDER names, and PAYMENT_PROVIDER_TIMEOUT,
+// which bounds each of its calls (Payments.Option). Stripe's keys come from the
 // Secrets Manager secret STRIPE_SECRET_ID names (secrets is called only then, and
 // only once every setting passed Check), or else from STRIPE_SECRET_KEY and
 // STRIPE_WEBHOOK_SECRET. Errors never carry a key.
@@ -155,7 +168,7 @@ func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Ge
 		return Payments{}, err
 	}
 	if !set.stripe {
-		return Payments{Provider: command.WithTimeout(generic.Provider{}, set.timeout)}, nil
+		return Payments{Provider: generic.Provider{}, Timeout: set.timeout}, nil
 	}
 	if set.secretID != "" {
 		out, err := secrets().GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(set.secretID)})
@@ -175,7 +188,7 @@ func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Ge
 	if err != nil {
 		return Payments{}, fmt.Errorf("wiring: the Stripe secret %s: %w", set.secretID, err)
 	}
-	return Payments{Provider: command.WithTimeout(p, set.timeout), Stripe: p}, nil
+	return Payments{Provider: p, Timeout: set.timeout, Stripe: p}, nil
 }
 
 // secretsOf returns a maker of the Secrets Manager client of cfg.
@@ -209,7 +222,7 @@ func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err != nil {
 		return nil, err
 	}
-	return wiring.ProcessFunction(command.WithProvider(pay.Provider))(ctx, cfg, getenv, logger, stdout)
+	return wiring.ProcessFunction(pay.Option())(ctx, cfg, getenv, logger, stdout)
 }
 
 // SweepFunction builds the sweep's handler with the configured provider, which its
@@ -222,5 +235,5 @@ func SweepFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, lo
 	if err != nil {
 		return nil, err
 	}
-	return wiring.SweepFunction(command.WithProvider(pay.Provider))(ctx, cfg, getenv, logger, stdout)
+	return wiring.SweepFunction(pay.Option())(ctx, cfg, getenv, logger, stdout)
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
@@ -23,11 +26,21 @@ func TestProviderTimeoutSetting(t *testing.T) {
 			t.Errorf("%s=%q: err = %v, want a refusal naming it", paymentfn.EnvProviderTimeout, bad, err)
 		}
 	}
-	pay, err := paymentfn.Provider(context.Background(), nil, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, bare := pay.Provider.(generic.Provider); bare {
-		t.Error("the provider's calls are not bounded")
+	for setting, want := range map[string]time.Duration{"": command.DefaultProviderTimeout, "3s": 3 * time.Second} {
+		pay, err := paymentfn.Provider(context.Background(), nil, func(k string) string {
+			if k == paymentfn.EnvProviderTimeout {
+				return setting
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pay.Timeout != want {
+			t.Errorf("%s=%q: calls bounded by %v, want %v", paymentfn.EnvProviderTimeout, setting, pay.Timeout, want)
+		}
+		if _, bare := command.New(eventstore.NewMemory(), pay.Option()).Provider().(generic.Provider); bare {
+			t.Errorf("%s=%q: the commands' provider calls are not bounded", paymentfn.EnvProviderTimeout, setting)
+		}
 	}
 }

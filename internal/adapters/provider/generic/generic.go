@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
+	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/lib/strictjson"
@@ -55,6 +56,9 @@ type Event struct {
 // out).
 const Optional = payment.AllFacts
 
+// Provider is a command handler's payment provider: what it cannot do, it says.
+var _ command.PaymentProvider = Provider{}
+
 // Provider is the generic provider. Its zero value creates, cancels and refunds
 // (nothing reaches the provider); webhooks need Verifier.
 type Provider struct {
@@ -72,16 +76,29 @@ func (Provider) CreatePayment(_ context.Context, reference string, _ int64, _ st
 }
 
 // CancelPayment cannot reach a provider that only calls back: it always answers
-// payment.CancelNotSupported, so nothing is owed to the provider, and a success
-// that arrives later is refunded.
-func (Provider) CancelPayment(context.Context, string) (payment.CancelOutcome, error) {
-	return payment.CancelNotSupported, nil
+// payment.CancelNotSupported, and says nothing of the payment, so nothing is owed
+// to the provider, and a success that arrives later is refunded.
+func (Provider) CancelPayment(context.Context, string) (payment.CancelOutcome, payment.Told, error) {
+	return payment.CancelNotSupported, payment.Told{}, nil
 }
 
 // RefundPayment cannot refund: it returns payment.ErrRefundNotSupported, and the
 // refund is recorded as owed.
 func (Provider) RefundPayment(context.Context, string, string) (string, error) {
 	return "", payment.ErrRefundNotSupported
+}
+
+// RefundUnexpected cannot refund either: it returns payment.ErrRefundNotSupported,
+// and the money an event reported taken on another payment is recorded as owed.
+func (Provider) RefundUnexpected(context.Context, string, string) (string, error) {
+	return "", payment.ErrRefundNotSupported
+}
+
+// ReferenceOf cannot ask a provider that only calls back: it returns
+// payment.ErrLookupNotSupported. Its events always name the reference
+// (ParseWebhook).
+func (Provider) ReferenceOf(context.Context, string) (string, error) {
+	return "", payment.ErrLookupNotSupported
 }
 
 // ParseWebhook verifies a webhook's Payment-Signature over its raw body and returns

@@ -91,7 +91,7 @@ func TestMockCreatePayment(t *testing.T) {
 func TestMockCancelPayment(t *testing.T) {
 	p, rec := mockProvider(t)
 	const id = "pi_3TbC4nLkdIwHu7ix0yXq2aZd"
-	got, err := p.CancelPayment(context.Background(), id)
+	got, _, err := p.CancelPayment(context.Background(), id)
 	if err != nil || got != payment.CancelledAtProvider {
 		t.Fatalf("CancelPayment = %q, %v; want %q", got, err, payment.CancelledAtProvider)
 	}
@@ -181,7 +181,7 @@ func TestMockErrors(t *testing.T) {
 		if stripe.IsTemporary(err) {
 			t.Error("a refused key is temporary")
 		}
-		outcome, err := p.CancelPayment(ctx, "pi_123")
+		outcome, _, err := p.CancelPayment(ctx, "pi_123")
 		if outcome != payment.ProviderCannotSay || err == nil || strings.Contains(err.Error(), liveKey) {
 			t.Fatalf("CancelPayment with a refused key = %q, %v; want ProviderCannotSay and an error without the key", outcome, err)
 		}
@@ -195,7 +195,7 @@ func TestMockErrors(t *testing.T) {
 		// the SDK, unescaped by the server) reaches no route: 404.
 		rec := &recorder{t: t}
 		p := newProvider(t, srv.URL, &http.Client{Transport: rec})
-		outcome, err := p.CancelPayment(ctx, "pi_123/456")
+		outcome, _, err := p.CancelPayment(ctx, "pi_123/456")
 		var ae *stripe.APIError
 		if outcome != payment.ProviderCannotSay || !errors.As(err, &ae) || ae.HTTPStatus != http.StatusNotFound || ae.Type != "invalid_request_error" {
 			t.Fatalf("CancelPayment = %q, %v; want ProviderCannotSay and a 404 APIError", outcome, err)
@@ -217,9 +217,9 @@ func TestMockErrors(t *testing.T) {
 			"zero amount":         func() error { _, err := p.CreatePayment(ctx, reference, 0, "eur"); return err },
 			"negative amount":     func() error { _, err := p.CreatePayment(ctx, reference, -5, "eur"); return err },
 			"currency":            func() error { _, err := p.CreatePayment(ctx, reference, 1500, "euro"); return err },
-			"cancel a reference":  func() error { _, err := p.CancelPayment(ctx, reference); return err },
-			"cancel generic's id": func() error { _, err := p.CancelPayment(ctx, "pay_abc"); return err },
-			"cancel empty":        func() error { _, err := p.CancelPayment(ctx, ""); return err },
+			"cancel a reference":  func() error { _, _, err := p.CancelPayment(ctx, reference); return err },
+			"cancel generic's id": func() error { _, _, err := p.CancelPayment(ctx, "pay_abc"); return err },
+			"cancel empty":        func() error { _, _, err := p.CancelPayment(ctx, ""); return err },
 			"refund empty id":     func() error { _, err := p.RefundPayment(ctx, "", reference); return err },
 			"refund no reference": func() error { _, err := p.RefundPayment(ctx, "pi_123", ""); return err },
 		} {
@@ -228,7 +228,7 @@ func TestMockErrors(t *testing.T) {
 				t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 			}
 		}
-		if outcome, _ := p.CancelPayment(ctx, "pay_abc"); outcome != payment.ProviderCannotSay {
+		if outcome, _, _ := p.CancelPayment(ctx, "pay_abc"); outcome != payment.ProviderCannotSay {
 			t.Errorf("CancelPayment of another provider's id = %q, want ProviderCannotSay", outcome)
 		}
 		if reqs := rec.requests(); len(reqs) != 0 {

@@ -143,7 +143,7 @@ func TestRecordedCancelPayment(t *testing.T) {
 				}
 				return c.replies[n]
 			})
-			got, err := p.CancelPayment(context.Background(), paymentID)
+			got, _, err := p.CancelPayment(context.Background(), paymentID)
 			if err != nil || got != c.outcome {
 				t.Fatalf("CancelPayment = %q, %v; want %q", got, err, c.outcome)
 			}
@@ -166,7 +166,7 @@ func TestRecordedCancelFailures(t *testing.T) {
 	t.Run("no such PaymentIntent", func(t *testing.T) {
 		t.Parallel()
 		p, f := recordedProvider(t, func(int, sent) reply { return reply{status: 404, file: "api/error.resource_missing.json"} })
-		got, err := p.CancelPayment(context.Background(), paymentID)
+		got, _, err := p.CancelPayment(context.Background(), paymentID)
 		var ae *stripe.APIError
 		if got != payment.ProviderCannotSay || !errors.As(err, &ae) || ae.Code != "resource_missing" || ae.HTTPStatus != 404 || ae.Param != "intent" {
 			t.Fatalf("CancelPayment = %q, %v; want ProviderCannotSay and resource_missing", got, err)
@@ -182,7 +182,7 @@ func TestRecordedCancelFailures(t *testing.T) {
 		// stripe-go retries no error answered in Stripe's JSON but a 429
 		// lock_timeout: a 500 api_error comes back at once.
 		p, f := recordedProvider(t, func(int, sent) reply { return reply{status: 500, file: "api/error.api_error.json"} })
-		got, err := p.CancelPayment(context.Background(), paymentID)
+		got, _, err := p.CancelPayment(context.Background(), paymentID)
 		var ae *stripe.APIError
 		if got != payment.ProviderCannotSay || !errors.As(err, &ae) || ae.HTTPStatus != 500 || ae.Type != "api_error" || !stripe.IsTemporary(err) {
 			t.Fatalf("CancelPayment = %q, %v; want ProviderCannotSay and a temporary api_error", got, err)
@@ -197,7 +197,7 @@ func TestRecordedCancelFailures(t *testing.T) {
 		p, f := recordedProvider(t, func(int, sent) reply {
 			return reply{status: 502, body: []byte("<html><body>502 Bad Gateway</body></html>")}
 		})
-		got, err := p.CancelPayment(context.Background(), paymentID)
+		got, _, err := p.CancelPayment(context.Background(), paymentID)
 		var ae *stripe.APIError
 		if got != payment.ProviderCannotSay || err == nil || errors.As(err, &ae) || !stripe.IsTemporary(err) {
 			t.Fatalf("CancelPayment = %q, %v; want ProviderCannotSay and a temporary error", got, err)
@@ -217,7 +217,7 @@ func TestRecordedCancelFailures(t *testing.T) {
 			}
 			return reply{status: 200, file: "api/payment_intent.canceled.json"}
 		})
-		got, err := p.CancelPayment(context.Background(), paymentID)
+		got, _, err := p.CancelPayment(context.Background(), paymentID)
 		if err != nil || got != payment.CancelledAtProvider {
 			t.Fatalf("CancelPayment = %q, %v; want cancelled after a retry", got, err)
 		}
@@ -236,7 +236,7 @@ func TestRecordedCancelFailures(t *testing.T) {
 			}
 			return reply{status: 503, file: "api/error.api_error.json", header: map[string]string{"Stripe-Should-Retry": "false"}}
 		})
-		got, err := p.CancelPayment(context.Background(), paymentID)
+		got, _, err := p.CancelPayment(context.Background(), paymentID)
 		if got != payment.ProviderCannotSay || err == nil || !stripe.IsTemporary(err) {
 			t.Fatalf("CancelPayment = %q, %v; want ProviderCannotSay and a temporary error", got, err)
 		}
@@ -249,7 +249,7 @@ func TestRecordedCancelFailures(t *testing.T) {
 		f.block = true
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		got, err := p.CancelPayment(ctx, paymentID)
+		got, _, err := p.CancelPayment(ctx, paymentID)
 		if got != payment.ProviderCannotSay || !errors.Is(err, context.DeadlineExceeded) || !stripe.IsTemporary(err) {
 			t.Fatalf("CancelPayment = %q, %v; want ProviderCannotSay and the deadline", got, err)
 		}
@@ -264,7 +264,7 @@ func TestRecordedCancelFailures(t *testing.T) {
 		client := f.Client()
 		client.Timeout = 100 * time.Millisecond
 		p := newProvider(t, f.URL, client)
-		got, err := p.CancelPayment(context.Background(), paymentID)
+		got, _, err := p.CancelPayment(context.Background(), paymentID)
 		if got != payment.ProviderCannotSay || err == nil || !stripe.IsTemporary(err) {
 			t.Fatalf("CancelPayment = %q, %v; want ProviderCannotSay and a temporary error", got, err)
 		}
@@ -324,7 +324,7 @@ func TestRecordedErrorsCarryNoSecret(t *testing.T) {
 		}
 		return reply{status: 400, file: "api/error.unexpected_state.succeeded.json"} // the retrieve, refused too
 	})
-	_, err := p.CancelPayment(context.Background(), paymentID)
+	_, _, err := p.CancelPayment(context.Background(), paymentID)
 	if err == nil {
 		t.Fatal("want an error")
 	}

@@ -40,13 +40,8 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/payment"
 )
 
-// The capabilities of the payment provider the command handler discovers.
-var (
-	_ command.PaymentProvider    = (*Provider)(nil)
-	_ command.CancelTeller       = (*Provider)(nil)
-	_ command.ReferenceFinder    = (*Provider)(nil)
-	_ command.UnexpectedRefunder = (*Provider)(nil)
-)
+// Provider is the command handler's payment provider, and does all it asks.
+var _ command.PaymentProvider = (*Provider)(nil)
 
 // Name is the provider's name in provider events (and in PAYMENT_PROVIDER).
 const Name = "stripe"
@@ -183,7 +178,10 @@ func (p *Provider) CreatePayment(ctx context.Context, reference string, amount i
 // Name returns Name: the provider its webhook events name.
 func (p *Provider) Name() string { return Name }
 
-// CancelPayment cancels the PaymentIntent paymentID.
+// CancelPayment cancels the PaymentIntent paymentID, and says what Stripe holds of
+// it (told), from the PaymentIntent it answered: the one it cancelled, or the one
+// retrieved after payment_intent_unexpected_state (read anyway to know the
+// outcome, so nothing is asked twice).
 //
 //   - Cancelled: payment.CancelledAtProvider.
 //   - Stripe refuses with payment_intent_unexpected_state: the PaymentIntent is
@@ -199,22 +197,14 @@ func (p *Provider) Name() string { return Name }
 //     then unknown; the caller decides, by IsTemporary(err), whether to try again
 //     or to go ahead as ProviderCannotSay says (a success that arrives later is
 //     refunded).
-func (p *Provider) CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, error) {
-	outcome, _, err := p.CancelAndTell(ctx, paymentID)
-	return outcome, err
-}
-
-// CancelAndTell is CancelPayment, and says what Stripe holds of the PaymentIntent
-// (command.CancelTeller), from the PaymentIntent it answered: the one it
-// cancelled, or the one retrieved after payment_intent_unexpected_state (which
-// CancelPayment reads anyway, so nothing is asked twice). Told has the
-// PaymentIntent's id, whether it succeeded, its amount and its currency (in upper
-// case, as payments record it), and is meaningful only with a nil error and an
-// outcome of payment.CancelledAtProvider or payment.AlreadySucceeded. An answer
-// about another PaymentIntent than paymentID, or a succeeded one without a
-// positive amount and a currency, is payment.ProviderCannotSay with an error:
+//
+// Told has the PaymentIntent's id, whether it succeeded, its amount and its
+// currency (in upper case, as payments record it), and is set only with a nil
+// error and an outcome of payment.CancelledAtProvider or payment.AlreadySucceeded.
+// An answer about another PaymentIntent than paymentID, or a succeeded one without
+// a positive amount and a currency, is payment.ProviderCannotSay with an error:
 // nothing may be recorded on it.
-func (p *Provider) CancelAndTell(ctx context.Context, paymentID string) (payment.CancelOutcome, payment.Told, error) {
+func (p *Provider) CancelPayment(ctx context.Context, paymentID string) (payment.CancelOutcome, payment.Told, error) {
 	if err := checkPaymentID(paymentID); err != nil {
 		return payment.ProviderCannotSay, payment.Told{}, err
 	}

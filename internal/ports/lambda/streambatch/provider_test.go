@@ -50,10 +50,10 @@ func TestAProviderThatNeverAnswersFailsOnlyItsRecord(t *testing.T) {
 		rentals[i] = rentalOf(t, r)
 	}
 	store := eventstore.NewMemory()
-	provider := command.WithTimeout(hangsOn{reference: payment.ReferenceFor(rentals[1])}, 50*time.Millisecond)
+	provider := hangsOn{reference: payment.ReferenceFor(rentals[1])}
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
-	p, err := process.New(process.Config{Store: store, Commands: command.New(store, command.WithProvider(provider)),
+	p, err := process.New(process.Config{Store: store, Commands: command.New(store, command.WithProvider(provider), command.WithProviderTimeout(50*time.Millisecond)),
 		Price: process.Price{Amount: 1500, Currency: "EUR"}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
