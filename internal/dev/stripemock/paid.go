@@ -5,25 +5,42 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Paid is an http.RoundTripper for a Stripe client, in front of stripe-mock (Next),
 // that plays PaymentIntents a renter paid whose webhook never comes, which
 // stripe-mock, keeping no state, cannot: Stripe refuses to cancel them
 // (payment_intent_unexpected_state), and a retrieve answers them succeeded for the
-// amount and currency set by Pay, with the reference in their metadata. Every other
+// amount and currency set by Pay, with the reference in their metadata. It
+// remembers the PaymentIntents created through it, so that a renter's client can
+// pay one as Stripe.js does: POST /v1/payment_intents/{id}/confirm with its
+// client_secret (Pay, for the amount and currency it was created for). Every other
 // request goes to Next. It counts the cancellations and retrieves it answered, and
-// keeps the bodies of the refunds asked for. Safe for concurrent use.
+// keeps the bodies of the refunds asked for. Safe for concurrent use; Serve serves
+// it at an API URL.
 type Paid struct {
 	Next http.RoundTripper
 
 	mu        sync.Mutex
 	paid      map[string]paidIntent
+	created   map[string]createdIntent
 	cancels   int
 	retrieves int
 	refunds   []string
+}
+
+// createdIntent is a PaymentIntent created through Paid: what it was created for,
+// and its client secret.
+type createdIntent struct {
+	paidIntent
+	clientSecret string
 }
 
 type paidIntent struct {
@@ -58,8 +75,31 @@ func (p *Paid) Refunds() []string {
 	return append([]string(nil), p.refunds...)
 }
 
+// Serve serves p on loopback until tb ends, in front of stripe-mock at mockURL (p's
+// Next carries the requests there), and returns the URL a Stripe client takes as
+// its API URL (STRIPE_API_URL).
+func (p *Paid) Serve(tb testing.TB, mockURL string) string {
+	tb.Helper()
+	target, err := url.Parse(mockURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport: p,
+	})
+	tb.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // RoundTrip implements http.RoundTripper.
 func (p *Paid) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/payment_intents":
+		return p.create(r)
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/payment_intents/") && strings.HasSuffix(r.URL.Path, "/confirm"):
+		return p.confirm(r)
+	}
 	id, action, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/"), "/")
 	p.mu.Lock()
 	intent, paid := p.paid[id]
@@ -98,6 +138,75 @@ func (p *Paid) RoundTrip(r *http.Request) (*http.Response, error) {
 		return answer(r, http.StatusOK, string(body)), nil
 	}
 	return p.Next.RoundTrip(r)
+}
+
+// create passes a PaymentIntent's creation on to Next, and remembers what it was
+// created for (amount, currency, the reference in its metadata) and its id and
+// client secret as Next answered them.
+func (p *Paid) create(r *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	res, err := p.Next.RoundTrip(r)
+	if err != nil || res.StatusCode != http.StatusOK {
+		return res, err
+	}
+	answered, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(answered))
+	var pi struct {
+		ID           string `json:"id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	if err := json.Unmarshal(answered, &pi); err != nil {
+		return nil, err
+	}
+	amount, _ := strconv.ParseInt(form.Get("amount"), 10, 64)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.created == nil {
+		p.created = map[string]createdIntent{}
+	}
+	p.created[pi.ID] = createdIntent{
+		paidIntent:   paidIntent{reference: form.Get("metadata[reference]"), amount: amount, currency: form.Get("currency")},
+		clientSecret: pi.ClientSecret,
+	}
+	return res, nil
+}
+
+// confirm is a renter's client paying a PaymentIntent created through p with its
+// client secret, as Stripe.js confirms it: the PaymentIntent succeeds (Pay) and is
+// answered succeeded. Another client secret, or a PaymentIntent p did not see
+// created, is refused as Stripe refuses it.
+func (p *Paid) confirm(r *http.Request) (*http.Response, error) {
+	id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/"), "/confirm")
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	intent, ok := p.created[id]
+	p.mu.Unlock()
+	if !ok || intent.clientSecret == "" || form.Get("client_secret") != intent.clientSecret {
+		return answer(r, http.StatusNotFound, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such payment_intent."}}`), nil
+	}
+	p.Pay(id, intent.reference, intent.amount, intent.currency)
+	out, _ := json.Marshal(map[string]any{"id": id, "object": "payment_intent", "status": "succeeded", "amount": intent.amount, "currency": intent.currency})
+	return answer(r, http.StatusOK, string(out)), nil
 }
 
 func answer(r *http.Request, status int, body string) *http.Response {

@@ -1,0 +1,227 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bikerental/bikerental/internal/dev/auth"
+	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/dev/local"
+	"github.com/bikerental/bikerental/internal/dev/stripemock"
+	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/lambdas"
+	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
+)
+
+// TestALostStripeWebhookNeverCostsAPayingRenterTheBike runs the service as it is
+// deployed, on the local stack (the functions' own builders, moto's stream, the
+// periodic sweep), with PAYMENT_PROVIDER=stripe and STRIPE_API_URL pointing at a
+// Stripe that remembers (stripe-mock behind stripemock.Paid): the renter pays
+// the PaymentIntent with its client secret, as Stripe.js does, and Stripe's webhook
+// never comes. Seen as a client sees it: once the payment's deadline passes, the
+// rental is approved (the sweep asks Stripe to cancel, Stripe says the payment
+// succeeded, and that word is recorded), the renter is no longer offered the client
+// secret, and Stripe was asked to cancel, and read, at most twice each: the rental
+// was settled within two sweeps of its deadline and never asked about again.
+func TestALostStripeWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
+	const sweepEvery, timeout = time.Second, 3 * time.Second
+	paid := &stripemock.Paid{Next: http.DefaultTransport}
+	stripeAPI := paid.Serve(t, stripemock.Start(t).URL)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := emulatortest.Config(t)
+	env := map[string]string{
+		wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvPendingTable: emulatortest.TableName(t, "deadlines"),
+		wiring.EnvWebhookSecret: local.DefaultWebhookSecret, wiring.EnvPaymentTimeout: timeout.String(),
+		paymentfn.EnvProvider: paymentfn.Stripe, paymentfn.EnvStripeAPIURL: stripeAPI,
+	}
+	sweeps := &counted{}
+	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },
+		SweepInterval: sweepEvery, Logger: slog.New(slog.DiscardHandler),
+		Wrap: func(function string, inv local.Invoker) local.Invoker {
+			if function == lambdas.Sweep {
+				sweeps.Invoker = inv
+				return sweeps
+			}
+			return inv
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := local.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- up.Stack.Run(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stack: %v", err)
+		}
+	})
+	c := &client{t: t, base: "http://" + l.Addr().String()}
+	c.tokens = &auth.Tokens{BaseURL: c.base}
+
+	if code := c.send(c.operator(), "PUT", "/bikes/lost-webhook", nil, nil); code != http.StatusCreated {
+		t.Fatalf("register the bike: %d", code)
+	}
+	renter := c.renter("renter-lost-webhook")
+	var requested struct{ RentalID string }
+	if code := c.send(renter, "POST", "/rentals", []byte(`{"bikeId":"lost-webhook"}`), &requested); code != http.StatusAccepted {
+		t.Fatalf("request the bike: %d", code)
+	}
+	type view struct {
+		Status  string
+		Payment *struct{ PaymentID, ClientSecret string }
+	}
+	var v view
+	c.waitFor("the payment to be offered to the renter", func() bool {
+		v = view{}
+		c.send(renter, "GET", "/rentals/"+requested.RentalID, nil, &v)
+		return v.Status == "awaiting-payment" && v.Payment != nil && v.Payment.ClientSecret != ""
+	})
+
+	// The renter pays, as Stripe.js does, and Stripe's webhook is lost.
+	res, err := http.PostForm(stripeAPI+"/v1/payment_intents/"+v.Payment.PaymentID+"/confirm", url.Values{"client_secret": {v.Payment.ClientSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the renter's payment at Stripe: %d", res.StatusCode)
+	}
+
+	approved := c.await(func() bool {
+		v = view{} // a member the answer leaves out must not keep an earlier answer's value
+		c.send(renter, "GET", "/rentals/"+requested.RentalID, nil, &v)
+		return v.Status == "approved"
+	})
+	if cancels, retrieves := paid.Counts(); !approved {
+		t.Fatalf("the rental is %s long after its payment's deadline, and Stripe was asked to cancel %d times and read %d times", v.Status, cancels, retrieves)
+	}
+	if v.Payment == nil || v.Payment.ClientSecret != "" {
+		t.Errorf("the renter's view of the approved rental: %+v; want its payment, and nothing to pay with", v.Payment)
+	}
+	// Two sweeps more, begun after the approval: neither may ask Stripe about the
+	// settled payment again.
+	cancels, retrieves := paid.Counts()
+	after := sweeps.started() + 2
+	c.waitFor("two sweeps after the approval", func() bool { return sweeps.ended() >= after })
+	if c2, r2 := paid.Counts(); c2 != cancels || r2 != retrieves || cancels < 1 || cancels > 2 || retrieves > 2 {
+		t.Errorf("Stripe was asked to cancel %d then %d times and read %d then %d times; want at most twice each, and nothing after the approval", cancels, c2, retrieves, r2)
+	}
+}
+
+// counted is an invoker that counts the invocations it began and ended.
+type counted struct {
+	local.Invoker
+	mu          sync.Mutex
+	begun, done int
+}
+
+func (c *counted) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	c.mu.Lock()
+	c.begun++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.done++
+		c.mu.Unlock()
+	}()
+	return c.Invoker.Invoke(ctx, payload)
+}
+
+func (c *counted) started() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.begun
+}
+
+// ended is how many invocations ended: once it reaches started()+n as read at some
+// moment, n invocations begun after that moment have ended.
+func (c *counted) ended() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
+}
+
+// client calls a local stack's HTTP API as a client does.
+type client struct {
+	t      *testing.T
+	base   string
+	tokens *auth.Tokens
+}
+
+func (c *client) operator() string {
+	c.t.Helper()
+	token, err := c.tokens.Operator(context.Background(), "ops")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return token
+}
+
+func (c *client) renter(subject string) string {
+	c.t.Helper()
+	token, err := c.tokens.Renter(context.Background(), subject)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return token
+}
+
+// send calls method path with token's bearer and body (JSON), decodes a 2xx answer
+// into out (if not nil) and returns the status.
+func (c *client) send(token, method, path string, body []byte, out any) int {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", auth.Bearer(token))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			c.t.Fatalf("%s %s: %v: %s", method, path, err, strings.TrimSpace(string(b)))
+		}
+	}
+	return resp.StatusCode
+}
+
+// waitFor waits for cond, failing the test after 30 seconds.
+func (c *client) waitFor(what string, cond func() bool) {
+	c.t.Helper()
+	if !c.await(cond) {
+		c.t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// await waits for cond for up to 30 seconds, and reports whether it came.
+func (c *client) await(cond func() bool) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
