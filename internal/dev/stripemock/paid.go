@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -19,11 +20,11 @@ import (
 // stripe-mock, keeping no state, cannot: Stripe refuses to cancel them
 // (payment_intent_unexpected_state), and a retrieve answers them succeeded for the
 // amount and currency set by Pay, with the reference in their metadata. It
-// remembers the PaymentIntents created through it, so that a renter's client can
-// pay one as Stripe.js does: POST /v1/payment_intents/{id}/confirm with its
+// remembers the PaymentIntents created through it (a retrieve of one answers its
+// reference, amount and currency), so that a renter's client can pay one as Stripe.js does: POST /v1/payment_intents/{id}/confirm with its
 // client_secret (Pay, for the amount and currency it was created for). Every other
-// request goes to Next. It counts the cancellations and retrieves it answered, and
-// keeps the bodies of the refunds asked for. Safe for concurrent use; Serve serves
+// request goes to Next. It counts the cancellations and retrieves it answered, keeps
+// the bodies of the refunds asked for, and lists every request (Requests). Safe for concurrent use; Serve serves
 // it at an API URL.
 type Paid struct {
 	Next http.RoundTripper
@@ -34,6 +35,7 @@ type Paid struct {
 	cancels   int
 	retrieves int
 	refunds   []string
+	requests  []string
 }
 
 // createdIntent is a PaymentIntent created through Paid: what it was created for,
@@ -68,6 +70,28 @@ func (p *Paid) Counts() (cancels, retrieves int) {
 	return p.cancels, p.retrieves
 }
 
+// IntentOf returns the id of the PaymentIntent created through p for our payment
+// reference, "" if none was.
+func (p *Paid) IntentOf(reference string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, c := range p.created {
+		if c.reference == reference {
+			return id
+		}
+	}
+	return ""
+}
+
+// Requests returns every request that reached it, in order, each as its method, path
+// and, for a POST that has one, its Idempotency-Key: "POST /v1/refunds
+// refund-rp_x".
+func (p *Paid) Requests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.requests...)
+}
+
 // Refunds returns the form bodies of the refunds asked for, in order.
 func (p *Paid) Refunds() []string {
 	p.mu.Lock()
@@ -87,6 +111,7 @@ func (p *Paid) Serve(tb testing.TB, mockURL string) string {
 	srv := httptest.NewServer(&httputil.ReverseProxy{
 		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
 		Transport: p,
+		ErrorLog:  log.New(io.Discard, "", 0), // a Stripe that does not answer is the test's to say
 	})
 	tb.Cleanup(srv.Close)
 	return srv.URL
@@ -94,6 +119,9 @@ func (p *Paid) Serve(tb testing.TB, mockURL string) string {
 
 // RoundTrip implements http.RoundTripper.
 func (p *Paid) RoundTrip(r *http.Request) (*http.Response, error) {
+	p.mu.Lock()
+	p.requests = append(p.requests, strings.TrimSpace(r.Method+" "+r.URL.Path+" "+r.Header.Get("Idempotency-Key")))
+	p.mu.Unlock()
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/payment_intents":
 		return p.create(r)
@@ -103,6 +131,7 @@ func (p *Paid) RoundTrip(r *http.Request) (*http.Response, error) {
 	id, action, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/"), "/")
 	p.mu.Lock()
 	intent, paid := p.paid[id]
+	created, wasCreated := p.created[id]
 	if r.URL.Path == "/v1/refunds" && r.Body != nil {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -110,6 +139,8 @@ func (p *Paid) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	p.mu.Unlock()
 	switch {
+	case !paid && wasCreated && r.Method == http.MethodGet && action == "" && strings.HasPrefix(r.URL.Path, "/v1/payment_intents/"):
+		return p.retrieved(r, id, created.paidIntent, "")
 	case !paid || !strings.HasPrefix(r.URL.Path, "/v1/payment_intents/"):
 		return p.Next.RoundTrip(r)
 	case r.Method == http.MethodPost && action == "cancel":
@@ -119,25 +150,35 @@ func (p *Paid) RoundTrip(r *http.Request) (*http.Response, error) {
 		return answer(r, http.StatusBadRequest, `{"error":{"type":"invalid_request_error","code":"payment_intent_unexpected_state",`+
 			`"message":"You cannot cancel this PaymentIntent because it has a status of succeeded."}}`), nil
 	case r.Method == http.MethodGet && action == "":
-		res, err := p.Next.RoundTrip(r)
-		if err != nil {
-			return nil, err
-		}
-		var pi map[string]any
-		err = json.NewDecoder(res.Body).Decode(&pi)
-		res.Body.Close()
-		if err != nil {
-			return nil, err
-		}
 		p.mu.Lock()
 		p.retrieves++
 		p.mu.Unlock()
-		pi["id"], pi["status"], pi["amount"], pi["amount_received"], pi["currency"] = id, "succeeded", intent.amount, intent.amount, intent.currency
-		pi["metadata"] = map[string]string{"reference": intent.reference}
-		body, _ := json.Marshal(pi)
-		return answer(r, http.StatusOK, string(body)), nil
+		return p.retrieved(r, id, intent, "succeeded")
 	}
 	return p.Next.RoundTrip(r)
+}
+
+// retrieved is Next's answer to the retrieve r of PaymentIntent id, made to say
+// what p knows of it: its reference in its metadata, its amount and currency, and,
+// unless status is "", its status.
+func (p *Paid) retrieved(r *http.Request, id string, intent paidIntent, status string) (*http.Response, error) {
+	res, err := p.Next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	var pi map[string]any
+	err = json.NewDecoder(res.Body).Decode(&pi)
+	res.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	pi["id"], pi["amount"], pi["currency"] = id, intent.amount, intent.currency
+	if status != "" {
+		pi["status"], pi["amount_received"] = status, intent.amount
+	}
+	pi["metadata"] = map[string]string{"reference": intent.reference}
+	body, _ := json.Marshal(pi)
+	return answer(r, http.StatusOK, string(body)), nil
 }
 
 // create passes a PaymentIntent's creation on to Next, and remembers what it was
