@@ -258,19 +258,35 @@ func reasonCodes(reasons []types.CancellationReason) string {
 
 // retryThrottledTransactions lets the SDK's retryer retry a transaction cancelled only
 // because it was throttled, as it retries any other throttled request. The request
-// keeps its ClientRequestToken, so a retry cannot apply it twice.
+// keeps its ClientRequestToken, so a retry cannot apply it twice. The retryer keeps
+// what the SDK asks of it besides (aws.RetryerV2: the adaptive mode's client-side
+// rate limit, fed by throttles), as the SDK's own retry.AddWith… wrappers do: a
+// wrapper that hid it would let transactions past the limit every other request
+// keeps.
 func retryThrottledTransactions(o *dynamodb.Options) {
-	o.Retryer = throttledTransactionRetryer{o.Retryer}
+	v2, ok := o.Retryer.(aws.RetryerV2)
+	if !ok {
+		v2 = initialTokens{o.Retryer}
+	}
+	o.Retryer = throttledTransactionRetryer{v2}
 }
 
-type throttledTransactionRetryer struct{ aws.Retryer }
+type throttledTransactionRetryer struct{ aws.RetryerV2 }
+
+// initialTokens is an aws.Retryer that has no GetAttemptToken, given the one the
+// SDK falls back on for it.
+type initialTokens struct{ aws.Retryer }
+
+func (r initialTokens) GetAttemptToken(context.Context) (func(error) error, error) {
+	return r.GetInitialToken(), nil
+}
 
 func (r throttledTransactionRetryer) IsErrorRetryable(err error) bool {
 	var canceled *types.TransactionCanceledException
 	if errors.As(err, &canceled) && onlyThrottled(canceled.CancellationReasons) {
 		return true
 	}
-	return r.Retryer.IsErrorRetryable(err)
+	return r.RetryerV2.IsErrorRetryable(err)
 }
 
 func onlyThrottled(reasons []types.CancellationReason) bool {
