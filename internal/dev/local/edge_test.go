@@ -481,3 +481,67 @@ func TestTheTemplateEdgeLeavesTheProvidersSendersOut(t *testing.T) {
 		t.Errorf("ProviderSourceCidrs 0.0.0.0/0: %v, want refused", err)
 	}
 }
+
+// TestTheEdgeCountsItsCapacityAsAWSPricesIt: a rate rule scoped down to a path that
+// contains a string after two transformations, from outside an IP set, costs 2 + 10
+// + 2 × 10 + 1 = 33 WCUs; a rule refusing a method spelled exactly without a header
+// starting with a string after LOWERCASE, 2 + 2 + 10 = 14.
+func TestTheEdgeCountsItsCapacityAsAWSPricesIt(t *testing.T) {
+	tpl, err := samtemplate.Parse([]byte(`
+Resources:
+  Office:
+    Type: AWS::WAFv2::IPSet
+    Properties: {Name: office, Scope: CLOUDFRONT, IPAddressVersion: IPV4, Addresses: [203.0.113.0/24]}
+  EdgeWebAcl:
+    Type: AWS::WAFv2::WebACL
+    Properties:
+      Scope: CLOUDFRONT
+      DefaultAction: {Allow: {}}
+      Rules:
+        - Name: Rate
+          Priority: 0
+          Action: {Block: {}}
+          Statement:
+            RateBasedStatement:
+              Limit: 20
+              EvaluationWindowSec: 60
+              AggregateKeyType: IP
+              ScopeDownStatement:
+                AndStatement:
+                  Statements:
+                    - ByteMatchStatement: {FieldToMatch: {UriPath: {}}, PositionalConstraint: CONTAINS, SearchString: /x, TextTransformations: [{Priority: 0, Type: URL_DECODE}, {Priority: 1, Type: LOWERCASE}]}
+                    - NotStatement: {Statement: {IPSetReferenceStatement: {Arn: !GetAtt Office.Arn}}}
+        - Name: Match
+          Priority: 1
+          Action: {Block: {}}
+          Statement:
+            AndStatement:
+              Statements:
+                - ByteMatchStatement: {FieldToMatch: {Method: {}}, PositionalConstraint: EXACTLY, SearchString: PUT, TextTransformations: [{Priority: 0, Type: NONE}]}
+                - NotStatement: {Statement: {ByteMatchStatement: {FieldToMatch: {SingleHeader: {Name: authorization}}, PositionalConstraint: STARTS_WITH, SearchString: "bearer ", TextTransformations: [{Priority: 0, Type: LOWERCASE}]}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge, err := local.EdgeOf(tpl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := edge.Capacity(); got != 33+14 {
+		t.Errorf("capacity %d WCUs, want 47", got)
+	}
+}
+
+// TestTheTemplateEdgeFitsItsCapacity: the template's web ACL takes no more web ACL
+// capacity units than AWS WAF's base price includes.
+func TestTheTemplateEdgeFitsItsCapacity(t *testing.T) {
+	edge, err := local.TemplateEdge(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := edge.Capacity(); got > local.EdgeCapacity {
+		t.Errorf("the template's web ACL costs %d WCUs, over the %d its price includes", got, local.EdgeCapacity)
+	} else {
+		t.Logf("the template's web ACL costs %d WCUs at most, of %d", got, local.EdgeCapacity)
+	}
+}
