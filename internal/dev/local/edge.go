@@ -27,10 +27,22 @@ const templateEdge = "EdgeWebAcl"
 // by such a statement or not) and refuses at start any other, so that what the
 // gateway plays is what AWS runs. It is safe for concurrent use.
 type Edge struct {
-	rules  []edgeRule
-	bodies map[string]edgeBody
-	now    func() time.Time
+	rules    []edgeRule
+	bodies   map[string]edgeBody
+	capacity int
+	now      func() time.Time
 }
+
+// EdgeCapacity is the most web ACL capacity units the template's web ACL may take:
+// the 1,500 AWS WAF's base price includes (a web ACL may take up to 5,000, each 500
+// beyond 1,500 charged per million requests).
+const EdgeCapacity = 1500
+
+// Capacity returns the web ACL capacity units the edge's rules cost, statement by
+// statement, as AWS WAF's developer guide prices them. It is an upper bound: AWS WAF
+// may count once a transformation that two statements of a rule apply to one part
+// of the request.
+func (e *Edge) Capacity() int { return e.capacity }
 
 // EdgeVerdict is what the edge did with a request: the rule that blocked it and the
 // answer it gave, or nothing (Rule "") when the request goes on to the API.

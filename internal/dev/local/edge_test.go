@@ -70,7 +70,10 @@ func TestTheTemplateEdgeRefusesEveryRouteWithoutItsCredential(t *testing.T) {
 	// Closed by default: every other spelling of a route that needs a credential
 	// (one the router might still route: a trailing or doubled slash, another
 	// case, a letter percent-encoded), and a path of no route, is refused without
-	// a credential, and goes on with one.
+	// a credential, and goes on with one. A webhook's credential is its signature;
+	// spelled otherwise, it needs a bearer token as well to pass the bearer rule
+	// (which no provider sends), and with an empty segment it is refused whatever
+	// it carries (TestTheTemplateEdgeRefusesEveryWebhookSpellingWithoutItsSignature).
 	for _, rt := range httpapi.Routes() {
 		if rt.Access == httpapi.Public {
 			continue
@@ -83,8 +86,13 @@ func TestTheTemplateEdgeRefusesEveryRouteWithoutItsCredential(t *testing.T) {
 			}
 			with := requestFor(t, rt.Method, spelled)
 			with.Header.Set("Authorization", "Bearer not.a.token")
-			if v := edge.Check(with); v.Blocked() && v.Status == http.StatusUnauthorized {
-				t.Errorf("%s %s with a bearer token: refused by %s", rt.Method, spelled, v.Rule)
+			refused := false
+			if rt.Access == httpapi.Webhook {
+				with.Header.Set(signatureHeaders[rt.Pattern], "t=1,v1=00")
+				refused = strings.Contains(spelled, "//")
+			}
+			if v := edge.Check(with); (v.Blocked() && v.Status == http.StatusUnauthorized) != refused {
+				t.Errorf("%s %s with its credential: %+v, want refused 401 %v", rt.Method, spelled, v, refused)
 			}
 		}
 	}
@@ -479,5 +487,69 @@ func TestTheTemplateEdgeLeavesTheProvidersSendersOut(t *testing.T) {
 	}
 	if _, err := local.EdgeWith(tpl, map[string]string{"ProviderSourceCidrs": "0.0.0.0/0"}, nil); err == nil || !strings.Contains(err.Error(), "EdgeProviderSources") {
 		t.Errorf("ProviderSourceCidrs 0.0.0.0/0: %v, want refused", err)
+	}
+}
+
+// TestTheEdgeCountsItsCapacityAsAWSPricesIt: a rate rule scoped down to a path that
+// contains a string after two transformations, from outside an IP set, costs 2 + 10
+// + 2 × 10 + 1 = 33 WCUs; a rule refusing a method spelled exactly without a header
+// starting with a string after LOWERCASE, 2 + 2 + 10 = 14.
+func TestTheEdgeCountsItsCapacityAsAWSPricesIt(t *testing.T) {
+	tpl, err := samtemplate.Parse([]byte(`
+Resources:
+  Office:
+    Type: AWS::WAFv2::IPSet
+    Properties: {Name: office, Scope: CLOUDFRONT, IPAddressVersion: IPV4, Addresses: [203.0.113.0/24]}
+  EdgeWebAcl:
+    Type: AWS::WAFv2::WebACL
+    Properties:
+      Scope: CLOUDFRONT
+      DefaultAction: {Allow: {}}
+      Rules:
+        - Name: Rate
+          Priority: 0
+          Action: {Block: {}}
+          Statement:
+            RateBasedStatement:
+              Limit: 20
+              EvaluationWindowSec: 60
+              AggregateKeyType: IP
+              ScopeDownStatement:
+                AndStatement:
+                  Statements:
+                    - ByteMatchStatement: {FieldToMatch: {UriPath: {}}, PositionalConstraint: CONTAINS, SearchString: /x, TextTransformations: [{Priority: 0, Type: URL_DECODE}, {Priority: 1, Type: LOWERCASE}]}
+                    - NotStatement: {Statement: {IPSetReferenceStatement: {Arn: !GetAtt Office.Arn}}}
+        - Name: Match
+          Priority: 1
+          Action: {Block: {}}
+          Statement:
+            AndStatement:
+              Statements:
+                - ByteMatchStatement: {FieldToMatch: {Method: {}}, PositionalConstraint: EXACTLY, SearchString: PUT, TextTransformations: [{Priority: 0, Type: NONE}]}
+                - NotStatement: {Statement: {ByteMatchStatement: {FieldToMatch: {SingleHeader: {Name: authorization}}, PositionalConstraint: STARTS_WITH, SearchString: "bearer ", TextTransformations: [{Priority: 0, Type: LOWERCASE}]}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge, err := local.EdgeOf(tpl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := edge.Capacity(); got != 33+14 {
+		t.Errorf("capacity %d WCUs, want 47", got)
+	}
+}
+
+// TestTheTemplateEdgeFitsItsCapacity: the template's web ACL takes no more web ACL
+// capacity units than AWS WAF's base price includes.
+func TestTheTemplateEdgeFitsItsCapacity(t *testing.T) {
+	edge, err := local.TemplateEdge(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := edge.Capacity(); got > local.EdgeCapacity {
+		t.Errorf("the template's web ACL costs %d WCUs, over the %d its price includes", got, local.EdgeCapacity)
+	} else {
+		t.Logf("the template's web ACL costs %d WCUs at most, of %d", got, local.EdgeCapacity)
 	}
 }

@@ -107,8 +107,53 @@ func (a webACL) edge(sets ipSets) (*Edge, error) {
 			return nil, fmt.Errorf("rule %s: %w", r.Name, err)
 		}
 		e.rules = append(e.rules, rule)
+		e.capacity += r.Statement.capacity()
 	}
 	return e, nil
+}
+
+// capacity is what s costs in web ACL capacity units, as AWS WAF's developer guide
+// prices each statement it may hold once the edge has accepted it: a string match
+// 2 (exactly, starts with, ends with) or 10 (contains), plus 10 a text
+// transformation other than NONE; an IP set reference 1; a rate-based statement 2,
+// keyed on the address, plus its scope-down statement; And, Or and Not what they
+// hold.
+func (s aclStatement) capacity() int {
+	sum := func(in []aclStatement) int {
+		n := 0
+		for _, c := range in {
+			n += c.capacity()
+		}
+		return n
+	}
+	switch {
+	case s.AndStatement != nil:
+		return sum(s.AndStatement.Statements)
+	case s.OrStatement != nil:
+		return sum(s.OrStatement.Statements)
+	case s.NotStatement != nil:
+		return s.NotStatement.Statement.capacity()
+	case s.ByteMatchStatement != nil:
+		n := 2
+		if s.ByteMatchStatement.PositionalConstraint == "CONTAINS" {
+			n = 10
+		}
+		for _, t := range s.ByteMatchStatement.TextTransformations {
+			if t.Type != "NONE" {
+				n += 10
+			}
+		}
+		return n
+	case s.IPSetReferenceStatement != nil:
+		return 1
+	case s.RateBasedStatement != nil:
+		n := 2
+		if q := s.RateBasedStatement.ScopeDownStatement; q != nil {
+			n += q.capacity()
+		}
+		return n
+	}
+	return 0
 }
 
 func (a webACL) rule(r aclRule, bodies map[string]edgeBody, sets ipSets) (edgeRule, error) {
