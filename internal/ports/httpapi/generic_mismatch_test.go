@@ -94,7 +94,10 @@ func TestAGenericSuccessForAnotherAmountOnOurPaymentIsOwed(t *testing.T) {
 	if got := streamTypes(t, store, payment.StreamID(ref)); !slices.Equal(got, want) {
 		t.Fatalf("the payment's events: %v, want %v", got, want)
 	}
-	if s, _, _ := h.commands.LoadPayment(context.Background(), ref); s.Charge() != (payment.Money{Amount: 1, Currency: "EUR"}) {
-		t.Errorf("what is owed: %v; want 1 EUR", s.Charge())
+	rentalID, _ := payment.RentalIDFor(ref)
+	view := h.expect(http.MethodGet, "/rentals/"+rentalID, "", nil, http.StatusOK)
+	pay := view.body["payment"].(map[string]any)
+	if taken, _ := pay["taken"].(map[string]any); pay["amount"] != float64(1500) || taken["amount"] != float64(1) || taken["currency"] != "EUR" || pay["refund"] != "owed" {
+		t.Errorf("the rental's payment: %s; want 1500 prepared, 1 EUR taken and owed", view.raw)
 	}
 }
