@@ -116,20 +116,28 @@ type Payment struct {
 	// that the payment was refunded about the refund that failed changes nothing
 	// (refundNews).
 	RefundFailed bool
-	// RefundFailedAt is when the provider reported that failure, by its own clock
-	// (RefundOwed.FailedAt); zero for a failure recorded before the time was kept.
-	RefundFailedAt time.Time
-	// RefundFailedAfterReported: the provider had reported the refund that failed
-	// made (PaymentRefunded) before it failed.
-	RefundFailedAfterReported bool
-	// RefundedAt is the latest time, by the provider's clock, at which it
-	// reported the payment refunded (PaymentRefunded.ReportedAt); zero when it
-	// never did, or did not say when.
-	RefundedAt time.Time
+	// Reported is when the provider reported its refunds made and failed.
+	Reported RefundReports
 	// CancellationTries counts the retries of an owed cancellation that the
 	// provider left unanswered (CancellationStillOwed): each one waits longer
 	// before the next.
 	CancellationTries int
+}
+
+// RefundReports are when the provider reported its refunds of a payment made and
+// failed, by its own clock: what tells its word about a refund that failed from
+// its word about another refund made since (refundNews).
+type RefundReports struct {
+	// Refunded is the latest time it reported the payment refunded
+	// (PaymentRefunded.ReportedAt); zero when it never did, or did not say when.
+	Refunded time.Time
+	// Failed is when it reported the refund that failed (Payment.RefundFailed) as
+	// failed (RefundOwed.FailedAt); zero for a failure recorded before the time was
+	// kept.
+	Failed time.Time
+	// FailedAfterRefunded: it had reported the refund that failed made before it
+	// failed. It decides for a failure whose time was not kept.
+	FailedAfterRefunded bool
 }
 
 // Money is an amount in minor units of a currency (ISO 4217).
@@ -615,8 +623,8 @@ func Evolve(s Payment, e Event) Payment {
 		switch {
 		case e.FailedRefundID != "" && (s.Refund == RefundStatusRequested || s.Refund == RefundStatusDone):
 			// the provider's refund failed
-			s.RefundFailedAfterReported = s.Refund == RefundStatusDone
-			s.Refund, s.RefundFailed, s.RefundFailedAt = RefundStatusOwed, true, e.FailedAt
+			s.Reported.FailedAfterRefunded = s.Refund == RefundStatusDone
+			s.Refund, s.RefundFailed, s.Reported.Failed = RefundStatusOwed, true, e.FailedAt
 		case s.Refund == RefundStatusNone:
 			s.Refund = RefundStatusOwed
 		}
@@ -626,14 +634,15 @@ func Evolve(s Payment, e Event) Payment {
 		} else {
 			s.Refund = RefundStatusDone
 		}
-		if e.ReportedAt.After(s.RefundedAt) {
-			s.RefundedAt = e.ReportedAt
+		if e.ReportedAt.After(s.Reported.Refunded) {
+			s.Reported.Refunded = e.ReportedAt
 		}
 		if s.RefundFailed {
 			// Recorded after a failure, it is another refund (refundNews): the
 			// failure is history, and the refund that stands is one whose id the
 			// provider did not say.
-			s.RefundFailed, s.RefundFailedAt, s.RefundFailedAfterReported, s.RefundID = false, time.Time{}, false, ""
+			s.RefundFailed, s.RefundID = false, ""
+			s.Reported.Failed, s.Reported.FailedAfterRefunded = time.Time{}, false
 		}
 	case RefundMadeByHand:
 		if !s.Refunded() {
@@ -784,7 +793,7 @@ func decideRefund(s Payment, c Command) []Event {
 		if s.RefundFailed || (s.Refund != RefundStatusRequested && s.Refund != RefundStatusDone) || !ours {
 			return nil
 		}
-		if !c.FailedAt.IsZero() && !s.RefundedAt.IsZero() && !s.RefundedAt.Before(c.FailedAt) {
+		if !c.FailedAt.IsZero() && !s.Reported.Refunded.IsZero() && !s.Reported.Refunded.Before(c.FailedAt) {
 			return nil // a refund reported at or after the failure was made after it, and stands
 		}
 		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: paid.Amount, Currency: paid.Currency, Reason: c.Reason,
@@ -818,12 +827,12 @@ func decideRefund(s Payment, c Command) []Event {
 func (s Payment) refundNews(at time.Time) bool {
 	switch {
 	case s.RefundFailed:
-		if !s.RefundFailedAt.IsZero() && !at.IsZero() {
-			return !at.Before(s.RefundFailedAt)
+		if !s.Reported.Failed.IsZero() && !at.IsZero() {
+			return !at.Before(s.Reported.Failed)
 		}
-		return s.RefundFailedAfterReported
+		return s.Reported.FailedAfterRefunded
 	case s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice:
-		return !at.IsZero() && at.After(s.RefundedAt)
+		return !at.IsZero() && at.After(s.Reported.Refunded)
 	}
 	return true
 }
