@@ -3,6 +3,7 @@ package local_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +22,10 @@ import (
 // answered as a mismatch, and the rental cannot have its bike for it: the payment
 // is given up before its deadline (the bike is released), and what the provider
 // said it took is owed back. GET /refunds/owed and GET /deadlines?kind=refund list
-// it, 1 EUR; the rental says 1 EUR was taken; a refund made by hand for the 1500
-// the payment was for is refused, saying what is owed, and one for 1 settles it;
-// a sweep after the deadline changes nothing.
+// it (the index holds keys only); the rental says 1 EUR was taken and is owed; a
+// refund made by hand for the 1500 the payment was for is refused, saying 1 EUR is
+// owed, and one for 1 settles it and leaves both listings; a sweep after the
+// deadline changes nothing.
 func TestOurPaymentForAnotherAmountOwesWhatWasTaken(t *testing.T) {
 	p := startPrecise(t)
 	rentalID, ref := p.rent("taken-1")
@@ -59,17 +61,16 @@ func TestOurPaymentForAnotherAmountOwesWhatWasTaken(t *testing.T) {
 		t.Fatalf("the rental was cancelled %v after it was requested, not before its deadline (%v): its deadline, not the provider's word, gave it up", time.Since(requested), preciseTimeout)
 	}
 
-	type owed struct {
-		RentalID string
-		Amount   int64
-		Currency string
-	}
-	refunds := func() []owed {
-		var list struct{ Refunds []owed }
+	refunds := func() []string {
+		var list struct{ Refunds []struct{ RentalID string } }
 		if code := p.send("GET", "/refunds/owed", nil, nil, &list); code != http.StatusOK {
 			t.Fatalf("GET /refunds/owed: %d", code)
 		}
-		return list.Refunds
+		var ids []string
+		for _, o := range list.Refunds {
+			ids = append(ids, o.RentalID)
+		}
+		return ids
 	}
 	deadlines := func() []string {
 		var list struct{ Deadlines []struct{ RentalID string } }
@@ -82,10 +83,9 @@ func TestOurPaymentForAnotherAmountOwesWhatWasTaken(t *testing.T) {
 		}
 		return ids
 	}
-	p.waitFor("the refund owed to be listed", func() bool { return len(refunds()) == 1 && len(deadlines()) == 1 })
-	if got := refunds(); got[0] != (owed{RentalID: rentalID, Amount: 1, Currency: "EUR"}) {
-		t.Fatalf("GET /refunds/owed lists %+v; want rental %s owing 1 EUR", got, rentalID)
-	}
+	p.waitFor("the refund owed to be listed", func() bool {
+		return slices.Equal(refunds(), []string{rentalID}) && slices.Equal(deadlines(), []string{rentalID})
+	})
 
 	// The deadline passes, and a sweep after it changes nothing.
 	p.waitFor("the payment's deadline to pass", func() bool { return time.Since(requested) > preciseTimeout })

@@ -156,17 +156,12 @@ func (a *API) stuckRentals(r *request) response {
 	return jsonResponse(http.StatusOK, out)
 }
 
-// RefundOwed is one refund in GET /refunds/owed. Amount and Currency are what is
-// owed back: what the provider reported taken (payment.Payment.Charge), which is
-// what a refund made by hand must be recorded for; absent for a row whose
-// payment records no money taken.
+// RefundOwed is one refund in GET /refunds/owed.
 type RefundOwed struct {
 	PaymentReference string    `json:"paymentReference"`
 	RentalID         string    `json:"rentalId"`
 	OwedSince        time.Time `json:"owedSince"`
 	AgeSeconds       int64     `json:"ageSeconds"`
-	Amount           int64     `json:"amount,omitempty"`
-	Currency         string    `json:"currency,omitempty"`
 }
 
 // RefundsOwed is the answer to GET /refunds/owed.
@@ -179,8 +174,7 @@ type RefundsOwed struct {
 
 // refundsOwed answers GET /refunds/owed?limit=: money a provider that cannot refund
 // took for a rental that did not get its bike, not refunded since, oldest first:
-// the refund kind's rows, a query per shard of its lane, never a scan, and, for
-// what each owes (the index holds keys only), a read of each row's payment.
+// the refund kind's rows, a query per shard of its lane, never a scan.
 func (a *API) refundsOwed(r *request) response {
 	q, bad := a.kindQuery(r, deadlinekinds.Refund, nil)
 	if len(bad) > 0 {
@@ -192,19 +186,8 @@ func (a *API) refundsOwed(r *request) response {
 	}
 	out := RefundsOwed{Now: q.Now.UTC(), Refunds: make([]RefundOwed, len(rows)), Count: len(rows), Limit: q.Limit}
 	for i, row := range rows {
-		ref := payment.ReferenceFor(row.Subject)
-		o := RefundOwed{PaymentReference: ref, RentalID: row.Subject, OwedSince: row.Since.UTC(), AgeSeconds: ageSeconds(q.Now, row.Since)}
-		if a.cfg.Commands != nil {
-			s, _, err := a.cfg.Commands.LoadPayment(r.ctx, ref)
-			if err != nil {
-				return errorResponse(err)
-			}
-			if s.LateSuccess {
-				owed := s.Charge()
-				o.Amount, o.Currency = owed.Amount, owed.Currency
-			}
-		}
-		out.Refunds[i] = o
+		out.Refunds[i] = RefundOwed{PaymentReference: payment.ReferenceFor(row.Subject), RentalID: row.Subject,
+			OwedSince: row.Since.UTC(), AgeSeconds: ageSeconds(q.Now, row.Since)}
 	}
 	return jsonResponse(http.StatusOK, out)
 }

@@ -3,7 +3,7 @@
 // refund owed offers to record it made by hand (byhand.js).
 
 import { refundsOwed, rental, stuckRentals } from './api.js';
-import { byHandForm, forHands, money } from './byhand.js';
+import { byHandForm, forHands } from './byhand.js';
 import { duration, fill, h, rentalHref, time } from './dom.js';
 import { poll } from './poll.js';
 
@@ -40,11 +40,9 @@ export function backlogPage(main, _arg, { describe, subject }) {
       const list = await refundsOwed();
       if (stopped) return;
       fill(refunds.body, list.count === 0 ? h('p', { id: 'refunds-empty' }, 'No refund is owed. A refund owed appears here when a provider that cannot refund takes money for a rental that did not get its bike.')
-        : table('refunds-table', [['Rental'], ['Payment', 'hide-narrow'], ['Owed', 'num'], ['Owed since'], ['Age', 'num'], ['Action']],
+        : table('refunds-table', [['Rental'], ['Payment', 'hide-narrow'], ['Owed since'], ['Age', 'num'], ['Action']],
           list.refunds.map((r) => h('tr', { 'data-rental': r.rentalId },
             h('td', {}, link(r.rentalId)), h('td', { class: 'mono hide-narrow' }, r.paymentReference),
-            // What the provider took, which a refund made by hand must be for.
-            h('td', { class: 'num refund-owed-amount' }, r.currency ? money(r.amount, r.currency) : '—'),
             h('td', {}, time(r.owedSince)), h('td', { class: 'num' }, duration(r.ageSeconds)),
             h('td', {}, recorded.has(r.rentalId) ? h('span', { class: 'muted' }, 'Recorded; leaving the list')
               : h('button', { type: 'button', class: 'record-refund-by-hand', onclick: () => openForm(r.rentalId) }, 'Record refund made by hand…'))))));
