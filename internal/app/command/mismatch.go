@@ -13,18 +13,22 @@ import (
 // ProviderEventMismatched is the receipt of an authentic provider event that names
 // one of our payment references but not what was recorded for it: another provider
 // payment id, another amount or another currency. It stands in the receipt's
-// stream in place of ProviderEventReceived (so later deliveries find it), changes
-// no payment, and is what operators list (rentalctl mismatches) and the
-// ProviderEventMismatches alarm counts. RefundDue is set when the event reports
+// stream in place of ProviderEventReceived (so later deliveries find it), is not
+// applied to the payment, and is what operators list (rentalctl mismatches) and
+// the ProviderEventMismatches alarm counts. RefundDue is set when the event reports
 // money taken on another provider payment: MismatchRefundRequested or
-// MismatchRefundOwed follow in the same stream.
+// MismatchRefundOwed follow in the same stream. A success reported on the payment
+// recorded for another amount or currency gives the payment up instead, its money
+// refunded or owed in the payment's own stream (giveUpUnmatched).
 type ProviderEventMismatched struct {
 	Provider  string                    `json:"provider"`
 	EventID   string                    `json:"eventId"`
 	Kind      payment.ProviderEventKind `json:"kind"`
 	Reference string                    `json:"reference"`
 	Digest    string                    `json:"digest"`
-	// What the event says, and what was recorded for the payment.
+	// What the event says, and what was recorded for the payment: what it was
+	// prepared for, or, once the provider took money after it was given up on,
+	// what it reported taken (payment.Payment.Charge).
 	PaymentID         string `json:"paymentId,omitempty"`
 	Amount            int64  `json:"amount,omitempty"`
 	Currency          string `json:"currency,omitempty"`
@@ -94,10 +98,11 @@ func mismatchOf(s payment.Payment, ev payment.ProviderEvent, provider string) (P
 	if len(fields) == 0 {
 		return ProviderEventMismatched{}, false
 	}
+	charge := s.Charge() // what the event was compared with
 	return ProviderEventMismatched{
 		Provider: ev.Provider, EventID: ev.EventID, Kind: ev.Kind, Reference: ev.Reference, Digest: ev.Digest,
 		PaymentID: ev.PaymentID, Amount: ev.Amount, Currency: ev.Currency,
-		RecordedPaymentID: s.PaymentID, RecordedAmount: s.Amount, RecordedCurrency: s.Currency,
+		RecordedPaymentID: s.PaymentID, RecordedAmount: charge.Amount, RecordedCurrency: charge.Currency,
 		Fields: fields,
 		// Money taken on a payment that is not ours to keep goes back on it
 		// (by the provider that holds the money: another provider's event names no

@@ -388,10 +388,14 @@ func refundCommand(reference, refundID string, err error) (payment.Command, erro
 // through.
 //
 // An event applies to its payment only when what it says of the provider's payment
-// id, amount and currency is what was recorded. One that does not match changes no
-// payment: its receipt is a ProviderEventMismatched instead (ProviderResult.Mismatch),
-// which operators see, and money it reports taken on another provider payment is
-// refunded on that payment (PaymentProvider.RefundUnexpected), or recorded as owed.
+// id, amount and currency is what was recorded. One that does not match is not
+// applied: its receipt is a ProviderEventMismatched instead
+// (ProviderResult.Mismatch), which operators see, and money it reports taken on
+// another provider payment is refunded on that payment
+// (PaymentProvider.RefundUnexpected), or recorded as owed. A success the configured provider reports on the payment
+// recorded for another amount or currency cannot pay for the rental: the payment
+// is given up and what it took goes back (giveUpUnmatched), unless it was
+// confirmed already.
 //
 // A failure is not the end at a provider that can cancel: the payment stays
 // payable there (the renter may try another card), so it is cancelled at the
@@ -432,6 +436,9 @@ func (h *Handler) applyProviderEvent(ctx context.Context, ev payment.ProviderEve
 		return ProviderResult{}, err
 	}
 	if a.answered {
+		if a.answer.Mismatch != nil && a.err == nil {
+			return h.giveUpUnmatched(ctx, ev, a.answer, meta)
+		}
 		return a.answer, a.err
 	}
 	if a.after.RefundDue() {
@@ -757,9 +764,9 @@ func commandFor(ev payment.ProviderEvent) payment.Command {
 	case payment.ProviderCancelled:
 		return payment.CancelPayment{Reference: ev.Reference}
 	case payment.ProviderRefunded:
-		return payment.ConfirmRefund{Reference: ev.Reference, ProviderEventID: ev.EventID}
+		return payment.ConfirmRefund{Reference: ev.Reference, ProviderEventID: ev.EventID, ReportedAt: ev.ReportedAt}
 	case payment.ProviderRefundFailed:
-		return payment.RecordRefundFailed{Reference: ev.Reference, RefundID: ev.RefundID, Reason: ev.Reason, ProviderEventID: ev.EventID}
+		return payment.RecordRefundFailed{Reference: ev.Reference, RefundID: ev.RefundID, Reason: ev.Reason, ProviderEventID: ev.EventID, FailedAt: ev.ReportedAt}
 	}
 	return nil
 }

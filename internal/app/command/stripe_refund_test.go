@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
 	"github.com/bikerental/bikerental/internal/app/command"
@@ -21,15 +22,26 @@ import (
 // refunds.
 func stripeRefunds(t *testing.T) (*command.Handler, eventstore.Store, *stripemock.Refunds) {
 	t.Helper()
+	store := eventstore.NewMemory()
+	h, _, refunds := stripeRefundsOn(t, store)
+	return h, store, refunds
+}
+
+// refundsWebhookSecret is the webhook secret of stripeRefundsOn's provider.
+const refundsWebhookSecret = "whsec_test_refunds"
+
+// stripeRefundsOn is stripeRefunds on store, with the provider, whose webhooks
+// are signed with refundsWebhookSecret.
+func stripeRefundsOn(t *testing.T, store eventstore.Store) (*command.Handler, *stripe.Provider, *stripemock.Refunds) {
+	t.Helper()
 	mock := stripemock.Start(t)
 	refunds := &stripemock.Refunds{Next: http.DefaultTransport}
-	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: "whsec_test_refunds", APIURL: mock.URL,
+	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: refundsWebhookSecret, APIURL: mock.URL,
 		HTTPClient: &http.Client{Transport: refunds}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := eventstore.NewMemory()
-	return command.New(store, command.WithProvider(provider), command.WithCancelRetry(quickRetry)), store, refunds
+	return command.New(store, command.WithProvider(provider), command.WithCancelRetry(quickRetry)), provider, refunds
 }
 
 // lateSuccessFor prepares the payment of bike's rental at Stripe, cancels it, and
@@ -221,11 +233,13 @@ func lastOwed(t *testing.T, store eventstore.Store, ref string) payment.RefundOw
 // TestARefundThatFailsAfterStripeAcceptedItIsOwed: a Refund Stripe accepted may
 // fail later at the bank, which Stripe reports by refund.failed, usually after the
 // charge.refunded it sent when it created the Refund. In either order the refund
-// becomes owed, with Stripe's reason, once (a redelivery is a duplicate and
-// records nothing), so that the money the renter never got back is on the
-// operators' list; a charge.refunded delivered after the failure, before or after
-// the refund is made by hand, changes nothing (it is no second refund); and a
-// refund.failed for another Refund than ours changes nothing.
+// becomes owed, with Stripe's reason, for the amount taken, once (a redelivery is
+// a duplicate and records nothing), so that the money the renter never got back
+// is on the operators' list; the charge.refunded of the Refund that failed,
+// delivered after the failure or after the refund was made by hand, changes
+// nothing; and a refund.failed for another Refund than ours changes nothing.
+// Stripe's events are read by the adapter from signed bodies, so what tells them
+// apart is what Stripe sends.
 func TestARefundThatFailsAfterStripeAcceptedItIsOwed(t *testing.T) {
 	for i, order := range []string{"after charge.refunded", "before charge.refunded", "another refund"} {
 		t.Run(order, func(t *testing.T) { refundFailsAtStripe(t, order, fmt.Sprintf("refundfails%d", i)) })
@@ -233,40 +247,17 @@ func TestARefundThatFailsAfterStripeAcceptedItIsOwed(t *testing.T) {
 }
 
 func refundFailsAtStripe(t *testing.T, order, bike string) {
-	h, store, _ := stripeRefunds(t)
+	store := eventstore.NewMemory()
+	h, provider, _ := stripeRefundsOn(t, store)
 	ctx := context.Background()
-	ref := lateSuccessFor(t, h, bike)
-	if s, err := h.Refund(ctx, ref, command.Meta{}); err != nil || s.Refund != payment.RefundStatusRequested || s.RefundID == "" {
-		t.Fatalf("the refund: %+v, %v; want it requested, with Stripe's Refund id", s, err)
-	}
-	s, _, err := h.LoadPayment(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	event := func(id string, kind payment.ProviderEventKind, refundID string) payment.ProviderEvent {
-		ev := payment.ProviderEvent{Provider: stripe.Name, EventID: id, Kind: kind, Reference: ref, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency}
-		obj := payment.ProviderObject{Type: "charge.refunded", Object: "charge", ObjectID: "ch_1", Status: "succeeded"}
-		if kind == payment.ProviderRefundFailed {
-			ev.RefundID, ev.Reason = refundID, "Stripe's refund "+refundID+" failed (expired_or_canceled_card)"
-			obj = payment.ProviderObject{Type: "refund.failed", Object: "refund", ObjectID: refundID, Status: "failed"}
-		}
-		ev.Digest = payment.EffectDigest(ev, obj)
-		return ev
-	}
-	apply := func(ev payment.ProviderEvent) command.ProviderResult {
-		t.Helper()
-		res, err := h.ApplyProviderEvent(ctx, ev)
-		if err != nil {
-			t.Fatalf("%s %s: %v", ev.Kind, ev.EventID, err)
-		}
-		return res
-	}
-	refunded, failed := event("evt_charge_refunded", payment.ProviderRefunded, ""), event("evt_refund_failed", payment.ProviderRefundFailed, s.RefundID)
+	story := refundStory(t, h, provider, bike)
+	ref, s := story.ref, story.payment
+	apply := story.apply
 	want := []string{"PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundRequested"}
 	switch order {
 	case "another refund":
-		apply(refunded)
-		if res := apply(event("evt_other_failed", payment.ProviderRefundFailed, "re_other")); res.Payment.Refund != payment.RefundStatusDone {
+		apply(story.refunded)
+		if res := apply(story.failedRefund("evt_other_failed", "re_other")); res.Payment.Refund != payment.RefundStatusDone {
 			t.Fatalf("another Refund's failure: %+v; want our refund still made", res.Payment)
 		}
 		if got := types(t, store, ref); !slices.Equal(got, append(want, "PaymentRefunded")) {
@@ -274,23 +265,24 @@ func refundFailsAtStripe(t *testing.T, order, bike string) {
 		}
 		return
 	case "after charge.refunded":
-		apply(refunded)
+		apply(story.refunded)
 		want = append(want, "PaymentRefunded")
 	}
-	res := apply(failed)
+	res := apply(story.failed)
 	if res.Duplicate || res.Payment.Refund != payment.RefundStatusOwed || !res.Payment.Refund.ForHands() {
 		t.Fatalf("refund.failed: %+v; want the refund owed, for hands", res)
 	}
 	owed := lastOwed(t, store, ref)
-	if owed.Reason != failed.Reason || owed.FailedRefundID != s.RefundID || owed.Amount != s.Amount || owed.Currency != s.Currency {
-		t.Errorf("RefundOwed %+v; want the amount taken, Stripe's reason and the failed Refund", owed)
+	if !strings.Contains(owed.Reason, s.RefundID) || owed.FailedRefundID != s.RefundID || owed.Amount != s.Amount || owed.Currency != s.Currency ||
+		!owed.FailedAt.Equal(story.failedAt) {
+		t.Errorf("RefundOwed %+v; want the amount taken, Stripe's reason, the failed Refund and when Stripe reported it failed (%v)", owed, story.failedAt)
 	}
-	if again := apply(failed); !again.Duplicate {
+	if again := apply(story.failed); !again.Duplicate {
 		t.Fatalf("refund.failed delivered again: %+v; want a duplicate", again)
 	}
 	want = append(want, "RefundOwed")
 	if order == "before charge.refunded" {
-		if late := apply(refunded); late.Payment.Refund != payment.RefundStatusOwed {
+		if late := apply(story.refunded); late.Payment.Refund != payment.RefundStatusOwed {
 			t.Fatalf("charge.refunded after the failure: %+v; want the refund still owed", late.Payment)
 		}
 	}
@@ -305,11 +297,147 @@ func refundFailsAtStripe(t *testing.T, order, bike string) {
 	if err != nil || made.State.Refund != payment.RefundStatusMadeByHand {
 		t.Fatalf("the refund owed made by hand: %+v, %v", made, err)
 	}
-	late := event("evt_charge_refunded_late", payment.ProviderRefunded, "")
-	if res := apply(late); res.Payment.Refund != payment.RefundStatusMadeByHand {
-		t.Fatalf("a charge.refunded after the refund was made by hand: %+v; want it made by hand, not refunded twice", res.Payment)
+	// The charge.refunded of the Refund that failed, delivered again after the
+	// refund was made by hand: Stripe's word about the Refund that failed.
+	if res := apply(story.refunded); res.Payment.Refund != payment.RefundStatusMadeByHand {
+		t.Fatalf("the charge.refunded of the Refund that failed, after the refund was made by hand: %+v; want it made by hand, not refunded twice", res.Payment)
 	}
 	if got := types(t, store, ref); !slices.Equal(got, append(want, "RefundMadeByHand")) {
 		t.Fatalf("recorded %v after a late charge.refunded", got)
 	}
+}
+
+// TestAStripeRefundAfterARefundMadeByHandIsRecordedTwice: the story. A
+// late success refunded by Stripe (re_1), charge.refunded, then refund.failed for
+// re_1 (the refund is owed); an operator pays it back by hand; then someone
+// refunds the charge again in Stripe's dashboard, and Stripe sends a new
+// charge.refunded. That refund is recorded: the rental's refund reads
+// refunded-twice, so that the renter paid twice is seen. In every order Stripe's
+// four events and the operator's record can arrive (Stripe creates the second
+// refund only after the first failed, but may deliver its events in any order),
+// each delivered twice: the second refund is recorded, and no report of re_1 is.
+// On both stores.
+func TestAStripeRefundAfterARefundMadeByHandIsRecordedTwice(t *testing.T) {
+	for i, c := range []struct {
+		order string // r1: re_1's charge.refunded, f1: its refund.failed, h: by hand, r2: the dashboard refund's charge.refunded
+		want  payment.RefundStatus
+		// recorded are the events recorded after RefundRequested.
+		recorded []string
+	}{
+		{"r1 f1 h r2", payment.RefundStatusTwice, []string{"PaymentRefunded", "RefundOwed", "RefundMadeByHand", "PaymentRefunded"}},
+		{"f1 r1 h r2", payment.RefundStatusTwice, []string{"RefundOwed", "RefundMadeByHand", "PaymentRefunded"}},
+		{"f1 h r1 r2", payment.RefundStatusTwice, []string{"RefundOwed", "RefundMadeByHand", "PaymentRefunded"}},
+		{"f1 h r2 r1", payment.RefundStatusTwice, []string{"RefundOwed", "RefundMadeByHand", "PaymentRefunded"}},
+		{"r1 f1 r2 h", payment.RefundStatusDone, []string{"PaymentRefunded", "RefundOwed", "PaymentRefunded"}},
+		{"r1 r2 f1 h", payment.RefundStatusDone, []string{"PaymentRefunded", "PaymentRefunded"}},
+		{"r2 r1 f1 h", payment.RefundStatusDone, []string{"PaymentRefunded"}},
+		{"r2 f1 r1 h", payment.RefundStatusDone, []string{"PaymentRefunded"}},
+		{"f1 r2 r1 h", payment.RefundStatusDone, []string{"RefundOwed", "PaymentRefunded"}},
+		{"f1 h r1", payment.RefundStatusMadeByHand, []string{"RefundOwed", "RefundMadeByHand"}},
+	} {
+		t.Run(c.order, func(t *testing.T) {
+			storesOf(t, func(t *testing.T, store eventstore.Store) {
+				h, provider, _ := stripeRefundsOn(t, store)
+				story := refundStory(t, h, provider, fmt.Sprintf("twice%d", i))
+				rentalID, err := payment.RentalIDFor(story.ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, step := range strings.Fields(c.order) {
+					if step == "h" {
+						_, err := h.RefundMadeByHand(context.Background(), rentalID, story.payment.Amount, "bank-1", "ann", command.Meta{})
+						if err != nil && !errors.Is(err, payment.ErrRefundAlreadyRecorded) {
+							t.Fatalf("by hand: %v", err)
+						}
+						continue
+					}
+					ev := map[string]payment.ProviderEvent{"r1": story.refunded, "f1": story.failed, "r2": story.again}[step]
+					first := story.apply(ev)
+					if again := story.apply(ev); !again.Duplicate || again.Payment != first.Payment {
+						t.Fatalf("%s delivered again: %+v; want a duplicate, the payment %+v", step, again, first.Payment)
+					}
+				}
+				s, _, err := h.LoadPayment(context.Background(), story.ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := types(t, store, story.ref)[3:]
+				if s.Refund != c.want || !slices.Equal(got, c.recorded) {
+					t.Fatalf("the refund is %q after %v; want %q after %v", s.Refund, got, c.want, c.recorded)
+				}
+				if last := lastOf[payment.PaymentRefunded](t, store, story.ref); c.want == payment.RefundStatusTwice &&
+					(last.ProviderEventID != story.again.EventID || !last.ReportedAt.Equal(story.againAt)) {
+					t.Errorf("the refund recorded twice is %+v; want the dashboard refund's event, reported at %v", last, story.againAt)
+				}
+			})
+		})
+	}
+}
+
+// stripeRefundStory is a late success Stripe refunded (re_…, as stripe-mock
+// named it) and the events Stripe sends of it, signed and read by the adapter:
+// refunded, the charge.refunded it sent when it created the Refund (at
+// refundedAt); failed, the refund.failed of that Refund (at failedAt); and
+// again, the charge.refunded of another refund someone made in the dashboard
+// once it had failed (at againAt).
+type stripeRefundStory struct {
+	t                             *testing.T
+	h                             *command.Handler
+	provider                      *stripe.Provider
+	ref                           string
+	payment                       payment.Payment
+	refunded, failed, again       payment.ProviderEvent
+	refundedAt, failedAt, againAt time.Time
+}
+
+func refundStory(t *testing.T, h *command.Handler, provider *stripe.Provider, bike string) *stripeRefundStory {
+	t.Helper()
+	ctx := context.Background()
+	ref := lateSuccessFor(t, h, bike)
+	s, err := h.Refund(ctx, ref, command.Meta{})
+	if err != nil || s.Refund != payment.RefundStatusRequested || s.RefundID == "" {
+		t.Fatalf("the refund: %+v, %v; want it requested, with Stripe's Refund id", s, err)
+	}
+	st := &stripeRefundStory{t: t, h: h, provider: provider, ref: ref, payment: s,
+		refundedAt: time.Unix(1780045200, 0).UTC(), failedAt: time.Unix(1780477200, 0).UTC(), againAt: time.Unix(1780480800, 0).UTC()}
+	st.refunded = st.chargeRefunded("evt_"+bike+"_refunded1", st.refundedAt)
+	st.failed = st.failedRefund("evt_"+bike+"_failed1", s.RefundID)
+	st.again = st.chargeRefunded("evt_"+bike+"_refunded2", st.againAt)
+	return st
+}
+
+// chargeRefunded is Stripe's charge.refunded of the story's payment, created at.
+func (st *stripeRefundStory) chargeRefunded(id string, at time.Time) payment.ProviderEvent {
+	return st.signed("charge.refunded.json", func(e, object map[string]any) {
+		e["id"], e["created"] = id, at.Unix()
+		object["payment_intent"], object["amount"], object["amount_refunded"] = st.payment.PaymentID, st.payment.Amount, st.payment.Amount
+		object["metadata"] = map[string]any{"reference": st.ref}
+	})
+}
+
+// failedRefund is Stripe's refund.failed of the Refund refundID of the story's
+// payment, created at failedAt.
+func (st *stripeRefundStory) failedRefund(id, refundID string) payment.ProviderEvent {
+	return st.signed("refund.failed.json", func(e, object map[string]any) {
+		e["id"], e["created"] = id, st.failedAt.Unix()
+		object["id"], object["payment_intent"], object["amount"], object["created"] = refundID, st.payment.PaymentID, st.payment.Amount, st.refundedAt.Unix()
+		object["metadata"] = map[string]any{"reference": st.ref}
+	})
+}
+
+// signed is the event of a fixture of the Stripe adapter's, changed by change,
+// as the story's provider reads it from the signed body (stripeEvent).
+func (st *stripeRefundStory) signed(fixture string, change func(e, object map[string]any)) payment.ProviderEvent {
+	st.t.Helper()
+	return stripeEvent(st.t, st.provider, refundsWebhookSecret, fixture, change)
+}
+
+// apply applies ev to the story's payment, as the webhook does.
+func (st *stripeRefundStory) apply(ev payment.ProviderEvent) command.ProviderResult {
+	st.t.Helper()
+	res, err := st.h.ApplyProviderEvent(context.Background(), ev)
+	if err != nil {
+		st.t.Fatalf("%s %s: %v", ev.Kind, ev.EventID, err)
+	}
+	return res
 }

@@ -42,36 +42,25 @@ func (h *Handler) succeededWhenCancelled(ctx context.Context, s payment.Payment,
 // recordTold records what the provider said, when asked, of payment s: a success
 // goes through ApplyProviderEvent as the provider's event toldEvent, under the
 // causation ToldCausationID, so that the one match check (mismatchOf), the
-// receipts and the refund of a late success are a webhook's. A success that
-// matches what was recorded confirms a prepared payment (or, for one given up
-// already, is a late success, refunded). One that does not match is recorded as a
-// mismatch operators see, and, since the rental cannot have its bike for it, the
-// payment is given up and the money goes back (payment.GiveUpUnmatchedSuccess,
-// then Refund). Anything else the provider said records nothing. Safe to call
-// twice and at once: a second call finds the first one's receipt, and decides on
-// what it recorded. It returns the payment afterwards.
-func (h *Handler) recordTold(ctx context.Context, s payment.Payment, told payment.Told, meta Meta) (payment.Payment, error) {
+// receipts, the refund of a late success and the giving up of a success that does
+// not match are a webhook's. A success that matches what was recorded confirms a
+// prepared payment (or, for one given up already, is a late success, refunded).
+// One that does not match is recorded as a mismatch operators see, and, since the
+// rental cannot have its bike for it, the payment is given up and what the
+// provider said it took goes back (giveUpUnmatched). Anything else the provider
+// said records nothing. Safe to call twice and at once: a second call finds the
+// first one's receipt, and decides on what it recorded. It returns the payment
+// afterwards. What it records names the provider's word as its cause, never the
+// caller's (the meta it is given).
+func (h *Handler) recordTold(ctx context.Context, s payment.Payment, told payment.Told, _ Meta) (payment.Payment, error) {
 	if !told.Succeeded {
 		return s, nil
 	}
-	ev := toldEvent(h.provider.Name(), s.Reference, told)
-	meta.CausationID = causationOf(ev)
-	res, err := h.applyProviderEvent(ctx, ev)
+	res, err := h.applyProviderEvent(ctx, toldEvent(h.provider.Name(), s.Reference, told))
 	if err != nil {
 		return res.Payment, fmt.Errorf("command: record what the provider said of payment %s: %w", s.Reference, err)
 	}
-	if res.Mismatch == nil {
-		return res.Payment, nil
-	}
-	given, err := run(ctx, h, payments, payment.StreamID(s.Reference), payment.Command(payment.GiveUpUnmatchedSuccess{Reference: s.Reference}), meta)
-	if err != nil {
-		return res.Payment, fmt.Errorf("command: give up payment %s, which succeeded at the provider unmatched: %w", s.Reference, err)
-	}
-	refunded, err := h.Refund(ctx, s.Reference, meta)
-	if err != nil {
-		return given.State, err
-	}
-	return refunded, nil
+	return res.Payment, nil
 }
 
 // ToldEventPrefix starts the event id under which what the provider said of a

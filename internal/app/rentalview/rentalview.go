@@ -92,16 +92,27 @@ type Payment struct {
 	// payment: no cancellation or rejection under way); it is for the renter alone,
 	// and WithoutSecrets removes it for every other reader.
 	ClientSecret string `json:"clientSecret,omitempty"`
-	// Amount is what the payment is for, in minor units of Currency (ISO 4217):
-	// the amount a refund owed must be made for.
+	// Amount is what the payment was prepared for, in minor units of Currency
+	// (ISO 4217).
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
-	Status   string `json:"status"`
+	// Taken is what the provider took after the payment was given up on, as it
+	// reported it: what goes back, and so what a refund owed must be made by hand
+	// for. It may differ from Amount and Currency (a provider that said it took
+	// another amount or currency); absent until such money is recorded.
+	Taken  *Money `json:"taken,omitempty"`
+	Status string `json:"status"`
 	// Refund is "requested", "owed", "refunded" (by the provider),
 	// "refunded-by-hand" (an operator recorded the refund owed paid back by hand)
 	// or "refunded-twice" (by hand, then by the provider as well) once money taken
 	// after the payment was given up on goes back.
 	Refund string `json:"refund,omitempty"`
+}
+
+// Money is an amount in minor units of a currency (ISO 4217).
+type Money struct {
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
 }
 
 // WithoutSecrets returns the view with the payment's client secret removed, for
@@ -268,6 +279,10 @@ func Of(rentalID string, recs Records) (View, error) {
 		paymentStatus = pay.Status
 		v.Payment = &Payment{PaymentID: pay.PaymentID, Amount: pay.Amount, Currency: pay.Currency, Status: string(pay.Status),
 			Refund: string(pay.Refund)}
+		if pay.LateSuccess {
+			taken := pay.Charge()
+			v.Payment.Taken = &Money{Amount: taken.Amount, Currency: taken.Currency}
+		}
 	}
 	processStarted, processEnded := false, false
 	for _, r := range records[2] {

@@ -22,7 +22,8 @@ var (
 	// hand or by the provider.
 	ErrRefundAlreadyRecorded = errors.New("the refund of this payment is recorded as made already")
 	// ErrRefundAmountNotOwed: the amount is not the one owed, which is the amount
-	// the late success took. It is wrapped with both amounts.
+	// the provider reported taken (Payment.Charge). It is wrapped with both
+	// amounts, the one owed with its currency.
 	ErrRefundAmountNotOwed = errors.New("the amount is not the one owed")
 )
 
@@ -56,7 +57,8 @@ const (
 )
 
 // RecordRefundMadeByHand records that an operator paid a refund owed back by hand:
-// Amount, in minor units of the payment's currency, must be the amount owed;
+// Amount, in minor units of the currency owed, must be the amount owed (what the
+// provider reported taken, Payment.Charge, in its currency);
 // OperatorReference is the operator's own reference of the refund (a bank
 // transfer's id, say), and RecordedBy who recorded it (on the API, the token's
 // subject, never the body). Refused, changing nothing, with ErrNoRefundOwed unless
@@ -73,7 +75,8 @@ type RecordRefundMadeByHand struct {
 func (RecordRefundMadeByHand) isCommand() {}
 
 // RefundMadeByHand records that the refund owed of the payment was paid back by
-// hand, for Amount minor units of Currency (the amount owed), under the operator's
+// hand, for Amount minor units of Currency (what is owed: what the provider
+// reported taken), under the operator's
 // OperatorReference, as RecordedBy recorded it. It settles the refund owed.
 type RefundMadeByHand struct {
 	Reference         string `json:"reference"`
@@ -121,10 +124,12 @@ func decideRefundMadeByHand(s Payment, c RecordRefundMadeByHand) ([]Event, error
 		return nil, ErrRefundAlreadyRecorded
 	case !s.Refund.ForHands():
 		return nil, ErrNoRefundOwed
-	case c.Amount != s.Amount:
-		return nil, fmt.Errorf("%w: %d %s is owed, not %d", ErrRefundAmountNotOwed, s.Amount, s.Currency, c.Amount)
 	}
-	return []Event{RefundMadeByHand{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency,
+	owed := s.Charge() // what the provider took, whatever the payment was prepared for
+	if c.Amount != owed.Amount {
+		return nil, fmt.Errorf("%w: %s is owed, not %d", ErrRefundAmountNotOwed, owed, c.Amount)
+	}
+	return []Event{RefundMadeByHand{Reference: s.Reference, PaymentID: s.PaymentID, Amount: owed.Amount, Currency: owed.Currency,
 		OperatorReference: c.OperatorReference, RecordedBy: c.RecordedBy}}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRefundMadeByHand: given a payment's events, when an operator records a
@@ -144,19 +145,20 @@ func TestForHandsIsWhereARefundMadeByHandIsRecorded(t *testing.T) {
 }
 
 // TestARefundThatFailedAfterItWasAcceptedIsOwed: RecordRefundFailed makes the
-// refund the provider accepted owed, with the provider's reason and the failed
-// refund's id, whether or not the provider had reported it made (it does when it
-// creates the refund, before the bank may fail it); the provider's word that the
-// payment is refunded changes nothing after that, before or after an operator made
-// the refund by hand; another refund's failure, or a failure once the refund is
-// owed, changes nothing; and a failure without a refund id or a printable reason
-// is refused.
+// refund the provider accepted owed, with the provider's reason, the failed
+// refund's id and when the provider reported the failure, whether or not the
+// provider had reported it made (it does when it creates the refund, before the
+// bank may fail it); the provider's word, reported before the failure, that the
+// payment is refunded is its word about the refund that failed and changes
+// nothing, before or after an operator made the refund by hand; another refund's
+// failure, or a failure once the refund is owed, changes nothing; and a failure
+// without a refund id or a printable reason is refused.
 func TestARefundThatFailedAfterItWasAcceptedIsOwed(t *testing.T) {
-	failed := RecordRefundFailed{Reference: ref, RefundID: "re_1", Reason: "Stripe's refund re_1 failed (lost_or_stolen_card)", ProviderEventID: "evt_9"}
-	want := RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", Reason: failed.Reason, FailedRefundID: "re_1"}
+	failed := RecordRefundFailed{Reference: ref, RefundID: "re_1", Reason: "Stripe's refund re_1 failed (lost_or_stolen_card)", ProviderEventID: "evt_9", FailedAt: failedAt}
+	want := RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", Reason: failed.Reason, FailedRefundID: "re_1", FailedAt: failedAt}
 	// Accepted, accepted and reported made, and owed then refunded outside the
 	// service (a refund whose id the payment does not know) that failed.
-	for _, given := range [][]Event{{prepared, cancelled, late, asked}, {prepared, cancelled, late, asked, refunded}, {prepared, cancelled, late, owed, refunded}} {
+	for _, given := range [][]Event{{prepared, cancelled, late, asked}, {prepared, cancelled, late, asked, refundedAt1}, {prepared, cancelled, late, owed, refundedAt1}} {
 		s := Fold(given)
 		got, err := Decide(s, failed)
 		if err != nil || len(got) != 1 || got[0] != want {
@@ -169,12 +171,12 @@ func TestARefundThatFailedAfterItWasAcceptedIsOwed(t *testing.T) {
 		if again, err := Decide(after, failed); again != nil || err != nil {
 			t.Errorf("the failure again = %v, %v; want nothing", again, err)
 		}
-		if late, err := Decide(after, ConfirmRefund{Reference: ref, ProviderEventID: "evt_late"}); late != nil || err != nil {
-			t.Errorf("the provider's refunded after the failure = %v, %v; want nothing", late, err)
+		if late, err := Decide(after, ConfirmRefund{Reference: ref, ProviderEventID: "evt_late", ReportedAt: refundedAt}); late != nil || err != nil {
+			t.Errorf("the provider's refunded, reported before the failure = %v, %v; want nothing", late, err)
 		}
 		made := Evolve(after, RefundMadeByHand{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"})
-		if late, err := Decide(made, ConfirmRefund{Reference: ref, ProviderEventID: "evt_late"}); late != nil || err != nil || made.Refund != RefundStatusMadeByHand {
-			t.Errorf("the provider's refunded after the failure was made by hand = %v, %v (%q); want nothing, and no refunded-twice", late, err, made.Refund)
+		if late, err := Decide(made, ConfirmRefund{Reference: ref, ProviderEventID: "evt_late", ReportedAt: refundedAt}); late != nil || err != nil || made.Refund != RefundStatusMadeByHand {
+			t.Errorf("the provider's refunded, reported before the failure, after it was made by hand = %v, %v (%q); want nothing, and no refunded-twice", late, err, made.Refund)
 		}
 	}
 	for _, given := range [][]Event{
@@ -186,7 +188,7 @@ func TestARefundThatFailedAfterItWasAcceptedIsOwed(t *testing.T) {
 	}
 	other := failed
 	other.RefundID = "re_other"
-	if got, err := Decide(Fold([]Event{prepared, cancelled, late, asked, refunded}), other); got != nil || err != nil {
+	if got, err := Decide(Fold([]Event{prepared, cancelled, late, asked, refundedAt1}), other); got != nil || err != nil {
 		t.Errorf("the failure of another refund than ours = %v, %v; want nothing", got, err)
 	}
 	s := Fold([]Event{prepared, cancelled, late, asked})
@@ -194,5 +196,164 @@ func TestARefundThatFailedAfterItWasAcceptedIsOwed(t *testing.T) {
 		if _, err := Decide(s, c); !errors.Is(err, ErrInvalidCommand) {
 			t.Errorf("RecordRefundFailed %+v: %v; want ErrInvalidCommand", c, err)
 		}
+	}
+}
+
+// The provider's clock in the stories of a refund that failed: its first refund
+// (re_1) reported made at refundedAt, reported failed at failedAt, and another
+// refund of the payment (one someone made in the provider's dashboard) reported
+// made at againAt.
+var (
+	refundedAt  = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	failedAt    = refundedAt.Add(5 * 24 * time.Hour)
+	againAt     = failedAt.Add(2 * time.Hour)
+	refundedAt1 = PaymentRefunded{Reference: ref, PaymentID: "p1", ProviderEventID: "evt_refunded_1", ReportedAt: refundedAt}
+)
+
+// TestAnotherRefundAfterTheOneThatFailedIsRecorded: after the provider's refund
+// re_1 failed, the refund is owed; an operator may pay it back by hand, and
+// someone may refund the payment again at the provider. The provider reports each
+// refund once, with its time: in whatever order its reports (re_1 made, re_1
+// failed, the second refund made) and the operator's record arrive, the second
+// refund is recorded (refunded, or refunded-twice once it was made by hand as
+// well: the renter was paid twice), the report of re_1 changes nothing, and a
+// failure reported before a refund that stands changes nothing either. Reports
+// recorded before their times were kept read as well as they can: a failure
+// whose refund had been reported made is followed only by other refunds.
+func TestAnotherRefundAfterTheOneThatFailedIsRecorded(t *testing.T) {
+	made1 := ConfirmRefund{Reference: ref, ProviderEventID: "evt_refunded_1", ReportedAt: refundedAt}
+	failed1 := RecordRefundFailed{Reference: ref, RefundID: "re_1", Reason: "Stripe's refund re_1 failed (expired_or_canceled_card)", ProviderEventID: "evt_failed_1", FailedAt: failedAt}
+	made2 := ConfirmRefund{Reference: ref, ProviderEventID: "evt_refunded_2", ReportedAt: againAt}
+	hand := RecordRefundMadeByHand{Reference: ref, Amount: 1250, OperatorReference: "bank-1", RecordedBy: "ann"}
+	names := map[Command]string{made1: "re_1 made", failed1: "re_1 failed", made2: "another refund", hand: "by hand"}
+	for _, c := range []struct {
+		order []Command
+		want  RefundStatus
+		// recorded are the types recorded, in order.
+		recorded []string
+	}{
+		{[]Command{made1, failed1, hand, made2}, RefundStatusTwice, []string{"PaymentRefunded", "RefundOwed", "RefundMadeByHand", "PaymentRefunded"}},
+		{[]Command{failed1, made1, hand, made2}, RefundStatusTwice, []string{"RefundOwed", "RefundMadeByHand", "PaymentRefunded"}},
+		{[]Command{failed1, hand, made1, made2}, RefundStatusTwice, []string{"RefundOwed", "RefundMadeByHand", "PaymentRefunded"}},
+		{[]Command{failed1, hand, made1}, RefundStatusMadeByHand, []string{"RefundOwed", "RefundMadeByHand"}},
+		{[]Command{made1, failed1, hand}, RefundStatusMadeByHand, []string{"PaymentRefunded", "RefundOwed", "RefundMadeByHand"}},
+		{[]Command{made1, failed1, made2, hand}, RefundStatusDone, []string{"PaymentRefunded", "RefundOwed", "PaymentRefunded"}},
+		{[]Command{failed1, made2, made1}, RefundStatusDone, []string{"RefundOwed", "PaymentRefunded"}},
+		// The second refund reported before the failure of the first arrives.
+		{[]Command{made1, made2, failed1, hand}, RefundStatusDone, []string{"PaymentRefunded", "PaymentRefunded"}},
+		{[]Command{made2, made1, failed1}, RefundStatusDone, []string{"PaymentRefunded"}},
+		{[]Command{made2, failed1, made1}, RefundStatusDone, []string{"PaymentRefunded"}},
+	} {
+		var steps []string
+		for _, cmd := range c.order {
+			steps = append(steps, names[cmd])
+		}
+		t.Run(strings.Join(steps, ", "), func(t *testing.T) {
+			events := []Event{prepared, cancelled, late, asked}
+			var recorded []string
+			for _, cmd := range c.order {
+				got, err := Decide(Fold(events), cmd)
+				if err != nil && !errors.Is(err, ErrRefundAlreadyRecorded) {
+					t.Fatalf("%s: %v", names[cmd], err)
+				}
+				for _, e := range got {
+					recorded = append(recorded, e.EventType())
+				}
+				events = append(events, got...)
+				// Every command again, once applied, changes nothing.
+				if again, _ := Decide(Fold(events), cmd); again != nil {
+					t.Fatalf("%s again = %v; want nothing", names[cmd], again)
+				}
+			}
+			if got := Fold(events); got.Refund != c.want || !slices.Equal(recorded, c.recorded) {
+				t.Errorf("the refund is %q after %v; want %q after %v", got.Refund, recorded, c.want, c.recorded)
+			}
+		})
+	}
+
+	t.Run("the second refund fails too", func(t *testing.T) {
+		events := []Event{prepared, cancelled, late, asked, refundedAt1}
+		for _, cmd := range []Command{failed1, made2} {
+			got, err := Decide(Fold(events), cmd)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("%s = %v, %v", names[cmd], got, err)
+			}
+			events = append(events, got...)
+		}
+		failed2 := RecordRefundFailed{Reference: ref, RefundID: "re_2", Reason: "Stripe's refund re_2 failed (lost_or_stolen_card)", FailedAt: againAt.Add(time.Hour)}
+		got, err := Decide(Fold(events), failed2)
+		if err != nil || len(got) != 1 || got[0].(RefundOwed).FailedRefundID != "re_2" || Evolve(Fold(events), got[0]).Refund != RefundStatusOwed {
+			t.Fatalf("the failure of the refund made after the first failed = %v, %v; want the refund owed again", got, err)
+		}
+	})
+
+	// Recorded before times were kept: neither the failure nor the provider's
+	// word said when.
+	oldFailure := RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", Reason: "failed", FailedRefundID: "re_1"}
+	oldRefunded := PaymentRefunded{Reference: ref, PaymentID: "p1", ProviderEventID: "evt_refunded_1"}
+	for _, c := range []struct {
+		name  string
+		given []Event
+		news  bool
+	}{
+		{"a failure after the refund was reported made: another report is another refund", []Event{prepared, cancelled, late, asked, oldRefunded, oldFailure, byHand}, true},
+		{"a failure before the refund was reported made: the report may be of the refund that failed", []Event{prepared, cancelled, late, asked, oldFailure, byHand}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Decide(Fold(c.given), made2)
+			if err != nil || (len(got) == 1) != c.news {
+				t.Fatalf("the provider's refunded = %v, %v; want it recorded: %v", got, err, c.news)
+			}
+			if c.news && Evolve(Fold(c.given), got[0]).Refund != RefundStatusTwice {
+				t.Errorf("after a refund made by hand, the provider's: %q; want refunded-twice", Evolve(Fold(c.given), got[0]).Refund)
+			}
+		})
+	}
+}
+
+// TestWhatIsOwedIsWhatWasTaken: a late success for another amount or currency
+// than the payment was prepared for (the provider's word, given up on) owes what
+// was taken: its refund, its being owed and its being made by hand are for that
+// amount and currency, and the amount the payment was prepared for is refused by
+// hand, saying what is owed. A late success recorded before the amount taken was
+// kept (the payment's own) reads as before.
+func TestWhatIsOwedIsWhatWasTaken(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		late PaymentSucceededAfterCancellation
+		owed Money
+	}{
+		{"more", tookMoreLate, Money{125000, "EUR"}},
+		{"another currency", PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "USD"}, Money{1250, "USD"}},
+		{"one cent", PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1, Currency: "JPY"}, Money{1, "JPY"}},
+		{"recorded before", late, Money{1250, "EUR"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := Fold([]Event{prepared, cancelled, c.late})
+			if s.Charge() != c.owed || s.Prepared() != (Money{1250, "EUR"}) {
+				t.Fatalf("the payment's charge %v, prepared %v; want %v, 1250 EUR", s.Charge(), s.Prepared(), c.owed)
+			}
+			owedEvents, err := Decide(s, OweRefund{Reference: ref, Reason: "charge_disputed"})
+			if err != nil || len(owedEvents) != 1 {
+				t.Fatal(owedEvents, err)
+			}
+			if o := owedEvents[0].(RefundOwed); o.Amount != c.owed.Amount || o.Currency != c.owed.Currency {
+				t.Errorf("RefundOwed %+v; want %v", o, c.owed)
+			}
+			s = Evolve(s, owedEvents[0])
+			if c.owed.Amount != 1250 {
+				_, err := Decide(s, RecordRefundMadeByHand{Reference: ref, Amount: 1250, OperatorReference: "bank-1", RecordedBy: "ann"})
+				if !errors.Is(err, ErrRefundAmountNotOwed) || !strings.Contains(err.Error(), c.owed.String()+" is owed") {
+					t.Errorf("by hand for the amount prepared: %v; want refused, saying %v is owed", err, c.owed)
+				}
+			}
+			got, err := Decide(s, RecordRefundMadeByHand{Reference: ref, Amount: c.owed.Amount, OperatorReference: "bank-1", RecordedBy: "ann"})
+			if err != nil || len(got) != 1 {
+				t.Fatal(got, err)
+			}
+			if m := got[0].(RefundMadeByHand); m.Amount != c.owed.Amount || m.Currency != c.owed.Currency {
+				t.Errorf("RefundMadeByHand %+v; want %v", m, c.owed)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/domain/eventtype"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -101,18 +102,66 @@ type Payment struct {
 	// CancellationOwed: the payment was cancelled here, but the provider has not
 	// confirmed it, so the payment may still be payable there.
 	CancellationOwed bool
-	// RefundID is the provider's id of the refund it accepted (RefundRequested).
+	// Taken is what the provider took after the payment was given up on, as it
+	// reported it (PaymentSucceededAfterCancellation): what goes back, whatever
+	// the payment was prepared for. Zero until a late success is recorded.
+	Taken Money
+	// RefundID is the provider's id of the refund it accepted (RefundRequested);
+	// "" once it reported another refund made after that one failed, whose id it
+	// did not say.
 	RefundID string
 	// RefundFailed: a refund the provider accepted failed afterwards, and the
-	// refund is owed for it (RefundOwed with a FailedRefundID). The provider's
-	// word that the payment was refunded changes nothing after that: it is its
-	// earlier word about the refund that failed, or a refund made outside the
-	// service, which an operator records by hand.
+	// refund is owed for it (RefundOwed with a FailedRefundID), until the provider
+	// reports another refund made after the failure (PaymentRefunded). Its word
+	// that the payment was refunded about the refund that failed changes nothing
+	// (refundNews).
 	RefundFailed bool
+	// Reported is when the provider reported its refunds made and failed.
+	Reported RefundReports
 	// CancellationTries counts the retries of an owed cancellation that the
 	// provider left unanswered (CancellationStillOwed): each one waits longer
 	// before the next.
 	CancellationTries int
+}
+
+// RefundReports are when the provider reported its refunds of a payment made and
+// failed, by its own clock: what tells its word about a refund that failed from
+// its word about another refund made since (refundNews).
+type RefundReports struct {
+	// Refunded is the latest time it reported the payment refunded
+	// (PaymentRefunded.ReportedAt); zero when it never did, or did not say when.
+	Refunded time.Time
+	// Failed is when it reported the refund that failed (Payment.RefundFailed) as
+	// failed (RefundOwed.FailedAt); zero for a failure recorded before the time was
+	// kept.
+	Failed time.Time
+	// FailedAfterRefunded: it had reported the refund that failed made before it
+	// failed. It decides for a failure whose time was not kept.
+	FailedAfterRefunded bool
+}
+
+// Money is an amount in minor units of a currency (ISO 4217).
+type Money struct {
+	Amount   int64
+	Currency string
+}
+
+// String writes m as "1500 EUR".
+func (m Money) String() string { return fmt.Sprintf("%d %s", m.Amount, m.Currency) }
+
+// Prepared returns what the payment was prepared for: its amount and currency.
+func (s Payment) Prepared() Money { return Money{Amount: s.Amount, Currency: s.Currency} }
+
+// Charge returns what the provider's payment is for, as far as it was recorded:
+// what the provider took after the payment was given up on, once that is
+// recorded (Taken), else what the payment was prepared for. Every word of the
+// provider about its payment is compared with it (Disagreements), and what is
+// owed back, refunded or made by hand is it.
+func (s Payment) Charge() Money {
+	if s.LateSuccess && s.Taken != (Money{}) {
+		return s.Taken
+	}
+	return s.Prepared()
 }
 
 // RefundDue reports whether money was taken for a payment that was given up on and
@@ -202,7 +251,10 @@ func ReceiptOf(e Event) (ProviderReceipt, bool) {
 
 // PaymentSucceededAfterCancellation records that the provider took the money for a
 // payment already cancelled or rejected: the rental stays ended and the money
-// must go back (RefundRequested or RefundOwed follow).
+// must go back (RefundRequested or RefundOwed follow). Amount and Currency are
+// what the provider reported taken: what the payment was prepared for, unless the
+// provider said it took another amount or currency (GiveUpUnmatchedSuccess; every
+// late success recorded before that case was, has the payment's own).
 type PaymentSucceededAfterCancellation struct {
 	Reference       string `json:"reference"`
 	PaymentID       string `json:"paymentId"`
@@ -235,13 +287,21 @@ type RefundOwed struct {
 	// made the refund owed (RecordRefundFailed); empty for a refund the provider
 	// refused or cannot make.
 	FailedRefundID string `json:"failedRefundId,omitempty"`
+	// FailedAt is when the provider reported that failure, by its own clock
+	// (Stripe's event's created); absent where it did not say, and from every
+	// RefundOwed recorded before it was kept.
+	FailedAt time.Time `json:"failedAt,omitzero"`
 }
 
 // PaymentRefunded records that the provider confirmed a refund of the payment.
+// ReportedAt is when it reported it, by its own clock (Stripe's event's created);
+// absent where it did not say (the provider's answer to a refund asked again), and
+// from every PaymentRefunded recorded before it was kept.
 type PaymentRefunded struct {
-	Reference       string `json:"reference"`
-	PaymentID       string `json:"paymentId"`
-	ProviderEventID string `json:"providerEventId,omitempty"`
+	Reference       string    `json:"reference"`
+	PaymentID       string    `json:"paymentId"`
+	ProviderEventID string    `json:"providerEventId,omitempty"`
+	ReportedAt      time.Time `json:"reportedAt,omitzero"`
 }
 
 // PaymentCancelled records that the payment was called off before it settled.
@@ -435,25 +495,32 @@ type OweRefund struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
-// RecordRefundFailed records the provider's word that its refund RefundID, which
-// it had accepted (RefundRequested) and may since have reported made
-// (PaymentRefunded: a provider reports a refund made when it creates it, before
-// the bank may fail it), failed afterwards, for Reason (checked as OweRefund's):
-// the refund is then owed (RefundOwed, with the reason and the failed refund's
-// id), for operators to make by hand. It does nothing for another refund than the
-// one recorded, once the refund is owed or made by hand, or when no refund was
-// asked for or made.
+// RecordRefundFailed records the provider's word, reported at FailedAt by its own
+// clock (zero where it does not say), that its refund RefundID, which it had
+// accepted (RefundRequested) and may since have reported made (PaymentRefunded: a
+// provider reports a refund made when it creates it, before the bank may fail
+// it), failed afterwards, for Reason (checked as OweRefund's): the refund is then
+// owed (RefundOwed, with the reason, the failed refund's id and FailedAt), for
+// operators to make by hand. It does nothing for another refund than the one
+// recorded, once the refund is owed or made by hand, when no refund was asked for
+// or made, or when the provider reported the payment refunded at or after
+// FailedAt (a refund made after the one that failed stands).
 type RecordRefundFailed struct {
-	Reference       string `json:"reference"`
-	RefundID        string `json:"refundId"`
-	Reason          string `json:"reason"`
-	ProviderEventID string `json:"providerEventId,omitempty"`
+	Reference       string    `json:"reference"`
+	RefundID        string    `json:"refundId"`
+	Reason          string    `json:"reason"`
+	ProviderEventID string    `json:"providerEventId,omitempty"`
+	FailedAt        time.Time `json:"failedAt,omitzero"`
 }
 
-// ConfirmRefund records the provider's word that the payment was refunded.
+// ConfirmRefund records the provider's word, reported at ReportedAt by its own
+// clock (zero where it does not say), that the payment was refunded. It records
+// nothing when that word is not news (refundNews): a word about a refund recorded
+// already, or about the refund whose failure made the refund owed.
 type ConfirmRefund struct {
-	Reference       string `json:"reference"`
-	ProviderEventID string `json:"providerEventId,omitempty"`
+	Reference       string    `json:"reference"`
+	ProviderEventID string    `json:"providerEventId,omitempty"`
+	ReportedAt      time.Time `json:"reportedAt,omitzero"`
 }
 
 // CancelPayment asks to call off a payment that has not settled. It is declined
@@ -496,15 +563,20 @@ type RecordCancellationStillOwed struct {
 
 func (RecordCancellationStillOwed) isCommand() {}
 
-// GiveUpUnmatchedSuccess records the provider's word, when asked, that it took money
-// on the payment recorded for another amount or currency than recorded: the rental
-// cannot have its bike for it, so a payment not settled yet is cancelled and what
-// was taken goes back, as a late success (PaymentCancelled and
-// PaymentSucceededAfterCancellation, in one append). A payment cancelled or
-// rejected before gets the late success alone; one confirmed, or whose late
-// success is recorded, changes nothing.
+// GiveUpUnmatchedSuccess records the provider's word (a webhook's, or its answer
+// when asked) that it took Amount minor units of Currency on the payment recorded,
+// where that is not what the payment was prepared for: the rental cannot have its
+// bike for it, so a payment not settled yet is cancelled and what was taken goes
+// back, as a late success for that amount and currency (PaymentCancelled and
+// PaymentSucceededAfterCancellation, in one append), so that what is refunded or
+// owed is what was taken. A payment cancelled or rejected before gets the late
+// success alone; one confirmed, or whose late success is recorded, changes
+// nothing. Amount must be from 1 to MaxAmount and Currency three upper-case
+// letters.
 type GiveUpUnmatchedSuccess struct {
 	Reference string `json:"reference"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
 }
 
 func (GiveUpUnmatchedSuccess) isCommand() {}
@@ -534,7 +606,9 @@ func Evolve(s Payment, e Event) Payment {
 	case PaymentCancelled:
 		s.Status = StatusCancelled
 	case PaymentSucceededAfterCancellation:
-		s.LateSuccess = true
+		if !s.LateSuccess {
+			s.LateSuccess, s.Taken = true, Money{Amount: e.Amount, Currency: e.Currency}
+		}
 	case CancellationOwedAtProvider:
 		s.CancellationOwed = true
 	case CancellationDoneAtProvider:
@@ -548,7 +622,9 @@ func Evolve(s Payment, e Event) Payment {
 	case RefundOwed:
 		switch {
 		case e.FailedRefundID != "" && (s.Refund == RefundStatusRequested || s.Refund == RefundStatusDone):
-			s.Refund, s.RefundFailed = RefundStatusOwed, true // the provider's refund failed
+			// the provider's refund failed
+			s.Reported.FailedAfterRefunded = s.Refund == RefundStatusDone
+			s.Refund, s.RefundFailed, s.Reported.Failed = RefundStatusOwed, true, e.FailedAt
 		case s.Refund == RefundStatusNone:
 			s.Refund = RefundStatusOwed
 		}
@@ -557,6 +633,16 @@ func Evolve(s Payment, e Event) Payment {
 			s.Refund = RefundStatusTwice // the provider refunded what an operator paid back by hand
 		} else {
 			s.Refund = RefundStatusDone
+		}
+		if e.ReportedAt.After(s.Reported.Refunded) {
+			s.Reported.Refunded = e.ReportedAt
+		}
+		if s.RefundFailed {
+			// Recorded after a failure, it is another refund (refundNews): the
+			// failure is history, and the refund that stands is one whose id the
+			// provider did not say.
+			s.RefundFailed, s.RefundID = false, ""
+			s.Reported.Failed, s.Reported.FailedAfterRefunded = time.Time{}, false
 		}
 	case RefundMadeByHand:
 		if !s.Refunded() {
@@ -608,7 +694,7 @@ func Decide(s Payment, c Command) ([]Event, error) {
 	}
 	switch c := c.(type) {
 	case GiveUpUnmatchedSuccess:
-		return giveUpUnmatched(s), nil
+		return giveUpUnmatched(s, Money{Amount: c.Amount, Currency: c.Currency}), nil
 	case RecordCancellationStillOwed:
 		if !s.CancellationDue() || s.CancellationTries >= c.Tries {
 			return nil, nil
@@ -638,6 +724,8 @@ func decide(s Payment, c Command) ([]Event, error) {
 			if s.LateSuccess {
 				return nil, nil
 			}
+			// What it took is what the payment is for: a word that says otherwise
+			// does not match, and is given up on instead (GiveUpUnmatchedSuccess).
 			return []Event{PaymentSucceededAfterCancellation{Reference: s.Reference, PaymentID: s.PaymentID,
 				Amount: s.Amount, Currency: s.Currency, ProviderEventID: c.ProviderEventID}}, nil
 		}
@@ -686,38 +774,73 @@ func decide(s Payment, c Command) ([]Event, error) {
 // records what it says when the refund stands where it applies, and nothing
 // otherwise (every one is safe to send twice).
 func decideRefund(s Payment, c Command) []Event {
+	paid := s.Charge() // what was taken goes back, whatever the payment was prepared for
 	switch c := c.(type) {
 	case RecordRefund:
 		if !s.RefundDue() {
 			return nil
 		}
-		return []Event{RefundRequested{Reference: s.Reference, PaymentID: s.PaymentID, RefundID: c.RefundID, Amount: s.Amount, Currency: s.Currency}}
+		return []Event{RefundRequested{Reference: s.Reference, PaymentID: s.PaymentID, RefundID: c.RefundID, Amount: paid.Amount, Currency: paid.Currency}}
 
 	case OweRefund:
 		if !s.RefundDue() {
 			return nil
 		}
-		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason}}
+		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: paid.Amount, Currency: paid.Currency, Reason: c.Reason}}
 
 	case RecordRefundFailed:
 		ours := s.RefundID == "" || s.RefundID == c.RefundID // "": made outside the service, or before ids were kept
 		if s.RefundFailed || (s.Refund != RefundStatusRequested && s.Refund != RefundStatusDone) || !ours {
 			return nil
 		}
-		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency, Reason: c.Reason, FailedRefundID: c.RefundID}}
+		if !c.FailedAt.IsZero() && !s.Reported.Refunded.IsZero() && !s.Reported.Refunded.Before(c.FailedAt) {
+			return nil // a refund reported at or after the failure was made after it, and stands
+		}
+		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: paid.Amount, Currency: paid.Currency, Reason: c.Reason,
+			FailedRefundID: c.RefundID, FailedAt: c.FailedAt}}
 
 	case ConfirmRefund:
-		if s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice || s.RefundFailed {
+		if !s.refundNews(c.ReportedAt) {
 			return nil
 		}
-		return []Event{PaymentRefunded{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID}}
+		return []Event{PaymentRefunded{Reference: s.Reference, PaymentID: s.PaymentID, ProviderEventID: c.ProviderEventID, ReportedAt: c.ReportedAt}}
 	}
 	return nil
 }
 
-// giveUpUnmatched is what GiveUpUnmatchedSuccess decides on s.
-func giveUpUnmatched(s Payment) []Event {
-	late := PaymentSucceededAfterCancellation{Reference: s.Reference, PaymentID: s.PaymentID, Amount: s.Amount, Currency: s.Currency}
+// refundNews reports whether the provider's word, reported at `at` by its clock
+// (zero: it did not say), that the payment was refunded is news. A provider
+// refunds a payment in full once: while one refund stands it cannot make another,
+// and each refund it makes it reports once (every delivery of that report is
+// recognised by its receipt before it is decided on). So:
+//   - after the failure of a refund (RefundFailed) the word is about another refund
+//     made since when it was reported at or after the failure; and, for a failure
+//     whose time was not kept, when the refund that failed had been reported made
+//     before it failed. Otherwise it is the provider's word about the refund that
+//     failed (its report delivered late, or after the failure), and nothing.
+//   - while a refund stands (refunded, or refunded-twice) a report later than the
+//     last one recorded is of another refund: the one recorded failed meanwhile,
+//     and that failure, reported earlier than this word, changes nothing when it
+//     comes (RecordRefundFailed). Without a time it is the same word again.
+//   - otherwise (none asked, requested, owed, made by hand) it is news: after a
+//     refund made by hand, the renter was paid back twice (refunded-twice).
+func (s Payment) refundNews(at time.Time) bool {
+	switch {
+	case s.RefundFailed:
+		if !s.Reported.Failed.IsZero() && !at.IsZero() {
+			return !at.Before(s.Reported.Failed)
+		}
+		return s.Reported.FailedAfterRefunded
+	case s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice:
+		return !at.IsZero() && at.After(s.Reported.Refunded)
+	}
+	return true
+}
+
+// giveUpUnmatched is what GiveUpUnmatchedSuccess decides on s, for what the
+// provider said it took.
+func giveUpUnmatched(s Payment, took Money) []Event {
+	late := PaymentSucceededAfterCancellation{Reference: s.Reference, PaymentID: s.PaymentID, Amount: took.Amount, Currency: took.Currency}
 	switch {
 	case s.Status == StatusConfirmed || s.LateSuccess:
 		return nil
@@ -782,6 +905,12 @@ func validate(s Payment, c Command) error {
 		ref = c.Reference
 	case GiveUpUnmatchedSuccess:
 		ref = c.Reference
+		if err := CheckAmount(c.Amount); err != nil {
+			return err
+		}
+		if err := CheckCurrency(c.Currency); err != nil {
+			return err
+		}
 	case RecordCancellationStillOwed:
 		ref = c.Reference
 		if c.Tries < 1 {

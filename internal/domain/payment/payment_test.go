@@ -27,6 +27,9 @@ var (
 	atProvider = CancellationDoneAtProvider{Reference: ref, PaymentID: "p1"}
 	stillOwed  = CancellationStillOwed{Reference: ref, PaymentID: "p1", Tries: 1}
 	byHand     = RefundMadeByHand{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", OperatorReference: "bank-transfer-123", RecordedBy: "op-1"}
+	// tookMore is the provider's word that it took 125000 where 1250 was asked.
+	tookMore     = GiveUpUnmatchedSuccess{Reference: ref, Amount: 125000, Currency: "EUR"}
+	tookMoreLate = PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 125000, Currency: "EUR"}
 )
 
 func TestDecide(t *testing.T) {
@@ -68,14 +71,21 @@ func TestDecide(t *testing.T) {
 		{"nothing still owed without a debt", []Event{prepared, cancelled}, RecordCancellationStillOwed{Reference: ref, Tries: 1}, nil, nil},
 		{"nothing still owed after a late success", []Event{prepared, cancelled, unanswered, late}, RecordCancellationStillOwed{Reference: ref, Tries: 1}, nil, nil},
 
-		// GiveUpUnmatchedSuccess
-		{"an unmatched success gives a prepared payment up and sends the money back", []Event{prepared}, GiveUpUnmatchedSuccess{Reference: ref},
-			[]Event{cancelled, PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}}, nil},
-		{"an unmatched success after the cancellation is a late success", []Event{prepared, cancelled}, GiveUpUnmatchedSuccess{Reference: ref},
-			[]Event{PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR"}}, nil},
-		{"an unmatched success after a late success changes nothing", []Event{prepared, cancelled, late}, GiveUpUnmatchedSuccess{Reference: ref}, nil, nil},
-		{"an unmatched success never undoes a confirmation", []Event{prepared, confirmed}, GiveUpUnmatchedSuccess{Reference: ref}, nil, nil},
-		{"an unmatched success of an unknown payment", nil, GiveUpUnmatchedSuccess{Reference: ref}, nil, ErrPaymentNotFound},
+		// GiveUpUnmatchedSuccess: the late success is for what the provider took.
+		{"an unmatched success gives a prepared payment up and sends what it took back", []Event{prepared}, tookMore,
+			[]Event{cancelled, PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 125000, Currency: "EUR"}}, nil},
+		{"an unmatched success after the cancellation is a late success for what it took", []Event{prepared, cancelled}, GiveUpUnmatchedSuccess{Reference: ref, Amount: 1250, Currency: "USD"},
+			[]Event{PaymentSucceededAfterCancellation{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "USD"}}, nil},
+		{"an unmatched success after a late success changes nothing", []Event{prepared, cancelled, late}, tookMore, nil, nil},
+		{"an unmatched success never undoes a confirmation", []Event{prepared, confirmed}, tookMore, nil, nil},
+		{"an unmatched success of an unknown payment", nil, tookMore, nil, ErrPaymentNotFound},
+		{"an unmatched success says what it took", []Event{prepared}, GiveUpUnmatchedSuccess{Reference: ref}, nil, ErrInvalidCommand},
+		{"an unmatched success for more than any payment", []Event{prepared}, GiveUpUnmatchedSuccess{Reference: ref, Amount: MaxAmount + 1, Currency: "EUR"}, nil, ErrInvalidCommand},
+		{"an unmatched success in no currency", []Event{prepared}, GiveUpUnmatchedSuccess{Reference: ref, Amount: 1, Currency: "eur"}, nil, ErrInvalidCommand},
+		{"what was taken is refunded", []Event{prepared, cancelled, tookMoreLate}, RecordRefund{Reference: ref, RefundID: "re_1"},
+			[]Event{RefundRequested{Reference: ref, PaymentID: "p1", RefundID: "re_1", Amount: 125000, Currency: "EUR"}}, nil},
+		{"what was taken is owed", []Event{prepared, cancelled, tookMoreLate}, OweRefund{Reference: ref},
+			[]Event{RefundOwed{Reference: ref, PaymentID: "p1", Amount: 125000, Currency: "EUR"}}, nil},
 		{"a second late success changes nothing", []Event{prepared, cancelled, late}, ConfirmPayment{Reference: ref, ProviderEventID: "evt_9"}, nil, nil},
 		{"a late success never confirms", []Event{prepared, cancelled, late}, CancelPayment{Reference: ref}, nil, nil},
 		{"a late success is refunded once", []Event{prepared, cancelled, late}, RecordRefund{Reference: ref, RefundID: "re_1"}, []Event{asked}, nil},

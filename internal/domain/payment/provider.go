@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -164,6 +165,14 @@ type ProviderEvent struct {
 	// and is compared with what was recorded, a zero value included: an event that
 	// says 0 or "" never reads as an event that says nothing (Disagreements).
 	Unstated Facts
+	// ReportedAt is when the provider says the event happened, by its own clock
+	// (Stripe's event's created); zero where it does not say (the generic
+	// provider's events, and the provider's answer when asked). It tells a
+	// provider's word about a refund that failed from its word about another one
+	// made since (ConfirmRefund, RecordRefundFailed). It does not enter Digest: a
+	// provider sends an event id at one time only, and deliveries of one id are
+	// told apart by their receipt.
+	ReportedAt time.Time
 	// Reason says why a payment failed (ProviderFailed), or why its refund did
 	// (ProviderRefundFailed).
 	Reason string
@@ -217,24 +226,49 @@ func (f Facts) Names() []string {
 
 // Disagreements returns the facts ev states (every fact not in ev.Unstated) that
 // are not what s records: a payment id that is not s.PaymentID (an empty one
-// included), an amount that is not s.Amount (so never one outside 1..MaxAmount,
-// which no payment records) and a currency that is not s.Currency. None means that
-// ev is about the payment recorded, as far as ev says. It is the one comparison of
-// a provider's word with what was recorded, whatever brought that word: a webhook,
-// or the provider's answer when asked.
+// included), an amount that is not what the provider's payment is for
+// (s.Charge: what the payment was prepared for, or, once a late success is
+// recorded, what the provider reported taken; so never one outside 1..MaxAmount,
+// which no payment records) and a currency that is not its currency. None means
+// that ev is about the payment recorded, as far as ev says. It is the one
+// comparison of a provider's word with what was recorded, whatever brought that
+// word: a webhook, or the provider's answer when asked.
 func Disagreements(s Payment, ev ProviderEvent) Facts {
 	var out Facts
-	stated := AllFacts &^ ev.Unstated
+	stated, charge := AllFacts&^ev.Unstated, s.Charge()
 	if stated.Has(FactPaymentID) && (ev.PaymentID == "" || ev.PaymentID != s.PaymentID) {
 		out |= FactPaymentID
 	}
-	if stated.Has(FactAmount) && (CheckAmount(ev.Amount) != nil || ev.Amount != s.Amount) {
+	if stated.Has(FactAmount) && (CheckAmount(ev.Amount) != nil || ev.Amount != charge.Amount) {
 		out |= FactAmount
 	}
-	if stated.Has(FactCurrency) && (CheckCurrency(ev.Currency) != nil || ev.Currency != s.Currency) {
+	if stated.Has(FactCurrency) && (CheckCurrency(ev.Currency) != nil || ev.Currency != charge.Currency) {
 		out |= FactCurrency
 	}
 	return out
+}
+
+// Took returns what ev, a success the provider reports, says it took, and whether
+// it says it of the payment recorded (its payment id, where it states one, is
+// s.PaymentID) for another amount or currency than s.Charge, each stated validly:
+// what it leaves unstated is taken as recorded. Such a success cannot pay for the
+// rental, and what it took is to go back (GiveUpUnmatchedSuccess).
+func Took(s Payment, ev ProviderEvent) (Money, bool) {
+	differ := Disagreements(s, ev)
+	if ev.Kind != ProviderSucceeded || differ.Has(FactPaymentID) || differ&(FactAmount|FactCurrency) == 0 {
+		return Money{}, false
+	}
+	took := s.Charge()
+	if differ.Has(FactAmount) {
+		took.Amount = ev.Amount
+	}
+	if differ.Has(FactCurrency) {
+		took.Currency = ev.Currency
+	}
+	if CheckAmount(took.Amount) != nil || CheckCurrency(took.Currency) != nil {
+		return Money{}, false
+	}
+	return took, true
 }
 
 // EffectDigestPrefix begins every digest of EffectDigest's form. A digest without

@@ -42,6 +42,68 @@ func TestDisagreementsComparesEveryFactStated(t *testing.T) {
 	}
 }
 
+// TestAfterALateSuccessTheProviderIsComparedWithWhatItTook: once the provider's
+// word that it took another amount or currency is recorded as a late success, what
+// it says of its payment afterwards (a refund, its failure, the success again) is
+// compared with what it took, not with what the payment was prepared for.
+func TestAfterALateSuccessTheProviderIsComparedWithWhatItTook(t *testing.T) {
+	s := payment.Fold([]payment.Event{
+		payment.PaymentPrepared{PaymentID: "pi_1", Reference: "rp_1", Amount: 1250, Currency: "EUR"},
+		payment.PaymentCancelled{Reference: "rp_1", PaymentID: "pi_1"},
+		payment.PaymentSucceededAfterCancellation{Reference: "rp_1", PaymentID: "pi_1", Amount: 125000, Currency: "USD"},
+	})
+	for _, c := range []struct {
+		amount   int64
+		currency string
+		want     []string
+	}{{125000, "USD", nil}, {1250, "EUR", []string{"amount", "currency"}}, {125000, "EUR", []string{"currency"}}} {
+		for _, kind := range []payment.ProviderEventKind{payment.ProviderRefunded, payment.ProviderRefundFailed, payment.ProviderSucceeded} {
+			ev := payment.ProviderEvent{Kind: kind, Reference: "rp_1", PaymentID: "pi_1", Amount: c.amount, Currency: c.currency}
+			if got := payment.Disagreements(s, ev).Names(); !slices.Equal(got, c.want) {
+				t.Errorf("%s for %d %s: Disagreements = %v, want %v", kind, c.amount, c.currency, got, c.want)
+			}
+		}
+	}
+}
+
+// TestTookIsWhatASuccessOnOurPaymentSaysItTook: a success stated on the payment
+// recorded (or on no payment id) for another amount or currency says what the
+// provider took, what it leaves unstated being what was recorded; a success on
+// another payment, one that matches, one stating what no payment can be, and
+// every other kind of event say nothing of it.
+func TestTookIsWhatASuccessOnOurPaymentSaysItTook(t *testing.T) {
+	recorded := payment.Payment{Reference: "rp_1", PaymentID: "pay_1", Amount: 1500, Currency: "EUR", Status: payment.StatusPrepared}
+	ours := payment.ProviderEvent{Kind: payment.ProviderSucceeded, Reference: "rp_1", PaymentID: "pay_1", Amount: 1500, Currency: "EUR"}
+	for _, c := range []struct {
+		name   string
+		change func(*payment.ProviderEvent)
+		want   payment.Money
+		ok     bool
+	}{
+		{"one cent", func(e *payment.ProviderEvent) { e.Amount = 1 }, payment.Money{Amount: 1, Currency: "EUR"}, true},
+		{"another currency", func(e *payment.ProviderEvent) { e.Currency = "USD" }, payment.Money{Amount: 1500, Currency: "USD"}, true},
+		{"both", func(e *payment.ProviderEvent) { e.Amount, e.Currency = 125000, "JPY" }, payment.Money{Amount: 125000, Currency: "JPY"}, true},
+		{"one cent, no payment id or currency stated", func(e *payment.ProviderEvent) {
+			e.PaymentID, e.Amount, e.Currency, e.Unstated = "", 1, "", payment.FactPaymentID|payment.FactCurrency
+		}, payment.Money{Amount: 1, Currency: "EUR"}, true},
+		{"a currency, no amount stated", func(e *payment.ProviderEvent) {
+			e.Amount, e.Currency, e.Unstated = 0, "USD", payment.FactAmount
+		}, payment.Money{Amount: 1500, Currency: "USD"}, true},
+		{"ours, matched", func(*payment.ProviderEvent) {}, payment.Money{}, false},
+		{"another payment", func(e *payment.ProviderEvent) { e.PaymentID, e.Amount = "pay_2", 1 }, payment.Money{}, false},
+		{"an amount of 0", func(e *payment.ProviderEvent) { e.Amount = 0 }, payment.Money{}, false},
+		{"a currency in lower case", func(e *payment.ProviderEvent) { e.Currency = "eur" }, payment.Money{}, false},
+		{"a failure for one cent", func(e *payment.ProviderEvent) { e.Kind, e.Amount = payment.ProviderFailed, 1 }, payment.Money{}, false},
+		{"a refund for one cent", func(e *payment.ProviderEvent) { e.Kind, e.Amount = payment.ProviderRefunded, 1 }, payment.Money{}, false},
+	} {
+		ev := ours
+		c.change(&ev)
+		if got, ok := payment.Took(recorded, ev); got != c.want || ok != c.ok {
+			t.Errorf("%s: Took = %v, %v; want %v, %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 // TestAnEffectDigestIsWhatDecidesTheEffect: the digest changes with every field that
 // decides what an event does, has its own form, and a receipt of either form
 // recognises the event it was stored for, and only that one.

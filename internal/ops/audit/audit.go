@@ -116,7 +116,8 @@ const (
 	// MoneyKept: the provider took the money for a payment already cancelled or
 	// rejected (PaymentSucceededAfterCancellation) and there is neither a refund
 	// (RefundRequested, PaymentRefunded, RefundMadeByHand) nor a refund owed
-	// (RefundOwed); or a
+	// (RefundOwed), or the refund owed is for another amount or currency than the
+	// late success took; or a
 	// provider event reported money taken on a provider payment that is not the one
 	// recorded (command.ProviderEventMismatched, RefundDue) and its stream records
 	// neither its refund nor its being owed; when not quiet, only once the late
@@ -637,7 +638,7 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 		refunded      bool
 		owedAt        time.Time
 		madeAt        time.Time
-		refunds       refundsByHand
+		refunds       refundChecks
 	)
 	apply := func(r eventstore.Record) error {
 		e, err := payment.DecodeEvent(r.Type, r.Data)
@@ -658,6 +659,7 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 			if lateSuccessAt.IsZero() {
 				lateSuccessAt = r.RecordedAt
 			}
+			refunds.observe(r, e)
 		case payment.RefundRequested, payment.PaymentRefunded, payment.RefundMadeByHand:
 			refunded = true
 			refunds.observe(r, e)
@@ -681,6 +683,9 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 		}
 		for _, problem := range refunds.problems {
 			c.violate(RefundByHandUnfounded, problem)
+		}
+		for _, problem := range refunds.kept {
+			c.violate(MoneyKept, problem)
 		}
 		rentalID, err := payment.RentalIDFor(reference)
 		c.merge = func(a *auditor) {
@@ -945,20 +950,34 @@ func (a *auditor) report() Report {
 	}
 }
 
-// refundsByHand follows what a payment stream says of its refund owed, to find a
-// RefundMadeByHand that the service would have refused.
-type refundsByHand struct {
+// refundChecks follows what a payment stream says of the money taken after the
+// payment was given up on and of its refund, to find a refund owed for another
+// amount or currency than the late success took (kept: the service owes what the
+// provider took, payment.Payment.Charge), and a RefundMadeByHand that the service
+// would have refused (problems).
+type refundChecks struct {
+	taken    *payment.PaymentSucceededAfterCancellation
 	owed     *payment.RefundOwed
 	settled  string // the first event that settled the refund owed, with its version
 	byHand   bool   // and whether it was a RefundMadeByHand
 	problems []string
+	kept     []string
 }
 
-// observe notes r, an event e of the refund's (RefundOwed or an event that settles
-// a refund, payment.SettlesRefund; others are ignored).
-func (b *refundsByHand) observe(r eventstore.Record, e payment.Event) {
+// observe notes r, an event e of the refund's (the late success, RefundOwed or an
+// event that settles a refund, payment.SettlesRefund; others are ignored).
+func (b *refundChecks) observe(r eventstore.Record, e payment.Event) {
 	switch e := e.(type) {
+	case payment.PaymentSucceededAfterCancellation:
+		if b.taken == nil {
+			b.taken = &e
+		}
+		return
 	case payment.RefundOwed:
+		if b.taken != nil && (e.Amount != b.taken.Amount || e.Currency != b.taken.Currency) {
+			b.kept = append(b.kept, fmt.Sprintf("RefundOwed at version %d for %d %s where the provider took %d %s",
+				r.Version, e.Amount, e.Currency, b.taken.Amount, b.taken.Currency))
+		}
 		if e.FailedRefundID != "" { // the refund the provider reported made failed: owed anew
 			b.owed, b.settled, b.byHand = &e, "", false
 		}

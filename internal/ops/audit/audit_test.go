@@ -381,6 +381,49 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			detail: "PaymentRefunded at version 6 after RefundMadeByHand at version 5: the refund was recorded twice",
 		},
 		{
+			name:  "a refund the provider reported made failed, was made by hand, and then the provider refunded again",
+			quiet: true,
+			damage: func(w *world) {
+				refundReportedMadeThatFailed(w, true)
+				ref := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(ref), 8, payment.PaymentRefunded{Reference: ref, ProviderEventID: "evt_dashboard", ReportedAt: time.Unix(1780480800, 0).UTC()})
+				w.project()
+			},
+			want: func(w *world) []string {
+				return []string{"refund-by-hand-unfounded " + paymentOf(w.rentals["rejected"])}
+			},
+			detail: "PaymentRefunded at version 8 after RefundMadeByHand at version 7: the refund was recorded twice",
+		},
+		{
+			name:  "a refund owed for another amount or currency than the provider took",
+			quiet: true,
+			damage: func(w *world) {
+				ref := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 150000, Currency: "EUR"})
+				w.putEvent(payment.StreamID(ref), 4, payment.RefundOwed{Reference: ref, Amount: 1500, Currency: "EUR"})
+				other := payment.ReferenceFor(w.rentals["cancelled"])
+				w.putEvent(payment.StreamID(other), 3, payment.PaymentSucceededAfterCancellation{Reference: other, Amount: 1500, Currency: "USD"})
+				w.putEvent(payment.StreamID(other), 4, payment.RefundOwed{Reference: other, Amount: 1500, Currency: "EUR"})
+				w.project()
+			},
+			want: func(w *world) []string {
+				return []string{"money-kept " + paymentOf(w.rentals["cancelled"]), "money-kept " + paymentOf(w.rentals["rejected"])}
+			},
+			detail: "RefundOwed at version 4 for 1500 EUR where the provider took 150000 EUR",
+		},
+		{
+			name:  "what the provider took, owed and made by hand for it, is money returned",
+			quiet: true,
+			damage: func(w *world) {
+				ref := payment.ReferenceFor(w.rentals["rejected"])
+				w.putEvent(payment.StreamID(ref), 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 150000, Currency: "USD"})
+				w.putEvent(payment.StreamID(ref), 4, payment.RefundOwed{Reference: ref, Amount: 150000, Currency: "USD"})
+				w.putEvent(payment.StreamID(ref), 5, payment.RefundMadeByHand{Reference: ref, Amount: 150000, Currency: "USD", OperatorReference: "bank-1", RecordedBy: "ann"})
+				w.project()
+			},
+			want: func(w *world) []string { return nil },
+		},
+		{
 			name:  "a refund owed that the to-do list does not hold",
 			quiet: true,
 			damage: func(w *world) {

@@ -32,7 +32,9 @@ func (r *refunder) RefundUnexpected(_ context.Context, paymentID, _ string) (str
 // TestListsEachMismatchWithWhereItsRefundStands writes mismatches through the
 // command handler to a table in the emulator: one refunded on the payment that took
 // the money, one whose refund failed (due, until a redelivery refunds it), one with
-// nothing to refund; a matching event is not listed.
+// nothing to refund as a mismatch (a success on the payment's own id for another
+// amount: its money goes back in the payment's stream); a matching event is not
+// listed.
 func TestListsEachMismatchWithWhereItsRefundStands(t *testing.T) {
 	ctx := context.Background()
 	client, table := emulatortest.EventsTable(t)
@@ -49,6 +51,7 @@ func TestListsEachMismatchWithWhereItsRefundStands(t *testing.T) {
 	a, _ := prepare("b1")
 	b, _ := prepare("b2")
 	c, ours := prepare("b3")
+	d, theirs := prepare("b4")
 	apply := func(ev payment.ProviderEvent) error {
 		ev.Provider, ev.Digest = generic.Name, "d-"+ev.EventID
 		_, err := h.ApplyProviderEvent(ctx, ev)
@@ -65,7 +68,7 @@ func TestListsEachMismatchWithWhereItsRefundStands(t *testing.T) {
 	if err := apply(payment.ProviderEvent{EventID: "amount", Kind: payment.ProviderSucceeded, Reference: c, PaymentID: ours, Amount: 1, Unstated: payment.FactCurrency}); err != nil {
 		t.Fatal(err)
 	}
-	if err := apply(payment.ProviderEvent{EventID: "matches", Kind: payment.ProviderSucceeded, Reference: c, PaymentID: ours, Amount: 1500, Currency: "EUR"}); err != nil {
+	if err := apply(payment.ProviderEvent{EventID: "matches", Kind: payment.ProviderSucceeded, Reference: d, PaymentID: theirs, Amount: 1500, Currency: "EUR"}); err != nil {
 		t.Fatal(err)
 	}
 	list := func() map[string]mismatch.Mismatch {

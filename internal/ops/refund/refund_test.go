@@ -19,8 +19,9 @@ import (
 func TestMain(m *testing.M) { emulatortest.Main(m) }
 
 // TestListsWhatIsStillOwedOldestFirst writes four refunds owed, one of them
-// refunded by the provider since and one made by hand, among other events, to a
-// table in the emulator.
+// refunded by the provider since, one made by hand, and one of money the provider
+// took in another amount and currency than the payment's, among other events, to
+// a table in the emulator.
 func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	ctx := context.Background()
 	client, table := emulatortest.EventsTable(t)
@@ -46,8 +47,11 @@ func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 			payment.RefundOwed{Reference: ref, PaymentID: "pay-" + ref, Amount: 1500, Currency: "EUR"},
 		}
 	}
+	// The provider took another amount, in another currency, than the payment's:
+	// what is owed is what it took.
 	lateOwed := owed(late)
-	lateOwed[3] = payment.RefundOwed{Reference: late, PaymentID: "pay-" + late, Amount: 1500, Currency: "EUR", Reason: "Stripe refused the refund (charge_disputed)"}
+	lateOwed[2] = payment.PaymentSucceededAfterCancellation{Reference: late, PaymentID: "pay-" + late, Amount: 150000, Currency: "USD"}
+	lateOwed[3] = payment.RefundOwed{Reference: late, PaymentID: "pay-" + late, Amount: 150000, Currency: "USD", Reason: "Stripe refused the refund (charge_disputed)"}
 	put(late, base.Add(time.Hour), lateOwed...)
 	put(early, base, owed(early)...)
 	put(paid, base, append(owed(paid), payment.PaymentRefunded{Reference: paid, PaymentID: "pay-" + paid})...)
@@ -71,6 +75,9 @@ func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	}
 	if o := got[0]; o.Amount != 1500 || o.Currency != "EUR" || o.RentalID != "b2_AAAAAAAAAAAAAAAAAAAAA2" || !o.OwedSince.Equal(base.Add(3*time.Second)) || o.PaymentID != "pay-"+early {
 		t.Errorf("first = %+v", o)
+	}
+	if o := got[1]; o.Amount != 150000 || o.Currency != "USD" {
+		t.Errorf("second = %+v; want what the provider took, 150000 USD", o)
 	}
 	if got[0].Reason != "" || got[1].Reason != "Stripe refused the refund (charge_disputed)" {
 		t.Errorf("reasons %q and %q; want none for the provider that cannot refund, the refusal for the other", got[0].Reason, got[1].Reason)

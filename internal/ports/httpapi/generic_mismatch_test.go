@@ -16,9 +16,10 @@ import (
 
 // TestAGenericEventThatNamesAnotherPaymentChangesNothing: the generic provider's
 // event may name the payment id, amount and currency; one that names others than
-// the payment's is acknowledged with "mismatch", changes nothing, and the money a
+// the payment's is acknowledged with "mismatch", is not applied, and the money a
 // success on another payment id reports taken is owed; one that names the
-// payment's own applies.
+// payment's own applies. (A success on the payment's own id for another amount
+// gives the payment up: TestAGenericSuccessForAnotherAmountOnOurPaymentIsOwed.)
 func TestAGenericEventThatNamesAnotherPaymentChangesNothing(t *testing.T) {
 	store := eventstore.NewMemory()
 	h := newHarness(t, store, nil)
@@ -35,7 +36,7 @@ func TestAGenericEventThatNamesAnotherPaymentChangesNothing(t *testing.T) {
 		wantTypes []string
 	}{
 		{generic.Event{ID: "g-other", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: strictjson.Some("pay_someone_else")}, []string{"ProviderEventMismatched", "MismatchRefundOwed"}},
-		{generic.Event{ID: "g-amount", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: strictjson.Some(s.PaymentID), Amount: strictjson.Some(int64(1))}, []string{"ProviderEventMismatched"}},
+		{generic.Event{ID: "g-amount", Type: generic.TypeFailed, PaymentReference: ref, PaymentID: strictjson.Some(s.PaymentID), Amount: strictjson.Some(int64(1)), Reason: "declined"}, []string{"ProviderEventMismatched"}},
 		{generic.Event{ID: "g-currency", Type: generic.TypeFailed, PaymentReference: ref, Currency: strictjson.Some("USD"), Reason: "declined"}, []string{"ProviderEventMismatched"}},
 	} {
 		if r := send(c.ev); r.body["mismatch"] != true || r.str("status") != "prepared" {
@@ -69,5 +70,34 @@ func TestAGenericEventThatNamesAnotherPaymentChangesNothing(t *testing.T) {
 	}
 	if r := send(generic.Event{ID: "g-ours", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: strictjson.Some(s.PaymentID), Amount: strictjson.Some(int64(1500)), Currency: strictjson.Some("EUR")}); r.str("status") != "confirmed" || r.body["mismatch"] != nil {
 		t.Errorf("the payment's own: %s", r.raw)
+	}
+}
+
+// TestAGenericSuccessForAnotherAmountOnOurPaymentIsOwed: the generic provider's
+// signed payment.succeeded naming the payment's own id with "amount": 1 is
+// acknowledged with "mismatch" (operators see it), and since the rental cannot
+// have its bike for it, the payment is given up and the 1 it took, in the
+// payment's currency, is owed; a redelivery changes nothing more.
+func TestAGenericSuccessForAnotherAmountOnOurPaymentIsOwed(t *testing.T) {
+	store := eventstore.NewMemory()
+	h := newHarness(t, store, nil)
+	ref := h.prepare(h.rentBike("g2", "alice"))
+	s, _, _ := h.commands.LoadPayment(context.Background(), ref)
+	b, _ := json.Marshal(generic.Event{ID: "g-one", Type: generic.TypeSucceeded, PaymentReference: ref, PaymentID: strictjson.Some(s.PaymentID), Amount: strictjson.Some(int64(1))})
+	for delivery := range 2 {
+		r := h.expect(http.MethodPost, "/webhooks/payments", string(b), with(anonymous, signed(secret, string(b), h.now)), http.StatusOK)
+		if r.body["mismatch"] != true || r.str("status") != "cancelled" || r.str("refund") != "owed" || (r.body["duplicate"] == true) != (delivery > 0) {
+			t.Errorf("delivery %d: %s; want a mismatch, the payment cancelled and its refund owed", delivery, r.raw)
+		}
+	}
+	want := []string{"PaymentPrepared", "PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundOwed"}
+	if got := streamTypes(t, store, payment.StreamID(ref)); !slices.Equal(got, want) {
+		t.Fatalf("the payment's events: %v, want %v", got, want)
+	}
+	rentalID, _ := payment.RentalIDFor(ref)
+	view := h.expect(http.MethodGet, "/rentals/"+rentalID, "", nil, http.StatusOK)
+	pay := view.body["payment"].(map[string]any)
+	if taken, _ := pay["taken"].(map[string]any); pay["amount"] != float64(1500) || taken["amount"] != float64(1) || taken["currency"] != "EUR" || pay["refund"] != "owed" {
+		t.Errorf("the rental's payment: %s; want 1500 prepared, 1 EUR taken and owed", view.raw)
 	}
 }

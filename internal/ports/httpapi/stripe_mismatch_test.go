@@ -98,9 +98,11 @@ func stripeEventWith(t *testing.T, name, id, ref, intent string, change func(obj
 // TestStripeEventsApplyOnlyToThePaymentIntentRecorded sends signed Stripe events
 // through the API with the real adapter against stripe-mock: an event that names
 // our reference in its metadata but another PaymentIntent, amount or currency is
-// acknowledged, changes nothing and is recorded as a mismatch, and the money a
-// success took on another PaymentIntent is refunded on that one; the currency
-// Stripe writes in lower case matches the one recorded in upper case.
+// acknowledged, is not applied and is recorded as a mismatch; the money a success
+// took on another PaymentIntent is refunded on that one, and a success on ours for
+// another amount or currency gives the payment up and is refunded on ours, for
+// what it took; the currency Stripe writes in lower case matches the one recorded
+// in upper case.
 func TestStripeEventsApplyOnlyToThePaymentIntentRecorded(t *testing.T) {
 	mock := stripemock.Start(t)
 	tap := &stripeTap{next: http.DefaultTransport}
@@ -129,11 +131,12 @@ func TestStripeEventsApplyOnlyToThePaymentIntentRecorded(t *testing.T) {
 	for i, c := range []struct {
 		name, intent string
 		change       func(map[string]any)
-		refundOn     string // the PaymentIntent refunded, "" for none
+		refundOn     string        // the PaymentIntent refunded as a mismatch's money, "" for none
+		taken        payment.Money // what a success on ours took, given up and refunded on ours
 	}{
-		{"another PaymentIntent, 1 cent in another currency", other, func(o map[string]any) { o["amount"], o["amount_received"], o["currency"] = 1, 1, "usd" }, other},
-		{"our PaymentIntent for another amount", "", func(o map[string]any) { o["amount"], o["amount_received"] = 1499, 1499 }, ""},
-		{"our PaymentIntent in another currency", "", func(o map[string]any) { o["currency"] = "usd" }, ""},
+		{"another PaymentIntent, 1 cent in another currency", other, func(o map[string]any) { o["amount"], o["amount_received"], o["currency"] = 1, 1, "usd" }, other, payment.Money{}},
+		{"our PaymentIntent for another amount", "", func(o map[string]any) { o["amount"], o["amount_received"] = 1499, 1499 }, "", payment.Money{Amount: 1499, Currency: "EUR"}},
+		{"our PaymentIntent in another currency", "", func(o map[string]any) { o["currency"] = "usd" }, "", payment.Money{Amount: 1500, Currency: "USD"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ref, ours := prepare("m" + strconv.Itoa(i))
@@ -144,17 +147,22 @@ func TestStripeEventsApplyOnlyToThePaymentIntentRecorded(t *testing.T) {
 			eventID := "evt_mismatch_" + strconv.Itoa(i)
 			body := stripeEventWith(t, "payment_intent.succeeded", eventID, ref, intent, c.change)
 			before := tap.count()
+			givenUp := c.taken != (payment.Money{})
+			status, refund, events := "prepared", "", []string{"PaymentPrepared"}
+			if givenUp {
+				status, refund, events = "cancelled", "requested", []string{"PaymentPrepared", "PaymentCancelled", "PaymentSucceededAfterCancellation", "RefundRequested"}
+			}
 			for delivery := range 2 {
 				r := send(body)
-				if r.body["mismatch"] != true || r.str("status") != "prepared" || (r.body["duplicate"] == true) != (delivery > 0) {
-					t.Errorf("delivery %d: %s", delivery, r.raw)
+				if r.body["mismatch"] != true || r.str("status") != status || r.str("refund") != refund || (r.body["duplicate"] == true) != (delivery > 0) {
+					t.Errorf("delivery %d: %s; want the status %q, the refund %q", delivery, r.raw, status, refund)
 				}
 			}
-			if s, _, _ := h.commands.LoadPayment(ctx, ref); s.Status != payment.StatusPrepared || s.LateSuccess {
+			if s, _, _ := h.commands.LoadPayment(ctx, ref); s.LateSuccess != givenUp || givenUp && s.Charge() != c.taken {
 				t.Errorf("the payment became %+v", s)
 			}
-			if got := streamTypes(t, store, payment.StreamID(ref)); !slices.Equal(got, []string{"PaymentPrepared"}) {
-				t.Errorf("the payment's events: %v", got)
+			if got := streamTypes(t, store, payment.StreamID(ref)); !slices.Equal(got, events) {
+				t.Errorf("the payment's events: %v, want %v", got, events)
 			}
 			var refunds []string
 			for _, call := range tap.since(before) {
@@ -163,12 +171,17 @@ func TestStripeEventsApplyOnlyToThePaymentIntentRecorded(t *testing.T) {
 				}
 			}
 			want := []string{"ProviderEventMismatched"}
-			if c.refundOn != "" {
+			switch {
+			case c.refundOn != "":
 				want = append(want, "MismatchRefundRequested")
 				if !slices.Equal(refunds, []string{c.refundOn}) {
 					t.Errorf("refunds asked of Stripe on %v, want one on %s", refunds, c.refundOn)
 				}
-			} else if len(refunds) != 0 {
+			case givenUp:
+				if !slices.Equal(refunds, []string{ours}) {
+					t.Errorf("refunds asked of Stripe on %v, want one on ours, %s", refunds, ours)
+				}
+			case len(refunds) != 0:
 				t.Errorf("refunds asked of Stripe on %v, want none", refunds)
 			}
 			if got := streamTypes(t, store, command.ReceiptStreamID(stripe.Name, eventID)); !slices.Equal(got, want) {

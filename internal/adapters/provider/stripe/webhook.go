@@ -86,7 +86,13 @@ const maxUnix = 1 << 40
 // (payment.RentalIDFor), and a refunded charge without one and without a
 // payment_intent, are payment.ErrWebhookIgnored: to be acknowledged and dropped.
 //
-// The event has Provider Name, EventID the event's id (evt_...), PaymentID the
+// The event has Provider Name, EventID the event's id (evt_...), ReportedAt the
+// event's created (Stripe creates the charge.refunded of a refund when it creates
+// the refund, and the refund.failed when it fails: a charge refunded in full can be
+// refunded anew only after its refund failed, so the two times tell a late report
+// of the refund that failed from the report of another one; the event names no
+// Refund, since API version 2022-11-15 lists a charge's refunds only when
+// expanded, which an event never is), PaymentID the
 // PaymentIntent's id, Amount and Currency the PaymentIntent's (the charge's for
 // charge.refunded; Stripe writes currencies in lower case, the event in upper case
 // as payments record them). Stripe's events always state all three: Unstated is
@@ -117,7 +123,7 @@ func (p *Provider) ParseWebhook(header func(string) string, body []byte, now tim
 		return payment.ProviderEvent{}, err
 	}
 	sum := sha256.Sum256(body)
-	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, BodyDigest: hex.EncodeToString(sum[:])}
+	out := payment.ProviderEvent{Provider: Name, EventID: e.ID, BodyDigest: hex.EncodeToString(sum[:]), ReportedAt: reportedAt(e.Created)}
 	var obj payment.ProviderObject
 	switch string(e.Type) {
 	case EventPaymentSucceeded, EventPaymentFailed, EventPaymentCanceled:
@@ -260,6 +266,15 @@ func refundFailedEvent(e stripesdk.Event, out payment.ProviderEvent) (payment.Pr
 	out.Kind, out.Reference, out.Reason, out.RefundID = payment.ProviderRefundFailed, reference, payment.RefusedRefund(reason).Reason, r.ID
 	out.Amount, out.Currency = r.Amount, strings.ToUpper(string(r.Currency))
 	return out, payment.ProviderObject{Type: string(e.Type), Object: r.Object, ObjectID: r.ID, Status: string(r.Status)}, nil
+}
+
+// reportedAt is the time of an event's created, in seconds since 1970 by Stripe's
+// clock; zero for none (or one no clock reads), which tells nothing.
+func reportedAt(created int64) time.Time {
+	if created <= 0 || created > maxUnix {
+		return time.Time{}
+	}
+	return time.Unix(created, 0).UTC()
 }
 
 // chargeReference returns the reference of this service in a charge's metadata,

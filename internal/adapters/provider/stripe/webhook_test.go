@@ -119,6 +119,7 @@ func TestParseWebhookMapsStripeEvents(t *testing.T) {
 	noRefundMetadata := edit(t, "events/refund.failed.json", func(e map[string]any) {
 		object(e)["metadata"] = map[string]any{}
 	})
+	noTime := edit(t, "events/charge.refunded.json", func(e map[string]any) { delete(e, "created") })
 	codeOnly := edit(t, "events/payment_intent.payment_failed.json", func(e map[string]any) {
 		delete(object(e)["last_payment_error"].(map[string]any), "message")
 	})
@@ -128,27 +129,29 @@ func TestParseWebhookMapsStripeEvents(t *testing.T) {
 		want payment.ProviderEvent
 	}{
 		{"succeeded", fixture(t, "events/payment_intent.succeeded.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Fz8nQ2B", Kind: payment.ProviderSucceeded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Fz8nQ2B", ReportedAt: time.Unix(1780041642, 0).UTC(), Kind: payment.ProviderSucceeded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"failed", fixture(t, "events/payment_intent.payment_failed.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
+			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", ReportedAt: time.Unix(1780041641, 0).UTC(), Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
 			Reason: "Your card was declined."}},
 		{"failed, with a code only", codeOnly, payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
+			EventID: "evt_3TbC4nLkdIwHu7ix0Rm2cW7K", ReportedAt: time.Unix(1780041641, 0).UTC(), Kind: payment.ProviderFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
 			Reason: "card_declined"}},
 		{"canceled", fixture(t, "events/payment_intent.canceled.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Jk5sD1P", Kind: payment.ProviderCancelled, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Jk5sD1P", ReportedAt: time.Unix(1780042500, 0).UTC(), Kind: payment.ProviderCancelled, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"refunded, the reference on the charge", fixture(t, "events/charge.refunded.json"), payment.ProviderEvent{
+			EventID: "evt_3TbC4nLkdIwHu7ix0Uy6hN4M", ReportedAt: time.Unix(1780045200, 0).UTC(), Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
+		{"refunded, Stripe not saying when", noTime, payment.ProviderEvent{
 			EventID: "evt_3TbC4nLkdIwHu7ix0Uy6hN4M", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"refunded, only the PaymentIntent on the charge", fixture(t, "events/charge.refunded.no_metadata.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", ReportedAt: time.Unix(1780045200, 0).UTC(), Kind: payment.ProviderRefunded, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 		{"a refund failed after Stripe accepted it", fixture(t, "events/refund.failed.json"), payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Wq4fR7T", Kind: payment.ProviderRefundFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
+			EventID: "evt_3TbC4nLkdIwHu7ix0Wq4fR7T", ReportedAt: time.Unix(1780045800, 0).UTC(), Kind: payment.ProviderRefundFailed, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR",
 			Reason: "Stripe's refund re_3TbC4nLkdIwHu7ix0Vd3Jt8S failed (expired_or_canceled_card)", RefundID: "re_3TbC4nLkdIwHu7ix0Vd3Jt8S"}},
 		{"a refund failed, only its PaymentIntent", noRefundMetadata, payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Wq4fR7T", Kind: payment.ProviderRefundFailed, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR",
+			EventID: "evt_3TbC4nLkdIwHu7ix0Wq4fR7T", ReportedAt: time.Unix(1780045800, 0).UTC(), Kind: payment.ProviderRefundFailed, Reference: "", PaymentID: paymentID, Amount: 1500, Currency: "EUR",
 			Reason: "Stripe's refund re_3TbC4nLkdIwHu7ix0Vd3Jt8S failed (expired_or_canceled_card)", RefundID: "re_3TbC4nLkdIwHu7ix0Vd3Jt8S"}},
 		{"refunded, the reference on a listed refund", withRefunds, payment.ProviderEvent{
-			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
+			EventID: "evt_3TbC4nLkdIwHu7ix0Ht3vB9X", ReportedAt: time.Unix(1780045200, 0).UTC(), Kind: payment.ProviderRefunded, Reference: reference, PaymentID: paymentID, Amount: 1500, Currency: "EUR"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := p.ParseWebhook(headerWith(sign(c.body, webhookSecret, signedAt)), c.body, verifyAt)
@@ -168,8 +171,9 @@ func TestParseWebhookMapsStripeEvents(t *testing.T) {
 
 // TestADigestIsWhatDecidesTheEffect: two deliveries of one event that differ only
 // in the members that describe the delivery or the account (pending_webhooks, which
-// Stripe counts down as it delivers, request, created, livemode, account) have one
-// digest; one that differs in what decides its effect (the type, the object's id,
+// Stripe counts down as it delivers, request, livemode, account) or in created
+// (which Stripe sets once for an event id: the first delivery's is the one
+// recorded, ProviderEvent.ReportedAt) have one digest; one that differs in what decides its effect (the type, the object's id,
 // kind and status, the amount, the currency, the reference, a failure's reason)
 // has another.
 func TestADigestIsWhatDecidesTheEffect(t *testing.T) {

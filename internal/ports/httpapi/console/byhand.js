@@ -31,10 +31,17 @@ export function money(amount, currency) {
   }
 }
 
+// owedOf is what rental view v's payment owes back: what the provider took
+// (taken), which may not be what the payment was prepared for.
+function owedOf(v) {
+  const p = v.payment;
+  return p.taken || { amount: p.amount, currency: p.currency };
+}
+
 // byHandForm returns the form that records the refund owed of rental view v, for
 // an operator signed in as subject. done(result) is called once it is recorded.
 export function byHandForm(v, { describe, subject, done }) {
-  const pay = v.payment;
+  const pay = owedOf(v);
   const amount = h('input', { type: 'number', id: 'byhand-amount', name: 'amount', required: true, min: 1, max: MAX_AMOUNT, step: 1,
     value: String(pay.amount), inputmode: 'numeric', 'aria-describedby': 'byhand-amount-words' });
   const words = h('span', { class: 'muted', id: 'byhand-amount-words' });

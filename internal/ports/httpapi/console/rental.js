@@ -184,6 +184,9 @@ export function rentalPage(main, id, { notice, describe, subject }) {
       h('dt', {}, 'Payment'), h('dd', { class: 'mono' }, v.paymentReference),
       h('dt', {}, 'Payment status'), h('dd', { id: 'payment-status' }, pay.status || 'none yet'),
       pay.currency ? [h('dt', {}, 'Amount'), h('dd', { id: 'payment-amount' }, money(pay.amount, pay.currency))] : null,
+      // What the provider took after the payment was given up on: what goes back.
+      pay.taken ? [h('dt', {}, 'Taken'), h('dd', { id: 'payment-taken' }, money(pay.taken.amount, pay.taken.currency),
+        pay.taken.amount !== pay.amount || pay.taken.currency !== pay.currency ? h('span', { class: 'muted' }, ': not what the payment was for; this is what goes back') : null)] : null,
       h('dt', {}, 'Refund'), h('dd', {}, h('span', { id: 'refund-state' }, pay.refund || 'none'),
         refundWords[pay.refund] ? h('span', { class: 'muted' }, ': ' + refundWords[pay.refund]) : null),
       v.overdue ? [h('dt', {}, 'Due back'), h('dd', { id: 'due-back' }, time(v.overdue.dueAt),
