@@ -301,8 +301,8 @@ func refundFailsAtStripe(t *testing.T, order, bike string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	made, err := h.RefundMadeByHand(ctx, rentalID, s.Amount, "bank-1", "ann", command.Meta{})
-	if err != nil || made.State.Refund != payment.RefundStatusMadeByHand {
+	made, err := h.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: s.Amount, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{})
+	if err != nil || made.Refund != payment.RefundStatusMadeByHand {
 		t.Fatalf("the refund owed made by hand: %+v, %v", made, err)
 	}
 	late := event("evt_charge_refunded_late", payment.ProviderRefunded, "")

@@ -9,9 +9,9 @@ import (
 )
 
 var (
-	oweOther   = OweUnexpectedRefund{Reference: ref, PaymentID: "pi_other", Amount: 1500, Currency: "EUR", Reason: "refused for good"}
-	owedOther  = UnexpectedRefundOwed{Reference: ref, PaymentID: "pi_other", Amount: 1500, Currency: "EUR", Reason: "refused for good"}
-	madeOther  = RecordRefundMadeByHand{Reference: ref, PaymentID: "pi_other", Amount: 1500, OperatorReference: "bank-2", RecordedBy: "op-2"}
+	oweOther    = OweUnexpectedRefund{Reference: ref, PaymentID: "pi_other", Amount: 1500, Currency: "EUR", Reason: "refused for good"}
+	owedOther   = UnexpectedRefundOwed{Reference: ref, PaymentID: "pi_other", Amount: 1500, Currency: "EUR", Reason: "refused for good"}
+	madeOther   = RecordRefundMadeByHand{Reference: ref, PaymentID: "pi_other", Amount: 1500, OperatorReference: "bank-2", RecordedBy: "op-2"}
 	otherByHand = UnexpectedRefundMadeByHand{Reference: ref, PaymentID: "pi_other", Amount: 1500, Currency: "EUR", OperatorReference: "bank-2", RecordedBy: "op-2"}
 )
 
