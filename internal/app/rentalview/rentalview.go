@@ -102,6 +102,20 @@ type Payment struct {
 	// or "refunded-twice" (by hand, then by the provider as well) once money taken
 	// after the payment was given up on goes back.
 	Refund string `json:"refund,omitempty"`
+	// UnexpectedRefunds are the refunds owed on other provider payments that took
+	// money under the payment's reference (payment.UnexpectedRefund), one per
+	// provider payment, in the order they became owed.
+	UnexpectedRefunds []UnexpectedRefund `json:"unexpectedRefunds,omitempty"`
+}
+
+// UnexpectedRefund is where the refund owed on another provider payment stands:
+// what it took (0 and "" where the provider did not say) and "owed" or
+// "refunded-by-hand".
+type UnexpectedRefund struct {
+	PaymentID string `json:"paymentId"`
+	Amount    int64  `json:"amount,omitempty"`
+	Currency  string `json:"currency,omitempty"`
+	Refund    string `json:"refund"`
 }
 
 // WithoutSecrets returns the view with the payment's client secret removed, for
@@ -120,8 +134,10 @@ func (v View) WithoutSecrets() View {
 // the operator's own reference for it, and why a provider refused a refund (its
 // message and request id).
 var operatorsOnly = map[string][]string{
-	payment.RefundMadeByHand{}.EventType(): {"recordedBy", "operatorReference"},
-	payment.RefundOwed{}.EventType():       {"reason"},
+	payment.RefundMadeByHand{}.EventType():           {"recordedBy", "operatorReference"},
+	payment.RefundOwed{}.EventType():                 {"reason"},
+	payment.UnexpectedRefundMadeByHand{}.EventType(): {"recordedBy", "operatorReference"},
+	payment.UnexpectedRefundOwed{}.EventType():       {"reason"},
 }
 
 // ForRenter returns the view as its renter may read it: WithoutSecrets' view but
@@ -268,6 +284,10 @@ func Of(rentalID string, recs Records) (View, error) {
 		paymentStatus = pay.Status
 		v.Payment = &Payment{PaymentID: pay.PaymentID, Amount: pay.Amount, Currency: pay.Currency, Status: string(pay.Status),
 			Refund: string(pay.Refund)}
+		for _, u := range pay.Unexpected {
+			v.Payment.UnexpectedRefunds = append(v.Payment.UnexpectedRefunds, UnexpectedRefund{PaymentID: u.PaymentID, Amount: u.Amount,
+				Currency: u.Currency, Refund: string(u.Refund)})
+		}
 	}
 	processStarted, processEnded := false, false
 	for _, r := range records[2] {
