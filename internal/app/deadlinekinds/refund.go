@@ -130,6 +130,24 @@ type RefundOwed struct {
 	Reason string
 }
 
+// The causes of a refund owed, as operators' listings name them.
+const (
+	// CauseLateSuccess: the provider took the money on the rental's own payment
+	// after it was given up on.
+	CauseLateSuccess = "late-success"
+	// CauseOtherPayment: the provider reported money taken under the rental's
+	// payment reference on another provider payment than the one recorded.
+	CauseOtherPayment = "other-payment"
+)
+
+// Cause returns why the refund is owed: CauseLateSuccess or CauseOtherPayment.
+func (r RefundOwed) Cause() string {
+	if r.OnRecordedPayment {
+		return CauseLateSuccess
+	}
+	return CauseOtherPayment
+}
+
 // RefundOf returns what the refund row of subject is about, read from the
 // payment's state and records as command.Handler.LoadPayment returns them; ok is
 // false when they record no refund owed for it (a row the auditor reports stale).

@@ -43,22 +43,12 @@ type RefundDebt struct {
 	// did not say.
 	Amount   int64  `json:"amount,omitempty"`
 	Currency string `json:"currency,omitempty"`
-	// Cause is CauseLateSuccess or CauseOtherPayment.
+	// Cause is deadlinekinds.CauseLateSuccess or deadlinekinds.CauseOtherPayment.
 	Cause string `json:"cause"`
 	// Reason is what the provider refused, for one that can refund; left out for
 	// one that cannot refund at all.
 	Reason string `json:"reason,omitempty"`
 }
-
-// The causes of a refund owed (RefundDebt.Cause).
-const (
-	// CauseLateSuccess: the provider took the money on the rental's own payment
-	// after it was given up on.
-	CauseLateSuccess = "late-success"
-	// CauseOtherPayment: the provider reported money taken under the rental's
-	// payment reference on another provider payment than the one recorded.
-	CauseOtherPayment = "other-payment"
-)
 
 // refundDebts reads, for each refund row among rows, what it owes from its
 // payment's stream (deadlinekinds.RefundOf): one read per rental listed, a few at
@@ -90,10 +80,7 @@ func (a *API) refundDebts(ctx context.Context, rows []deadline.Row) (map[string]
 					}
 					continue
 				}
-				d := RefundDebt{PaymentID: o.PaymentID, Amount: o.Amount, Currency: o.Currency, Cause: CauseOtherPayment, Reason: o.Reason}
-				if o.OnRecordedPayment {
-					d.Cause = CauseLateSuccess
-				}
+				d := RefundDebt{PaymentID: o.PaymentID, Amount: o.Amount, Currency: o.Currency, Cause: o.Cause(), Reason: o.Reason}
 				mu.Lock()
 				bySubject[subject] = d
 				mu.Unlock()
