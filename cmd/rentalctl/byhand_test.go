@@ -173,3 +173,52 @@ func TestEachRefundOwedIsListedAndMadeByHandOnItsOwn(t *testing.T) {
 		t.Fatalf("refunds after both:\n%s", r.stdout)
 	}
 }
+
+// TestARefundOwedAtAReceiptOnlyIsRepairedOntoItsPayment: money another provider
+// payment took whose refund is owed at its event's receipt (MismatchRefundOwed)
+// but recorded on no payment (a receipt written before the process recorded it,
+// or whose reaction was lost) is reported by rentalctl audit, with what to run;
+// repair --stream, dry or not, delivers the receipt to the process, which records
+// it owed on the payment, where rentalctl refunds lists it and the audit is clean
+// once the projector has it. A stream that is not a receipt is a usage error.
+func TestARefundOwedAtAReceiptOnlyIsRepairedOntoItsPayment(t *testing.T) {
+	w, outstanding := world(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	id := outstanding[0]
+	ref := payment.ReferenceFor(id)
+	ctx := context.Background()
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "other-1", Kind: payment.ProviderSucceeded, Reference: ref,
+		PaymentID: "pay_other", Amount: 700, Currency: "USD", Digest: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	receipt := command.ReceiptStreamID("generic", "other-1")
+	must(t, e, "rebuild")
+	r := wantStatus(t, 1, e, "audit", "--quiet")
+	if !strings.Contains(r.stdout, "money-kept ") || !strings.Contains(r.stdout, "rentalctl repair --stream "+receipt) || !strings.Contains(r.stdout, ", 0 refunds owed in ") {
+		t.Fatalf("audit of a refund owed at a receipt only:\n%s", r.stdout)
+	}
+	before := len(w.PaymentOf(id))
+	if r := must(t, e, "repair", "--stream", receipt, "--dry-run"); r.stdout != receipt+": would deliver 2 records: process<-ProviderEventMismatched v1, process<-MismatchRefundOwed v2\n" || len(w.PaymentOf(id)) != before {
+		t.Fatalf("repair --stream --dry-run: %q", r.stdout)
+	}
+	if r := must(t, e, "repair", "--stream", receipt); r.stdout != receipt+": repaired 2 records: process<-ProviderEventMismatched v1, process<-MismatchRefundOwed v2\n" {
+		t.Fatalf("repair --stream: %q", r.stdout)
+	}
+	if recs := w.PaymentOf(id); len(recs) != before+1 || recs[before].Type != "UnexpectedRefundOwed" {
+		t.Fatalf("the payment after the repair: %+v", recs)
+	}
+	if r := must(t, e, "refunds"); !strings.Contains(r.stdout, " pay_other ") || !strings.HasSuffix(r.stdout, "\n1 refund owed\n") {
+		t.Fatalf("refunds:\n%s", r.stdout)
+	}
+	must(t, e, "repair", "--stream", receipt) // again: nothing more
+	if n := len(w.PaymentOf(id)); n != before+1 {
+		t.Fatalf("a second repair appended %d events", n-before-1)
+	}
+	must(t, e, "rebuild") // the projector's part, which the live one does
+	if r := must(t, e, "audit", "--quiet"); !strings.Contains(r.stdout, ", 1 refund owed in ") {
+		t.Fatalf("audit after the repair:\n%s", r.stdout)
+	}
+	for _, args := range [][]string{{"repair", "--stream", payment.StreamID(ref)}, {"repair", "--stream", receipt, "--stuck"}, {"repair", "--stream", ""}} {
+		wantStatus(t, 2, e, args...)
+	}
+}

@@ -377,18 +377,23 @@ func (p *Process) cancellationOwed(ctx context.Context, r eventstore.Record, e p
 // alarm watches. A refund reported on a provider payment that is not the recorded
 // one (as the service's own refund of money taken there reports) gives back money
 // rather than taking it: it is logged, and counts 0. A redelivered record counts
-// again; the alarm fires on any.
+// again; the alarm fires on any; a repair's delivery of one recorded before it
+// stands, and is not counted.
 func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command.ProviderEventMismatched) {
 	n := 1
 	if e.Kind == payment.ProviderRefunded {
 		n = 0
 	}
-	p.count(ctx, r, "provider event does not match its payment", MetricProviderEventMismatches, n,
-		slog.String("provider", e.Provider), slog.String("providerEventId", e.EventID), slog.String("kind", string(e.Kind)),
+	attrs := []slog.Attr{slog.String("provider", e.Provider), slog.String("providerEventId", e.EventID), slog.String("kind", string(e.Kind)),
 		slog.String("paymentReference", e.Reference), slog.Any("fields", e.Fields),
 		slog.String("providerPaymentId", e.PaymentID), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
 		slog.String("recordedPaymentId", e.RecordedPaymentID), slog.Int64("recordedAmount", e.RecordedAmount), slog.String("recordedCurrency", e.RecordedCurrency),
-		slog.Bool("refundDue", e.RefundDue))
+		slog.Bool("refundDue", e.RefundDue)}
+	if repairing(ctx) { // a repair's delivery of a receipt recorded before it (rentalctl repair --stream)
+		p.logger.LogAttrs(ctx, slog.LevelInfo, "provider event that does not match its payment stands", append(attrs, slog.String("eventId", r.ID))...)
+		return
+	}
+	p.count(ctx, r, "provider event does not match its payment", MetricProviderEventMismatches, n, attrs...)
 }
 
 // count logs a warning, then writes n counts of metric as one Embedded Metric
