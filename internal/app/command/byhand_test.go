@@ -168,3 +168,52 @@ func TestARefundMadeByHandNeedsNoProvider(t *testing.T) {
 		t.Fatalf("without a provider: %+v, %v", res, err)
 	}
 }
+
+// TestConcurrentRecordsOfARefundOwedOnAnotherPaymentRecordOne: operators recording
+// the refund owed on another provider payment at once race on the payment stream's
+// version, as for the payment's own: one is recorded, the others refused, and the
+// rental's own refund stays owed.
+func TestConcurrentRecordsOfARefundOwedOnAnotherPaymentRecordOne(t *testing.T) {
+	storesOf(t, func(t *testing.T, store eventstore.Store) {
+		h := command.New(store, command.WithProvider(generic.Provider{}))
+		id := owedRental(t, h, "b1")
+		ref := payment.ReferenceFor(id)
+		if _, err := h.Payment(ctx, payment.OweUnexpectedRefund{Reference: ref, PaymentID: "pi_other", Amount: 700, Currency: "USD"}, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		const n = 6
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{PaymentID: "pi_other", Amount: 700, OperatorReference: "bank-2", RecordedBy: "op"}, command.Meta{})
+			})
+		}
+		wg.Wait()
+		ok, refused := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, payment.ErrRefundAlreadyRecorded):
+				refused++
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		}
+		recs, err := store.Read(ctx, payment.StreamID(ref), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := 0
+		for _, r := range recs {
+			if r.Type == "UnexpectedRefundMadeByHand" {
+				made++
+			}
+		}
+		s, _, err := h.LoadPayment(ctx, ref)
+		if err != nil || ok != 1 || refused != n-1 || made != 1 || s.Refund != payment.RefundStatusOwed {
+			t.Fatalf("%d recorded, %d refused, %d UnexpectedRefundMadeByHand in the stream, own refund %q (%v); want 1, %d, 1, owed", ok, refused, made, s.Refund, err, n-1)
+		}
+	})
+}
