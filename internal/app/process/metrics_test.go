@@ -112,7 +112,7 @@ func TestMoneyTakenOnAnotherPaymentIsOwedOnItsPaymentAndCounted(t *testing.T) {
 	recs := paymentEvents()
 	owed := recs[len(recs)-1]
 	var e payment.UnexpectedRefundOwed
-	if err := json.Unmarshal(owed.Data, &e); len(recs) != 2 || err != nil || owed.Type != "UnexpectedRefundOwed" || owed.CausationID != receipt[1].ID ||
+	if err := json.Unmarshal(owed.Data, &e); len(recs) != 2 || err != nil || owed.Type != "UnexpectedRefundOwed" || owed.CausationID != command.ProviderCausationID("generic", "evt_other") ||
 		owed.CorrelationID != rentalID || e != (payment.UnexpectedRefundOwed{Reference: ref, PaymentID: "pay_other", Amount: 700, Currency: "USD"}) {
 		t.Fatalf("the payment's stream after two deliveries: %+v (%s)", recs, owed.Data)
 	}

@@ -325,7 +325,13 @@ func (p *Process) onMismatchRefundOwed(ctx context.Context, r eventstore.Record,
 		return fmt.Errorf("rentalpayment: %s version %d: %w", r.StreamID, r.Version, err)
 	}
 	c := payment.OweUnexpectedRefund{Reference: e.Reference, PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency, Reason: e.Reason}
-	if _, err := p.commands.Payment(ctx, c, command.Meta{CorrelationID: rentalID, CausationID: r.ID}); err != nil {
+	// Its cause is the receipt's: the provider's event, which the rental's timeline
+	// names (the receipt's own records are in no stream of the rental's).
+	cause := r.CausationID
+	if cause == "" {
+		cause = r.ID
+	}
+	if _, err := p.commands.Payment(ctx, c, command.Meta{CorrelationID: rentalID, CausationID: cause}); err != nil {
 		return fmt.Errorf("rentalpayment: owe the refund of provider payment %s under %s: %w", e.PaymentID, e.Reference, err)
 	}
 	return nil

@@ -279,6 +279,9 @@ func TestEachRefundOwedIsRecordedOnItsOwnFromTheConsole(t *testing.T) {
 	if got := evaluate[string](t, ctx, `document.querySelector('#unexpected-refunds li[data-payment-id="pay_other"] .unexpected-refund-state').textContent`); got != "owed" {
 		t.Errorf("the other payment's refund reads %q on the rental's page", got)
 	}
+	if got := evaluate[string](t, ctx, `document.querySelector('#timeline li[data-type="UnexpectedRefundOwed"] .cause').textContent`); got != "caused by the provider's event evt-other-"+r+" (generic)" {
+		t.Errorf("the refund owed on the other payment reads %q in the timeline, want the provider's event as its cause", got)
+	}
 
 	run(t, ctx, "two rows on the Refunds page, each with its action", js(`location.hash = '#/backlog'`),
 		waitFor(present(ownRow+` button.record-refund-by-hand`)), waitFor(present(otherRow+` button.record-refund-by-hand`)))
