@@ -110,13 +110,13 @@ func TestRefundMadeByHandAnswersJSON(t *testing.T) {
 	}
 }
 
-// TestEachRefundOwedIsListedAndMadeByHandOnItsOwn owes a rental two refunds in the
+// TestRentalctlListsEachRefundOwedAndRecordsEachOnItsOwn owes a rental two refunds in the
 // world: its own late success's, and money a generic event reported taken on
 // another provider payment (recorded on the payment by the process's reaction to
 // MismatchRefundOwed). rentalctl refunds lists both; refund-made-by-hand with
 // --payment-id settles that one alone (another amount or currency refused), and
 // without it the rental's own; each leaves the list on its own.
-func TestEachRefundOwedIsListedAndMadeByHandOnItsOwn(t *testing.T) {
+func TestRentalctlListsEachRefundOwedAndRecordsEachOnItsOwn(t *testing.T) {
 	w, outstanding := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	id := outstanding[0]

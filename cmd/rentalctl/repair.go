@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/bikerental/bikerental/internal/app/repair"
 	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
@@ -76,8 +75,8 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 		}
 		ids = pos
 	}
-	if streamFlag(args) && (stuck || !strings.HasPrefix(stream, repair.ReceiptStreamPrefix)) {
-		return f.fail(c, "-stream: want a provider event's receipt stream (%s...), without --stuck", repair.ReceiptStreamPrefix)
+	if streamFlag(args) && (stuck || !strings.HasPrefix(stream, ctl.ReceiptStreamPrefix)) {
+		return f.fail(c, "-stream: want a provider event's receipt stream (%s...), without --stuck", ctl.ReceiptStreamPrefix)
 	}
 	stack, err := f.open(ctx, c, "events-table", "pending-table")
 	if err != nil {
@@ -128,12 +127,12 @@ func printRepair(out io.Writer, id string, res ctl.RepairResult, dryRun bool) {
 
 // printDeliveries prints a stream's repair for people: the records delivered (or,
 // with a dry run, that would be).
-func printDeliveries(out io.Writer, stream string, ds []repair.Delivery, dryRun bool) {
+func printDeliveries(out io.Writer, stream string, ds []ctl.Delivery, dryRun bool) {
 	fmt.Fprintf(out, "%s: %s\n", stream, deliveries(ds, dryRun))
 }
 
 // deliveries says which records a repair delivered, or would.
-func deliveries(ds []repair.Delivery, dryRun bool) string {
+func deliveries(ds []ctl.Delivery, dryRun bool) string {
 	var what []string
 	for _, d := range ds {
 		what = append(what, fmt.Sprintf("%s<-%s v%d", d.Consumer, d.Type, d.Version))
