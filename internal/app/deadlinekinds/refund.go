@@ -14,8 +14,10 @@ import (
 // Refund is the refund-owed kind's name.
 const Refund = "refund"
 
-// RefundPrefix starts the key of a refund-owed row; the rest is the rental id, so
-// that the key is "refund#" and the payment's reference.
+// RefundPrefix starts the key of a refund-owed row; the rest is its subject: the
+// rental id, so that the key is "refund#" and the payment's reference, or for a
+// refund owed on another provider payment the rental id and that payment's digest
+// (UnexpectedRefundSubject).
 var RefundPrefix = "refund#" + PaymentPrefix
 
 // RefundLane is the lane of the refunds owed: the partitions "refund#0",
