@@ -247,6 +247,19 @@ func TestEachRefundOwedIsListedAndMadeByHandOnItsOwn(t *testing.T) {
 		if n := h.totalEvents(streams...); n != before+2 {
 			t.Fatalf("two refunds made by hand wrote %d events", n-before)
 		}
+
+		// Money a provider reported taken without saying how much: recorded for what
+		// the operator paid back, in the currency the operator names.
+		if _, err := h.commands.Payment(context.Background(), payment.OweUnexpectedRefund{Reference: ref, PaymentID: "pi_unsaid"}, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if r := h.expect(http.MethodPost, path, `{"amount":450,"reference":"bank-3","paymentId":"pi_unsaid"}`, nil, http.StatusUnprocessableEntity); !strings.Contains(r.str("detail"), "name the currency") {
+			t.Errorf("no currency for money taken in a currency the provider did not name: %s", r.raw)
+		}
+		r = h.expect(http.MethodPost, path, `{"amount":450,"reference":"bank-3","paymentId":"pi_unsaid","currency":"GBP"}`, nil, http.StatusOK)
+		if err := json.Unmarshal([]byte(r.raw), &got); err != nil || got.PaymentID != "pi_unsaid" || got.Amount != 450 || got.Currency != "GBP" {
+			t.Fatalf("a refund of an amount the provider did not say: %s", r.raw)
+		}
 		// Its renter sees where each stands, not the refusal, who recorded it or the
 		// operator's reference.
 		mine := h.expect(http.MethodGet, "/rentals/"+id, "", as("alice"), http.StatusOK)
