@@ -18,7 +18,8 @@ table that lists exactly the outstanding payments, and bikes told how their rent
 process ended. It only reads: it is safe to run at any time, against a live service.
 
 Prints one line per violation and a summary line (or, with --json, the report as
-JSON) on stdout, and a progress line every 500 streams on stderr. Exits 0 when
+JSON) on stdout; the summary counts the refunds owed that nobody has recorded made
+yet, each on its own (rentalctl refunds lists them), and a progress line every 500 streams on stderr. Exits 0 when
 nothing was found, 1 when violations were found or the audit failed, 2 for a bad
 command line.
 
@@ -108,7 +109,7 @@ func printAudit(out io.Writer, report audit.Report, eventsTable, pendingTable st
 	if !report.Quiet {
 		checks = "quiet checks skipped, --quiet runs them"
 	}
-	fmt.Fprintf(out, "audited %s and %s: %d streams, %d records, %d rentals, %d payments, %d pending rows (%d parked records) in %s: %s (%s)\n",
+	fmt.Fprintf(out, "audited %s and %s: %d streams, %d records, %d rentals, %d payments, %d pending rows (%d parked records), %s in %s: %s (%s)\n",
 		eventsTable, pendingTable, report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows, report.Parked,
-		took.Round(time.Millisecond), found, checks)
+		count(report.RefundsOwed, "refund")+" owed", took.Round(time.Millisecond), found, checks)
 }

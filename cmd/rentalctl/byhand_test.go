@@ -109,3 +109,116 @@ func TestRefundMadeByHandAnswersJSON(t *testing.T) {
 		t.Errorf("--json: %+v", got)
 	}
 }
+
+// TestRentalctlListsEachRefundOwedAndRecordsEachOnItsOwn owes a rental two refunds in the
+// world: its own late success's, and money a generic event reported taken on
+// another provider payment (recorded on the payment by the process's reaction to
+// MismatchRefundOwed). rentalctl refunds lists both; refund-made-by-hand with
+// --payment-id settles that one alone (another amount or currency refused), and
+// without it the rental's own; each leaves the list on its own.
+func TestRentalctlListsEachRefundOwedAndRecordsEachOnItsOwn(t *testing.T) {
+	w, outstanding := world(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	id := outstanding[0]
+	ref := payment.ReferenceFor(id)
+	ctx := context.Background()
+	if _, err := w.Commands.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "late-1", Kind: payment.ProviderSucceeded, Reference: ref, Unstated: payment.AllFacts, Digest: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "other-1", Kind: payment.ProviderSucceeded, Reference: ref,
+		PaymentID: "pay_other", Amount: 700, Currency: "USD", Digest: "d2"})
+	if err != nil || res.Mismatch == nil || !res.Mismatch.RefundDue {
+		t.Fatalf("a success on another payment id: %+v, %v", res, err)
+	}
+	receipt := w.Read(command.ReceiptStreamID("generic", "other-1"))
+	if len(receipt) != 2 || receipt[1].Type != "MismatchRefundOwed" {
+		t.Fatalf("the mismatch's receipt: %+v", receipt)
+	}
+	if err := w.Process.Handle(ctx, receipt[1]); err != nil {
+		t.Fatal(err)
+	}
+	r := must(t, e, "refunds")
+	if !strings.HasSuffix(r.stdout, "\n2 refunds owed\n") || !strings.Contains(r.stdout, " pay_other ") || !strings.Contains(r.stdout, " other-payment ") ||
+		!strings.Contains(r.stdout, "7.00 USD") || !strings.Contains(r.stdout, " late-success ") {
+		t.Fatalf("refunds:\n%s", r.stdout)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--amount", "1500"}, "700 USD is owed on provider payment pay_other, not 1500"},
+		{[]string{"--amount", "700", "--currency", "EUR"}, "700 USD is owed on provider payment pay_other, not 700 EUR"},
+	} {
+		args := append([]string{"refund-made-by-hand", id, "--payment-id", "pay_other", "--reference", "bank-2", "--by", "ann"}, c.args...)
+		if r := wantStatus(t, 1, e, args...); !strings.Contains(r.err.Error(), c.says) {
+			t.Errorf("%q: %v; want it to say %q", args, r.err, c.says)
+		}
+	}
+	for _, bad := range [][]string{{"--payment-id", "pay\nother"}, {"--currency", "usd"}} {
+		wantStatus(t, 2, e, append([]string{"refund-made-by-hand", id, "--amount", "700", "--reference", "bank-2", "--by", "ann"}, bad...)...)
+	}
+	r = must(t, e, "refund-made-by-hand", id, "--payment-id", "pay_other", "--amount", "700", "--currency", "USD", "--reference", "bank-2", "--by", "ann")
+	if !strings.HasPrefix(r.stdout, id+": refunded-by-hand: 7.00 USD paid back by hand under reference \"bank-2\"") || !strings.HasSuffix(r.stdout, "(owed on provider payment \"pay_other\")\n") {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	if r := must(t, e, "refunds"); !strings.HasSuffix(r.stdout, "\n1 refund owed\n") || strings.Contains(r.stdout, "pay_other") {
+		t.Fatalf("refunds after the other payment's:\n%s", r.stdout)
+	}
+	wantStatus(t, 1, e, "refund-made-by-hand", id, "--payment-id", "pay_other", "--amount", "700", "--reference", "bank-2", "--by", "ann")
+	must(t, e, "refund-made-by-hand", id, "--amount", "1500", "--reference", "bank-1", "--by", "ann")
+	if r := must(t, e, "refunds"); !strings.HasSuffix(r.stdout, "\n0 refunds owed\n") {
+		t.Fatalf("refunds after both:\n%s", r.stdout)
+	}
+}
+
+// TestARefundOwedAtAReceiptOnlyIsRepairedOntoItsPayment: money another provider
+// payment took whose refund is owed at its event's receipt (MismatchRefundOwed)
+// but recorded on no payment (a receipt written before the process recorded it,
+// or whose reaction was lost) is reported by rentalctl audit, with what to run;
+// repair --stream, dry or not, delivers the receipt to the process, which records
+// it owed on the payment, where rentalctl refunds lists it and the audit is clean
+// once the projector has it. A stream that is not a receipt is a usage error.
+func TestARefundOwedAtAReceiptOnlyIsRepairedOntoItsPayment(t *testing.T) {
+	w, outstanding := world(t)
+	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
+	id := outstanding[0]
+	ref := payment.ReferenceFor(id)
+	ctx := context.Background()
+	if _, err := w.Commands.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "other-1", Kind: payment.ProviderSucceeded, Reference: ref,
+		PaymentID: "pay_other", Amount: 700, Currency: "USD", Digest: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	receipt := command.ReceiptStreamID("generic", "other-1")
+	must(t, e, "rebuild")
+	r := wantStatus(t, 1, e, "audit", "--quiet")
+	if !strings.Contains(r.stdout, "money-kept ") || !strings.Contains(r.stdout, "rentalctl repair --stream "+receipt) || !strings.Contains(r.stdout, ", 0 refunds owed in ") {
+		t.Fatalf("audit of a refund owed at a receipt only:\n%s", r.stdout)
+	}
+	before := len(w.PaymentOf(id))
+	if r := must(t, e, "repair", "--stream", receipt, "--dry-run"); r.stdout != receipt+": would deliver 2 records: process<-ProviderEventMismatched v1, process<-MismatchRefundOwed v2\n" || len(w.PaymentOf(id)) != before {
+		t.Fatalf("repair --stream --dry-run: %q", r.stdout)
+	}
+	if r := must(t, e, "repair", "--stream", receipt); r.stdout != receipt+": repaired 2 records: process<-ProviderEventMismatched v1, process<-MismatchRefundOwed v2\n" {
+		t.Fatalf("repair --stream: %q", r.stdout)
+	}
+	if recs := w.PaymentOf(id); len(recs) != before+1 || recs[before].Type != "UnexpectedRefundOwed" {
+		t.Fatalf("the payment after the repair: %+v", recs)
+	}
+	if r := must(t, e, "refunds"); !strings.Contains(r.stdout, " pay_other ") || !strings.HasSuffix(r.stdout, "\n1 refund owed\n") {
+		t.Fatalf("refunds:\n%s", r.stdout)
+	}
+	must(t, e, "repair", "--stream", receipt) // again: nothing more
+	if n := len(w.PaymentOf(id)); n != before+1 {
+		t.Fatalf("a second repair appended %d events", n-before-1)
+	}
+	must(t, e, "rebuild") // the projector's part, which the live one does
+	if r := must(t, e, "audit", "--quiet"); !strings.Contains(r.stdout, ", 1 refund owed in ") {
+		t.Fatalf("audit after the repair:\n%s", r.stdout)
+	}
+	for _, args := range [][]string{{"repair", "--stream", payment.StreamID(ref)}, {"repair", "--stream", receipt, "--stuck"}, {"repair", "--stream", ""}} {
+		wantStatus(t, 2, e, args...)
+	}
+}

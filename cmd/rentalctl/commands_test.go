@@ -523,7 +523,7 @@ func TestRefundsListsWhatIsOwed(t *testing.T) {
 	w, outstanding := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	r := must(t, e, "refunds")
-	if r.stdout != "PAYMENT  RENTAL  PROVIDER PAYMENT  AMOUNT  OWED SINCE  REASON\n0 refunds owed\n" {
+	if r.stdout != "PAYMENT  RENTAL  PROVIDER PAYMENT  CAUSE  AMOUNT  OWED SINCE  REASON\n0 refunds owed\n" {
 		t.Errorf("refunds of a world that owes none:\n%q", r.stdout)
 	}
 	// The scan says how far it has got, on stderr, after each page.

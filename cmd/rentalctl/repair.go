@@ -11,6 +11,7 @@ import (
 
 const repairUsage = `Usage: rentalctl repair [flags] RENTAL_ID
        rentalctl repair [flags] --stuck
+       rentalctl repair [flags] --stream STREAM_ID
 
 Brings a rental's process and the Deadlines table to where the rental's
 events say they should be: it reads the rental's records from its bike's, its
@@ -30,6 +31,13 @@ tables, with the checks that need a quiet service: a rental still in flight may 
 repaired too, which does what its consumers were about to do. --dry-run lists the
 deliveries and changes nothing.
 
+With --stream, it delivers again the records of one provider event's receipt
+stream (providerevent-...), which no rental's repair reads: what the auditor asks
+for money another provider payment took whose refund is owed at the event's
+receipt (MismatchRefundOwed) but recorded on no payment, so that no list shows it
+(money-kept); the process then records it owed on the payment, where rentalctl
+refunds lists it.
+
 Each rental's case is printed with it (docs/decisions/0007-stuck-rentals.md). The
 sweep repairs most cases on its own; a rental whose payment was never prepared
 (not-started) it leaves to an operator, because repairing it prepares the payment
@@ -42,17 +50,18 @@ for --stuck what rentalctl audit needs.
 
 func runRepair(ctx context.Context, c *cli, args []string) error {
 	var (
-		eventsTable, pendingTable string
-		stuck, dryRun, asJSON     bool
+		eventsTable, pendingTable, stream string
+		stuck, dryRun, asJSON             bool
 	)
 	f := newFlags("repair", repairUsage, c.getenv)
 	f.eventsTable(&eventsTable, "to read and append to")
 	f.pendingTable(&pendingTable, "to project into")
 	f.fs.BoolVar(&stuck, "stuck", false, "repair every rental the auditor reports stuck")
+	f.fs.StringVar(&stream, "stream", "", "deliver a provider event's receipt stream's records again, instead of a rental's")
 	f.fs.BoolVar(&dryRun, "dry-run", false, "list what would be delivered; change nothing")
 	f.jsonFlag(&asJSON)
 	var ids []string
-	if stuckFlag(args) {
+	if stuckFlag(args) || streamFlag(args) {
 		if _, err := f.parse(args, c); err != nil {
 			return err
 		}
@@ -66,6 +75,9 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 		}
 		ids = pos
 	}
+	if streamFlag(args) && (stuck || !strings.HasPrefix(stream, ctl.ReceiptStreamPrefix)) {
+		return f.fail(c, "-stream: want a provider event's receipt stream (%s...), without --stuck", ctl.ReceiptStreamPrefix)
+	}
 	stack, err := f.open(ctx, c, "events-table", "pending-table")
 	if err != nil {
 		return err
@@ -73,6 +85,17 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 	repairs, err := stack.Repairs(ctx)
 	if err != nil {
 		return failed("repair", err)
+	}
+	if stream != "" {
+		res, err := repairs.RepairStream(ctx, stream, dryRun)
+		if err != nil {
+			return failed("repair", err)
+		}
+		if asJSON {
+			return c.printJSON(res)
+		}
+		printDeliveries(c.stdout, stream, res.Deliveries, dryRun)
+		return nil
 	}
 	if stuck {
 		found, err := repairs.Stuck(ctx)
@@ -99,15 +122,40 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 // printRepair prints a rental's repair for people: its case, its status before and
 // after, and the records delivered (or, with a dry run, that would be).
 func printRepair(out io.Writer, id string, res ctl.RepairResult, dryRun bool) {
+	fmt.Fprintf(out, "%s (%s): %s -> %s, %s\n", id, res.Case, res.Before, res.After, deliveries(res.Deliveries, dryRun))
+}
+
+// printDeliveries prints a stream's repair for people: the records delivered (or,
+// with a dry run, that would be).
+func printDeliveries(out io.Writer, stream string, ds []ctl.Delivery, dryRun bool) {
+	fmt.Fprintf(out, "%s: %s\n", stream, deliveries(ds, dryRun))
+}
+
+// deliveries says which records a repair delivered, or would.
+func deliveries(ds []ctl.Delivery, dryRun bool) string {
 	var what []string
-	for _, d := range res.Deliveries {
+	for _, d := range ds {
 		what = append(what, fmt.Sprintf("%s<-%s v%d", d.Consumer, d.Type, d.Version))
 	}
 	verb := "repaired"
 	if dryRun {
 		verb = "would deliver"
 	}
-	fmt.Fprintf(out, "%s (%s): %s -> %s, %s %d records: %s\n", id, res.Case, res.Before, res.After, verb, len(res.Deliveries), strings.Join(what, ", "))
+	return fmt.Sprintf("%s %d records: %s", verb, len(ds), strings.Join(what, ", "))
+}
+
+// streamFlag reports whether the command line asks for --stream, which takes no
+// rental id (as stuckFlag).
+func streamFlag(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "-stream" || a == "--stream" || strings.HasPrefix(a, "-stream=") || strings.HasPrefix(a, "--stream="):
+			return true
+		}
+	}
+	return false
 }
 
 // stuckFlag reports whether the command line asks for --stuck, which takes no

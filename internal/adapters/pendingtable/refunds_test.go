@@ -3,6 +3,7 @@ package pendingtable_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -181,5 +182,85 @@ func TestARefundMadeByHandSettlesItsRow(t *testing.T) {
 	secondID, _ := payment.RentalIDFor(second)
 	if len(got) != 1 || got[0].Subject != secondID {
 		t.Fatalf("after the refunds made by hand: %+v; want only %s", got, secondID)
+	}
+}
+
+// TestEachRefundOwedOfARentalIsARowOfItsOwn: a rental that owes its own refund and
+// one on each of two other provider payments has three rows of the refund kind,
+// listed apart under any shard count, each settled by its own refund made by hand
+// and by nothing else (the own one's settlement leaves the others, and one other's
+// the rest); a replayed opening, before or after, never brings a settled one back,
+// and a rebuild's replay of the whole stream, over the table or into an empty one,
+// leaves exactly the one still owed.
+func TestEachRefundOwedOfARentalIsARowOfItsOwn(t *testing.T) {
+	ctx := context.Background()
+	client := emulatortest.DynamoDB(t)
+	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
+	p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	id := rental.NewRentalID("a", "AAAAAAAAAAAAAAAAAAAAAA")
+	ref := payment.ReferenceFor(id)
+	owedOn := func(paymentID string) payment.UnexpectedRefundOwed {
+		return payment.UnexpectedRefundOwed{Reference: ref, PaymentID: paymentID, Amount: 700, Currency: "USD"}
+	}
+	madeOn := func(paymentID string) payment.UnexpectedRefundMadeByHand {
+		return payment.UnexpectedRefundMadeByHand{Reference: ref, PaymentID: paymentID, Amount: 700, Currency: "USD", OperatorReference: "bank-2", RecordedBy: "ann"}
+	}
+	stream := []eventstore.Record{
+		refundRecord(t, ref, 4, payment.RefundOwed{Reference: ref, PaymentID: "pay_1", Amount: 1500, Currency: "EUR"}, at),
+		refundRecord(t, ref, 5, owedOn("pi_other"), at.Add(time.Minute)),
+		refundRecord(t, ref, 6, owedOn("pi_third"), at.Add(2*time.Minute)),
+		refundRecord(t, ref, 7, madeOn("pi_other"), at.Add(3*time.Minute)),
+		refundRecord(t, ref, 8, payment.RefundMadeByHand{Reference: ref, PaymentID: "pay_1", Amount: 1500, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"}, at.Add(4*time.Minute)),
+	}
+	subjects := func(p *pendingtable.Projection) []string {
+		var out []string
+		for _, r := range refundsOwed(t, p, at.Add(time.Hour)) {
+			out = append(out, r.Subject)
+		}
+		return out
+	}
+	own, other, third := id, deadlinekinds.UnexpectedRefundSubject(id, "pi_other"), deadlinekinds.UnexpectedRefundSubject(id, "pi_third")
+	if other == third || deadlinekinds.RefundRental(other) != id || deadlinekinds.RefundOnRecordedPayment(other) || !deadlinekinds.RefundOnRecordedPayment(own) {
+		t.Fatalf("subjects %q, %q, %q", own, other, third)
+	}
+	apply := func(p *pendingtable.Projection, recs ...eventstore.Record) {
+		t.Helper()
+		for _, r := range recs {
+			if err := p.Apply(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	apply(p, stream[:3]...)
+	apply(p, stream[1]) // redelivered
+	if got := subjects(p); !slices.Equal(got, []string{own, other, third}) {
+		t.Fatalf("three refunds owed: %q", got)
+	}
+	apply(p, stream[3])
+	if got := subjects(p); !slices.Equal(got, []string{own, third}) {
+		t.Fatalf("the other payment's made by hand: %q", got)
+	}
+	apply(p, stream[4], stream[1], stream[0]) // the own one made by hand; openings replayed after
+	if got := subjects(p); !slices.Equal(got, []string{third}) {
+		t.Fatalf("the own one made by hand, openings replayed: %q", got)
+	}
+	// A rebuild replays the stream over the table, and into an empty one under
+	// another shard count; the opening of a settled one projected after its
+	// settlement (records of a stream out of order) opens nothing either.
+	apply(p, stream...)
+	empty, err := pendingtable.New(client, emulatortest.CreateTable(t, client, schema.Deadlines, "pending"), 1, pendingtable.DefaultMarkerTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(empty, stream[3], stream[4])
+	apply(empty, stream...)
+	for name, q := range map[string]*pendingtable.Projection{"over the table": p, "into an empty one": empty} {
+		if got := subjects(q); !slices.Equal(got, []string{third}) {
+			t.Errorf("a rebuild %s: %q", name, got)
+		}
 	}
 }

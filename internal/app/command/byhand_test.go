@@ -57,29 +57,38 @@ func TestARefundOwedIsRecordedMadeByHandOnce(t *testing.T) {
 		before := length()
 		meta := command.Meta{CausationID: "request:r1"}
 
-		if _, err := h.RefundMadeByHand(ctx, id, 1000, "bank-1", "op-1", meta); !errors.Is(err, payment.ErrRefundAmountNotOwed) {
+		if _, err := h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{Amount: 1000, OperatorReference: "bank-1", RecordedBy: "op-1"}, meta); !errors.Is(err, payment.ErrRefundAmountNotOwed) {
 			t.Fatalf("another amount: %v", err)
 		}
 		if n := length(); n != before {
 			t.Fatalf("a refused amount appended %d events", n-before)
 		}
-		res, err := h.RefundMadeByHand(ctx, id, 1500, "<b>bank-1</b>", "op-1", meta)
+		res, err := h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "<b>bank-1</b>", RecordedBy: "op-1"}, meta)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.State.Refund != payment.RefundStatusMadeByHand || len(res.Appended) != 1 {
+		if res.Payment.Refund != payment.RefundStatusMadeByHand || res.Refund != payment.RefundStatusMadeByHand {
 			t.Fatalf("result = %+v", res)
 		}
-		r := res.Appended[0]
+		r := res.Recorded
 		var e payment.RefundMadeByHand
 		if err := json.Unmarshal(r.Data, &e); err != nil || r.Type != "RefundMadeByHand" || r.CausationID != "request:r1" || r.CorrelationID != id ||
-			e != (payment.RefundMadeByHand{Reference: payment.ReferenceFor(id), PaymentID: res.State.PaymentID, Amount: 1500, Currency: "EUR", OperatorReference: "<b>bank-1</b>", RecordedBy: "op-1"}) {
+			e != (payment.RefundMadeByHand{Reference: payment.ReferenceFor(id), PaymentID: res.Payment.PaymentID, Amount: 1500, Currency: "EUR", OperatorReference: "<b>bank-1</b>", RecordedBy: "op-1"}) {
 			t.Fatalf("recorded %+v: %s (%v)", r, r.Data, err)
 		}
 		for name, again := range map[string]func() error{
-			"the same again":        func() error { _, err := h.RefundMadeByHand(ctx, id, 1500, "<b>bank-1</b>", "op-1", meta); return err },
-			"another reference":     func() error { _, err := h.RefundMadeByHand(ctx, id, 1500, "bank-2", "op-2", meta); return err },
-			"another amount, after": func() error { _, err := h.RefundMadeByHand(ctx, id, 1, "bank-2", "op-1", meta); return err },
+			"the same again": func() error {
+				_, err := h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "<b>bank-1</b>", RecordedBy: "op-1"}, meta)
+				return err
+			},
+			"another reference": func() error {
+				_, err := h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-2", RecordedBy: "op-2"}, meta)
+				return err
+			},
+			"another amount, after": func() error {
+				_, err := h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{Amount: 1, OperatorReference: "bank-2", RecordedBy: "op-1"}, meta)
+				return err
+			},
 		} {
 			if err := again(); !errors.Is(err, payment.ErrRefundAlreadyRecorded) {
 				t.Errorf("%s: %v, want ErrRefundAlreadyRecorded", name, err)
@@ -97,11 +106,11 @@ func TestARefundOwedIsRecordedMadeByHandOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := h.RefundMadeByHand(ctx, requested, 1500, "bank-1", "op-1", meta); !errors.Is(err, payment.ErrNoRefundOwed) {
+		if _, err := h.RefundMadeByHand(ctx, requested, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "op-1"}, meta); !errors.Is(err, payment.ErrNoRefundOwed) {
 			t.Errorf("a rental with no payment: %v", err)
 		}
 		for _, unknown := range []string{rental.NewRentalID("b2", "CCCCCCCCCCCCCCCCCCCCCC"), rental.NewRentalID("b9", "AAAAAAAAAAAAAAAAAAAAAA"), "<script>", ""} {
-			if _, err := h.RefundMadeByHand(ctx, unknown, 1500, "bank-1", "op-1", meta); !errors.Is(err, rentalview.ErrNotFound) {
+			if _, err := h.RefundMadeByHand(ctx, unknown, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "op-1"}, meta); !errors.Is(err, rentalview.ErrNotFound) {
 				t.Errorf("rental %q: %v, want rentalview.ErrNotFound", unknown, err)
 			}
 		}
@@ -118,7 +127,9 @@ func TestConcurrentRefundsMadeByHandRecordOne(t *testing.T) {
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { _, errs[i] = h.RefundMadeByHand(ctx, id, 1500, "bank-1", "op", command.Meta{}) })
+			wg.Go(func() {
+				_, errs[i] = h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "op"}, command.Meta{})
+			})
 		}
 		wg.Wait()
 		ok, refused := 0, 0
@@ -153,7 +164,56 @@ func TestConcurrentRefundsMadeByHandRecordOne(t *testing.T) {
 func TestARefundMadeByHandNeedsNoProvider(t *testing.T) {
 	store := eventstore.NewMemory()
 	id := owedRental(t, command.New(store, command.WithProvider(generic.Provider{})), "b1")
-	if res, err := command.New(store).RefundMadeByHand(ctx, id, 1500, "bank-1", "op", command.Meta{}); err != nil || res.State.Refund != payment.RefundStatusMadeByHand {
+	if res, err := command.New(store).RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "op"}, command.Meta{}); err != nil || res.Payment.Refund != payment.RefundStatusMadeByHand {
 		t.Fatalf("without a provider: %+v, %v", res, err)
 	}
+}
+
+// TestConcurrentRecordsOfARefundOwedOnAnotherPaymentRecordOne: operators recording
+// the refund owed on another provider payment at once race on the payment stream's
+// version, as for the payment's own: one is recorded, the others refused, and the
+// rental's own refund stays owed.
+func TestConcurrentRecordsOfARefundOwedOnAnotherPaymentRecordOne(t *testing.T) {
+	storesOf(t, func(t *testing.T, store eventstore.Store) {
+		h := command.New(store, command.WithProvider(generic.Provider{}))
+		id := owedRental(t, h, "b1")
+		ref := payment.ReferenceFor(id)
+		if _, err := h.Payment(ctx, payment.OweUnexpectedRefund{Reference: ref, PaymentID: "pi_other", Amount: 700, Currency: "USD"}, command.Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		const n = 6
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{PaymentID: "pi_other", Amount: 700, OperatorReference: "bank-2", RecordedBy: "op"}, command.Meta{})
+			})
+		}
+		wg.Wait()
+		ok, refused := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, payment.ErrRefundAlreadyRecorded):
+				refused++
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		}
+		recs, err := store.Read(ctx, payment.StreamID(ref), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := 0
+		for _, r := range recs {
+			if r.Type == "UnexpectedRefundMadeByHand" {
+				made++
+			}
+		}
+		s, _, err := h.LoadPayment(ctx, ref)
+		if err != nil || ok != 1 || refused != n-1 || made != 1 || s.Refund != payment.RefundStatusOwed {
+			t.Fatalf("%d recorded, %d refused, %d UnexpectedRefundMadeByHand in the stream, own refund %q (%v); want 1, %d, 1, owed", ok, refused, made, s.Refund, err, n-1)
+		}
+	})
 }

@@ -241,6 +241,8 @@ func referenceOf(c payment.Command) (string, error) {
 		return c.Reference, nil
 	case payment.RecordRefundMadeByHand:
 		return c.Reference, nil
+	case payment.OweUnexpectedRefund:
+		return c.Reference, nil
 	}
 	return "", fmt.Errorf("%w: unknown command %T", payment.ErrInvalidCommand, c)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -190,12 +191,12 @@ func TestAProviderEventAppliesOnlyToThePaymentRecorded(t *testing.T) {
 				if res.Mismatch.RecordedPaymentID != ours || res.Mismatch.PaymentID != id || res.Mismatch.EventID != "evt_1" {
 					t.Errorf("the mismatch recorded %+v", res.Mismatch)
 				}
-				if res.Payment != before {
+				if !reflect.DeepEqual(res.Payment, before) {
 					t.Errorf("delivery %d answers the payment %+v, before it was %+v", delivery, res.Payment, before)
 				}
 			}
 			after, _, _ := h.LoadPayment(ctx, ref)
-			if after != before || !slices.Equal(streamTypes(t, store, payment.StreamID(ref)), paymentEvents) {
+			if !reflect.DeepEqual(after, before) || !slices.Equal(streamTypes(t, store, payment.StreamID(ref)), paymentEvents) {
 				t.Errorf("the payment changed: %+v, events %v", after, streamTypes(t, store, payment.StreamID(ref)))
 			}
 			if got := p.called()[callsBefore:]; !slices.Equal(got, c.wantCalls) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -60,7 +61,7 @@ func TestASettlementCarriesItsReceipt(t *testing.T) {
 			}
 			for range 3 {
 				again, err := h.ApplyProviderEvent(ctx, ev)
-				if err != nil || !again.Duplicate || again.Payment != first.Payment {
+				if err != nil || !again.Duplicate || !reflect.DeepEqual(again.Payment, first.Payment) {
 					t.Errorf("%s: a redelivery: %+v, %v; want the first answer %+v as a duplicate", c.want, again, err, first)
 				}
 			}

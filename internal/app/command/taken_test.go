@@ -73,13 +73,13 @@ func TestWhatStripeTookIsWhatIsOwed(t *testing.T) {
 				}
 				rentalID, _ := payment.RentalIDFor(ref)
 				if c.want.Amount != 1500 {
-					if _, err := h.RefundMadeByHand(ctx, rentalID, 1500, "bank-1", "ann", command.Meta{}); !errors.Is(err, payment.ErrRefundAmountNotOwed) ||
+					if _, err := h.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{}); !errors.Is(err, payment.ErrRefundAmountNotOwed) ||
 						!strings.Contains(err.Error(), c.want.String()+" is owed") {
 						t.Fatalf("by hand for the amount recorded: %v; want refused, saying %v is owed", err, c.want)
 					}
 				}
-				made, err := h.RefundMadeByHand(ctx, rentalID, c.want.Amount, "bank-1", "ann", command.Meta{})
-				if err != nil || made.State.Refund != payment.RefundStatusMadeByHand {
+				made, err := h.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: c.want.Amount, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{})
+				if err != nil || made.Refund != payment.RefundStatusMadeByHand {
 					t.Fatalf("by hand for what was taken: %+v, %v", made, err)
 				}
 				if m := lastOf[payment.RefundMadeByHand](t, store, ref); m.Amount != c.want.Amount || m.Currency != c.want.Currency {

@@ -11,8 +11,10 @@
 //     settles it (ReturnChanges); overdue, FlagOverdueReturn flags it;
 //   - the overdue return: ReturnOverdue takes the return due over, BikeReturned
 //     settles it (OverdueChanges); worked off by hand, listed as a return;
-//   - the refund owed: RefundOwed opens it, PaymentRefunded or RefundMadeByHand
-//     settles it (RefundChanges); worked off by hand.
+//   - the refund owed: RefundOwed opens the rental's own, PaymentRefunded or
+//     RefundMadeByHand settles it; UnexpectedRefundOwed opens one per other
+//     provider payment, UnexpectedRefundMadeByHand settles it (RefundChanges);
+//     worked off by hand.
 //
 // It also holds the shapes the operator API and the CLI read the first two kinds'
 // rows in (Pending, Open, Backlog). Package deadline's machinery works over the

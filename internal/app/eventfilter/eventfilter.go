@@ -28,13 +28,16 @@ var wakes = map[string][]string{
 	// The rental-payment process starts on a request, ends on a settlement, and
 	// sends back the money of a late success (and reports a refund owed, and a
 	// provider event that did not match its payment, and a cancellation owed to the
-	// provider).
+	// provider). It records on the payment the refund owed of money another
+	// provider payment took (MismatchRefundOwed), and reports it.
 	Process: sorted(payment.SettlementTypes(),
 		rental.BikeRequested{}.EventType(),
 		payment.PaymentSucceededAfterCancellation{}.EventType(),
 		payment.RefundOwed{}.EventType(),
+		payment.UnexpectedRefundOwed{}.EventType(),
 		payment.CancellationOwedAtProvider{}.EventType(),
-		command.ProviderEventMismatched{}.EventType()),
+		command.ProviderEventMismatched{}.EventType(),
+		command.MismatchRefundOwed{}.EventType()),
 	// The projector keeps the outstanding payments: a payment prepared adds one,
 	// every settlement removes it (and, in precise mode, its one-time schedule). It
 	// keeps the open processes too: a request opens one, the process's completion
@@ -45,10 +48,9 @@ var wakes = map[string][]string{
 	// And the returns
 	// due (deadlinekinds.ReturnKind): an approval opens one, the bike's return or
 	// its being flagged overdue settles it. And the refunds owed
-	// (deadlinekinds.RefundKind), until refunded by the provider or made by hand,
-	// so that operators list them without a scan.
-	Projector: sorted(slices.Concat(payment.SettlementTypes(), payment.RefundSettlementTypes()),
-		payment.RefundOwed{}.EventType(),
+	// (deadlinekinds.RefundKind, payment.RefundOwedTypes), each until refunded by
+	// the provider or made by hand, so that operators list them without a scan.
+	Projector: sorted(slices.Concat(payment.SettlementTypes(), payment.RefundOwedTypes()),
 		rental.BikeRequested{}.EventType(),
 		rental.RequestApproved{}.EventType(),
 		rental.BikeReturned{}.EventType(),

@@ -32,6 +32,8 @@ var decided = map[string]map[string]bool{
 	"CancellationOwedAtProvider":        {eventfilter.Process: true, eventfilter.Projector: true},
 	"CancellationDoneAtProvider":        {eventfilter.Process: false, eventfilter.Projector: true},
 	"CancellationStillOwed":             {eventfilter.Process: false, eventfilter.Projector: true},
+	"UnexpectedRefundOwed":              {eventfilter.Process: true, eventfilter.Projector: true},
+	"UnexpectedRefundMadeByHand":        {eventfilter.Process: false, eventfilter.Projector: true},
 	// the process's own
 	rentalpayment.TypeRequested: {eventfilter.Process: false, eventfilter.Projector: false},
 	rentalpayment.TypeCompleted: {eventfilter.Process: false, eventfilter.Projector: true},
@@ -40,7 +42,7 @@ var decided = map[string]map[string]bool{
 	"ProviderEventReceived":   {eventfilter.Process: false, eventfilter.Projector: false},
 	"ProviderEventMismatched": {eventfilter.Process: true, eventfilter.Projector: false},
 	"MismatchRefundRequested": {eventfilter.Process: false, eventfilter.Projector: false},
-	"MismatchRefundOwed":      {eventfilter.Process: false, eventfilter.Projector: false},
+	"MismatchRefundOwed":      {eventfilter.Process: true, eventfilter.Projector: false},
 }
 
 func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {
@@ -75,7 +77,7 @@ func TestEveryEventTypeHasADecisionForEveryConsumer(t *testing.T) {
 
 func TestStreamFilter(t *testing.T) {
 	got := schema.StreamFilter(eventfilter.Types(eventfilter.Projector))
-	want := `{"dynamodb":{"NewImage":{"type":{"S":["BikeRequested","BikeReturned","CancellationDoneAtProvider","CancellationOwedAtProvider","CancellationStillOwed","PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRefunded","PaymentRejected","PaymentSucceededAfterCancellation","RefundMadeByHand","RefundOwed","RentalPaymentProcessCompleted","RequestApproved","ReturnOverdue"]}}}}`
+	want := `{"dynamodb":{"NewImage":{"type":{"S":["BikeRequested","BikeReturned","CancellationDoneAtProvider","CancellationOwedAtProvider","CancellationStillOwed","PaymentCancelled","PaymentConfirmed","PaymentPrepared","PaymentRefunded","PaymentRejected","PaymentSucceededAfterCancellation","RefundMadeByHand","RefundOwed","RentalPaymentProcessCompleted","RequestApproved","ReturnOverdue","UnexpectedRefundMadeByHand","UnexpectedRefundOwed"]}}}}`
 	if got != want {
 		t.Errorf("Pattern = %s, want %s", got, want)
 	}

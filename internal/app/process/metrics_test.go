@@ -66,3 +66,83 @@ func TestAMismatchedProviderEventIsAMetric(t *testing.T) {
 		}
 	}
 }
+
+// TestMoneyTakenOnAnotherPaymentIsOwedOnItsPaymentAndCounted: a generic success
+// naming another provider payment leaves its refund owed at the event's receipt
+// (MismatchRefundOwed, the generic provider cannot refund); the process, given
+// that record, records the refund owed on the payment (UnexpectedRefundOwed), once
+// however often it is delivered, and never again once made by hand; given that
+// event, it counts the RefundsOwed metric, as for the payment's own refund owed,
+// except for a repair's delivery of one recorded before, which stands.
+func TestMoneyTakenOnAnotherPaymentIsOwedOnItsPaymentAndCounted(t *testing.T) {
+	var logs, metrics bytes.Buffer
+	store := eventstore.NewMemory()
+	h := command.New(store, command.WithProvider(generic.Provider{}))
+	p, err := process.New(process.Config{Store: store, Commands: h, Price: price,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), MetricsService: "bikerental-test", Metrics: emf.NewWriter(&metrics)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rentalID := "b1_AAAAAAAAAAAAAAAAAAAAAA"
+	ref := payment.ReferenceFor(rentalID)
+	if _, err := h.Payment(ctx, payment.PreparePayment{Reference: ref, PaymentID: "pay_ours", Amount: 1500, Currency: "EUR"}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.ApplyProviderEvent(ctx, payment.ProviderEvent{Provider: "generic", EventID: "evt_other", Kind: payment.ProviderSucceeded, Reference: ref,
+		PaymentID: "pay_other", Amount: 700, Currency: "USD", Digest: "d"})
+	if err != nil || res.Mismatch == nil || !res.Mismatch.RefundDue {
+		t.Fatalf("a success on another payment id: %+v, %v", res, err)
+	}
+	receipt, _ := store.Read(ctx, command.ReceiptStreamID("generic", "evt_other"), 0)
+	if len(receipt) != 2 || receipt[1].Type != (command.MismatchRefundOwed{}).EventType() {
+		t.Fatalf("the receipt: %+v", receipt)
+	}
+	paymentEvents := func() []eventstore.Record {
+		recs, err := store.Read(ctx, payment.StreamID(ref), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	for range 2 { // delivered twice
+		if err := p.Handle(ctx, receipt[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs := paymentEvents()
+	owed := recs[len(recs)-1]
+	var e payment.UnexpectedRefundOwed
+	if err := json.Unmarshal(owed.Data, &e); len(recs) != 2 || err != nil || owed.Type != "UnexpectedRefundOwed" || owed.CausationID != command.ProviderCausationID("generic", "evt_other") ||
+		owed.CorrelationID != rentalID || e != (payment.UnexpectedRefundOwed{Reference: ref, PaymentID: "pay_other", Amount: 700, Currency: "USD"}) {
+		t.Fatalf("the payment's stream after two deliveries: %+v (%s)", recs, owed.Data)
+	}
+	if metrics.Len() != 0 {
+		t.Fatalf("recording the refund owed counted: %s", metrics.String())
+	}
+
+	logs.Reset()
+	if err := p.Handle(ctx, owed); err != nil {
+		t.Fatal(err)
+	}
+	docs := emftest.Parse(t, metrics.Bytes())
+	if len(docs) != 1 || docs[0].Values[process.MetricRefundsOwed] != 1 || docs[0].Dimensions["Service"] != "bikerental-test" || !docs[0].Timestamp.Equal(owed.RecordedAt.Truncate(time.Millisecond)) {
+		t.Fatalf("the metric: %s", metrics.String())
+	}
+	if !strings.Contains(logs.String(), `"providerPaymentId":"pay_other"`) || !strings.Contains(logs.String(), `"level":"WARN"`) {
+		t.Errorf("the log line: %s", logs.String())
+	}
+	if err := p.Handle(process.Repairing(ctx), owed); err != nil || len(emftest.Parse(t, metrics.Bytes())) != 1 {
+		t.Errorf("a repair's delivery counted again: %v, %s", err, metrics.String())
+	}
+
+	// Made by hand: a later delivery of the MismatchRefundOwed owes nothing again.
+	if _, err := h.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{PaymentID: "pay_other", Amount: 700, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Handle(ctx, receipt[1]); err != nil {
+		t.Fatal(err)
+	}
+	if recs := paymentEvents(); len(recs) != 3 || recs[2].Type != "UnexpectedRefundMadeByHand" {
+		t.Fatalf("a MismatchRefundOwed delivered after the refund was made by hand: %+v", recs)
+	}
+}

@@ -215,8 +215,10 @@ func correlated(rentalID string, meta command.Meta) command.Meta {
 
 // Handle reacts to one event record of the Events table: BikeRequested starts the
 // process, PaymentConfirmed, PaymentRejected and PaymentCancelled end it; a late
-// success is refunded, and a refund owed or a cancellation owed to the provider is
-// reported as a metric; every other type is ignored. It is idempotent: a record handled twice, or handled again after
+// success is refunded, money another provider payment took that the provider did
+// not refund (MismatchRefundOwed) is recorded owed on the payment, and a refund
+// owed or a cancellation owed to the provider is reported as a metric; every other
+// type is ignored. It is idempotent: a record handled twice, or handled again after
 // a crash anywhere inside, ends in the same state as handled once. A settled payment
 // whose process has not started yet returns an error matching ErrProcessNotStarted,
 // so that the record is retried rather than dropped.
@@ -251,6 +253,19 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 		}
 		p.refundOwed(ctx, r, e)
 		return nil
+	case r.Type == payment.UnexpectedRefundOwed{}.EventType():
+		e, err := eventstore.Decode[payment.UnexpectedRefundOwed](r, payment.DecodeEvent)
+		if err != nil {
+			return err
+		}
+		p.unexpectedRefundOwed(ctx, r, e)
+		return nil
+	case r.Type == command.MismatchRefundOwed{}.EventType():
+		e, err := eventstore.Decode[command.MismatchRefundOwed](r, command.DecodeEvent)
+		if err != nil {
+			return err
+		}
+		return p.onMismatchRefundOwed(ctx, r, e)
 	case r.Type == command.ProviderEventMismatched{}.EventType():
 		e, err := eventstore.Decode[command.ProviderEventMismatched](r, command.DecodeEvent)
 		if err != nil {
@@ -297,6 +312,48 @@ func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment
 	p.count(ctx, r, "refund owed", MetricRefundsOwed, 1, attrs...)
 }
 
+// onMismatchRefundOwed records, on the payment whose reference a mismatched event
+// named, the refund owed of the money that event reported taken on another
+// provider payment, which the provider did not refund (MismatchRefundOwed, in the
+// event's receipt stream): payment.OweUnexpectedRefund, which the payment records
+// once per provider payment, so that the refund is listed with the refunds owed
+// and made by hand on its own. Recording what is recorded already appends
+// nothing; a refund made by hand is never owed again.
+func (p *Process) onMismatchRefundOwed(ctx context.Context, r eventstore.Record, e command.MismatchRefundOwed) error {
+	rentalID, err := payment.RentalIDFor(e.Reference)
+	if err != nil {
+		return fmt.Errorf("rentalpayment: %s version %d: %w", r.StreamID, r.Version, err)
+	}
+	c := payment.OweUnexpectedRefund{Reference: e.Reference, PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency, Reason: e.Reason}
+	// Its cause is the receipt's: the provider's event, which the rental's timeline
+	// names (the receipt's own records are in no stream of the rental's).
+	cause := r.CausationID
+	if cause == "" {
+		cause = r.ID
+	}
+	if _, err := p.commands.Payment(ctx, c, command.Meta{CorrelationID: rentalID, CausationID: cause}); err != nil {
+		return fmt.Errorf("rentalpayment: owe the refund of provider payment %s under %s: %w", e.PaymentID, e.Reference, err)
+	}
+	return nil
+}
+
+// unexpectedRefundOwed reports a refund owed on another provider payment than the
+// one recorded, as refundOwed reports the payment's own: a warning and the
+// RefundsOwed metric, once per delivery (a repair's delivery of one recorded
+// before it stands, and is not counted).
+func (p *Process) unexpectedRefundOwed(ctx context.Context, r eventstore.Record, e payment.UnexpectedRefundOwed) {
+	attrs := []slog.Attr{slog.String("paymentReference", e.Reference), slog.String("providerPaymentId", e.PaymentID),
+		slog.Int64("amount", e.Amount), slog.String("currency", e.Currency), slog.Time("owedSince", r.RecordedAt)}
+	if e.Reason != "" {
+		attrs = append(attrs, slog.String("reason", e.Reason))
+	}
+	if repairing(ctx) {
+		p.logger.LogAttrs(ctx, slog.LevelInfo, "refund owed on another provider payment stands", append(attrs, slog.String("eventId", r.ID))...)
+		return
+	}
+	p.count(ctx, r, "refund owed on another provider payment", MetricRefundsOwed, 1, attrs...)
+}
+
 type repairingKey struct{}
 
 // Repairing returns ctx marked for a repair's deliveries of records that were
@@ -326,18 +383,23 @@ func (p *Process) cancellationOwed(ctx context.Context, r eventstore.Record, e p
 // alarm watches. A refund reported on a provider payment that is not the recorded
 // one (as the service's own refund of money taken there reports) gives back money
 // rather than taking it: it is logged, and counts 0. A redelivered record counts
-// again; the alarm fires on any.
+// again; the alarm fires on any; a repair's delivery of one recorded before it
+// stands, and is not counted.
 func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command.ProviderEventMismatched) {
 	n := 1
 	if e.Kind == payment.ProviderRefunded {
 		n = 0
 	}
-	p.count(ctx, r, "provider event does not match its payment", MetricProviderEventMismatches, n,
-		slog.String("provider", e.Provider), slog.String("providerEventId", e.EventID), slog.String("kind", string(e.Kind)),
+	attrs := []slog.Attr{slog.String("provider", e.Provider), slog.String("providerEventId", e.EventID), slog.String("kind", string(e.Kind)),
 		slog.String("paymentReference", e.Reference), slog.Any("fields", e.Fields),
 		slog.String("providerPaymentId", e.PaymentID), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
 		slog.String("recordedPaymentId", e.RecordedPaymentID), slog.Int64("recordedAmount", e.RecordedAmount), slog.String("recordedCurrency", e.RecordedCurrency),
-		slog.Bool("refundDue", e.RefundDue))
+		slog.Bool("refundDue", e.RefundDue)}
+	if repairing(ctx) { // a repair's delivery of a receipt recorded before it (rentalctl repair --stream)
+		p.logger.LogAttrs(ctx, slog.LevelInfo, "provider event that does not match its payment stands", append(attrs, slog.String("eventId", r.ID))...)
+		return
+	}
+	p.count(ctx, r, "provider event does not match its payment", MetricProviderEventMismatches, n, attrs...)
 }
 
 // count logs a warning, then writes n counts of metric as one Embedded Metric

@@ -107,6 +107,20 @@ type Payment struct {
 	// or "refunded-twice" (by hand, then by the provider as well) once money taken
 	// after the payment was given up on goes back.
 	Refund string `json:"refund,omitempty"`
+	// UnexpectedRefunds are the refunds owed on other provider payments that took
+	// money under the payment's reference (payment.UnexpectedRefund), one per
+	// provider payment, in the order they became owed.
+	UnexpectedRefunds []UnexpectedRefund `json:"unexpectedRefunds,omitempty"`
+}
+
+// UnexpectedRefund is where the refund owed on another provider payment stands:
+// what it took (0 and "" where the provider did not say) and "owed" or
+// "refunded-by-hand".
+type UnexpectedRefund struct {
+	PaymentID string `json:"paymentId"`
+	Amount    int64  `json:"amount,omitempty"`
+	Currency  string `json:"currency,omitempty"`
+	Refund    string `json:"refund"`
 }
 
 // Money is an amount in minor units of a currency (ISO 4217).
@@ -131,8 +145,10 @@ func (v View) WithoutSecrets() View {
 // the operator's own reference for it, and why a provider refused a refund (its
 // message and request id).
 var operatorsOnly = map[string][]string{
-	payment.RefundMadeByHand{}.EventType(): {"recordedBy", "operatorReference"},
-	payment.RefundOwed{}.EventType():       {"reason"},
+	payment.RefundMadeByHand{}.EventType():           {"recordedBy", "operatorReference"},
+	payment.RefundOwed{}.EventType():                 {"reason"},
+	payment.UnexpectedRefundMadeByHand{}.EventType(): {"recordedBy", "operatorReference"},
+	payment.UnexpectedRefundOwed{}.EventType():       {"reason"},
 }
 
 // ForRenter returns the view as its renter may read it: WithoutSecrets' view but
@@ -282,6 +298,10 @@ func Of(rentalID string, recs Records) (View, error) {
 		if pay.LateSuccess {
 			taken := pay.Charge()
 			v.Payment.Taken = &Money{Amount: taken.Amount, Currency: taken.Currency}
+		}
+		for _, u := range pay.Unexpected {
+			v.Payment.UnexpectedRefunds = append(v.Payment.UnexpectedRefunds, UnexpectedRefund{PaymentID: u.PaymentID, Amount: u.Amount,
+				Currency: u.Currency, Refund: string(u.Refund)})
 		}
 	}
 	processStarted, processEnded := false, false

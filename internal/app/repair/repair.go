@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
@@ -178,20 +179,71 @@ func ordered(recs rentalview.Records, rentalID string) []eventstore.Record {
 
 // deliver gives one record to each consumer it wakes, or with dryRun only notes it.
 func (r *Repairer) deliver(ctx context.Context, res *Result, rec eventstore.Record, dryRun bool) error {
+	var err error
+	res.Deliveries, err = r.deliverTo(ctx, res.Deliveries, rec, dryRun)
+	if err != nil {
+		return fmt.Errorf("repair %s: %w", res.RentalID, err)
+	}
+	return nil
+}
+
+// deliverTo gives one record to each consumer it wakes, or with dryRun does not,
+// and returns deliveries with each one noted.
+func (r *Repairer) deliverTo(ctx context.Context, deliveries []Delivery, rec eventstore.Record, dryRun bool) ([]Delivery, error) {
 	for _, c := range eventfilter.Consumers() {
 		h, ok := r.Consumers[c]
 		if !ok || !eventfilter.Wakes(c, rec.Type) {
 			continue
 		}
-		res.Deliveries = append(res.Deliveries, Delivery{Consumer: c, Stream: rec.StreamID, Version: rec.Version, Type: rec.Type})
+		deliveries = append(deliveries, Delivery{Consumer: c, Stream: rec.StreamID, Version: rec.Version, Type: rec.Type})
 		if dryRun {
 			continue
 		}
 		if err := h(ctx, rec); err != nil {
-			return fmt.Errorf("repair %s: %s refused %s version %d (%s): %w", res.RentalID, c, rec.StreamID, rec.Version, rec.Type, err)
+			return deliveries, fmt.Errorf("%s refused %s version %d (%s): %w", c, rec.StreamID, rec.Version, rec.Type, err)
 		}
 	}
-	return nil
+	return deliveries, nil
+}
+
+// StreamResult is what the repair of one stream did, or with a dry run would do.
+type StreamResult struct {
+	Stream     string     `json:"stream"`
+	Deliveries []Delivery `json:"deliveries"`
+}
+
+// ReceiptStreamPrefix starts the id of every provider event's receipt stream
+// (command.ReceiptStreamID), the streams RepairStream repairs.
+const ReceiptStreamPrefix = "providerevent"
+
+// ErrNotAReceiptStream: RepairStream repairs a provider event's receipt stream
+// only; a rental's streams are a rental's repair's.
+var ErrNotAReceiptStream = errors.New("repair: not a provider event's receipt stream")
+
+// RepairStream delivers the records of a provider event's receipt stream again, in
+// version order, to each consumer its filter lets them through to, as a rental's
+// repair does for the rental's streams: a receipt stream belongs to no rental's
+// repair, and a reaction to one of its records (the refund owed at a mismatched
+// event's receipt, MismatchRefundOwed, which the process records on the payment)
+// may have been lost, or recorded before the reaction existed. Every handler is
+// idempotent, so it is safe to run twice; with dryRun it only says what it would
+// deliver. A consumer that refuses a record stops it with its error.
+func (r *Repairer) RepairStream(ctx context.Context, streamID string, dryRun bool) (StreamResult, error) {
+	res := StreamResult{Stream: streamID, Deliveries: []Delivery{}}
+	if !strings.HasPrefix(streamID, ReceiptStreamPrefix) {
+		return res, fmt.Errorf("%w: %q", ErrNotAReceiptStream, streamID)
+	}
+	recs, err := r.Store.Read(ctx, streamID, 0)
+	if err != nil {
+		return res, fmt.Errorf("repair %s: %w", streamID, err)
+	}
+	rctx := process.Repairing(ctx) // what was recorded before the repair is reported as standing, not anew
+	for _, rec := range recs {
+		if res.Deliveries, err = r.deliverTo(rctx, res.Deliveries, rec, dryRun); err != nil {
+			return res, fmt.Errorf("repair %s: %w", streamID, err)
+		}
+	}
+	return res, nil
 }
 
 // RepairStuck repairs a rental the sweep found stuck if its case is Automatic, and

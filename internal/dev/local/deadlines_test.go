@@ -46,6 +46,8 @@ type preciseStack struct {
 	tokens    *auth.Tokens
 	// pending reads the stack's Deadlines table.
 	pending *pendingtable.Projection
+	// metrics holds what the stack's functions wrote as their metrics.
+	metrics *syncBuffer
 }
 
 const preciseTimeout = 4 * time.Second
@@ -72,9 +74,10 @@ func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
 	}
 	maps.Copy(env, more)
 	client := scheduler.NewFromConfig(cfg)
+	metrics := &syncBuffer{}
 	// The one local stack, in precise mode: it creates the tables and the group.
 	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },
-		SweepInterval: time.Hour, Logger: slog.New(slog.DiscardHandler), DeadlinePoll: 100 * time.Millisecond})
+		SweepInterval: time.Hour, Logger: slog.New(slog.DiscardHandler), DeadlinePoll: 100 * time.Millisecond, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +99,7 @@ func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &preciseStack{t: t, stack: stack, scheduler: client, group: group, base: base, tokens: &auth.Tokens{BaseURL: base}, pending: projection}
+	return &preciseStack{t: t, stack: stack, scheduler: client, group: group, base: base, tokens: &auth.Tokens{BaseURL: base}, pending: projection, metrics: metrics}
 }
 
 func (p *preciseStack) send(method, path string, body []byte, hdr http.Header, out any) int {

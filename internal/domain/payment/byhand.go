@@ -64,10 +64,18 @@ const (
 // subject, never the body). Refused, changing nothing, with ErrNoRefundOwed unless
 // a refund is owed (RefundOwed), ErrRefundAlreadyRecorded once one is made (by
 // hand or by the provider: a second request is refused, not replayed), and
-// ErrRefundAmountNotOwed for another amount.
+// ErrRefundAmountNotOwed for another amount, or another Currency where one is
+// named.
+//
+// PaymentID names the provider payment the refund is owed on: empty, or the one
+// recorded, for the payment's own refund (RefundOwed); another one for the refund
+// owed on it (UnexpectedRefundOwed), which it settles alone
+// (decideUnexpectedRefundMadeByHand), with the same refusals.
 type RecordRefundMadeByHand struct {
 	Reference         string `json:"reference"`
+	PaymentID         string `json:"paymentId,omitempty"`
 	Amount            int64  `json:"amount"`
+	Currency          string `json:"currency,omitempty"`
 	OperatorReference string `json:"operatorReference"`
 	RecordedBy        string `json:"recordedBy"`
 }
@@ -126,8 +134,8 @@ func decideRefundMadeByHand(s Payment, c RecordRefundMadeByHand) ([]Event, error
 		return nil, ErrNoRefundOwed
 	}
 	owed := s.Charge() // what the provider took, whatever the payment was prepared for
-	if c.Amount != owed.Amount {
-		return nil, fmt.Errorf("%w: %s is owed, not %d", ErrRefundAmountNotOwed, owed, c.Amount)
+	if c.Amount != owed.Amount || (c.Currency != "" && c.Currency != owed.Currency) {
+		return nil, fmt.Errorf("%w: %s is owed, not %s", ErrRefundAmountNotOwed, owed, amountWords(c.Amount, c.Currency))
 	}
 	return []Event{RefundMadeByHand{Reference: s.Reference, PaymentID: s.PaymentID, Amount: owed.Amount, Currency: owed.Currency,
 		OperatorReference: c.OperatorReference, RecordedBy: c.RecordedBy}}, nil
@@ -137,6 +145,16 @@ func decideRefundMadeByHand(s Payment, c RecordRefundMadeByHand) ([]Event, error
 func validateRefundMadeByHand(c RecordRefundMadeByHand) error {
 	if err := CheckAmount(c.Amount); err != nil {
 		return err
+	}
+	if c.PaymentID != "" {
+		if err := checkProviderPaymentID(c.PaymentID); err != nil {
+			return err
+		}
+	}
+	if c.Currency != "" {
+		if err := CheckCurrency(c.Currency); err != nil {
+			return err
+		}
 	}
 	if err := CheckText("operatorReference", c.OperatorReference, MaxOperatorReferenceLength); err != nil {
 		return err

@@ -122,6 +122,10 @@ type Payment struct {
 	// provider left unanswered (CancellationStillOwed): each one waits longer
 	// before the next.
 	CancellationTries int
+	// Unexpected are the refunds owed on provider payments that are not the one
+	// recorded (UnexpectedRefundOwed), one per provider payment, in the order they
+	// became owed.
+	Unexpected []UnexpectedRefund
 }
 
 // RefundReports are when the provider reported its refunds of a payment made and
@@ -404,6 +408,10 @@ func ReferenceOf(e Event) string {
 		return e.Reference
 	case RefundMadeByHand:
 		return e.Reference
+	case UnexpectedRefundOwed:
+		return e.Reference
+	case UnexpectedRefundMadeByHand:
+		return e.Reference
 	}
 	return ""
 }
@@ -422,6 +430,8 @@ var events = eventtype.Declare[Event]("payment",
 	eventtype.Of[CancellationDoneAtProvider](),
 	eventtype.Of[CancellationStillOwed](),
 	eventtype.Of[RefundMadeByHand](),
+	eventtype.Of[UnexpectedRefundOwed](),
+	eventtype.Of[UnexpectedRefundMadeByHand](),
 )
 
 // EventTypes returns the type name of every event of this package, in a new slice.
@@ -648,6 +658,8 @@ func Evolve(s Payment, e Event) Payment {
 		if !s.Refunded() {
 			s.Refund = RefundStatusMadeByHand
 		}
+	case UnexpectedRefundOwed, UnexpectedRefundMadeByHand:
+		s = evolveUnexpected(s, e)
 	}
 	return s
 }
@@ -759,7 +771,13 @@ func decide(s Payment, c Command) ([]Event, error) {
 		return out, nil
 
 	case RecordRefundMadeByHand:
+		if c.PaymentID != "" && c.PaymentID != s.PaymentID {
+			return decideUnexpectedRefundMadeByHand(s, c) // a refund owed on another provider payment
+		}
 		return decideRefundMadeByHand(s, c)
+
+	case OweUnexpectedRefund:
+		return decideOweUnexpected(s, c)
 
 	case RecordCancelledAtProvider:
 		if !s.CancellationDue() {
@@ -899,6 +917,11 @@ func validate(s Payment, c Command) error {
 	case RecordRefundMadeByHand:
 		ref = c.Reference
 		if err := validateRefundMadeByHand(c); err != nil {
+			return err
+		}
+	case OweUnexpectedRefund:
+		ref = c.Reference
+		if err := validateOweUnexpected(c); err != nil {
 			return err
 		}
 	case RecordCancelledAtProvider:

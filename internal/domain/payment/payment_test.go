@@ -192,13 +192,13 @@ func TestEvolve(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Fold(tc.given); got != tc.want {
+			if got := Fold(tc.given); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("Fold = %#v, want %#v", got, tc.want)
 			}
 		})
 	}
 	// The zero Payment behaves as StatusNone.
-	if got := Evolve(Payment{}, prepared); got != status(StatusPrepared, "") {
+	if got := Evolve(Payment{}, prepared); !reflect.DeepEqual(got, status(StatusPrepared, "")) {
 		t.Fatalf("Evolve(zero, prepared) = %#v", got)
 	}
 }
@@ -207,7 +207,7 @@ type unknownEvent struct{}
 
 func (unknownEvent) EventType() string { return "Unknown" }
 
-var allEvents = []Event{prepared, confirmed, rejected, cancelled, late, asked, owed, refunded, unanswered, atProvider, stillOwed, byHand}
+var allEvents = []Event{prepared, confirmed, rejected, cancelled, late, asked, owed, refunded, unanswered, atProvider, stillOwed, byHand, owedOther, otherByHand}
 
 func TestEventTypes(t *testing.T) {
 	var names []string

@@ -120,8 +120,11 @@ const (
 	// late success took; or a
 	// provider event reported money taken on a provider payment that is not the one
 	// recorded (command.ProviderEventMismatched, RefundDue) and its stream records
-	// neither its refund nor its being owed; when not quiet, only once the late
-	// success or the mismatch is older than the grace period.
+	// neither its refund nor its being owed, or records it owed
+	// (command.MismatchRefundOwed) while the payment records no refund owed on
+	// that provider payment (payment.UnexpectedRefundOwed), so that no list shows
+	// it; when not quiet, only once the late success or the mismatch is older
+	// than the grace period.
 	MoneyKept = "money-kept"
 	// OpenMissing: a rental requested on its bike whose process has not completed
 	// and for which the Deadlines table holds no open-process row, so the sweep cannot
@@ -137,7 +140,9 @@ const (
 	// PaymentRefunded); only data written around the service (a hand edit, a bad
 	// import) holds one. And a PaymentRefunded after a RefundMadeByHand: the
 	// provider reports a refund of money an operator says went back by hand, so
-	// the renter may have been paid twice.
+	// the renter may have been paid twice. The same of an
+	// UnexpectedRefundMadeByHand, against the UnexpectedRefundOwed of its provider
+	// payment.
 	RefundByHandUnfounded = "refund-by-hand-unfounded"
 	// OwedMissing: a payment whose cancellation is owed to the provider
 	// (CancellationOwedAtProvider, neither made since nor overtaken by a late
@@ -203,6 +208,11 @@ type Report struct {
 	// redelivery does, not a violation. Whatever a parked record was to do that
 	// is overdue shows as a violation of its own (a stuck rental, a missing row).
 	Parked int `json:"parked"`
+	// RefundsOwed counts the refunds owed that no one has recorded made yet, each
+	// on its own (a payment's own, and one per other provider payment that took
+	// money under its reference): money operators still have to pay back. Not a
+	// violation while each is listed; the deadline checks report one that is not.
+	RefundsOwed int `json:"refundsOwed"`
 	// Violations are sorted by invariant, then streams, then detail; never nil.
 	Violations []Violation `json:"violations"`
 }
@@ -315,6 +325,7 @@ type auditor struct {
 	payments    int
 	pendingRows int
 	parked      int
+	refundsOwed int
 	rentals     map[string]*rentalSummary
 	rows        map[string]PendingRow // outstanding rows by reference
 	open        map[string]PendingRow // open-process rows by rental id
@@ -356,8 +367,19 @@ type rentalSummary struct {
 	cancellationMadeAt time.Time
 
 	// From the receipt streams of provider events that did not match the payment:
-	// those that reported money taken elsewhere with no refund recorded, by stream.
+	// those that reported money taken elsewhere with no refund recorded, by stream,
+	// and those whose refund is owed (MismatchRefundOwed), by provider payment.
 	unrefundedMismatches map[string]time.Time
+	mismatchesOwed       map[string]mismatchOwed
+	// unexpectedOwed are the provider payments, other than the one recorded, on
+	// which the payment's stream records a refund owed (UnexpectedRefundOwed).
+	unexpectedOwed []string
+}
+
+// mismatchOwed is a receipt stream's MismatchRefundOwed: where, and since when.
+type mismatchOwed struct {
+	stream string
+	at     time.Time
 }
 
 // owesCancellation reports whether the payment still owes the provider its
@@ -666,6 +688,8 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 		case payment.RefundOwed:
 			refunded = true
 			refunds.observe(r, e)
+		case payment.UnexpectedRefundOwed, payment.UnexpectedRefundMadeByHand:
+			refunds.observeUnexpected(r, e)
 		case payment.CancellationOwedAtProvider:
 			if owedAt.IsZero() {
 				owedAt = r.RecordedAt
@@ -693,8 +717,10 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 			if err != nil {
 				return // not a rental's payment: neither the process nor the projection concerns it
 			}
+			a.refundsOwed += refunds.owedNow()
 			r := a.rental(rentalID)
 			r.paymentStream = c.id
+			r.unexpectedOwed = refunds.unexpectedOwed()
 			r.prepared, r.preparedAt = prepared, preparedAt
 			r.settlements, r.settledAt = len(settlements), settledAt
 			r.lateSuccessAt, r.refunded = lateSuccessAt, refunded
@@ -709,13 +735,16 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 
 // receipt follows a provider event's receipt stream: a ProviderEventMismatched that
 // reported money taken on another provider payment must be followed by its refund
-// or its being owed.
+// or its being owed; a refund owed (MismatchRefundOwed) must be recorded on the
+// payment too (crossCheck), where the refunds owed are listed and settled.
 func (c *streamCheck) receipt() (func(eventstore.Record) error, func()) {
 	var (
 		due      bool
 		dueAt    time.Time
 		rentalID string
 		settled  bool
+		owed     *command.MismatchRefundOwed
+		owedAt   time.Time
 	)
 	apply := func(r eventstore.Record) error {
 		switch r.Type {
@@ -729,21 +758,37 @@ func (c *streamCheck) receipt() (func(eventstore.Record) error, func()) {
 				return err
 			}
 			due, dueAt, rentalID = m.RefundDue, r.RecordedAt, id
-		case command.MismatchRefundRequested{}.EventType(), command.MismatchRefundOwed{}.EventType():
+		case command.MismatchRefundRequested{}.EventType():
 			settled = true
+		case command.MismatchRefundOwed{}.EventType():
+			o, err := eventstore.Decode[command.MismatchRefundOwed](r, command.DecodeEvent)
+			if err != nil {
+				return err
+			}
+			settled, owed, owedAt = true, &o, r.RecordedAt
 		}
 		return nil
 	}
 	finish := func() {
-		if !due || settled {
+		if !due {
 			return
 		}
 		c.merge = func(a *auditor) {
 			r := a.rental(rentalID)
-			if r.unrefundedMismatches == nil {
-				r.unrefundedMismatches = map[string]time.Time{}
+			switch {
+			case owed != nil:
+				if r.mismatchesOwed == nil {
+					r.mismatchesOwed = map[string]mismatchOwed{}
+				}
+				if m, seen := r.mismatchesOwed[owed.PaymentID]; !seen || owedAt.Before(m.at) {
+					r.mismatchesOwed[owed.PaymentID] = mismatchOwed{stream: c.id, at: owedAt}
+				}
+			case !settled:
+				if r.unrefundedMismatches == nil {
+					r.unrefundedMismatches = map[string]time.Time{}
+				}
+				r.unrefundedMismatches[c.id] = dueAt
 			}
-			r.unrefundedMismatches[c.id] = dueAt
 		}
 	}
 	return apply, finish
@@ -814,6 +859,12 @@ func (a *auditor) checkMoneyKept(id string, r *rentalSummary, s rentalStreams, r
 	for _, stream := range slices.Sorted(maps.Keys(r.unrefundedMismatches)) {
 		if at := r.unrefundedMismatches[stream]; quiet || at.Before(recent) {
 			a.violate(MoneyKept, fmt.Sprintf("a provider event of %s reported money taken for rental %s on a provider payment that is not the one recorded, and no refund or refund owed is recorded", at.Format(time.RFC3339), id), stream)
+		}
+	}
+	for _, paymentID := range slices.Sorted(maps.Keys(r.mismatchesOwed)) {
+		m := r.mismatchesOwed[paymentID]
+		if !slices.Contains(r.unexpectedOwed, paymentID) && (quiet || m.at.Before(recent)) {
+			a.violate(MoneyKept, fmt.Sprintf("the refund of money provider payment %q took for rental %s is owed since %s (MismatchRefundOwed), but the payment records no refund owed on it (UnexpectedRefundOwed): no list shows it, and nobody pays it back; deliver it to the process again: rentalctl repair --stream %s", paymentID, id, m.at.Format(time.RFC3339), m.stream), m.stream, s.payment)
 		}
 	}
 }
@@ -946,15 +997,16 @@ func (a *auditor) report() Report {
 		Payments:    a.payments,
 		PendingRows: a.pendingRows,
 		Parked:      a.parked,
+		RefundsOwed: a.refundsOwed,
 		Violations:  v,
 	}
 }
 
 // refundChecks follows what a payment stream says of the money taken after the
-// payment was given up on and of its refund, to find a refund owed for another
-// amount or currency than the late success took (kept: the service owes what the
-// provider took, payment.Payment.Charge), and a RefundMadeByHand that the service
-// would have refused (problems).
+// payment was given up on and of its refunds owed, to find a refund owed for
+// another amount or currency than the late success took (kept: the service owes
+// what the provider took, payment.Payment.Charge), a refund made by hand that the
+// service would have refused (problems), and to count those still owed.
 type refundChecks struct {
 	taken    *payment.PaymentSucceededAfterCancellation
 	owed     *payment.RefundOwed
@@ -962,6 +1014,66 @@ type refundChecks struct {
 	byHand   bool   // and whether it was a RefundMadeByHand
 	problems []string
 	kept     []string
+	// unexpected are the refunds owed on other provider payments, by provider
+	// payment, as UnexpectedRefundOwed opened them.
+	unexpected map[string]*unexpectedRefund
+}
+
+// unexpectedRefund is what a payment stream says of the refund owed on one other
+// provider payment.
+type unexpectedRefund struct {
+	owed    payment.UnexpectedRefundOwed
+	settled string // the first UnexpectedRefundMadeByHand, with its version
+}
+
+// observeUnexpected notes r, an UnexpectedRefundOwed or UnexpectedRefundMadeByHand.
+func (b *refundChecks) observeUnexpected(r eventstore.Record, e payment.Event) {
+	if b.unexpected == nil {
+		b.unexpected = map[string]*unexpectedRefund{}
+	}
+	switch e := e.(type) {
+	case payment.UnexpectedRefundOwed:
+		if _, ok := b.unexpected[e.PaymentID]; !ok {
+			b.unexpected[e.PaymentID] = &unexpectedRefund{owed: e}
+		}
+	case payment.UnexpectedRefundMadeByHand:
+		u, ok := b.unexpected[e.PaymentID]
+		switch {
+		case !ok:
+			b.problems = append(b.problems, fmt.Sprintf("UnexpectedRefundMadeByHand at version %d (%d %s on provider payment %q, reference %q, by %q) where nothing was owed on that payment",
+				r.Version, e.Amount, e.Currency, e.PaymentID, e.OperatorReference, e.RecordedBy))
+			return
+		case u.settled != "":
+			b.problems = append(b.problems, fmt.Sprintf("UnexpectedRefundMadeByHand at version %d on provider payment %q after %s: the refund was recorded twice", r.Version, e.PaymentID, u.settled))
+		case (u.owed.Amount != 0 && e.Amount != u.owed.Amount) || (u.owed.Currency != "" && e.Currency != u.owed.Currency):
+			b.problems = append(b.problems, fmt.Sprintf("UnexpectedRefundMadeByHand at version %d for %d %s on provider payment %q where %d %s was owed",
+				r.Version, e.Amount, e.Currency, e.PaymentID, u.owed.Amount, u.owed.Currency))
+		}
+		if u.settled == "" {
+			u.settled = fmt.Sprintf("%s at version %d", r.Type, r.Version)
+		}
+	}
+}
+
+// owedNow counts the refunds owed that nothing has settled: the payment's own,
+// and each on another provider payment.
+func (b *refundChecks) owedNow() int {
+	n := 0
+	if b.owed != nil && b.settled == "" {
+		n++
+	}
+	for _, u := range b.unexpected {
+		if u.settled == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// unexpectedOwed returns the provider payments on which a refund is owed or was,
+// sorted.
+func (b *refundChecks) unexpectedOwed() []string {
+	return slices.Sorted(maps.Keys(b.unexpected))
 }
 
 // observe notes r, an event e of the refund's (the late success, RefundOwed or an

@@ -460,6 +460,58 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			detail: "not the one recorded",
 		},
 		{
+			name:  "money another provider payment took, owed and recorded on its payment, is on the to-do list and no violation",
+			quiet: true,
+			damage: func(w *world) {
+				owedOnOther(w, w.rentals["outstanding"], "evt_owed", true)
+				w.project()
+			},
+			want: func(w *world) []string { return nil },
+		},
+		{
+			name:  "money another provider payment took, owed at its event's receipt but recorded on no payment",
+			quiet: true,
+			damage: func(w *world) {
+				owedOnOther(w, w.rentals["outstanding"], "evt_unrecorded", false)
+				w.project()
+			},
+			want: func(w *world) []string {
+				return []string{"money-kept " + paymentOf(w.rentals["outstanding"]) + "," + command.ReceiptStreamID("stripe", "evt_unrecorded")}
+			},
+			detail: "no list shows it, and nobody pays it back; deliver it to the process again: rentalctl repair --stream " + command.ReceiptStreamID("stripe", "evt_unrecorded"),
+		},
+		{
+			name:  "a refund owed on another provider payment that the to-do list does not hold",
+			quiet: true,
+			damage: func(w *world) {
+				owedOnOther(w, w.rentals["outstanding"], "evt_unprojected", true) // and never projected
+			},
+			want: func(w *world) []string {
+				return []string{"deadline-missing " + paymentOf(w.rentals["outstanding"])}
+			},
+			detail: "operators would never see it listed",
+		},
+		{
+			name:  "a refund owed on another provider payment made by hand as the service would have refused",
+			quiet: true,
+			damage: func(w *world) {
+				id := w.rentals["outstanding"]
+				ref := payment.ReferenceFor(id)
+				owedOnOther(w, id, "evt_made", true)
+				made := payment.UnexpectedRefundMadeByHand{Reference: ref, PaymentID: "pi_other", Amount: 2, Currency: "USD", OperatorReference: "bank-1", RecordedBy: "ann"}
+				w.putEvent(paymentOf(id), 3, made) // another amount
+				w.putEvent(paymentOf(id), 4, made) // twice
+				made.PaymentID = "pi_nothing"
+				w.putEvent(paymentOf(id), 5, made) // owed by nothing
+				w.project()
+			},
+			want: func(w *world) []string {
+				id := w.rentals["outstanding"]
+				return []string{"refund-by-hand-unfounded " + paymentOf(id), "refund-by-hand-unfounded " + paymentOf(id), "refund-by-hand-unfounded " + paymentOf(id)}
+			},
+			detail: `for 2 USD on provider payment "pi_other" where 1 USD was owed`,
+		},
+		{
 			name:  "a bike requested by another rental while one is requested",
 			quiet: false, // quiet, the intruder's process would be missing too
 			damage: func(w *world) {
@@ -716,4 +768,66 @@ func refundReportedMadeThatFailed(w *world, byHand bool) {
 		w.putEvent(stream, 7, payment.RefundMadeByHand{Reference: ref, Amount: 1500, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"})
 	}
 	w.project()
+}
+
+// owedOnOther writes, for rentalID, a mismatched success of eventID that reported
+// 1 USD taken on the provider payment pi_other, which Stripe refused to refund
+// (MismatchRefundOwed in the event's receipt stream), and, with recorded, the
+// refund owed the process records on the payment (UnexpectedRefundOwed), as
+// version 2 of the payment's stream (the outstanding rental's).
+func owedOnOther(w *world, rentalID, eventID string, recorded bool) {
+	ref := payment.ReferenceFor(rentalID)
+	receipt := command.ReceiptStreamID("stripe", eventID)
+	w.putEvent(receipt, 1, command.ProviderEventMismatched{Provider: "stripe", EventID: eventID, Kind: payment.ProviderSucceeded, Reference: ref,
+		PaymentID: "pi_other", Amount: 1, Currency: "USD", Fields: []string{"paymentId", "amount", "currency"}, RefundDue: true})
+	w.putEvent(receipt, 2, command.MismatchRefundOwed{Reference: ref, PaymentID: "pi_other", Amount: 1, Currency: "USD", Reason: "charge_disputed"})
+	if recorded {
+		w.putEvent(paymentOf(rentalID), 2, payment.UnexpectedRefundOwed{Reference: ref, PaymentID: "pi_other", Amount: 1, Currency: "USD", Reason: "charge_disputed"})
+	}
+}
+
+// TestEachRefundOwedIsCountedUntilMade: the audit counts every refund owed that
+// nothing settled, a rental's own and one on another provider payment alike, each
+// on its own, until each is made by hand; a missing row names the rental to
+// repair, never the refund's row subject.
+func TestEachRefundOwedIsCountedUntilMade(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	id := w.rentals["rejected"]
+	ref := payment.ReferenceFor(id)
+	stream := paymentOf(id)
+	w.putEvent(stream, 3, payment.PaymentSucceededAfterCancellation{Reference: ref, Amount: 1500, Currency: "EUR"})
+	w.putEvent(stream, 4, payment.RefundOwed{Reference: ref, Amount: 1500, Currency: "EUR"})
+	receipt := command.ReceiptStreamID("stripe", "evt_other")
+	w.putEvent(receipt, 1, command.ProviderEventMismatched{Provider: "stripe", EventID: "evt_other", Kind: payment.ProviderSucceeded, Reference: ref,
+		PaymentID: "pi_other", Amount: 700, Currency: "EUR", Fields: []string{"paymentId", "amount"}, RefundDue: true})
+	w.putEvent(receipt, 2, command.MismatchRefundOwed{Reference: ref, PaymentID: "pi_other", Amount: 700, Currency: "EUR"})
+	w.putEvent(stream, 5, payment.UnexpectedRefundOwed{Reference: ref, PaymentID: "pi_other", Amount: 700, Currency: "EUR"})
+
+	r := w.audit(true)
+	if len(r.Violations) != 2 || r.RefundsOwed != 2 {
+		t.Fatalf("two refunds owed, neither projected: %d owed, %v; want two deadline-missing", r.RefundsOwed, lines(r))
+	}
+	for _, v := range r.Violations {
+		if v.Invariant != audit.DeadlineMissing || v.Rental != id {
+			t.Errorf("%v; want deadline-missing naming rental %s to repair", v, id)
+		}
+	}
+	w.project()
+	if r := w.audit(true); !r.OK() || r.RefundsOwed != 2 {
+		t.Fatalf("two refunds owed and listed: %d owed, %v", r.RefundsOwed, lines(r))
+	}
+	w.putEvent(stream, 6, payment.UnexpectedRefundMadeByHand{Reference: ref, PaymentID: "pi_other", Amount: 700, Currency: "EUR", OperatorReference: "bank-2", RecordedBy: "ann"})
+	if r := w.audit(true); r.RefundsOwed != 1 || len(r.Violations) != 1 || r.Violations[0].Invariant != audit.DeadlineStale {
+		t.Fatalf("the other made by hand, its row not yet off: %d owed, %v", r.RefundsOwed, lines(r))
+	}
+	w.project()
+	if r := w.audit(true); !r.OK() || r.RefundsOwed != 1 {
+		t.Fatalf("the other made by hand: %d owed, %v", r.RefundsOwed, lines(r))
+	}
+	w.putEvent(stream, 7, payment.RefundMadeByHand{Reference: ref, Amount: 1500, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"})
+	w.project()
+	if r := w.audit(true); !r.OK() || r.RefundsOwed != 0 {
+		t.Fatalf("both made by hand: %d owed, %v", r.RefundsOwed, lines(r))
+	}
 }

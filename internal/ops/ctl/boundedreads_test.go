@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/owed"
 	"github.com/bikerental/bikerental/internal/dev/emulator"
@@ -117,6 +118,11 @@ const (
 	clonesOfEach = 2000
 	// page is what "a page" allows beyond the limit, per shard and lane.
 	page = 100
+	// paymentEvents bounds the events of a payment's stream, which a listing reads
+	// to say what each refund row it returns owes (decision 33): prepared, settled,
+	// a late success and its refund's events, a refund owed on another provider
+	// payment and its settlement, a few times over.
+	paymentEvents = 20
 )
 
 // seedTemplates writes one row of each sort into the table through the projection
@@ -236,7 +242,8 @@ func seedClones(t *testing.T, client *dynamodb.Client, table string, templates [
 // rentalctl pending, pending --overdue, pending --kind for every kind and sweep
 // --dry-run; and a sweep, through rentalctl sweep. Each reads at most its limit
 // plus a page from each shard of each lane it reads, and makes at most two
-// Queries of each; the idle sweep reads at most a page, and a page a shard of the
+// Queries of each, and an API listing that may return refund rows one Query more
+// per row, of the row's payment stream, to say what it owes; the idle sweep reads at most a page, and a page a shard of the
 // owed cancellations put off, which it counts still owed.
 func TestEveryListingAndSweepReadsAboutWhatItReturns(t *testing.T) {
 	ctx := context.Background()
@@ -291,7 +298,10 @@ func TestEveryListingAndSweepReadsAboutWhatItReturns(t *testing.T) {
 		name  string
 		limit int
 		lanes int // the lanes of the kinds it lists
-		read  func() error
+		// refunds is how many refund rows it may return, each of whose payment
+		// streams it reads once to say what the row owes: one Query per row.
+		refunds int
+		read    func() error
 	}
 	var readings []reading
 	for _, limit := range []int{1, 10} {
@@ -312,11 +322,15 @@ func TestEveryListingAndSweepReadsAboutWhatItReturns(t *testing.T) {
 				if overdue != "" {
 					params["overdue"] = overdue
 				}
-				readings = append(readings, reading{fmt.Sprintf("GET /deadlines %v", params), limit, lanes, api("/deadlines", params)})
+				refunds := 0
+				if kind == "" || kind == deadlinekinds.Refund {
+					refunds = limit
+				}
+				readings = append(readings, reading{fmt.Sprintf("GET /deadlines %v", params), limit, lanes, refunds, api("/deadlines", params)})
 			}
 			if kind != "" {
 				for _, overdue := range []bool{false, true} {
-					readings = append(readings, reading{fmt.Sprintf("rentalctl pending --kind %s --overdue=%t --limit %d", kind, overdue, limit), limit + 1, lanes, func() error {
+					readings = append(readings, reading{fmt.Sprintf("rentalctl pending --kind %s --overdue=%t --limit %d", kind, overdue, limit), limit + 1, lanes, 0, func() error {
 						_, err := stack.Deadlines(ctx, kind, ctl.PendingQuery{Overdue: overdue, Limit: limit})
 						return err
 					}})
@@ -324,18 +338,18 @@ func TestEveryListingAndSweepReadsAboutWhatItReturns(t *testing.T) {
 			}
 		}
 		readings = append(readings,
-			reading{"GET /payments/pending limit " + l, limit, 1, api("/payments/pending", map[string]string{"limit": l})},
-			reading{"GET /processes/stuck limit " + l, limit, 1, api("/processes/stuck", map[string]string{"limit": l})},
-			reading{"GET /refunds/owed limit " + l, limit, 1, api("/refunds/owed", map[string]string{"limit": l})},
-			reading{"rentalctl pending --limit " + l, limit + 1, 1, func() error {
+			reading{"GET /payments/pending limit " + l, limit, 1, 0, api("/payments/pending", map[string]string{"limit": l})},
+			reading{"GET /processes/stuck limit " + l, limit, 1, 0, api("/processes/stuck", map[string]string{"limit": l})},
+			reading{"GET /refunds/owed limit " + l, limit, 1, limit, api("/refunds/owed", map[string]string{"limit": l})},
+			reading{"rentalctl pending --limit " + l, limit + 1, 1, 0, func() error {
 				_, err := stack.Pending(ctx, ctl.PendingQuery{Limit: limit})
 				return err
 			}},
-			reading{"rentalctl pending --overdue --limit " + l, limit + 1, 1, func() error {
+			reading{"rentalctl pending --overdue --limit " + l, limit + 1, 1, 0, func() error {
 				_, err := stack.Pending(ctx, ctl.PendingQuery{Overdue: true, Limit: limit})
 				return err
 			}},
-			reading{"rentalctl sweep --dry-run --limit " + l, limit + 1, 1, func() error {
+			reading{"rentalctl sweep --dry-run --limit " + l, limit + 1, 1, 0, func() error {
 				_, err := stack.SweepDryRun(ctx, time.Now(), limit)
 				return err
 			}},
@@ -343,7 +357,7 @@ func TestEveryListingAndSweepReadsAboutWhatItReturns(t *testing.T) {
 	}
 	// An idle sweep: nothing is due, so it returns nothing; it reads at most a
 	// page in all, whatever the table holds.
-	readings = append(readings, reading{"rentalctl sweep (nothing due)", 0, 0, func() error {
+	readings = append(readings, reading{"rentalctl sweep (nothing due)", 0, 0, 0, func() error {
 		sum, err := stack.Sweep(ctx, time.Now())
 		if err == nil && (sum.Found() > 0 || sum.Owed.Due > 0 || sum.Parked.Found > 0) {
 			err = fmt.Errorf("the sweep acted: %+v", sum)
@@ -362,7 +376,7 @@ func TestEveryListingAndSweepReadsAboutWhatItReturns(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (after %d Queries reading %d items)", err, queries, scanned)
 			}
-			maxQueries, maxScanned := 2*boundShards*r.lanes, boundShards*r.lanes*(r.limit+page)
+			maxQueries, maxScanned := 2*boundShards*r.lanes+r.refunds, boundShards*r.lanes*(r.limit+page)+r.refunds*paymentEvents
 			if r.lanes == 0 { // the sweep: at most two Queries a shard of each of its at most five lanes
 				// Nothing due but the owed cancellations put off, which the sweep
 				// counts still owed: at most a page of them a shard (owed.Page),

@@ -95,3 +95,21 @@ func (r *Repairs) Repair(ctx context.Context, rentalIDs []string, dryRun bool, d
 	}
 	return out, errors.Join(errs...)
 }
+
+// StreamRepair is what the repair of one stream did, or with a dry run would do.
+type StreamRepair = repair.StreamResult
+
+// Delivery is one record a repair gave one consumer.
+type Delivery = repair.Delivery
+
+// ReceiptStreamPrefix starts the id of every stream RepairStream repairs: a
+// provider event's receipt stream.
+const ReceiptStreamPrefix = repair.ReceiptStreamPrefix
+
+// RepairStream delivers a provider event's receipt stream's records again to the
+// handlers the stream consumers run (repair.Repairer.RepairStream): what the
+// auditor asks for a refund owed at a mismatched event's receipt that its payment
+// does not record.
+func (r *Repairs) RepairStream(ctx context.Context, streamID string, dryRun bool) (StreamRepair, error) {
+	return r.repairer.RepairStream(ctx, streamID, dryRun)
+}

@@ -3,6 +3,8 @@ package refund_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +23,10 @@ func TestMain(m *testing.M) { emulatortest.Main(m) }
 // TestListsWhatIsStillOwedOldestFirst writes four refunds owed, one of them
 // refunded by the provider since, one made by hand, and one of money the provider
 // took in another amount and currency than the payment's, among other events, to
-// a table in the emulator.
+// a table in the emulator; then a rental that owes two (its own payment's and one
+// on another provider payment) and one whose money another provider payment took
+// and that was made by hand, and a refund owed again after the provider's refund
+// failed: each refund is listed on its own while owed.
 func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	ctx := context.Background()
 	client, table := emulatortest.EventsTable(t)
@@ -81,6 +86,40 @@ func TestListsWhatIsStillOwedOldestFirst(t *testing.T) {
 	}
 	if got[0].Reason != "" || got[1].Reason != "Stripe refused the refund (charge_disputed)" {
 		t.Errorf("reasons %q and %q; want none for the provider that cannot refund, the refusal for the other", got[0].Reason, got[1].Reason)
+	}
+	if got[0].Cause != "late-success" || got[1].Cause != "late-success" {
+		t.Errorf("causes %q and %q", got[0].Cause, got[1].Cause)
+	}
+
+	// A rental that owes two; one whose money taken elsewhere was made by hand; one
+	// owed again after the provider's refund failed.
+	two := payment.ReferenceFor("b6_AAAAAAAAAAAAAAAAAAAAA6")
+	put(two, base.Add(2*time.Hour), append(owed(two), payment.UnexpectedRefundOwed{Reference: two, PaymentID: "pi_other", Amount: 700, Currency: "USD", Reason: "charge_disputed"})...)
+	madeOther := payment.ReferenceFor("b7_AAAAAAAAAAAAAAAAAAAAA7")
+	put(madeOther, base, payment.PaymentPrepared{Reference: madeOther, PaymentID: "p7", Amount: 1500, Currency: "EUR"},
+		payment.UnexpectedRefundOwed{Reference: madeOther, PaymentID: "pi_7"},
+		payment.UnexpectedRefundMadeByHand{Reference: madeOther, PaymentID: "pi_7", Amount: 3, Currency: "EUR", OperatorReference: "bank-7", RecordedBy: "op"})
+	again := payment.ReferenceFor("b8_AAAAAAAAAAAAAAAAAAAAA8")
+	put(again, base.Add(3*time.Hour), append(owed(again)[:3],
+		payment.RefundRequested{Reference: again, PaymentID: "pay-" + again, RefundID: "re_8", Amount: 1500, Currency: "EUR"},
+		payment.PaymentRefunded{Reference: again, PaymentID: "pay-" + again},
+		payment.RefundOwed{Reference: again, PaymentID: "pay-" + again, Amount: 1500, Currency: "EUR", Reason: "the bank refused", FailedRefundID: "re_8"})...)
+	got, err = refund.List(ctx, pages{client, 5}, table, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, o := range got {
+		listed = append(listed, o.RentalID+" "+o.PaymentID+" "+o.Cause)
+	}
+	want := []string{"b2_AAAAAAAAAAAAAAAAAAAAA2 pay-" + early + " late-success", "b1_AAAAAAAAAAAAAAAAAAAAA1 pay-" + late + " late-success",
+		"b6_AAAAAAAAAAAAAAAAAAAAA6 pay-" + two + " late-success", "b6_AAAAAAAAAAAAAAAAAAAAA6 pi_other other-payment",
+		"b8_AAAAAAAAAAAAAAAAAAAAA8 pay-" + again + " late-success"}
+	if !slices.Equal(listed, want) {
+		t.Fatalf("owed:\n  %s\nwant\n  %s", strings.Join(listed, "\n  "), strings.Join(want, "\n  "))
+	}
+	if o := got[3]; o.Amount != 700 || o.Currency != "USD" || o.Reason != "charge_disputed" || o.PaymentReference != two || !o.OwedSince.Equal(base.Add(2*time.Hour+4*time.Second)) {
+		t.Errorf("the refund owed on another provider payment: %+v", o)
 	}
 }
 

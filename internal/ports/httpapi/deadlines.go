@@ -1,12 +1,16 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
@@ -17,14 +21,78 @@ import (
 var DeadlineKinds = deadlinekinds.Listed()
 
 // Deadline is one outstanding row in GET /deadlines: its kind, the rental it is
-// about, when it falls due, and how long ago it opened.
+// about, when it falls due, and how long ago it opened; a refund owed's row also
+// says which refund it is (a rental may owe more than one).
 type Deadline struct {
 	Kind       string    `json:"kind"`
 	RentalID   string    `json:"rentalId"`
 	DueAt      time.Time `json:"dueAt"`
 	AgeSeconds int64     `json:"ageSeconds"`
 	Overdue    bool      `json:"overdue"`
+	// Refund is what a row of the refund kind owes, read from its payment; nil for
+	// the other kinds (and for a refund row its payment does not record).
+	Refund *RefundDebt `json:"refund,omitempty"`
 }
+
+// RefundDebt is what one refund owed is: the provider payment the money was taken
+// on (what POST /rentals/{id}/refund-made-by-hand names it by), what was taken,
+// and why it is owed.
+type RefundDebt struct {
+	PaymentID string `json:"paymentId"`
+	// Amount and Currency are what the provider said it took; left out where it
+	// did not say.
+	Amount   int64  `json:"amount,omitempty"`
+	Currency string `json:"currency,omitempty"`
+	// Cause is deadlinekinds.CauseLateSuccess or deadlinekinds.CauseOtherPayment.
+	Cause string `json:"cause"`
+	// Reason is what the provider refused, for one that can refund; left out for
+	// one that cannot refund at all.
+	Reason string `json:"reason,omitempty"`
+}
+
+// refundDebts reads, for each refund row among rows, what it owes from its
+// payment's stream (deadlinekinds.RefundOf): one read per rental listed, a few at
+// a time, so that a listing reads about what it returns. A row whose payment
+// records no refund for it is left out of the map.
+func (a *API) refundDebts(ctx context.Context, rows []deadline.Row) (map[string]RefundDebt, error) {
+	bySubject := map[string]RefundDebt{}
+	subjects := map[string][]string{} // by rental
+	for _, row := range rows {
+		if row.Kind == deadlinekinds.Refund {
+			id := deadlinekinds.RefundRental(row.Subject)
+			subjects[id] = append(subjects[id], row.Subject)
+		}
+	}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(refundReads)
+	for id, list := range subjects {
+		g.Go(func() error {
+			s, records, err := a.cfg.Commands.LoadPayment(gctx, payment.ReferenceFor(id))
+			if err != nil {
+				return err
+			}
+			for _, subject := range list {
+				o, ok, err := deadlinekinds.RefundOf(subject, s, records)
+				if err != nil || !ok {
+					if err != nil {
+						return err
+					}
+					continue
+				}
+				d := RefundDebt{PaymentID: o.PaymentID, Amount: o.Amount, Currency: o.Currency, Cause: o.Cause(), Reason: o.Reason}
+				mu.Lock()
+				bySubject[subject] = d
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	return bySubject, g.Wait()
+}
+
+// refundReads is how many payments a listing reads at once.
+const refundReads = 8
 
 // Deadlines is the answer to GET /deadlines.
 type Deadlines struct {
@@ -48,16 +116,28 @@ func (a *API) deadlines(r *request) response {
 	if !ok {
 		return resp
 	}
+	debts, err := a.refundDebts(r.ctx, rows)
+	if err != nil {
+		return errorResponse(err)
+	}
 	out := Deadlines{Now: q.Now.UTC(), Deadlines: make([]Deadline, len(rows)), Count: len(rows), Limit: q.Limit}
 	for i, row := range rows {
 		out.Deadlines[i] = DeadlineOf(row, q.Now)
+		if d, ok := debts[row.Subject]; ok && row.Kind == deadlinekinds.Refund {
+			out.Deadlines[i].Refund = &d
+		}
 	}
 	return jsonResponse(http.StatusOK, out)
 }
 
-// DeadlineOf is row as GET /deadlines answers it at now.
+// DeadlineOf is row as GET /deadlines answers it at now, without what a refund
+// row owes (which its payment says).
 func DeadlineOf(row deadline.Row, now time.Time) Deadline {
-	return Deadline{Kind: row.Kind, RentalID: row.Subject, DueAt: row.Due.UTC(),
+	rentalID := row.Subject
+	if row.Kind == deadlinekinds.Refund {
+		rentalID = deadlinekinds.RefundRental(row.Subject) // a rental owes a refund on each provider payment that took money
+	}
+	return Deadline{Kind: row.Kind, RentalID: rentalID, DueAt: row.Due.UTC(),
 		AgeSeconds: ageSeconds(now, row.Since), Overdue: row.Due.Before(now)}
 }
 
@@ -156,12 +236,16 @@ func (a *API) stuckRentals(r *request) response {
 	return jsonResponse(http.StatusOK, out)
 }
 
-// RefundOwed is one refund in GET /refunds/owed.
+// RefundOwed is one refund in GET /refunds/owed: a rental that owes two lists
+// two, each named by its provider payment (RefundDebt.PaymentID).
 type RefundOwed struct {
 	PaymentReference string    `json:"paymentReference"`
 	RentalID         string    `json:"rentalId"`
 	OwedSince        time.Time `json:"owedSince"`
 	AgeSeconds       int64     `json:"ageSeconds"`
+	// RefundDebt is what is owed, read from the payment; empty for a row its
+	// payment does not record (which the auditor reports stale).
+	*RefundDebt
 }
 
 // RefundsOwed is the answer to GET /refunds/owed.
@@ -172,9 +256,11 @@ type RefundsOwed struct {
 	Limit   int          `json:"limit"`
 }
 
-// refundsOwed answers GET /refunds/owed?limit=: money a provider that cannot refund
-// took for a rental that did not get its bike, not refunded since, oldest first:
-// the refund kind's rows, a query per shard of its lane, never a scan.
+// refundsOwed answers GET /refunds/owed?limit=: money a provider took for a rental
+// that did not get its bike and did not refund (it cannot, or refused for good),
+// not paid back since, oldest first, each refund on its own: the refund kind's
+// rows, a query per shard of its lane, never a scan, and what each owes, read
+// from its payment (refundDebts).
 func (a *API) refundsOwed(r *request) response {
 	q, bad := a.kindQuery(r, deadlinekinds.Refund, nil)
 	if len(bad) > 0 {
@@ -184,10 +270,18 @@ func (a *API) refundsOwed(r *request) response {
 	if !ok {
 		return resp
 	}
+	debts, err := a.refundDebts(r.ctx, rows)
+	if err != nil {
+		return errorResponse(err)
+	}
 	out := RefundsOwed{Now: q.Now.UTC(), Refunds: make([]RefundOwed, len(rows)), Count: len(rows), Limit: q.Limit}
 	for i, row := range rows {
-		out.Refunds[i] = RefundOwed{PaymentReference: payment.ReferenceFor(row.Subject), RentalID: row.Subject,
+		rentalID := deadlinekinds.RefundRental(row.Subject)
+		out.Refunds[i] = RefundOwed{PaymentReference: payment.ReferenceFor(rentalID), RentalID: rentalID,
 			OwedSince: row.Since.UTC(), AgeSeconds: ageSeconds(q.Now, row.Since)}
+		if d, ok := debts[row.Subject]; ok {
+			out.Refunds[i].RefundDebt = &d
+		}
 	}
 	return jsonResponse(http.StatusOK, out)
 }

@@ -12,7 +12,10 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
+	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/dev/local"
+	"github.com/bikerental/bikerental/internal/domain/payment"
+	"github.com/bikerental/bikerental/internal/lib/strictjson"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -232,4 +235,101 @@ func (s *stack) byHandEvents(op, rentalID string) []string {
 		}
 	}
 	return out
+}
+
+// TestEachRefundOwedIsRecordedOnItsOwnFromTheConsole: a rental that owes two refunds
+// (its own payment's late success, and 7.00 EUR a signed generic payment.succeeded
+// reported taken on another paymentId) shows two rows on the Refunds page and on
+// the to-do list, each with the provider payment it is owed on, and its page
+// offers to record each. The other payment's form, opened from its row, holds
+// what is owed on it; another amount is refused in words; recorded, that row alone
+// leaves. The own one's, then, likewise; the rental then offers nothing more.
+func TestEachRefundOwedIsRecordedOnItsOwnFromTheConsole(t *testing.T) {
+	ctx, watch := browser(t)
+	s := startStack(t, map[string]string{wiring.EnvRentalPrice: fmt.Sprint(byHandPrice), wiring.EnvRentalCurrency: "EUR"})
+	op, err := s.tokens.Operator(context.Background(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := s.send("PUT", "/bikes/b8", op, nil, nil, nil); code != http.StatusCreated && code != http.StatusOK {
+		t.Fatalf("register b8: %d", code)
+	}
+	r := s.owedRefund(op, "rita", "b8")
+	body, _ := json.Marshal(generic.Event{ID: "evt-other-" + r, Type: generic.TypeSucceeded, PaymentReference: payment.ReferenceFor(r),
+		PaymentID: strictjson.Some("pay_other"), Amount: strictjson.Some[int64](700), Currency: strictjson.Some("EUR")})
+	hdr := http.Header{"Payment-Signature": {webhook.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
+	if code := s.send("POST", "/webhooks/payments", "", body, hdr, nil); code != http.StatusOK {
+		t.Fatalf("the success on another paymentId: %d", code)
+	}
+	path := "/rentals/" + r + "/refund-made-by-hand"
+	ownRow := fmt.Sprintf(`#refunds-table tr[data-rental=%q]:not([data-payment-id="pay_other"])`, r)
+	otherRow := fmt.Sprintf(`#refunds-table tr[data-rental=%q][data-payment-id="pay_other"]`, r)
+	refundRows := fmt.Sprintf(`document.querySelectorAll('#todo-rows tr[data-rental=%q][data-kind="refund"]').length`, r)
+
+	run(t, ctx, "sign in: two refund rows on the to-do list", chromedp.Navigate(local.ConsoleURL(s.base)), signIn("ops", true),
+		chromedp.WaitVisible(chromedp.CSS(`#signed-in-as`)), waitFor(refundRows+` === 2`))
+	if got := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector('#todo-rows tr[data-rental=%q][data-payment-id="pay_other"] .owed-on').textContent`, r)); got != "EUR 7.00 on pay_other" {
+		t.Errorf("the other payment's row on the to-do list reads %q", got)
+	}
+	run(t, ctx, "its page offers to record each", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, r)),
+		waitFor(present(`#record-refund-by-hand`)), waitFor(present(`#rental-actions button.record-unexpected-refund-by-hand[data-payment-id="pay_other"]`)))
+	if n := evaluate[float64](t, ctx, `document.querySelectorAll('#rental-actions button').length`); n != 2 {
+		t.Errorf("the rental offers %v actions, want one for each refund owed", n)
+	}
+	if got := evaluate[string](t, ctx, `document.querySelector('#unexpected-refunds li[data-payment-id="pay_other"] .unexpected-refund-state').textContent`); got != "owed" {
+		t.Errorf("the other payment's refund reads %q on the rental's page", got)
+	}
+	if got := evaluate[string](t, ctx, `document.querySelector('#timeline li[data-type="UnexpectedRefundOwed"] .cause').textContent`); got != "caused by the provider's event evt-other-"+r+" (generic)" {
+		t.Errorf("the refund owed on the other payment reads %q in the timeline, want the provider's event as its cause", got)
+	}
+
+	run(t, ctx, "two rows on the Refunds page, each with its action", js(`location.hash = '#/backlog'`),
+		waitFor(present(ownRow+` button.record-refund-by-hand`)), waitFor(present(otherRow+` button.record-refund-by-hand`)))
+	for sel, want := range map[string][]string{
+		otherRow: {"pay_other", "EUR 7.00", "taken on another provider payment"},
+		ownRow:   {"EUR 23.50", "paid after the payment was given up on"},
+	} {
+		text := evaluate[string](t, ctx, fmt.Sprintf(`document.querySelector(%q).textContent`, sel))
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				t.Errorf("the row %s reads %q, want %q in it", sel, text, w)
+			}
+		}
+	}
+	screenshot(t, ctx, "refunds-owed-two.png")
+
+	// The other payment's, from its row: what is owed on it, another amount refused.
+	run(t, ctx, "the other payment's form", chromedp.Click(chromedp.CSS(otherRow+` button.record-refund-by-hand`)),
+		chromedp.WaitVisible(chromedp.CSS(`#byhand-amount`)))
+	if got := evaluate[string](t, ctx, `document.getElementById('byhand-amount').value + ' ' + document.getElementById('byhand-payment-id').textContent`); got != "700 pay_other" {
+		t.Errorf("the other payment's form reads %q, want what is owed on pay_other", got)
+	}
+	watch.expect("POST", path, http.StatusUnprocessableEntity)
+	run(t, ctx, "another amount on it", js(`document.getElementById('byhand-amount').value = '2350'`),
+		chromedp.SetValue(chromedp.CSS(`#byhand-reference`), "bank-other"), confirmIn(`#byhand-submit`),
+		waitFor(present(`#byhand-result .problem .problem-title`)))
+	if got := evaluate[string](t, ctx, `document.getElementById('byhand-result').textContent`); !strings.Contains(got, "700 EUR is owed on provider payment pay_other, not 2350") {
+		t.Errorf("the refusal reads %q, want what is owed on pay_other", got)
+	}
+	run(t, ctx, "ask to record what is owed on it", js(`document.getElementById('byhand-amount').value = '700'`),
+		chromedp.Click(chromedp.CSS(`#byhand-submit`)), chromedp.WaitVisible(chromedp.CSS(`dialog[open] [data-confirm="yes"]`)))
+	if q := evaluate[string](t, ctx, `document.getElementById('confirm-question').textContent`); !strings.Contains(q, "EUR 7.00") || !strings.Contains(q, "provider payment pay_other") {
+		t.Errorf("the question %q does not say what is recorded", q)
+	}
+	run(t, ctx, "record it", chromedp.Click(chromedp.CSS(`dialog[open] [data-confirm="yes"]`)), waitFor(present(`#byhand-recorded`)))
+	run(t, ctx, "its row alone leaves", waitFor(`!(`+present(otherRow)+`) && `+present(ownRow+` button.record-refund-by-hand`)))
+
+	// The own one, from its row.
+	run(t, ctx, "the own refund's form", chromedp.Click(chromedp.CSS(ownRow+` button.record-refund-by-hand`)),
+		chromedp.WaitVisible(chromedp.CSS(`#byhand-amount`)), waitFor(`!`+present(`#byhand-payment-id`)))
+	if got := evaluate[string](t, ctx, `document.getElementById('byhand-amount').value`); got != fmt.Sprint(byHandPrice) {
+		t.Errorf("the own refund's form reads %q, want %d", got, byHandPrice)
+	}
+	run(t, ctx, "record the own one", chromedp.SetValue(chromedp.CSS(`#byhand-reference`), "bank-own"), confirmIn(`#byhand-submit`),
+		waitFor(present(`#byhand-recorded`)), waitFor(`!(`+present(ownRow)+`) && document.getElementById('refunds-empty') !== null`))
+	run(t, ctx, "the to-do list holds neither", js(`location.hash = '#/todo'`), waitFor(present(`#todo-empty`)), waitFor(refundRows+` === 0`))
+	run(t, ctx, "the rental's page: both made, nothing more to do", js(fmt.Sprintf(`location.hash = '#/rental/%s'`, r)),
+		waitFor(`document.getElementById('refund-state')?.textContent === 'refunded-by-hand'`),
+		waitFor(`document.querySelector('#unexpected-refunds li[data-payment-id="pay_other"] .unexpected-refund-state')?.textContent === 'refunded-by-hand'`))
+	noActionOnAnEndedRental(t, ctx)
 }

@@ -101,10 +101,12 @@ export function rental(id) { return call('GET', '/rentals/' + seg(id)); }
 export function stuckRentals() { return call('GET', '/processes/stuck'); }
 export function refundsOwed() { return call('GET', '/refunds/owed'); }
 export function cancelPayment(rentalId) { return call('POST', '/rentals/' + seg(rentalId) + '/cancel-payment'); }
-// refundMadeByHand records that the refund owed of a rental was paid back by hand:
-// amount in minor units (the amount owed), reference the operator's own.
-export function refundMadeByHand(rentalId, amount, reference) {
-  return call('POST', '/rentals/' + seg(rentalId) + '/refund-made-by-hand', { amount, reference });
+// refundMadeByHand records that a refund owed of a rental was paid back by hand:
+// amount in minor units (the amount owed), reference the operator's own. more may
+// name the refund by its provider payment (paymentId; without it, the rental's own
+// payment's) and the currency paid back (currency).
+export function refundMadeByHand(rentalId, amount, reference, more = {}) {
+  return call('POST', '/rentals/' + seg(rentalId) + '/refund-made-by-hand', { amount, reference, ...more });
 }
 export function registerBike(bikeId) { return call('PUT', '/bikes/' + seg(bikeId)); }
 export function returnBike(bikeId, rentalId) {

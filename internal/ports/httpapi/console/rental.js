@@ -3,7 +3,7 @@
 // commands that apply to it.
 
 import { cancelPayment, rental, returnBike } from './api.js';
-import { byHandForm, forHands, money } from './byhand.js';
+import { byHandForm, debtsOf, money, owedWords } from './byhand.js';
 import { confirm, duration, fill, h, rentalHref, time } from './dom.js';
 import { nextDelay } from './poll.js';
 import { BIKE_OUT, ID_MAX_LENGTH, ID_PATTERN, MOVING, PAYMENT_OPEN } from './rules.js';
@@ -127,10 +127,12 @@ function actionsFor(v, result, show, { describe, subject }) {
     });
     actions.push(ret);
   }
-  if (forHands(v)) {
-    const byHand = h('button', { type: 'button', id: 'record-refund-by-hand' }, 'Record refund made by hand…');
+  for (const debt of debtsOf(v)) { // each refund owed, on its own form
+    const byHand = debt.own ? h('button', { type: 'button', id: 'record-refund-by-hand' }, 'Record refund made by hand…')
+      : h('button', { type: 'button', class: 'record-unexpected-refund-by-hand', 'data-payment-id': debt.paymentId },
+        'Record refund made by hand of ', h('code', {}, debt.paymentId), '…');
     byHand.addEventListener('click', () => {
-      fill(result, byHandForm(v, { describe, subject, done: () => show() }));
+      fill(result, byHandForm(v, { debt, describe, subject, done: () => show() }));
       document.getElementById('byhand-amount').focus();
     });
     actions.push(byHand);
@@ -189,6 +191,10 @@ export function rentalPage(main, id, { notice, describe, subject }) {
         pay.taken.amount !== pay.amount || pay.taken.currency !== pay.currency ? h('span', { class: 'muted' }, ': not what the payment was for; this is what goes back') : null)] : null,
       h('dt', {}, 'Refund'), h('dd', {}, h('span', { id: 'refund-state' }, pay.refund || 'none'),
         refundWords[pay.refund] ? h('span', { class: 'muted' }, ': ' + refundWords[pay.refund]) : null),
+      pay.unexpectedRefunds ? [h('dt', {}, 'Taken on other payments'), h('dd', {}, h('ul', { id: 'unexpected-refunds' },
+        pay.unexpectedRefunds.map((u) => h('li', { 'data-payment-id': u.paymentId }, h('code', {}, u.paymentId), ': ',
+          owedWords(u.amount, u.currency), ', ', h('span', { class: 'unexpected-refund-state' }, u.refund),
+          refundWords[u.refund] ? h('span', { class: 'muted' }, ': ' + refundWords[u.refund]) : null))))] : null,
       v.overdue ? [h('dt', {}, 'Due back'), h('dd', { id: 'due-back' }, time(v.overdue.dueAt),
         v.overdue.lateSeconds !== undefined ? ` (back ${duration(v.overdue.lateSeconds)} late)` : ' (overdue)')] : null);
     const timeline = h('ol', { class: 'timeline', id: 'timeline' }, v.history.map((e) => {

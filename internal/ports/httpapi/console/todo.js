@@ -3,6 +3,7 @@
 // its own every few seconds while its tab is visible (poll.js).
 
 import { deadlines } from './api.js';
+import { owedWords } from './byhand.js';
 import { duration, fill, h, rentalHref, time } from './dom.js';
 import { poll } from './poll.js';
 
@@ -17,7 +18,7 @@ const kinds = {
   payment: ['Payment due', 'the renter has until then to pay; then the sweep cancels the payment and frees the bike'],
   stuck: ['Process check', 'by then the rental\'s process should have finished; if not, the sweep repairs it'],
   return: ['Bike due back', 'the renter should bring the bike back by then; once overdue, follow the renter up'],
-  refund: ['Refund owed', 'money taken for a rental that did not get its bike: pay it back by hand, then record it on the rental\'s page or on Refunds & stuck; it then leaves the list'],
+  refund: ['Refund owed', 'money taken for a rental that did not get its bike, on its own payment or on another provider payment (each a row of its own): pay it back by hand, then record it on the rental\'s page or on Refunds & stuck; it then leaves the list'],
 };
 
 function legend() {
@@ -72,15 +73,17 @@ export function todoPage(main, _arg, { describe }) {
   const render = () => {
     // A refresh keeps the keyboard where it was: on the same rental's link.
     const focused = body.contains(document.activeElement) ? document.activeElement.closest('tr') : null;
-    const keep = focused ? [focused.dataset.kind, focused.dataset.rental] : null;
-    fill(body, rows.map((r) => h('tr', { 'data-kind': r.kind, 'data-rental': r.rentalId, 'data-due': r.dueAt, 'data-age': r.ageSeconds, 'data-read': r.read },
+    const keep = focused ? [focused.dataset.kind, focused.dataset.rental, focused.dataset.paymentId] : null;
+    fill(body, rows.map((r) => h('tr', { 'data-kind': r.kind, 'data-rental': r.rentalId, 'data-payment-id': r.refund ? r.refund.paymentId : null,
+      'data-due': r.dueAt, 'data-age': r.ageSeconds, 'data-read': r.read },
       h('td', {}, h('span', { class: 'badge ' + (kinds[r.kind] ? r.kind : ''), title: kinds[r.kind] ? kinds[r.kind][1] : null }, kinds[r.kind] ? kinds[r.kind][0] : r.kind)),
-      h('td', {}, h('a', { href: rentalHref(r.rentalId), class: 'mono' }, r.rentalId)),
+      h('td', {}, h('a', { href: rentalHref(r.rentalId), class: 'mono' }, r.rentalId),
+        r.refund ? h('div', { class: 'muted owed-on' }, owedWords(r.refund.amount, r.refund.currency), ' on ', h('code', {}, r.refund.paymentId)) : null),
       h('td', { class: 'num age' }, duration(r.ageSeconds)),
       h('td', { class: 'hide-narrow' }, time(r.dueAt)),
       h('td', { class: 'due' }))));
     if (keep) {
-      const again = [...body.children].find((tr) => tr.dataset.kind === keep[0] && tr.dataset.rental === keep[1]);
+      const again = [...body.children].find((tr) => tr.dataset.kind === keep[0] && tr.dataset.rental === keep[1] && tr.dataset.paymentId === keep[2]);
       if (again) again.querySelector('a').focus();
     }
     tick();
