@@ -873,14 +873,10 @@ func validate(s Payment, c Command) error {
 	switch c := c.(type) {
 	case PreparePayment:
 		ref = c.Reference
-		switch {
-		case c.PaymentID == "":
+		if c.PaymentID == "" {
 			return errors.New("paymentId is required")
 		}
-		if err := CheckAmount(c.Amount); err != nil {
-			return err
-		}
-		if err := CheckCurrency(c.Currency); err != nil {
+		if err := checkMoney(c.Amount, c.Currency); err != nil {
 			return err
 		}
 	case ConfirmPayment:
@@ -928,10 +924,7 @@ func validate(s Payment, c Command) error {
 		ref = c.Reference
 	case GiveUpUnmatchedSuccess:
 		ref = c.Reference
-		if err := CheckAmount(c.Amount); err != nil {
-			return err
-		}
-		if err := CheckCurrency(c.Currency); err != nil {
+		if err := checkMoney(c.Amount, c.Currency); err != nil {
 			return err
 		}
 	case RecordCancellationStillOwed:
@@ -949,6 +942,15 @@ func validate(s Payment, c Command) error {
 		return fmt.Errorf("command for reference %q sent to reference %q", ref, s.Reference)
 	}
 	return nil
+}
+
+// checkMoney returns why amount and currency cannot be what a payment is for, or
+// nil (CheckAmount, CheckCurrency).
+func checkMoney(amount int64, currency string) error {
+	if err := CheckAmount(amount); err != nil {
+		return err
+	}
+	return CheckCurrency(currency)
 }
 
 // MaxAmount is the largest amount a payment may have, in minor units: eight digits,

@@ -682,11 +682,8 @@ func (c *streamCheck) payment(reference string) (func(eventstore.Record) error, 
 				lateSuccessAt = r.RecordedAt
 			}
 			refunds.observe(r, e)
-		case payment.RefundRequested, payment.PaymentRefunded, payment.RefundMadeByHand:
-			refunded = true
-			refunds.observe(r, e)
-		case payment.RefundOwed:
-			refunded = true
+		case payment.RefundRequested, payment.PaymentRefunded, payment.RefundMadeByHand, payment.RefundOwed:
+			refunded = true // or owed: the money of the late success is seen to
 			refunds.observe(r, e)
 		case payment.UnexpectedRefundOwed, payment.UnexpectedRefundMadeByHand:
 			refunds.observeUnexpected(r, e)
