@@ -287,6 +287,29 @@ func TestAnotherRefundAfterTheOneThatFailedIsRecorded(t *testing.T) {
 		}
 	})
 
+	// The provider's clock counts seconds: re_1 made and failed in one second (a
+	// refund that fails at once). In either order the failure stands and the
+	// refund is owed; taking the report for another refund would settle it with
+	// the money still at the merchant.
+	sameSecond := refundedAt.Add(400 * time.Millisecond).Truncate(time.Second)
+	madeNow := ConfirmRefund{Reference: ref, ProviderEventID: "evt_refunded_1", ReportedAt: sameSecond}
+	failedNow := RecordRefundFailed{Reference: ref, RefundID: "re_1", Reason: "Stripe's refund re_1 failed (expired_or_canceled_card)", ProviderEventID: "evt_failed_1", FailedAt: sameSecond}
+	for name, order := range map[string][]Command{"made, then failed": {madeNow, failedNow}, "failed, then made": {failedNow, madeNow}} {
+		t.Run("in one second: "+name, func(t *testing.T) {
+			events := []Event{prepared, cancelled, late, asked}
+			for _, cmd := range order {
+				got, err := Decide(Fold(events), cmd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				events = append(events, got...)
+			}
+			if got := Fold(events); got.Refund != RefundStatusOwed {
+				t.Errorf("the refund is %q; want owed: re_1 failed, and no other refund was made", got.Refund)
+			}
+		})
+	}
+
 	// Recorded before times were kept: neither the failure nor the provider's
 	// word said when.
 	oldFailure := RefundOwed{Reference: ref, PaymentID: "p1", Amount: 1250, Currency: "EUR", Reason: "failed", FailedRefundID: "re_1"}

@@ -513,8 +513,9 @@ type OweRefund struct {
 // owed (RefundOwed, with the reason, the failed refund's id and FailedAt), for
 // operators to make by hand. It does nothing for another refund than the one
 // recorded, once the refund is owed or made by hand, when no refund was asked for
-// or made, or when the provider reported the payment refunded at or after
-// FailedAt (a refund made after the one that failed stands).
+// or made, or when the provider reported the payment refunded after FailedAt (a
+// refund made after the one that failed stands; one reported in the same second
+// may be the failed refund's own report, and the failure is recorded).
 type RecordRefundFailed struct {
 	Reference       string    `json:"reference"`
 	RefundID        string    `json:"refundId"`
@@ -811,8 +812,12 @@ func decideRefund(s Payment, c Command) []Event {
 		if s.RefundFailed || (s.Refund != RefundStatusRequested && s.Refund != RefundStatusDone) || !ours {
 			return nil
 		}
-		if !c.FailedAt.IsZero() && !s.Reported.Refunded.IsZero() && !s.Reported.Refunded.Before(c.FailedAt) {
-			return nil // a refund reported at or after the failure was made after it, and stands
+		if !c.FailedAt.IsZero() && s.Reported.Refunded.After(c.FailedAt) {
+			// A refund reported after the failure was made after it, and stands. One
+			// reported in the same second (the provider's clock counts seconds) may
+			// be the failed refund's own report: the failure stands, and the refund
+			// is owed, for an operator to look at before paying it back.
+			return nil
 		}
 		return []Event{RefundOwed{Reference: s.Reference, PaymentID: s.PaymentID, Amount: paid.Amount, Currency: paid.Currency, Reason: c.Reason,
 			FailedRefundID: c.RefundID, FailedAt: c.FailedAt}}
@@ -832,7 +837,9 @@ func decideRefund(s Payment, c Command) []Event {
 // and each refund it makes it reports once (every delivery of that report is
 // recognised by its receipt before it is decided on). So:
 //   - after the failure of a refund (RefundFailed) the word is about another refund
-//     made since when it was reported at or after the failure; and, for a failure
+//     made since when it was reported after the failure (in a later second: one in
+//     the same second may be the failed refund's own report, and the refund stays
+//     owed); and, for a failure
 //     whose time was not kept, when the refund that failed had been reported made
 //     before it failed. Otherwise it is the provider's word about the refund that
 //     failed (its report delivered late, or after the failure), and nothing.
@@ -846,7 +853,7 @@ func (s Payment) refundNews(at time.Time) bool {
 	switch {
 	case s.RefundFailed:
 		if !s.Reported.Failed.IsZero() && !at.IsZero() {
-			return !at.Before(s.Reported.Failed)
+			return at.After(s.Reported.Failed) // the same second may be the failed refund's own report
 		}
 		return s.Reported.FailedAfterRefunded
 	case s.Refund == RefundStatusDone || s.Refund == RefundStatusTwice:
