@@ -55,7 +55,7 @@ RACE_PKGS := ./internal/ports/lambda/streambatch/ ./internal/app/deadline/... ./
 	./internal/dev/streampoll/... ./internal/adapters/pendingtable/ ./internal/eventstore/... ./internal/ops/rebuild/
 TEST_ENV = RIE=$(CURDIR)/$(RIE) STRIPE_MOCK=$(CURDIR)/$(STRIPE_MOCK)
 
-test: moto rie stripe-mock chromium lint build ## make lint and every test, the DynamoDB ones against a local moto, the console's in headless Chromium, the concurrent packages under the race detector (about 9 minutes with warm Go caches, 23 on a fresh clone with empty ones, measured on a 2-core, 24 GiB machine)
+test: moto rie stripe-mock chromium lint build ## make lint and every test, the DynamoDB ones against a local moto, the console's in headless Chromium, the concurrent packages under the race detector (about 11 minutes with warm Go caches, 23 on a fresh clone with empty ones, measured on a 2-core, 24 GiB machine)
 	$(TEST_ENV) $(GO) test -count=1 -race -timeout 15m $(RACE_PKGS)
 	$(TEST_ENV) $(GO) test -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -vxF -f <($(GO) list $(RACE_PKGS)))
 
