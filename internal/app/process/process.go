@@ -296,18 +296,12 @@ func (p *Process) Handle(ctx context.Context, r eventstore.Record) error {
 
 // refundOwed reports a refund owed: a warning in the log and the RefundsOwed metric
 // in Embedded Metric Format, which the template's alarm watches. A redelivered
-// record counts again; the alarm fires on any. A repair's delivery of a refund owed
-// recorded before it (Repairing) is not a new one: it is logged as standing, at info
-// level, and not counted.
+// record counts again; the alarm fires on any (a repair's delivery stands: count).
 func (p *Process) refundOwed(ctx context.Context, r eventstore.Record, e payment.RefundOwed) {
 	attrs := []slog.Attr{slog.String("paymentReference", e.Reference), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
 		slog.Time("owedSince", r.RecordedAt)}
 	if e.Reason != "" { // what the provider refused, for the one who pays it back
 		attrs = append(attrs, slog.String("reason", e.Reason))
-	}
-	if repairing(ctx) {
-		p.logger.LogAttrs(ctx, slog.LevelInfo, "refund owed stands", append(attrs, slog.String("eventId", r.ID))...)
-		return
 	}
 	p.count(ctx, r, "refund owed", MetricRefundsOwed, 1, attrs...)
 }
@@ -339,17 +333,12 @@ func (p *Process) onMismatchRefundOwed(ctx context.Context, r eventstore.Record,
 
 // unexpectedRefundOwed reports a refund owed on another provider payment than the
 // one recorded, as refundOwed reports the payment's own: a warning and the
-// RefundsOwed metric, once per delivery (a repair's delivery of one recorded
-// before it stands, and is not counted).
+// RefundsOwed metric, once per delivery (a repair's delivery stands: count).
 func (p *Process) unexpectedRefundOwed(ctx context.Context, r eventstore.Record, e payment.UnexpectedRefundOwed) {
 	attrs := []slog.Attr{slog.String("paymentReference", e.Reference), slog.String("providerPaymentId", e.PaymentID),
 		slog.Int64("amount", e.Amount), slog.String("currency", e.Currency), slog.Time("owedSince", r.RecordedAt)}
 	if e.Reason != "" {
 		attrs = append(attrs, slog.String("reason", e.Reason))
-	}
-	if repairing(ctx) {
-		p.logger.LogAttrs(ctx, slog.LevelInfo, "refund owed on another provider payment stands", append(attrs, slog.String("eventId", r.ID))...)
-		return
 	}
 	p.count(ctx, r, "refund owed on another provider payment", MetricRefundsOwed, 1, attrs...)
 }
@@ -372,7 +361,7 @@ func repairing(ctx context.Context) bool {
 // cancellationOwed reports a cancellation owed to the provider: a warning and the
 // CancellationsOwed metric, which the template's alarm watches (the sweep makes the
 // cancellation later, and reports those still owed after each run). A redelivered
-// record counts again; the alarm fires on any.
+// record counts again; the alarm fires on any (a repair's delivery stands: count).
 func (p *Process) cancellationOwed(ctx context.Context, r eventstore.Record, e payment.CancellationOwedAtProvider) {
 	p.count(ctx, r, "cancellation owed to the provider", MetricCancellationsOwed, 1,
 		slog.String("paymentReference", e.Reference), slog.String("paymentId", e.PaymentID), slog.Int("attempts", e.Attempts))
@@ -383,8 +372,7 @@ func (p *Process) cancellationOwed(ctx context.Context, r eventstore.Record, e p
 // alarm watches. A refund reported on a provider payment that is not the recorded
 // one (as the service's own refund of money taken there reports) gives back money
 // rather than taking it: it is logged, and counts 0. A redelivered record counts
-// again; the alarm fires on any; a repair's delivery of one recorded before it
-// stands, and is not counted.
+// again; the alarm fires on any (a repair's delivery stands: count).
 func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command.ProviderEventMismatched) {
 	n := 1
 	if e.Kind == payment.ProviderRefunded {
@@ -395,19 +383,22 @@ func (p *Process) mismatched(ctx context.Context, r eventstore.Record, e command
 		slog.String("providerPaymentId", e.PaymentID), slog.Int64("amount", e.Amount), slog.String("currency", e.Currency),
 		slog.String("recordedPaymentId", e.RecordedPaymentID), slog.Int64("recordedAmount", e.RecordedAmount), slog.String("recordedCurrency", e.RecordedCurrency),
 		slog.Bool("refundDue", e.RefundDue)}
-	if repairing(ctx) { // a repair's delivery of a receipt recorded before it (rentalctl repair --stream)
-		p.logger.LogAttrs(ctx, slog.LevelInfo, "provider event that does not match its payment stands", append(attrs, slog.String("eventId", r.ID))...)
-		return
-	}
 	p.count(ctx, r, "provider event does not match its payment", MetricProviderEventMismatches, n, attrs...)
 }
 
 // count logs a warning, then writes n counts of metric as one Embedded Metric
 // Format document of its own (MetricsNamespace, the dimension Service), stamped
 // with the record's time. A document that cannot be written is logged, not
-// returned: the record's reaction is done either way.
+// returned: the record's reaction is done either way. A repair's delivery counts
+// nothing: it logs, at info level, that what the record reported stands.
 func (p *Process) count(ctx context.Context, r eventstore.Record, msg, metric string, n int, attrs ...slog.Attr) {
 	attrs = append(attrs, slog.String("eventId", r.ID))
+	if repairing(ctx) {
+		// A repair's delivery of a record written before it (Repairing) reports
+		// nothing new: what it said stands, and is not counted again.
+		p.logger.LogAttrs(ctx, slog.LevelInfo, msg+" stands", attrs...)
+		return
+	}
 	p.logger.LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
 	if p.metrics == nil {
 		return
