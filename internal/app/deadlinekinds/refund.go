@@ -64,10 +64,7 @@ func (RefundChanges) Change(r eventstore.Record) (deadline.Change, bool, error) 
 	if err != nil {
 		return deadline.Change{}, false, nil // not a rental's payment
 	}
-	subject := rentalID
-	if c.PaymentID != "" {
-		subject = UnexpectedRefundSubject(rentalID, c.PaymentID)
-	}
+	subject := refundSubject(rentalID, c)
 	if c.Settled { // refunded by the provider, or made by hand
 		return deadline.Change{Subject: subject, Settled: true, How: SettledRefunded}, true, nil
 	}
@@ -91,17 +88,20 @@ func UnexpectedRefundSubject(rentalID, paymentID string) string {
 	return rentalID + unexpectedSeparator + ident.Derived(paymentDigestLength, paymentID)
 }
 
+// refundSubject is the subject of the row of the refund owed that c opens or
+// settles, of rentalID's payment.
+func refundSubject(rentalID string, c payment.RefundOwedChange) string {
+	if c.PaymentID == "" {
+		return rentalID
+	}
+	return UnexpectedRefundSubject(rentalID, c.PaymentID)
+}
+
 // RefundRental returns the rental a refund row's subject is about: the rental's id,
 // for its own refund's row and the one owed on another provider payment alike.
 func RefundRental(subject string) string {
 	rentalID, _, _ := strings.Cut(subject, unexpectedSeparator)
 	return rentalID
-}
-
-// RefundOnRecordedPayment reports whether a refund row's subject is the rental's
-// own refund's (on the payment recorded), not one owed on another provider payment.
-func RefundOnRecordedPayment(subject string) bool {
-	return !strings.Contains(subject, unexpectedSeparator)
 }
 
 // validRefundSubject reports whether s is a refund row's subject: a rental id, or
@@ -114,22 +114,14 @@ func validRefundSubject(s string) bool {
 	return ident.Valid(rentalID) && len(digest) == paymentDigestLength && ident.Alphanumeric(digest)
 }
 
-// RefundOwed is what a refund row is about, as operators' listings show it (GET
-// /refunds/owed, GET /deadlines, the console): the rental, the provider payment
-// the money was taken on, what was taken and why no provider refunded it.
-type RefundOwed struct {
+// OwedRefund is what a refund row is about, as operators' listings show it (GET
+// /refunds/owed, GET /deadlines, the console): the rental, why the refund is owed
+// (CauseLateSuccess, CauseOtherPayment), and what the event that opened it says it
+// owes (payment.Owed).
+type OwedRefund struct {
 	RentalID string
-	// PaymentID is the provider payment the refund is owed on: the one recorded for
-	// the rental's payment (OnRecordedPayment), or another.
-	PaymentID         string
-	OnRecordedPayment bool
-	// Amount and Currency are what the provider said it took: 0 and "" where it
-	// did not say (money taken on another provider payment, reported by a generic
-	// event that named no amount or currency).
-	Amount   int64
-	Currency string
-	// Reason is the provider's refusal; empty for a provider that cannot refund.
-	Reason string
+	Cause    string
+	payment.Owed
 }
 
 // The causes of a refund owed, as operators' listings name them.
@@ -142,39 +134,36 @@ const (
 	CauseOtherPayment = "other-payment"
 )
 
-// Cause returns why the refund is owed: CauseLateSuccess or CauseOtherPayment.
-func (r RefundOwed) Cause() string {
-	if r.OnRecordedPayment {
+// CauseOf returns why the refund owed that c opens or settles is owed:
+// CauseLateSuccess for the payment's own, CauseOtherPayment for one on another
+// provider payment.
+func CauseOf(c payment.RefundOwedChange) string {
+	if c.PaymentID == "" {
 		return CauseLateSuccess
 	}
 	return CauseOtherPayment
 }
 
-// RefundOf returns what the refund row of subject is about, read from the
-// payment's state and records as command.Handler.LoadPayment returns them; ok is
-// false when they record no refund owed for it (a row the auditor reports stale).
-// For the rental's own payment it is the last RefundOwed's, settled or not: a row
-// the projector has not yet taken off is still shown for what it was.
-func RefundOf(subject string, s payment.Payment, records []eventstore.Record) (r RefundOwed, ok bool, err error) {
+// RefundOf returns what the refund row of subject is about, read from its
+// payment's records (as command.Handler.LoadPayment returns them): what the last
+// event that opened it says, settled or not, so that a row the projector has not
+// yet taken off is still shown for what it was; ok is false when they record no
+// refund owed for it (a row the auditor reports stale).
+func RefundOf(subject string, records []eventstore.Record) (r OwedRefund, ok bool, err error) {
 	r.RentalID = RefundRental(subject)
-	if !RefundOnRecordedPayment(subject) {
-		for _, u := range s.Unexpected {
-			if UnexpectedRefundSubject(r.RentalID, u.PaymentID) == subject {
-				r.PaymentID, r.Amount, r.Currency, r.Reason = u.PaymentID, u.Amount, u.Currency, u.Reason
-				return r, true, nil
-			}
-		}
-		return r, false, nil
-	}
 	for i := len(records) - 1; i >= 0; i-- {
-		if records[i].Type != (payment.RefundOwed{}).EventType() {
+		if !slices.Contains(payment.RefundOwedTypes(), records[i].Type) {
 			continue
 		}
-		o, err := eventstore.Decode[payment.RefundOwed](records[i], payment.DecodeEvent)
+		e, err := payment.DecodeEvent(records[i].Type, records[i].Data)
 		if err != nil {
-			return r, false, err
+			return r, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, records[i].StreamID, records[i].Version, err)
 		}
-		r.PaymentID, r.OnRecordedPayment, r.Amount, r.Currency, r.Reason = o.PaymentID, true, o.Amount, o.Currency, o.Reason
+		c, _ := payment.RefundOwedChangeOf(e)
+		if c.Settled || refundSubject(r.RentalID, c) != subject {
+			continue
+		}
+		r.Cause, r.Owed = CauseOf(c), c.Owed
 		return r, true, nil
 	}
 	return r, false, nil

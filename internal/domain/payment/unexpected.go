@@ -203,11 +203,23 @@ func checkProviderPaymentID(id string) error {
 // refunds owed: it opens it, or settles it (Settled). PaymentID names which: empty
 // for the refund of the payment's own late success (RefundOwed), the provider
 // payment's id for the refund owed on another provider payment
-// (UnexpectedRefundOwed).
+// (UnexpectedRefundOwed). A change that opens one says what it owes (Owed).
 type RefundOwedChange struct {
 	Reference string
 	PaymentID string
 	Settled   bool
+	Owed      Owed
+}
+
+// Owed is what a refund owed is for, as the event that opened it says: the
+// provider payment the money was taken on (the one recorded, for the payment's own
+// refund), what the provider said it took (0 and "" where it did not say), and why
+// no provider refunded it (its refusal; empty for a provider that cannot refund).
+type Owed struct {
+	PaymentID string
+	Amount    int64
+	Currency  string
+	Reason    string
 }
 
 // RefundOwedChangeOf returns what e says of a refund owed of its payment, and
@@ -221,9 +233,10 @@ type RefundOwedChange struct {
 func RefundOwedChangeOf(e Event) (RefundOwedChange, bool) {
 	switch e := e.(type) {
 	case RefundOwed:
-		return RefundOwedChange{Reference: e.Reference}, true
+		return RefundOwedChange{Reference: e.Reference, Owed: Owed{PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency, Reason: e.Reason}}, true
 	case UnexpectedRefundOwed:
-		return RefundOwedChange{Reference: e.Reference, PaymentID: e.PaymentID}, true
+		return RefundOwedChange{Reference: e.Reference, PaymentID: e.PaymentID,
+			Owed: Owed{PaymentID: e.PaymentID, Amount: e.Amount, Currency: e.Currency, Reason: e.Reason}}, true
 	case UnexpectedRefundMadeByHand:
 		return RefundOwedChange{Reference: e.Reference, PaymentID: e.PaymentID, Settled: true}, true
 	}

@@ -152,13 +152,14 @@ func TestEachRefundOwedIsMadeByHandOnItsOwn(t *testing.T) {
 }
 
 // TestRefundOwedChangeOfReadsEveryRefundOwed: every event of RefundOwedTypes says
-// which refund owed it opens or settles, and no other event says anything.
+// which refund owed it opens or settles, an opening one what it owes, and no other
+// event says anything.
 func TestRefundOwedChangeOfReadsEveryRefundOwed(t *testing.T) {
 	want := map[string]RefundOwedChange{
-		"RefundOwed":                 {Reference: ref},
+		"RefundOwed":                 {Reference: ref, Owed: Owed{PaymentID: "p1", Amount: 1250, Currency: "EUR"}},
 		"PaymentRefunded":            {Reference: ref, Settled: true},
 		"RefundMadeByHand":           {Reference: ref, Settled: true},
-		"UnexpectedRefundOwed":       {Reference: ref, PaymentID: "pi_other"},
+		"UnexpectedRefundOwed":       {Reference: ref, PaymentID: "pi_other", Owed: Owed{PaymentID: "pi_other", Amount: 1500, Currency: "EUR", Reason: "refused for good"}},
 		"UnexpectedRefundMadeByHand": {Reference: ref, PaymentID: "pi_other", Settled: true},
 	}
 	for _, e := range allEvents {

@@ -91,13 +91,8 @@ func List(ctx context.Context, db Scanner, table string, progress func(scanned i
 			l := last{version: r.Version, open: !c.Settled}
 			if l.open {
 				rentalID, _ := payment.RentalIDFor(c.Reference)
-				l.owed = Owed{PaymentReference: c.Reference, RentalID: rentalID, OwedSince: r.RecordedAt}
-				switch e := e.(type) {
-				case payment.RefundOwed:
-					l.owed.PaymentID, l.owed.Amount, l.owed.Currency, l.owed.Reason, l.owed.Cause = e.PaymentID, e.Amount, e.Currency, e.Reason, deadlinekinds.CauseLateSuccess
-				case payment.UnexpectedRefundOwed:
-					l.owed.PaymentID, l.owed.Amount, l.owed.Currency, l.owed.Reason, l.owed.Cause = e.PaymentID, e.Amount, e.Currency, e.Reason, deadlinekinds.CauseOtherPayment
-				}
+				l.owed = Owed{PaymentReference: c.Reference, RentalID: rentalID, OwedSince: r.RecordedAt, Cause: deadlinekinds.CauseOf(c),
+					PaymentID: c.Owed.PaymentID, Amount: c.Owed.Amount, Currency: c.Owed.Currency, Reason: c.Owed.Reason}
 			}
 			refunds[k] = l
 		}

@@ -68,19 +68,19 @@ func (a *API) refundDebts(ctx context.Context, rows []deadline.Row) (map[string]
 	g.SetLimit(refundReads)
 	for id, list := range subjects {
 		g.Go(func() error {
-			s, records, err := a.cfg.Commands.LoadPayment(gctx, payment.ReferenceFor(id))
+			_, records, err := a.cfg.Commands.LoadPayment(gctx, payment.ReferenceFor(id))
 			if err != nil {
 				return err
 			}
 			for _, subject := range list {
-				o, ok, err := deadlinekinds.RefundOf(subject, s, records)
+				o, ok, err := deadlinekinds.RefundOf(subject, records)
 				if err != nil || !ok {
 					if err != nil {
 						return err
 					}
 					continue
 				}
-				d := RefundDebt{PaymentID: o.PaymentID, Amount: o.Amount, Currency: o.Currency, Cause: o.Cause(), Reason: o.Reason}
+				d := RefundDebt{PaymentID: o.PaymentID, Amount: o.Amount, Currency: o.Currency, Cause: o.Cause, Reason: o.Reason}
 				mu.Lock()
 				bySubject[subject] = d
 				mu.Unlock()
