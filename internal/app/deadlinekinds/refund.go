@@ -97,6 +97,16 @@ func refundSubject(rentalID string, c payment.RefundOwedChange) string {
 	return UnexpectedRefundSubject(rentalID, c.PaymentID)
 }
 
+// RentalOf returns the rental a row of the kind named kind is about: its subject,
+// but for a refund owed (RefundRental), whose subject may also name the provider
+// payment the money was taken on. Listings show it, and a repair mends it.
+func RentalOf(kind, subject string) string {
+	if kind == Refund {
+		return RefundRental(subject)
+	}
+	return subject
+}
+
 // RefundRental returns the rental a refund row's subject is about: the rental's id,
 // for its own refund's row and the one owed on another provider payment alike.
 func RefundRental(subject string) string {

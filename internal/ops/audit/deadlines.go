@@ -143,24 +143,14 @@ func (a *auditor) checkKinds(recent time.Time) {
 		switch {
 		case s != nil && s.opened && !s.settled && !outstanding && (quiet || s.openedAt.Before(recent)):
 			a.violate(DeadlineMissing, fmt.Sprintf("%s %s deadline opened at %s (%s) is not settled, but the Deadlines table has no outstanding row for it: %s", article(key.kind), key.kind, s.openedAt.Format(time.RFC3339), key.key, a.unseen(key.kind)), s.stream)
-			a.stuck(rentalOf(key))
+			a.stuck(deadlinekinds.RentalOf(key.kind, key.subject))
 		case outstanding && (s == nil || !s.opened) && (quiet || row.PreparedAt.Before(recent)):
 			a.violate(DeadlineStale, fmt.Sprintf("the Deadlines table has an outstanding %s row %s that no event opened", key.kind, key.key))
 		case outstanding && s.settled && (quiet || s.settledAt.Before(recent)):
 			a.violate(DeadlineStale, fmt.Sprintf("the Deadlines table has an outstanding %s row %s, which settled at %s", key.kind, key.key, s.settledAt.Format(time.RFC3339)), s.stream)
-			a.stuck(rentalOf(key))
+			a.stuck(deadlinekinds.RentalOf(key.kind, key.subject))
 		}
 	}
-}
-
-// rentalOf returns the rental a row is about, which its repair mends: its subject,
-// but for a refund owed on another provider payment than the rental's own, whose
-// subject also names the provider payment.
-func rentalOf(key deadlineKey) string {
-	if key.kind == deadlinekinds.Refund {
-		return deadlinekinds.RefundRental(key.subject)
-	}
-	return key.subject
 }
 
 // unseen says who would never see a missing row of the kind named kind: the sweep,

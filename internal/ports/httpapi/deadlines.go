@@ -133,11 +133,7 @@ func (a *API) deadlines(r *request) response {
 // DeadlineOf is row as GET /deadlines answers it at now, without what a refund
 // row owes (which its payment says).
 func DeadlineOf(row deadline.Row, now time.Time) Deadline {
-	rentalID := row.Subject
-	if row.Kind == deadlinekinds.Refund {
-		rentalID = deadlinekinds.RefundRental(row.Subject) // a rental owes a refund on each provider payment that took money
-	}
-	return Deadline{Kind: row.Kind, RentalID: rentalID, DueAt: row.Due.UTC(),
+	return Deadline{Kind: row.Kind, RentalID: deadlinekinds.RentalOf(row.Kind, row.Subject), DueAt: row.Due.UTC(),
 		AgeSeconds: ageSeconds(now, row.Since), Overdue: row.Due.Before(now)}
 }
 
