@@ -1,15 +1,11 @@
 package local_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
-	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
-	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/lib/emf/emftest"
 	"github.com/bikerental/bikerental/internal/lib/strictjson"
@@ -28,37 +24,12 @@ func TestARefundMadeByHandLeavesEveryListing(t *testing.T) {
 		t.Fatalf("cancel-payment: %d", code)
 	}
 	p.waitStatus(rentalID, "cancelled")
-	body, _ := json.Marshal(generic.Event{ID: "evt-" + ident.Random(20), Type: generic.TypeSucceeded, PaymentReference: ref})
-	hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
-	if code := p.send("POST", "/webhooks/payments", body, hdr, nil); code != http.StatusOK {
+	if code := p.signedWebhook(generic.Event{ID: "evt-" + ident.Random(20), Type: generic.TypeSucceeded, PaymentReference: ref}, nil); code != http.StatusOK {
 		t.Fatalf("the late payment.succeeded: %d", code)
 	}
-
-	type owed struct{ RentalID string }
-	refunds := func() []string {
-		var list struct{ Refunds []owed }
-		if code := p.send("GET", "/refunds/owed", nil, nil, &list); code != http.StatusOK {
-			t.Fatalf("GET /refunds/owed: %d", code)
-		}
-		var ids []string
-		for _, o := range list.Refunds {
-			ids = append(ids, o.RentalID)
-		}
-		return ids
-	}
-	deadlines := func() []string {
-		var list struct{ Deadlines []owed }
-		if code := p.send("GET", "/deadlines?kind=refund", nil, nil, &list); code != http.StatusOK {
-			t.Fatalf("GET /deadlines?kind=refund: %d", code)
-		}
-		var ids []string
-		for _, o := range list.Deadlines {
-			ids = append(ids, o.RentalID)
-		}
-		return ids
-	}
 	p.waitFor("the refund owed to be listed", func() bool {
-		return slices.Equal(refunds(), []string{rentalID}) && slices.Equal(deadlines(), []string{rentalID})
+		refunds, deadlines := p.refundsListed()
+		return slices.Equal(refunds, []string{rentalID}) && slices.Equal(deadlines, []string{rentalID})
 	})
 
 	json := http.Header{"Content-Type": {"application/json"}}
@@ -70,7 +41,10 @@ func TestARefundMadeByHandLeavesEveryListing(t *testing.T) {
 		rec.Refund != "refunded-by-hand" || rec.RecordedBy != "ops" {
 		t.Fatalf("refund made by hand: %d %+v", code, rec)
 	}
-	p.waitFor("the refund made by hand to leave every listing", func() bool { return len(refunds()) == 0 && len(deadlines()) == 0 })
+	p.waitFor("the refund made by hand to leave every listing", func() bool {
+		refunds, deadlines := p.refundsListed()
+		return len(refunds) == 0 && len(deadlines) == 0
+	})
 	if code := p.send("POST", "/rentals/"+rentalID+"/refund-made-by-hand", []byte(`{"amount":1500,"reference":"bank-1"}`), json, nil); code != http.StatusConflict {
 		t.Fatalf("a second one: %d", code)
 	}
@@ -98,11 +72,9 @@ func TestARentalThatOwesTwoSettlesEachOnItsOwn(t *testing.T) {
 	p.waitStatus(rentalID, "cancelled")
 	webhook := func(e generic.Event) map[string]any {
 		t.Helper()
-		body, _ := json.Marshal(e)
-		hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
 		var answer map[string]any
-		if code := p.send("POST", "/webhooks/payments", body, hdr, &answer); code != http.StatusOK {
-			t.Fatalf("%s: %d", body, code)
+		if code := p.signedWebhook(e, &answer); code != http.StatusOK {
+			t.Fatalf("%+v: %d", e, code)
 		}
 		return answer
 	}

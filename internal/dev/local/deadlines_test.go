@@ -34,16 +34,26 @@ import (
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
+// stackClient calls a local stack's HTTP API as a client does.
+type stackClient struct {
+	t      *testing.T
+	base   string
+	tokens *auth.Tokens
+}
+
+// newStackClient is a client of the stack listening at base.
+func newStackClient(t *testing.T, base string) stackClient {
+	return stackClient{t: t, base: base, tokens: &auth.Tokens{BaseURL: base}}
+}
+
 // preciseStack is a local stack in precise deadline mode whose periodic sweep never
 // runs on its own: whatever cancels a payment is its one-time schedule, or a sweep the
 // test invokes.
 type preciseStack struct {
-	t         *testing.T
+	stackClient
 	stack     *local.Stack
 	scheduler *scheduler.Client
 	group     string
-	base      string
-	tokens    *auth.Tokens
 	// pending reads the stack's Deadlines table.
 	pending *pendingtable.Projection
 	// metrics holds what the stack's functions wrote as their metrics.
@@ -99,10 +109,13 @@ func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &preciseStack{t: t, stack: stack, scheduler: client, group: group, base: base, tokens: &auth.Tokens{BaseURL: base}, pending: projection, metrics: metrics}
+	return &preciseStack{stackClient: newStackClient(t, base), stack: stack, scheduler: client, group: group, pending: projection, metrics: metrics}
 }
 
-func (p *preciseStack) send(method, path string, body []byte, hdr http.Header, out any) int {
+// send calls method path with body and the headers hdr, as an operator unless hdr
+// names who (Authorization), decodes a 2xx answer into out (if not nil) and returns
+// the status.
+func (p *stackClient) send(method, path string, body []byte, hdr http.Header, out any) int {
 	p.t.Helper()
 	req, err := http.NewRequest(method, p.base+path, bytes.NewReader(body))
 	if err != nil {
@@ -163,15 +176,59 @@ func (p *preciseStack) waitStatus(rentalID, want string) {
 	p.waitFor(fmt.Sprintf("rental %s to be %s", rentalID, want), func() bool { return p.status(rentalID) == want })
 }
 
-func (p *preciseStack) waitFor(what string, cond func() bool) {
+// waitFor waits for cond, failing the test after 30 seconds.
+func (p *stackClient) waitFor(what string, cond func() bool) {
 	p.t.Helper()
+	if !await(cond) {
+		p.t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// await waits for cond for up to 30 seconds, and reports whether it came.
+func await(cond func() bool) bool {
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			p.t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return true
+}
+
+// signedWebhook posts e to POST /webhooks/payments, signed as the generic provider
+// signs it with the local stack's webhook secret, decodes a 2xx answer into out (if
+// not nil) and returns the status.
+func (p *stackClient) signedWebhook(e generic.Event, out any) int {
+	p.t.Helper()
+	body, err := json.Marshal(e)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
+	return p.send("POST", "/webhooks/payments", body, hdr, out)
+}
+
+// refundsListed returns the rentals GET /refunds/owed lists and those
+// GET /deadlines?kind=refund lists, a rental once per refund it owes.
+func (p *stackClient) refundsListed() (refunds, deadlines []string) {
+	p.t.Helper()
+	type owed struct{ RentalID string }
+	var r struct{ Refunds []owed }
+	if code := p.send("GET", "/refunds/owed", nil, nil, &r); code != http.StatusOK {
+		p.t.Fatalf("GET /refunds/owed: %d", code)
+	}
+	var d struct{ Deadlines []owed }
+	if code := p.send("GET", "/deadlines?kind=refund", nil, nil, &d); code != http.StatusOK {
+		p.t.Fatalf("GET /deadlines?kind=refund: %d", code)
+	}
+	for _, o := range r.Refunds {
+		refunds = append(refunds, o.RentalID)
+	}
+	for _, o := range d.Deadlines {
+		deadlines = append(deadlines, o.RentalID)
+	}
+	return refunds, deadlines
 }
 
 // schedule returns the payment's one-time schedule, or nil if it has none.
@@ -255,10 +312,8 @@ func TestSettlingDeletesThePaymentsSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventID := "evt-" + ident.Random(20)
-	body, _ := json.Marshal(generic.Event{ID: eventID, Type: generic.TypeSucceeded, PaymentReference: ref})
-	hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
 	var ans struct{ EventID, PaymentReference, Status string }
-	if code := p.send("POST", "/webhooks/payments", body, hdr, &ans); code != http.StatusOK {
+	if code := p.signedWebhook(generic.Event{ID: eventID, Type: generic.TypeSucceeded, PaymentReference: ref}, &ans); code != http.StatusOK {
 		t.Fatalf("payment.succeeded: %d", code)
 	}
 	if ans.EventID != eventID || ans.PaymentReference != ref || ans.Status != "confirmed" {
@@ -314,9 +369,7 @@ func TestTheSweepCatchesALostSchedule(t *testing.T) {
 func TestAReturnIsFlaggedOverdueOnTime(t *testing.T) {
 	p := startPreciseWith(t, map[string]string{wiring.EnvRentalPeriod: "2s"})
 	rentalID, ref := p.rent("late-bike")
-	body, _ := json.Marshal(generic.Event{ID: "evt-" + ident.Random(20), Type: generic.TypeSucceeded, PaymentReference: ref})
-	hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
-	if code := p.send("POST", "/webhooks/payments", body, hdr, nil); code != http.StatusOK {
+	if code := p.signedWebhook(generic.Event{ID: "evt-" + ident.Random(20), Type: generic.TypeSucceeded, PaymentReference: ref}, nil); code != http.StatusOK {
 		t.Fatalf("payment.succeeded: %d", code)
 	}
 	p.waitStatus(rentalID, "approved")

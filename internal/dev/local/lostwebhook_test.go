@@ -1,14 +1,10 @@
 package local_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,15 +65,18 @@ func TestALostStripeWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 			t.Errorf("stack: %v", err)
 		}
 	})
-	c := &client{t: t, base: "http://" + l.Addr().String()}
-	c.tokens = &auth.Tokens{BaseURL: c.base}
+	c := newStackClient(t, "http://"+l.Addr().String())
 
-	if code := c.send(c.operator(), "PUT", "/bikes/lost-webhook", nil, nil); code != http.StatusCreated {
+	if code := c.send("PUT", "/bikes/lost-webhook", nil, nil, nil); code != http.StatusCreated {
 		t.Fatalf("register the bike: %d", code)
 	}
-	renter := c.renter("renter-lost-webhook")
+	token, err := c.tokens.Renter(context.Background(), "renter-lost-webhook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renter := http.Header{"Authorization": {auth.Bearer(token)}, "Content-Type": {"application/json"}}
 	var requested struct{ RentalID string }
-	if code := c.send(renter, "POST", "/rentals", []byte(`{"bikeId":"lost-webhook"}`), &requested); code != http.StatusAccepted {
+	if code := c.send("POST", "/rentals", []byte(`{"bikeId":"lost-webhook"}`), renter, &requested); code != http.StatusAccepted {
 		t.Fatalf("request the bike: %d", code)
 	}
 	type view struct {
@@ -87,7 +86,7 @@ func TestALostStripeWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 	var v view
 	c.waitFor("the payment to be offered to the renter", func() bool {
 		v = view{}
-		c.send(renter, "GET", "/rentals/"+requested.RentalID, nil, &v)
+		c.send("GET", "/rentals/"+requested.RentalID, nil, renter, &v)
 		return v.Status == "awaiting-payment" && v.Payment != nil && v.Payment.ClientSecret != ""
 	})
 
@@ -101,9 +100,9 @@ func TestALostStripeWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 		t.Fatalf("the renter's payment at Stripe: %d", res.StatusCode)
 	}
 
-	approved := c.await(func() bool {
+	approved := await(func() bool {
 		v = view{} // a member the answer leaves out must not keep an earlier answer's value
-		c.send(renter, "GET", "/rentals/"+requested.RentalID, nil, &v)
+		c.send("GET", "/rentals/"+requested.RentalID, nil, renter, &v)
 		return v.Status == "approved"
 	})
 	if cancels, retrieves := paid.Counts(); !approved {
@@ -153,75 +152,4 @@ func (c *counted) ended() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.done
-}
-
-// client calls a local stack's HTTP API as a client does.
-type client struct {
-	t      *testing.T
-	base   string
-	tokens *auth.Tokens
-}
-
-func (c *client) operator() string {
-	c.t.Helper()
-	token, err := c.tokens.Operator(context.Background(), "ops")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return token
-}
-
-func (c *client) renter(subject string) string {
-	c.t.Helper()
-	token, err := c.tokens.Renter(context.Background(), subject)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return token
-}
-
-// send calls method path with token's bearer and body (JSON), decodes a 2xx answer
-// into out (if not nil) and returns the status.
-func (c *client) send(token, method, path string, body []byte, out any) int {
-	c.t.Helper()
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", auth.Bearer(token))
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(b, out); err != nil {
-			c.t.Fatalf("%s %s: %v: %s", method, path, err, strings.TrimSpace(string(b)))
-		}
-	}
-	return resp.StatusCode
-}
-
-// waitFor waits for cond, failing the test after 30 seconds.
-func (c *client) waitFor(what string, cond func() bool) {
-	c.t.Helper()
-	if !c.await(cond) {
-		c.t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
-// await waits for cond for up to 30 seconds, and reports whether it came.
-func (c *client) await(cond func() bool) bool {
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }

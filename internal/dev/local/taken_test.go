@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
-	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -46,14 +45,13 @@ func TestOurPaymentForAnotherAmountOwesWhatWasTaken(t *testing.T) {
 		t.Fatalf("the rental before: %d %+v", code, before)
 	}
 
-	body, _ := json.Marshal(generic.Event{ID: "evt-" + ident.Random(20), Type: generic.TypeSucceeded, PaymentReference: ref,
-		PaymentID: strictjson.Some(before.Payment.PaymentID), Amount: strictjson.Some(int64(1))})
-	hdr := http.Header{"Content-Type": {"application/json"}, webhook.Header: {generic.Sign([]byte(local.DefaultWebhookSecret), body, time.Now())}}
 	var answer struct {
 		Mismatch bool
 		Status   string
 	}
-	if code := p.send("POST", "/webhooks/payments", body, hdr, &answer); code != http.StatusOK || !answer.Mismatch {
+	succeeded := generic.Event{ID: "evt-" + ident.Random(20), Type: generic.TypeSucceeded, PaymentReference: ref,
+		PaymentID: strictjson.Some(before.Payment.PaymentID), Amount: strictjson.Some(int64(1))}
+	if code := p.signedWebhook(succeeded, &answer); code != http.StatusOK || !answer.Mismatch {
 		t.Fatalf("payment.succeeded for 1 on the rental's own payment: %d %+v; want 200, a mismatch", code, answer)
 	}
 	p.waitStatus(rentalID, "cancelled")
@@ -61,30 +59,9 @@ func TestOurPaymentForAnotherAmountOwesWhatWasTaken(t *testing.T) {
 		t.Fatalf("the rental was cancelled %v after it was requested, not before its deadline (%v): its deadline, not the provider's word, gave it up", time.Since(requested), preciseTimeout)
 	}
 
-	refunds := func() []string {
-		var list struct{ Refunds []struct{ RentalID string } }
-		if code := p.send("GET", "/refunds/owed", nil, nil, &list); code != http.StatusOK {
-			t.Fatalf("GET /refunds/owed: %d", code)
-		}
-		var ids []string
-		for _, o := range list.Refunds {
-			ids = append(ids, o.RentalID)
-		}
-		return ids
-	}
-	deadlines := func() []string {
-		var list struct{ Deadlines []struct{ RentalID string } }
-		if code := p.send("GET", "/deadlines?kind=refund", nil, nil, &list); code != http.StatusOK {
-			t.Fatalf("GET /deadlines?kind=refund: %d", code)
-		}
-		var ids []string
-		for _, d := range list.Deadlines {
-			ids = append(ids, d.RentalID)
-		}
-		return ids
-	}
 	p.waitFor("the refund owed to be listed", func() bool {
-		return slices.Equal(refunds(), []string{rentalID}) && slices.Equal(deadlines(), []string{rentalID})
+		refunds, deadlines := p.refundsListed()
+		return slices.Equal(refunds, []string{rentalID}) && slices.Equal(deadlines, []string{rentalID})
 	})
 
 	// The deadline passes, and a sweep after it changes nothing.
@@ -136,5 +113,8 @@ func TestOurPaymentForAnotherAmountOwesWhatWasTaken(t *testing.T) {
 		rec.Amount != 1 || rec.Currency != "EUR" || rec.Refund != "refunded-by-hand" {
 		t.Fatalf("by hand for the 1 taken: %d %+v", code, rec)
 	}
-	p.waitFor("the refund made by hand to leave every listing", func() bool { return len(refunds()) == 0 && len(deadlines()) == 0 })
+	p.waitFor("the refund made by hand to leave every listing", func() bool {
+		refunds, deadlines := p.refundsListed()
+		return len(refunds) == 0 && len(deadlines) == 0
+	})
 }
