@@ -40,13 +40,7 @@ func runStack(t *testing.T, interval time.Duration, settings map[string]string, 
 		t.Fatal(err)
 	}
 	replace(&up.Functions)
-	l, err := local.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- up.Run(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
+	serve(t, ctx, cancel, up)
 	return up.Stack, env
 }
 

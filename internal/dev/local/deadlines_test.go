@@ -34,6 +34,25 @@ import (
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
+// serve runs up on a loopback port the kernel picks until the test ends, when
+// cancel, which ends ctx, stops it; it returns the stack's base URL.
+func serve(t *testing.T, ctx context.Context, cancel context.CancelFunc, up *local.Up) string {
+	t.Helper()
+	l, err := local.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- up.Run(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stack: %v", err)
+		}
+	})
+	return "http://" + l.Addr().String()
+}
+
 // stackClient calls a local stack's HTTP API as a client does.
 type stackClient struct {
 	t      *testing.T
@@ -92,19 +111,7 @@ func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
 		t.Fatal(err)
 	}
 	stack := up.Stack
-	l, err := local.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- stack.Run(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("stack: %v", err)
-		}
-	})
-	base := "http://" + l.Addr().String()
+	base := serve(t, ctx, cancel, up)
 	projection, err := pendingtable.New(dynamodb.NewFromConfig(cfg), pending, pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package local_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -199,12 +198,5 @@ func floodStack(t *testing.T, edge bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := local.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- up.Run(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return fmt.Sprintf("http://%s", l.Addr())
+	return serve(t, ctx, cancel, up)
 }

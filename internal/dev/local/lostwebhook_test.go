@@ -53,19 +53,7 @@ func TestALostStripeWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := local.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- up.Stack.Run(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("stack: %v", err)
-		}
-	})
-	c := newStackClient(t, "http://"+l.Addr().String())
+	c := newStackClient(t, serve(t, ctx, cancel, up))
 
 	if code := c.send("PUT", "/bikes/lost-webhook", nil, nil, nil); code != http.StatusCreated {
 		t.Fatalf("register the bike: %d", code)

@@ -54,13 +54,7 @@ func TestTheLocalStackWritesTheSweepsMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := local.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- up.Run(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
+	serve(t, ctx, cancel, up)
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
