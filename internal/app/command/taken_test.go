@@ -72,19 +72,7 @@ func TestWhatStripeTookIsWhatIsOwed(t *testing.T) {
 					t.Fatalf("the late success %+v and RefundOwed %+v; want both for %v, Stripe's reason", late, owed, c.want)
 				}
 				rentalID, _ := payment.RentalIDFor(ref)
-				if c.want.Amount != 1500 {
-					if _, err := h.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{}); !errors.Is(err, payment.ErrRefundAmountNotOwed) ||
-						!strings.Contains(err.Error(), c.want.String()+" is owed") {
-						t.Fatalf("by hand for the amount recorded: %v; want refused, saying %v is owed", err, c.want)
-					}
-				}
-				made, err := h.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: c.want.Amount, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{})
-				if err != nil || made.Refund != payment.RefundStatusMadeByHand {
-					t.Fatalf("by hand for what was taken: %+v, %v", made, err)
-				}
-				if m := lastOf[payment.RefundMadeByHand](t, store, ref); m.Amount != c.want.Amount || m.Currency != c.want.Currency {
-					t.Errorf("RefundMadeByHand %+v; want %v", m, c.want)
-				}
+				madeByHandForWhatWasTaken(t, h, store, rentalID, c.want)
 			})
 		})
 	}
@@ -164,4 +152,26 @@ func stripeEvent(t *testing.T, p *stripe.Provider, secret, fixture string, chang
 		t.Fatalf("%s: %v", fixture, err)
 	}
 	return ev
+}
+
+// madeByHandForWhatWasTaken holds a refund owed of rentalID's payment, prepared
+// for 1500, to what was taken: by hand, the 1500 is refused, saying what is owed,
+// where that is another amount, and the amount taken settles it, recorded for
+// what was taken.
+func madeByHandForWhatWasTaken(t *testing.T, h *command.Handler, store eventstore.Store, rentalID string, taken payment.Money) {
+	t.Helper()
+	ctx := context.Background()
+	if taken.Amount != 1500 {
+		_, err := h.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{})
+		if !errors.Is(err, payment.ErrRefundAmountNotOwed) || !strings.Contains(err.Error(), taken.String()+" is owed") {
+			t.Fatalf("by hand for the amount prepared: %v; want refused, saying %v is owed", err, taken)
+		}
+	}
+	made, err := h.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: taken.Amount, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{})
+	if err != nil || made.Refund != payment.RefundStatusMadeByHand {
+		t.Fatalf("by hand for what was taken: %+v, %v", made, err)
+	}
+	if m := lastOf[payment.RefundMadeByHand](t, store, payment.ReferenceFor(rentalID)); m.Amount != taken.Amount || m.Currency != taken.Currency {
+		t.Errorf("RefundMadeByHand %+v; want %v", m, taken)
+	}
 }

@@ -2,7 +2,6 @@ package command_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -149,21 +148,8 @@ func TestASuccessOnOurPaymentForAnotherAmountGivesItUp(t *testing.T) {
 				if !c.generic {
 					return
 				}
-				// What is owed is what was taken: by hand, the amount prepared is
-				// refused, saying what is owed, and the amount taken settles it.
-				if c.wantOwed.Amount != 1500 {
-					_, err := h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{})
-					if !errors.Is(err, payment.ErrRefundAmountNotOwed) || !strings.Contains(err.Error(), c.wantOwed.String()+" is owed") {
-						t.Fatalf("by hand for the amount prepared: %v; want refused, saying %v is owed", err, c.wantOwed)
-					}
-				}
-				made, err := h.RefundMadeByHand(ctx, id, payment.RecordRefundMadeByHand{Amount: c.wantOwed.Amount, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{})
-				if err != nil || made.Refund != payment.RefundStatusMadeByHand {
-					t.Fatalf("by hand for what was taken: %+v, %v", made, err)
-				}
-				if m := lastOf[payment.RefundMadeByHand](t, store, ref); m.Amount != c.wantOwed.Amount || m.Currency != c.wantOwed.Currency {
-					t.Errorf("RefundMadeByHand %+v; want %v", m, c.wantOwed)
-				}
+				// What is owed is what was taken.
+				madeByHandForWhatWasTaken(t, h, store, id, c.wantOwed)
 			})
 		})
 	}
