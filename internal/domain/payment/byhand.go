@@ -151,10 +151,8 @@ func validateRefundMadeByHand(c RecordRefundMadeByHand) error {
 			return err
 		}
 	}
-	if c.Currency != "" {
-		if err := CheckCurrency(c.Currency); err != nil {
-			return err
-		}
+	if err := checkStatedMoney(c.Amount, c.Currency); err != nil {
+		return err
 	}
 	if err := CheckText("operatorReference", c.OperatorReference, MaxOperatorReferenceLength); err != nil {
 		return err

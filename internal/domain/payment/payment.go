@@ -960,6 +960,20 @@ func checkMoney(amount int64, currency string) error {
 	return CheckCurrency(currency)
 }
 
+// checkStatedMoney is checkMoney for an amount and a currency each left out (0,
+// "") where not stated.
+func checkStatedMoney(amount int64, currency string) error {
+	if amount != 0 {
+		if err := CheckAmount(amount); err != nil {
+			return err
+		}
+	}
+	if currency != "" {
+		return CheckCurrency(currency)
+	}
+	return nil
+}
+
 // MaxAmount is the largest amount a payment may have, in minor units: eight digits,
 // the most Stripe takes in one payment (999,999.99 in a two-decimal currency), and
 // far below where a JSON number stops being exact.

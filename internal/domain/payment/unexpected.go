@@ -174,15 +174,8 @@ func validateOweUnexpected(c OweUnexpectedRefund) error {
 	if err := checkProviderPaymentID(c.PaymentID); err != nil {
 		return err
 	}
-	if c.Amount != 0 {
-		if err := CheckAmount(c.Amount); err != nil {
-			return err
-		}
-	}
-	if c.Currency != "" {
-		if err := CheckCurrency(c.Currency); err != nil {
-			return err
-		}
+	if err := checkStatedMoney(c.Amount, c.Currency); err != nil {
+		return err
 	}
 	if c.Reason != "" {
 		return CheckText("reason", c.Reason, MaxRefundRefusalLength)
