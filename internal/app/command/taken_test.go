@@ -22,12 +22,12 @@ import (
 )
 
 // takenWorld is the command handler on the real Stripe adapter against
-// stripe-mock, behind stripemock.Paid (PaymentIntents paid whose webhook did not
+// stripe-mock, behind stripemock.Stateful (PaymentIntents paid whose webhook did not
 // come) and stripemock.Refunds in front of it (Stripe's answers to refunds).
-func takenWorld(t *testing.T, store eventstore.Store) (*command.Handler, *stripe.Provider, *stripemock.Paid, *stripemock.Refunds) {
+func takenWorld(t *testing.T, store eventstore.Store) (*command.Handler, *stripe.Provider, *stripemock.Stateful, *stripemock.Refunds) {
 	t.Helper()
 	mock := stripemock.Start(t)
-	paid := &stripemock.Paid{Next: http.DefaultTransport}
+	paid := &stripemock.Stateful{Next: http.DefaultTransport}
 	refunds := &stripemock.Refunds{Next: paid}
 	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: toldWebhookSecret, APIURL: mock.URL,
 		HTTPClient: &http.Client{Transport: refunds}})

@@ -51,11 +51,11 @@ func lateWebhook(t *testing.T, p *stripe.Provider, id, ref, intent string) payme
 }
 
 // toldWorld is the command handler on the real Stripe adapter against
-// stripe-mock, behind stripemock.Paid.
-func toldWorld(t *testing.T) (*command.Handler, *stripe.Provider, *stripemock.Paid, eventstore.Store) {
+// stripe-mock, behind stripemock.Stateful.
+func toldWorld(t *testing.T) (*command.Handler, *stripe.Provider, *stripemock.Stateful, eventstore.Store) {
 	t.Helper()
 	mock := stripemock.Start(t)
-	paid := &stripemock.Paid{Next: http.DefaultTransport}
+	paid := &stripemock.Stateful{Next: http.DefaultTransport}
 	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: toldWebhookSecret, APIURL: mock.URL,
 		HTTPClient: &http.Client{Transport: paid}})
 	if err != nil {
@@ -202,7 +202,7 @@ func TestASuccessForAnotherAmountIsGivenUpAndRefunded(t *testing.T) {
 func TestASuccessAfterTheRentalGaveUpIsRefunded(t *testing.T) {
 	mock := stripemock.Start(t)
 	outage := &unavailable{next: http.DefaultTransport, failures: -1}
-	paid := &stripemock.Paid{Next: outage}
+	paid := &stripemock.Stateful{Next: outage}
 	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: toldWebhookSecret, APIURL: mock.URL, HTTPClient: &http.Client{Transport: paid}})
 	if err != nil {
 		t.Fatal(err)

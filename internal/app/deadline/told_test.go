@@ -117,7 +117,7 @@ func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
 // comes at last changes nothing.
 func TestALostWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 	mock := stripemock.Start(t)
-	paid := &stripemock.Paid{Next: http.DefaultTransport}
+	paid := &stripemock.Stateful{Next: http.DefaultTransport}
 	provider, err := stripe.New(stripe.Config{SecretKey: stripemock.SecretKey, WebhookSecret: "whsec_test_lost", APIURL: mock.URL, HTTPClient: &http.Client{Transport: paid}})
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // TestALostStripeWebhookNeverCostsAPayingRenterTheBike runs the service as it is
 // deployed, on the local stack (the functions' own builders, moto's stream, the
 // periodic sweep), with PAYMENT_PROVIDER=stripe and STRIPE_API_URL pointing at a
-// Stripe that remembers (stripe-mock behind stripemock.Paid): the renter pays
+// Stripe that remembers (stripe-mock behind stripemock.Stateful): the renter pays
 // the PaymentIntent with its client secret, as Stripe.js does, and Stripe's webhook
 // never comes. Seen as a client sees it: once the payment's deadline passes, the
 // rental is approved (the sweep asks Stripe to cancel, Stripe says the payment
@@ -30,7 +30,7 @@ import (
 // was settled within two sweeps of its deadline and never asked about again.
 func TestALostStripeWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 	const sweepEvery, timeout = time.Second, 3 * time.Second
-	paid := &stripemock.Paid{Next: http.DefaultTransport}
+	paid := &stripemock.Stateful{Next: http.DefaultTransport}
 	stripeAPI := paid.Serve(t, stripemock.Start(t).URL)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -33,7 +33,7 @@ import (
 // refunding, refunding money taken on another payment, finding a reference, and the
 // bound on every call) on the command function as it is deployed: the service
 // commandfn.Build makes from its environment, PAYMENT_PROVIDER=stripe, with Stripe
-// played by stripe-mock behind stripemock.Paid at STRIPE_API_URL, on moto. A
+// played by stripe-mock behind stripemock.Stateful at STRIPE_API_URL, on moto. A
 // capability proven only on the raw adapter can be lost by whatever the recipe puts
 // around it; these fail when it is.
 
@@ -43,7 +43,7 @@ const deployedWebhookSecret = "whsec_deployed_provider_test"
 type deployed struct {
 	t    *testing.T
 	s    *wiring.Service
-	paid *stripemock.Paid
+	paid *stripemock.Stateful
 }
 
 // deploy builds the command function's service with Stripe behind next (stripe-mock
@@ -53,7 +53,7 @@ func deploy(t *testing.T, next http.RoundTripper, more map[string]string) *deplo
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	paid := &stripemock.Paid{Next: next}
+	paid := &stripemock.Stateful{Next: next}
 	_, table := emulatortest.EventsTable(t)
 	vars := map[string]string{
 		wiring.EnvEventsTable: table, wiring.EnvWebhookSecret: "the-generic-webhook-secret-0123456789",

@@ -15,18 +15,21 @@ import (
 	"testing"
 )
 
-// Paid is an http.RoundTripper for a Stripe client, in front of stripe-mock (Next),
-// that plays PaymentIntents a renter paid whose webhook never comes, which
-// stripe-mock, keeping no state, cannot: Stripe refuses to cancel them
-// (payment_intent_unexpected_state), and a retrieve answers them succeeded for the
-// amount and currency set by Pay, with the reference in their metadata. It
-// remembers the PaymentIntents created through it (a retrieve of one answers its
-// reference, amount and currency), so that a renter's client can pay one as Stripe.js does: POST /v1/payment_intents/{id}/confirm with its
-// client_secret (Pay, for the amount and currency it was created for). Every other
-// request goes to Next. It counts the cancellations and retrieves it answered, keeps
-// the bodies of the refunds asked for, and lists every request (Requests). Safe for concurrent use; Serve serves
-// it at an API URL.
-type Paid struct {
+// Stateful is an http.RoundTripper for a Stripe client, in front of stripe-mock
+// (Next), that keeps what stripe-mock, keeping no state, cannot:
+//   - the PaymentIntents created through it: a retrieve of one answers its
+//     reference, amount and currency, and a renter's client pays one as Stripe.js
+//     does, POST /v1/payment_intents/{id}/confirm with its client_secret (Pay, for
+//     what it was created for);
+//   - PaymentIntents paid (Pay) whose webhook never comes: Stripe refuses to cancel
+//     them (payment_intent_unexpected_state), and a retrieve answers them succeeded
+//     for what they were paid, with the reference in their metadata.
+//
+// Every other request goes to Next. It counts the cancellations and retrieves of
+// paid PaymentIntents it answered, keeps the bodies of the refunds asked for, and
+// lists every request (Requests). Safe for concurrent use; Serve serves it at an
+// API URL.
+type Stateful struct {
 	Next http.RoundTripper
 
 	mu        sync.Mutex
@@ -38,7 +41,7 @@ type Paid struct {
 	requests  []string
 }
 
-// createdIntent is a PaymentIntent created through Paid: what it was created for,
+// createdIntent is a PaymentIntent created through Stateful: what it was created for,
 // and its client secret.
 type createdIntent struct {
 	paidIntent
@@ -53,7 +56,7 @@ type paidIntent struct {
 
 // Pay makes the PaymentIntent id, of our payment reference, succeed at Stripe for
 // amount in currency (lower case, as Stripe writes it).
-func (p *Paid) Pay(id, reference string, amount int64, currency string) {
+func (p *Stateful) Pay(id, reference string, amount int64, currency string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.paid == nil {
@@ -64,7 +67,7 @@ func (p *Paid) Pay(id, reference string, amount int64, currency string) {
 
 // Counts returns how many cancellations and retrieves of paid PaymentIntents it
 // answered.
-func (p *Paid) Counts() (cancels, retrieves int) {
+func (p *Stateful) Counts() (cancels, retrieves int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cancels, p.retrieves
@@ -72,7 +75,7 @@ func (p *Paid) Counts() (cancels, retrieves int) {
 
 // IntentOf returns the id of the PaymentIntent created through p for our payment
 // reference, "" if none was.
-func (p *Paid) IntentOf(reference string) string {
+func (p *Stateful) IntentOf(reference string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, c := range p.created {
@@ -86,14 +89,14 @@ func (p *Paid) IntentOf(reference string) string {
 // Requests returns every request that reached it, in order, each as its method, path
 // and, for a POST that has one, its Idempotency-Key: "POST /v1/refunds
 // refund-rp_x".
-func (p *Paid) Requests() []string {
+func (p *Stateful) Requests() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.requests...)
 }
 
 // Refunds returns the form bodies of the refunds asked for, in order.
-func (p *Paid) Refunds() []string {
+func (p *Stateful) Refunds() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.refunds...)
@@ -102,7 +105,7 @@ func (p *Paid) Refunds() []string {
 // Serve serves p on loopback until tb ends, in front of stripe-mock at mockURL (p's
 // Next carries the requests there), and returns the URL a Stripe client takes as
 // its API URL (STRIPE_API_URL).
-func (p *Paid) Serve(tb testing.TB, mockURL string) string {
+func (p *Stateful) Serve(tb testing.TB, mockURL string) string {
 	tb.Helper()
 	target, err := url.Parse(mockURL)
 	if err != nil {
@@ -118,7 +121,7 @@ func (p *Paid) Serve(tb testing.TB, mockURL string) string {
 }
 
 // RoundTrip implements http.RoundTripper.
-func (p *Paid) RoundTrip(r *http.Request) (*http.Response, error) {
+func (p *Stateful) RoundTrip(r *http.Request) (*http.Response, error) {
 	p.mu.Lock()
 	p.requests = append(p.requests, strings.TrimSpace(r.Method+" "+r.URL.Path+" "+r.Header.Get("Idempotency-Key")))
 	p.mu.Unlock()
@@ -161,7 +164,7 @@ func (p *Paid) RoundTrip(r *http.Request) (*http.Response, error) {
 // retrieved is Next's answer to the retrieve r of PaymentIntent id, made to say
 // what p knows of it: its reference in its metadata, its amount and currency, and,
 // unless status is "", its status.
-func (p *Paid) retrieved(r *http.Request, id string, intent paidIntent, status string) (*http.Response, error) {
+func (p *Stateful) retrieved(r *http.Request, id string, intent paidIntent, status string) (*http.Response, error) {
 	res, err := p.Next.RoundTrip(r)
 	if err != nil {
 		return nil, err
@@ -184,7 +187,7 @@ func (p *Paid) retrieved(r *http.Request, id string, intent paidIntent, status s
 // create passes a PaymentIntent's creation on to Next, and remembers what it was
 // created for (amount, currency, the reference in its metadata) and its id and
 // client secret as Next answered them.
-func (p *Paid) create(r *http.Request) (*http.Response, error) {
+func (p *Stateful) create(r *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(r.Body)
 	r.Body.Close()
 	if err != nil {
@@ -229,7 +232,7 @@ func (p *Paid) create(r *http.Request) (*http.Response, error) {
 // client secret, as Stripe.js confirms it: the PaymentIntent succeeds (Pay) and is
 // answered succeeded. Another client secret, or a PaymentIntent p did not see
 // created, is refused as Stripe refuses it.
-func (p *Paid) confirm(r *http.Request) (*http.Response, error) {
+func (p *Stateful) confirm(r *http.Request) (*http.Response, error) {
 	id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/"), "/confirm")
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
