@@ -107,6 +107,13 @@ func (d *deployed) asked(request string) bool {
 // returns its status and body.
 func (d *deployed) webhook(name, id, ref, intent string) (int, string) {
 	d.t.Helper()
+	return d.webhookWith(name, id, ref, intent, nil)
+}
+
+// webhookWith is webhook with the event changed by change (when not nil) before it
+// is signed.
+func (d *deployed) webhookWith(name, id, ref, intent string, change func(event map[string]any)) (int, string) {
+	d.t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "adapters", "provider", "stripe", "testdata", "events", name+".json"))
 	if err != nil {
 		d.t.Fatal(err)
@@ -118,6 +125,9 @@ func (d *deployed) webhook(name, id, ref, intent string) (int, string) {
 		d.t.Fatal(err)
 	}
 	event["id"] = id
+	if change != nil {
+		change(event)
+	}
 	out, _ := json.Marshal(event)
 	signed := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: out, Secret: deployedWebhookSecret, Timestamp: time.Now()})
 	req := events.APIGatewayV2HTTPRequest{RawPath: "/webhooks/stripe", Body: string(out),
@@ -362,5 +372,60 @@ func TestTheDeployedCommandsBoundEveryCallToStripe(t *testing.T) {
 	res, err := d.s.Commands.Payment(cancelCtx, payment.CancelPayment{Reference: ref}, command.Meta{})
 	if err != nil || res.State.Status != payment.StatusCancelled || !res.State.CancellationDue() {
 		t.Errorf("cancel with Stripe silent: %+v, %v; want cancelled, the cancellation owed", res.State, err)
+	}
+}
+
+// TestTheDeployedCommandsRecordARefundMadeAgainAfterOneByHand: Stripe refunds a
+// late success (its charge.refunded), then reports that refund failed
+// (refund.failed): the refund is owed, and an operator pays it back by hand; then
+// someone refunds the charge again in Stripe's dashboard, and Stripe's new
+// charge.refunded, created after the failure, is recorded: the refund reads
+// refunded-twice, the renter paid back twice. Stripe's events go through the
+// command function's own API, the record by hand through its commands.
+func TestTheDeployedCommandsRecordARefundMadeAgainAfterOneByHand(t *testing.T) {
+	d := deploy(t, nil, nil)
+	ctx := context.Background()
+	ref, intent := d.prepare("twice")
+	if _, err := d.s.Commands.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := d.webhook("payment_intent.succeeded", "evt_twice_late", ref, intent); code != http.StatusOK {
+		t.Fatalf("the late success: %d %s", code, body)
+	}
+	s, _, err := d.s.Commands.LoadPayment(ctx, ref)
+	if err != nil || s.Refund != payment.RefundStatusRequested || s.RefundID == "" {
+		t.Fatalf("the late success refunded at Stripe: %+v, %v", s, err)
+	}
+	made := time.Now().Add(-time.Hour).Truncate(time.Second)
+	at := func(created time.Time) func(map[string]any) {
+		return func(event map[string]any) { event["created"] = created.Unix() }
+	}
+	steps := []struct {
+		name, event string
+		change      func(map[string]any)
+	}{
+		{"evt_twice_refunded", "charge.refunded", at(made)},
+		{"evt_twice_failed", "refund.failed", func(event map[string]any) {
+			at(made.Add(10 * time.Minute))(event)
+			event["data"].(map[string]any)["object"].(map[string]any)["id"] = s.RefundID // the Refund Stripe made
+		}},
+	}
+	for _, step := range steps {
+		if code, body := d.webhookWith(step.event, step.name, ref, intent, step.change); code != http.StatusOK {
+			t.Fatalf("%s: %d %s", step.event, code, body)
+		}
+	}
+	rentalID, _ := payment.RentalIDFor(ref)
+	if _, err := d.s.Commands.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{}); err != nil {
+		t.Fatalf("the refund owed, made by hand: %v", err)
+	}
+	if code, body := d.webhookWith("charge.refunded", "evt_twice_dashboard", ref, intent, at(made.Add(30*time.Minute))); code != http.StatusOK {
+		t.Fatalf("the dashboard refund's charge.refunded: %d %s", code, body)
+	}
+	if s, _, err := d.s.Commands.LoadPayment(ctx, ref); err != nil || s.Refund != payment.RefundStatusTwice {
+		t.Errorf("after a refund by hand and one in Stripe's dashboard: %q, %v; want refunded-twice", s.Refund, err)
+	}
+	if got := d.types(ref); !slices.Equal(got[len(got)-2:], []string{"RefundMadeByHand", "PaymentRefunded"}) {
+		t.Errorf("recorded %v; want the dashboard's refund recorded after the one by hand", got)
 	}
 }
