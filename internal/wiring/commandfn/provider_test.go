@@ -429,3 +429,33 @@ func TestTheDeployedCommandsRecordARefundMadeAgainAfterOneByHand(t *testing.T) {
 		t.Errorf("recorded %v; want the dashboard's refund recorded after the one by hand", got)
 	}
 }
+
+// TestTheDeployedCommandsOweWhatStripeTook: at a payment's deadline Stripe says the
+// PaymentIntent succeeded, but for 150000 where 1500 EUR were recorded, and then
+// refuses its refund for good (a dispute): the payment is given up, and what is
+// owed is what Stripe took, 150000 EUR; a refund made by hand for the 1500
+// recorded is refused, saying so, and one for 150000 settles it. On the command
+// function as commandfn.Build makes it.
+func TestTheDeployedCommandsOweWhatStripeTook(t *testing.T) {
+	refunds := &stripemock.Refunds{Next: http.DefaultTransport}
+	d := deploy(t, refunds, nil)
+	ctx := context.Background()
+	ref, intent := d.prepare("took")
+	d.paid.Pay(intent, ref, 150000, "eur")
+	refunds.Play(stripemock.Refusal(400, "invalid_request_error", "charge_disputed", "Charge ch_1 has been charged back; cannot issue a refund."), -1)
+
+	res, err := d.s.Commands.Payment(ctx, payment.CancelPayment{Reference: ref}, command.Meta{})
+	taken := payment.Money{Amount: 150000, Currency: "EUR"}
+	if err != nil || res.State.Status != payment.StatusCancelled || res.State.Refund != payment.RefundStatusOwed || res.State.Charge() != taken {
+		t.Fatalf("the deadline of a payment Stripe took 150000 EUR for and will not refund: %+v, %v; want it given up, %v owed", res.State, err, taken)
+	}
+	rentalID, _ := payment.RentalIDFor(ref)
+	_, err = d.s.Commands.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: 1500, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{})
+	if !errors.Is(err, payment.ErrRefundAmountNotOwed) || !strings.Contains(err.Error(), "150000 EUR is owed") {
+		t.Fatalf("by hand for the 1500 recorded: %v; want refused, saying 150000 EUR is owed", err)
+	}
+	made, err := d.s.Commands.RefundMadeByHand(ctx, rentalID, payment.RecordRefundMadeByHand{Amount: 150000, OperatorReference: "bank-1", RecordedBy: "ann"}, command.Meta{})
+	if err != nil || made.Amount != taken.Amount || made.Currency != taken.Currency || made.Refund != payment.RefundStatusMadeByHand {
+		t.Errorf("by hand for what Stripe took: %+v, %v", made, err)
+	}
+}
