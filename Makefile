@@ -52,7 +52,7 @@ run: $(STACK_NEEDS) ## run the service locally: moto, the tables and the HTTP AP
 # writers, the rebuild) run under the race detector; the rest without it.
 RACE_PKGS := ./internal/ports/lambda/streambatch/ ./internal/app/deadline/... ./internal/app/process/ \
 	./internal/app/command/ ./internal/app/repair/ ./internal/ports/httpapi/ ./internal/dev/local/ \
-	./internal/dev/streampoll/... ./internal/adapters/pendingtable/ ./internal/eventstore/... ./internal/ops/rebuild/
+	./internal/dev/streampoll/... ./internal/adapters/deadlinetable/ ./internal/eventstore/... ./internal/ops/rebuild/
 TEST_ENV = RIE=$(CURDIR)/$(RIE) STRIPE_MOCK=$(CURDIR)/$(STRIPE_MOCK)
 
 test: moto rie stripe-mock chromium lint build ## make lint and every test, the DynamoDB ones against a local moto, the console's in headless Chromium, the concurrent packages under the race detector (about 11 minutes with warm Go caches, 23 on a fresh clone with empty ones, measured on a 2-core, 24 GiB machine)

@@ -59,7 +59,7 @@ func run(ctx context.Context) error {
 	// The demo's settings, over the environment, which is passed on to the stack.
 	settings := map[string]string{
 		wiring.EnvEventsTable:    "demo-events",
-		wiring.EnvPendingTable:   "demo-pending",
+		wiring.EnvDeadlinesTable: "demo-pending",
 		wiring.EnvWebhookSecret:  local.DefaultWebhookSecret,
 		wiring.EnvPaymentTimeout: "5s",
 	}

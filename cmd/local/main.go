@@ -15,10 +15,10 @@
 // or fails, ends it with status 1 and one line on stderr that names the problem (a
 // setting in its one form, wiring.SettingError).
 //
-// Environment: PORT (3000), EVENTS_TABLE (bikerental-events), PENDING_TABLE
+// Environment: PORT (3000), EVENTS_TABLE (bikerental-events), DEADLINES_TABLE
 // (bikerental-deadlines), PAYMENT_WEBHOOK_SECRET (a documented local default),
 // PAYMENT_TIMEOUT (15m), RENTAL_PERIOD (2h), SWEEP_INTERVAL (5s), RECORDING_MODE,
-// RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
+// RENTAL_PRICE_CENTS, RENTAL_CURRENCY, DEADLINES_SHARDS, DEADLINE_MODE (sweep, or precise: one-time schedules
 // per payment, which this runner fires when due), CONSOLE_SIGN_IN (local: the
 // console's "sign in (local)"; oidc with CONSOLE_ISSUER and CONSOLE_CLIENT_ID for a
 // real provider), LOG_FORMAT (text, or json),
@@ -47,7 +47,7 @@ import (
 // usage is what -h prints.
 const usage = `Usage: %s
 
-Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, PENDING_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, RENTAL_PERIOD, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_SHARDS, DEADLINE_MODE, CONSOLE_SIGN_IN, LOG_FORMAT, LOG_LEVEL, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
+Runs the whole service on this machine (moto, the functions, the API on 127.0.0.1:$PORT, the stream pollers and the sweep) until Ctrl-C. Settings come from the environment: PORT, EVENTS_TABLE, DEADLINES_TABLE, PAYMENT_WEBHOOK_SECRET, PAYMENT_TIMEOUT, RENTAL_PERIOD, SWEEP_INTERVAL, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, DEADLINES_SHARDS, DEADLINE_MODE, CONSOLE_SIGN_IN, LOG_FORMAT, LOG_LEVEL, AWS_ENDPOINT_URL (go doc ./cmd/local says more).
 `
 
 func main() {
@@ -73,12 +73,12 @@ func explain(err error) string {
 }
 
 var defaults = map[string]string{
-	"PORT":                  "3000",
-	wiring.EnvEventsTable:   "bikerental-events",
-	wiring.EnvPendingTable:  "bikerental-deadlines",
-	wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
-	"SWEEP_INTERVAL":        "5s",
-	"LOG_FORMAT":            "text",
+	"PORT":                   "3000",
+	wiring.EnvEventsTable:    "bikerental-events",
+	wiring.EnvDeadlinesTable: "bikerental-deadlines",
+	wiring.EnvWebhookSecret:  local.DefaultWebhookSecret,
+	"SWEEP_INTERVAL":         "5s",
+	"LOG_FORMAT":             "text",
 }
 
 // withDefaults returns getenv with the runner's defaults for what it leaves empty.

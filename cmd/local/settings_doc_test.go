@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/dev/local"
@@ -120,8 +120,8 @@ func codeDefaults(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	for name, v := range map[string]any{
-		wiring.EnvPendingShards:          pendingtable.DefaultShards,
-		wiring.EnvMarkerTTL:              pendingtable.DefaultMarkerTTL,
+		wiring.EnvDeadlinesShards:        deadlinetable.DefaultShards,
+		wiring.EnvMarkerTTL:              deadlinetable.DefaultMarkerTTL,
 		wiring.EnvPaymentTimeout:         deadline.DefaultTimeout,
 		wiring.EnvStuckGrace:             deadline.DefaultGrace,
 		wiring.EnvRentalPeriod:           period,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
@@ -105,7 +105,7 @@ var ghost = rental.NewRentalID("ghost", "AAAAAAAAAAAAAAAAAAAAAA")
 
 // prepared projects a PaymentPrepared for rentalID recorded at the given time, as
 // the projector would; a real rental's record is copied with only its time changed.
-func prepared(t *testing.T, w *rebuildtest.World, p *pendingtable.Projection, rentalID string, at time.Time) {
+func prepared(t *testing.T, w *rebuildtest.World, p *deadlinetable.Projection, rentalID string, at time.Time) {
 	t.Helper()
 	ref := payment.ReferenceFor(rentalID)
 	rec := eventstore.Record{StreamID: payment.StreamID(ref), Version: 1, Event: eventstore.Event{ID: "prepared-" + rentalID, Type: "PaymentPrepared"}}
@@ -126,7 +126,7 @@ func prepared(t *testing.T, w *rebuildtest.World, p *pendingtable.Projection, re
 
 // settle plays the projector and the process on everything the rental's payment
 // stream holds, as the stream consumers would after a cancellation.
-func settle(t *testing.T, w *rebuildtest.World, p *pendingtable.Projection, rentalID string) {
+func settle(t *testing.T, w *rebuildtest.World, p *deadlinetable.Projection, rentalID string) {
 	t.Helper()
 	records := w.PaymentOf(rentalID)
 	for _, r := range records {
@@ -281,9 +281,9 @@ func TestPendingListsOutstandingPaymentsOldestFirst(t *testing.T) {
 	} {
 		wantUsage(t, e, args...)
 	}
-	e["PENDING_TABLE"] = "no-such-table"
+	e["DEADLINES_TABLE"] = "no-such-table"
 	wantStatus(t, 1, e, "pending")
-	delete(e, "PENDING_TABLE")
+	delete(e, "DEADLINES_TABLE")
 	wantUsage(t, e, "pending")
 }
 
@@ -416,10 +416,10 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 		t.Errorf("sweep with failing cancellations: %v\n%s", r.err, r.stdout)
 	}
 	e["EVENTS_TABLE"] = w.EventsTable
-	e["PENDING_TABLE"] = "no-such-table"
+	e["DEADLINES_TABLE"] = "no-such-table"
 	wantStatus(t, 1, e, "sweep", "--dry-run")
 	wantStatus(t, 1, e, "sweep")
-	e["PENDING_TABLE"] = w.PendingTable
+	e["DEADLINES_TABLE"] = w.PendingTable
 
 	e["SWEEP_CONCURRENCY"] = "none"
 	wantUsage(t, e, "sweep")
@@ -548,7 +548,7 @@ func TestRefundsListsWhatIsOwed(t *testing.T) {
 	}
 }
 
-// TestChangingTheShardCount changes PENDING_SHARDS from 8 to 2 and back with
+// TestChangingTheShardCount changes DEADLINES_SHARDS from 8 to 2 and back with
 // payments outstanding: a rebuild with another count refuses until told to
 // reshard, the projector refuses to start with a count that is not the table's,
 // and after each reshard the sweep finds and cancels every outstanding payment.
@@ -579,7 +579,7 @@ func TestChangingTheShardCount(t *testing.T) {
 				t.Errorf("a rebuild with another count: %v", r.err)
 			}
 			env := func(k string) string {
-				return map[string]string{wiring.EnvPendingTable: w.PendingTable, wiring.EnvPendingShards: to}[k]
+				return map[string]string{wiring.EnvDeadlinesTable: w.PendingTable, wiring.EnvDeadlinesShards: to}[k]
 			}
 			project := func() error { // an empty batch to a fresh projector with the new count
 				h, err := projectorfn.ProjectorFunction(ctx, emulatortest.Config(t), env, slog.New(slog.DiscardHandler), nil)
@@ -589,7 +589,7 @@ func TestChangingTheShardCount(t *testing.T) {
 				_, err = h.(wiring.StreamHandler)(ctx, events.DynamoDBEvent{})
 				return err
 			}
-			if err := project(); !errors.Is(err, pendingtable.ErrShardMismatch) {
+			if err := project(); !errors.Is(err, deadlinetable.ErrShardMismatch) {
 				t.Errorf("the projector ran with %s shards on a table of %s: %v", to, from, err)
 			}
 			// A parked record comes from no event: the reshard moves it all the same.

@@ -27,8 +27,8 @@ import (
 // rentalctl to it.
 const (
 	envEventsTable   = wiring.EnvEventsTable // as the service's functions read them
-	envPendingTable  = wiring.EnvPendingTable
-	envShards        = wiring.EnvPendingShards
+	envPendingTable  = wiring.EnvDeadlinesTable
+	envShards        = wiring.EnvDeadlinesShards
 	envTimeout       = wiring.EnvPaymentTimeout
 	envConcurrency   = wiring.EnvSweepConcurrency
 	envScheduleName  = operatorenv.ScheduleName
@@ -90,8 +90,8 @@ ends the flags).
 
 Configuration comes from the environment, as the service's functions read it; each
 command's flags override it:
-  EVENTS_TABLE, PENDING_TABLE   the Events and Deadlines tables
-  PENDING_SHARDS                the pending index's write shards (4)
+  EVENTS_TABLE, DEADLINES_TABLE   the Events and Deadlines tables
+  DEADLINES_SHARDS                the pending index's write shards (4)
   SETTLED_MARKER_TTL            how long a settled payment's marker is kept (72h)
   PAYMENT_TIMEOUT               how long a payment may stay outstanding (15m)
   STUCK_GRACE, STUCK_REPAIR     when a rental is stuck (10m past the timeout), and

@@ -57,8 +57,8 @@ func emulatorEnv(w *rebuildtest.World, endpoint string) env {
 		"AWS_ACCESS_KEY_ID":     "test",
 		"AWS_SECRET_ACCESS_KEY": "test",
 		"EVENTS_TABLE":          w.EventsTable,
-		"PENDING_TABLE":         w.PendingTable,
-		"PENDING_SHARDS":        "2",
+		"DEADLINES_TABLE":       w.PendingTable,
+		"DEADLINES_SHARDS":      "2",
 	}
 }
 
@@ -234,7 +234,7 @@ func TestRebuildPendingTouchesNothingWhenATableIsMissing(t *testing.T) {
 	counting.whenScanning(func() { scans++ })
 
 	e := emulatorEnv(w, counting.URL)
-	e["PENDING_TABLE"] = "no-such-table"
+	e["DEADLINES_TABLE"] = "no-such-table"
 	e["SWEEP_SCHEDULE_NAME"] = name
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"rebuild-pending"}, e.get, &stdout, &stderr)
@@ -283,21 +283,21 @@ func TestUsage(t *testing.T) {
 		{name: "unknown command", args: []string{"rebuild-everything"}, wantErr: errUsage, stderr: "Usage: rentalctl <command>"},
 		{name: "command help", args: []string{"rebuild-pending", "-h"}, stdout: "-schedule-name"},
 		{name: "unknown flag", args: []string{"rebuild-pending", "-bogus"}, wantErr: errUsage, stderr: "-pending-table"},
-		{name: "stray argument", args: []string{"rebuild-pending", "now"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
-		{name: "no events table", args: []string{"rebuild-pending"}, env: env{"PENDING_TABLE": "p"}, wantErr: errUsage},
+		{name: "stray argument", args: []string{"rebuild-pending", "now"}, env: env{"EVENTS_TABLE": "e", "DEADLINES_TABLE": "p"}, wantErr: errUsage},
+		{name: "no events table", args: []string{"rebuild-pending"}, env: env{"DEADLINES_TABLE": "p"}, wantErr: errUsage},
 		{name: "no pending table", args: []string{"rebuild-pending", "-events-table", "e"}, wantErr: errUsage},
-		{name: "bad shards", args: []string{"rebuild-pending"}, env: env{"PENDING_SHARDS": "four"}, wantErr: errUsage, errText: `bad setting PENDING_SHARDS="four": want `},
-		{name: "bad timeout", args: []string{"pending"}, env: env{"PENDING_TABLE": "p", "PAYMENT_TIMEOUT": "15"}, wantErr: errUsage, errText: `bad setting PAYMENT_TIMEOUT="15": want a positive duration`},
+		{name: "bad shards", args: []string{"rebuild-pending"}, env: env{"DEADLINES_SHARDS": "four"}, wantErr: errUsage, errText: `bad setting DEADLINES_SHARDS="four": want `},
+		{name: "bad timeout", args: []string{"pending"}, env: env{"DEADLINES_TABLE": "p", "PAYMENT_TIMEOUT": "15"}, wantErr: errUsage, errText: `bad setting PAYMENT_TIMEOUT="15": want a positive duration`},
 		{name: "help lists audit", args: []string{"-h"}, stdout: "audit "},
 		{name: "audit help", args: []string{"audit", "-h"}, stdout: "-quiet"},
 		{name: "help of a command", args: []string{"help", "history"}, stdout: "Usage: rentalctl history [flags] RENTAL_ID"},
-		{name: "bad shards flag", args: []string{"rebuild", "-shards", "0"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
-		{name: "bad shards overridden", args: []string{"rebuild", "-shards", "2"}, env: env{"PENDING_SHARDS": "four"}, wantErr: errUsage, errText: "-events-table (or EVENTS_TABLE) is required"},
+		{name: "bad shards flag", args: []string{"rebuild", "-shards", "0"}, env: env{"EVENTS_TABLE": "e", "DEADLINES_TABLE": "p"}, wantErr: errUsage},
+		{name: "bad shards overridden", args: []string{"rebuild", "-shards", "2"}, env: env{"DEADLINES_SHARDS": "four"}, wantErr: errUsage, errText: "-events-table (or EVENTS_TABLE) is required"},
 		{name: "audit unknown flag", args: []string{"audit", "--bogus"}, wantErr: errUsage, stderr: "-json"},
-		{name: "audit stray argument", args: []string{"audit", "now"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
-		{name: "audit without events table", args: []string{"audit", "--quiet"}, env: env{"PENDING_TABLE": "p"}, wantErr: errUsage},
+		{name: "audit stray argument", args: []string{"audit", "now"}, env: env{"EVENTS_TABLE": "e", "DEADLINES_TABLE": "p"}, wantErr: errUsage},
+		{name: "audit without events table", args: []string{"audit", "--quiet"}, env: env{"DEADLINES_TABLE": "p"}, wantErr: errUsage},
 		{name: "audit without pending table", args: []string{"audit", "--events-table", "e"}, wantErr: errUsage},
-		{name: "audit with no grace", args: []string{"audit", "--grace", "0s"}, env: env{"EVENTS_TABLE": "e", "PENDING_TABLE": "p"}, wantErr: errUsage},
+		{name: "audit with no grace", args: []string{"audit", "--grace", "0s"}, env: env{"EVENTS_TABLE": "e", "DEADLINES_TABLE": "p"}, wantErr: errUsage},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -397,7 +397,7 @@ func TestAuditReportsViolationsAndFails(t *testing.T) {
 	}
 
 	// As JSON, and with the tables given by flags, which win over the environment.
-	e["EVENTS_TABLE"], e["PENDING_TABLE"] = "no-such-table", "no-such-table"
+	e["EVENTS_TABLE"], e["DEADLINES_TABLE"] = "no-such-table", "no-such-table"
 	stdout.Reset()
 	err = run(context.Background(), []string{"audit", "-quiet", "-json", "-events-table", w.EventsTable, "-pending-table", w.PendingTable}, e.get, &stdout, &stderr)
 	if !errors.Is(err, errViolations) {
@@ -425,7 +425,7 @@ func TestAuditReportsViolationsAndFails(t *testing.T) {
 func TestAuditOfAMissingTableFails(t *testing.T) {
 	w, _ := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
-	e["PENDING_TABLE"] = "no-such-table"
+	e["DEADLINES_TABLE"] = "no-such-table"
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"audit"}, e.get, &stdout, &stderr)
 	if err == nil || errors.Is(err, errUsage) || errors.Is(err, errViolations) || !strings.Contains(err.Error(), "no-such-table") {

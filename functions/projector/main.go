@@ -2,7 +2,7 @@
 // Events table's stream, reporting failed records by sequence number, and with
 // DEADLINE_MODE=precise the payments' one-time schedules.
 //
-// Environment: PENDING_TABLE, PENDING_SHARDS, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT,
+// Environment: DEADLINES_TABLE, DEADLINES_SHARDS, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT,
 // RENTAL_PERIOD, STREAM_CONCURRENCY and the DEADLINE_* settings; see internal/wiring.
 package main
 

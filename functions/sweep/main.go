@@ -3,7 +3,7 @@
 // CancelRentalPayment for each. "now" is the scheduled time in its input, never later
 // than the clock.
 //
-// Environment: EVENTS_TABLE, PENDING_TABLE, PENDING_SHARDS, PAYMENT_TIMEOUT,
+// Environment: EVENTS_TABLE, DEADLINES_TABLE, DEADLINES_SHARDS, PAYMENT_TIMEOUT,
 // RENTAL_PERIOD, SWEEP_CONCURRENCY, RECORDING_MODE; see internal/wiring.
 package main
 

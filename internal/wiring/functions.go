@@ -52,9 +52,9 @@ func Run(build Builder) {
 	lambda.Start(handler)
 }
 
-// ErrNoPendingTable reports a function that needs the Deadlines table started
-// without PENDING_TABLE; it is a SettingError, ErrMissingSetting.
-var ErrNoPendingTable = MissingSetting(EnvPendingTable, "the Deadlines table's name or ARN")
+// ErrNoDeadlinesTable reports a function that needs the Deadlines table started
+// without DEADLINES_TABLE; it is a SettingError, ErrMissingSetting.
+var ErrNoDeadlinesTable = MissingSetting(EnvDeadlinesTable, "the Deadlines table's name or ARN")
 
 // StreamHandler is the handler of a function on the Events table's stream.
 type StreamHandler = func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)

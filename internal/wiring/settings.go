@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -169,23 +169,23 @@ type pendingSettings struct {
 	ttl    time.Duration
 }
 
-// pending reads PENDING_TABLE (with need, ErrNoPendingTable when unset), PENDING_SHARDS (1 to
-// pendingtable.MaxShards) and, when writes, SETTLED_MARKER_TTL.
+// pending reads DEADLINES_TABLE (with need, ErrNoDeadlinesTable when unset), DEADLINES_SHARDS (1 to
+// deadlinetable.MaxShards) and, when writes, SETTLED_MARKER_TTL.
 func pending(getenv Getenv, need, writes bool) (pendingSettings, error) {
-	if need && getenv(EnvPendingTable) == "" {
-		return pendingSettings{}, ErrNoPendingTable
+	if need && getenv(EnvDeadlinesTable) == "" {
+		return pendingSettings{}, ErrNoDeadlinesTable
 	}
-	t, err := table(getenv, EnvPendingTable, false)
+	t, err := table(getenv, EnvDeadlinesTable, false)
 	if err != nil {
 		return pendingSettings{}, err
 	}
-	shards, err := boundedInt(getenv, EnvPendingShards, pendingtable.DefaultShards, pendingtable.MaxShards)
+	shards, err := boundedInt(getenv, EnvDeadlinesShards, deadlinetable.DefaultShards, deadlinetable.MaxShards)
 	if err != nil {
 		return pendingSettings{}, err
 	}
-	ttl := pendingtable.DefaultMarkerTTL
+	ttl := deadlinetable.DefaultMarkerTTL
 	if writes {
-		if ttl, err = durationSetting(getenv, EnvMarkerTTL, pendingtable.DefaultMarkerTTL); err != nil {
+		if ttl, err = durationSetting(getenv, EnvMarkerTTL, deadlinetable.DefaultMarkerTTL); err != nil {
 			return pendingSettings{}, err
 		}
 	}
@@ -229,8 +229,8 @@ func Token(getenv Getenv, name string) (string, error) {
 }
 
 // CheckCore validates, touching nothing, the settings Core reads: EVENTS_TABLE,
-// RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, PENDING_TABLE and
-// PENDING_SHARDS. The error names the first bad one.
+// RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY, DEADLINES_TABLE and
+// DEADLINES_SHARDS. The error names the first bad one.
 func CheckCore(getenv Getenv) error {
 	if _, err := table(getenv, EnvEventsTable, true); err != nil {
 		return err
@@ -262,14 +262,14 @@ func CheckProcess(getenv Getenv) error {
 		return err
 	}
 	if _, err := pending(getenv, false, true); err != nil {
-		return err // where its records are parked, when PENDING_TABLE is set
+		return err // where its records are parked, when DEADLINES_TABLE is set
 	}
 	_, err := MetricsService(getenv)
 	return err
 }
 
 // CheckProjection validates the settings of the projection the projector writes:
-// PENDING_TABLE (required), PENDING_SHARDS, SETTLED_MARKER_TTL and RENTAL_PERIOD
+// DEADLINES_TABLE (required), DEADLINES_SHARDS, SETTLED_MARKER_TTL and RENTAL_PERIOD
 // (the return deadlines' due time); the projector's own STREAM_CONCURRENCY is
 // checked by its function (StreamBatch).
 func CheckProjection(getenv Getenv) error {
@@ -281,7 +281,7 @@ func CheckProjection(getenv Getenv) error {
 }
 
 // CheckSweep validates the settings the sweep function reads: Core's, with
-// PENDING_TABLE required, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT, STUCK_GRACE,
+// DEADLINES_TABLE required, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT, STUCK_GRACE,
 // RENTAL_PERIOD, SWEEP_CONCURRENCY, METRICS_SERVICE and STUCK_REPAIR.
 func CheckSweep(getenv Getenv) error {
 	if err := checkSweeper(getenv); err != nil {

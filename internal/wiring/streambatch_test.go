@@ -27,7 +27,7 @@ func TestStreamFunctionsRefuseABadConcurrency(t *testing.T) {
 		{"0", false}, {"-3", false}, {"257", false}, {"many", false}, {"1.5", false},
 	} {
 		for name, build := range functions {
-			vars := map[string]string{wiring.EnvEventsTable: "events", wiring.EnvPendingTable: "pending", wiring.EnvStreamConcurrency: tc.value}
+			vars := map[string]string{wiring.EnvEventsTable: "events", wiring.EnvDeadlinesTable: "pending", wiring.EnvStreamConcurrency: tc.value}
 			_, err := build(context.Background(), aws.Config{Region: "eu-west-1"}, env(vars), slog.New(slog.DiscardHandler), io.Discard)
 			if tc.ok && err != nil {
 				t.Errorf("%s with %s=%q: %v", name, wiring.EnvStreamConcurrency, tc.value, err)

@@ -50,7 +50,7 @@ func Sweep(cfg aws.Config, getenv Getenv, logger *slog.Logger, metrics *emf.Writ
 	}
 	s, err := Core(cfg, getenv, logger, opts...)
 	if err == nil && s.Projection == nil {
-		err = ErrNoPendingTable
+		err = ErrNoDeadlinesTable
 	}
 	if err != nil {
 		return nil, err

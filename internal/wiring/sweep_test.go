@@ -26,7 +26,7 @@ func overdueWorld(t *testing.T) (wiring.Getenv, string, time.Time) {
 	client, events := emulatortest.EventsTable(t)
 	pending := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
 	getenv := env(map[string]string{
-		wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvPaymentTimeout: "1s",
+		wiring.EnvEventsTable: events, wiring.EnvDeadlinesTable: pending, wiring.EnvPaymentTimeout: "1s",
 	})
 	logger := slog.New(slog.DiscardHandler)
 	s, err := wiring.Core(cfg, getenv, logger)

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
@@ -42,11 +42,11 @@ const (
 	EnvRentalPrice = "RENTAL_PRICE_CENTS"
 	// EnvRentalCurrency is the ISO 4217 currency of the price; EUR by default.
 	EnvRentalCurrency = "RENTAL_CURRENCY"
-	// EnvPendingTable names the Deadlines table. Optional for the command
+	// EnvDeadlinesTable names the Deadlines table. Optional for the command
 	// function (GET /payments/pending answers 501 without it).
-	EnvPendingTable = "PENDING_TABLE"
-	// EnvPendingShards is the number of write shards of the pending index (4).
-	EnvPendingShards = "PENDING_SHARDS"
+	EnvDeadlinesTable = "DEADLINES_TABLE"
+	// EnvDeadlinesShards is the number of write shards of the pending index (4).
+	EnvDeadlinesShards = "DEADLINES_SHARDS"
 	// EnvMarkerTTL is how long a settled payment's marker is kept (72h).
 	EnvMarkerTTL = "SETTLED_MARKER_TTL"
 	// EnvPaymentTimeout is how long a payment may stay outstanding (15m).
@@ -120,17 +120,17 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 	return process.New(cfg)
 }
 
-// Projection returns the to-do table projection named by PENDING_TABLE, for the
+// Projection returns the to-do table projection named by DEADLINES_TABLE, for the
 // projector, which writes it: SETTLED_MARKER_TTL sets how long settled markers stay.
-// It returns nil if PENDING_TABLE is not set.
-func Projection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
+// It returns nil if DEADLINES_TABLE is not set.
+func Projection(cfg aws.Config, getenv Getenv) (*deadlinetable.Projection, error) {
 	return projection(cfg, getenv, true)
 }
 
 // DeadlineProjection is Projection over the kinds of deadline as DeadlineKinds
 // declares them, from PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD: for every
 // writer of rows (the projector, a rebuild, a repair), whose stamps depend on them.
-func DeadlineProjection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
+func DeadlineProjection(cfg aws.Config, getenv Getenv) (*deadlinetable.Projection, error) {
 	p, err := Projection(cfg, getenv)
 	if err != nil || p == nil {
 		return p, err
@@ -142,18 +142,18 @@ func DeadlineProjection(cfg aws.Config, getenv Getenv) (*pendingtable.Projection
 	return p.WithKinds(kinds), nil
 }
 
-// PendingReader returns the to-do table projection for functions that only read
-// it (the API and the sweep), or nil if PENDING_TABLE is not set.
-func PendingReader(cfg aws.Config, getenv Getenv) (*pendingtable.Projection, error) {
+// DeadlinesReader returns the to-do table projection for functions that only read
+// it (the API and the sweep), or nil if DEADLINES_TABLE is not set.
+func DeadlinesReader(cfg aws.Config, getenv Getenv) (*deadlinetable.Projection, error) {
 	return projection(cfg, getenv, false)
 }
 
-func projection(cfg aws.Config, getenv Getenv, writes bool) (*pendingtable.Projection, error) {
+func projection(cfg aws.Config, getenv Getenv, writes bool) (*deadlinetable.Projection, error) {
 	set, err := pending(getenv, false, writes)
 	if err != nil || set.table == "" {
 		return nil, err
 	}
-	p, err := pendingtable.New(dynamodb.NewFromConfig(cfg), set.table, set.shards, set.ttl)
+	p, err := deadlinetable.New(dynamodb.NewFromConfig(cfg), set.table, set.shards, set.ttl)
 	if err != nil {
 		return nil, fmt.Errorf("wiring: %w", err)
 	}
@@ -186,19 +186,19 @@ const DefaultMetricsService = "bikerental"
 // Park returns the streambatch.Options.Park hook of consumer's stream function:
 // each record it is given is parked in projection's Deadlines table, due at
 // once, for the sweep to deliver again (docs/decisions/0017-parked-stream-records.md).
-func Park(projection *pendingtable.Projection, consumer string) func(context.Context, eventstore.Record) error {
+func Park(projection *deadlinetable.Projection, consumer string) func(context.Context, eventstore.Record) error {
 	return func(ctx context.Context, r eventstore.Record) error {
 		return projection.Park(ctx, consumer, r, time.Now())
 	}
 }
 
 // Service is the service's parts, wired together. Projection is nil when
-// PENDING_TABLE is not set; API is nil when built by Core.
+// DEADLINES_TABLE is not set; API is nil when built by Core.
 type Service struct {
 	Store      *dynamo.Store
 	Commands   *command.Handler
 	Process    *process.Process
-	Projection *pendingtable.Projection
+	Projection *deadlinetable.Projection
 	API        *httpapi.API
 }
 
@@ -210,7 +210,7 @@ func Commands(store eventstore.Store, opts ...command.Option) *command.Handler {
 }
 
 // Core wires the parts every function shares: the event store, the command handler,
-// the rental-payment process and (when PENDING_TABLE is set) the projection. It
+// the rental-payment process and (when DEADLINES_TABLE is set) the projection. It
 // needs no secret. The command handler flags returns overdue by RENTAL_PERIOD; opts
 // configure it further (Commands: the generic provider unless they set one).
 func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger, opts ...command.Option) (*Service, error) {
@@ -229,7 +229,7 @@ func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger, opts ...command.Op
 	if err != nil {
 		return nil, err
 	}
-	projection, err := PendingReader(cfg, getenv)
+	projection, err := DeadlinesReader(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -196,9 +196,9 @@ func (cfg LatenessConfig) env(mode, run string) wiring.Getenv {
 		wiring.EnvPaymentTimeout: cfg.Timeout.String(),
 		wiring.EnvDeadlineMode:   mode,
 	}, cfg.Getenv, map[string]string{
-		wiring.EnvEventsTable:   "deadlinebench-events-" + run,
-		wiring.EnvPendingTable:  "deadlinebench-pending-" + run,
-		wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
+		wiring.EnvEventsTable:    "deadlinebench-events-" + run,
+		wiring.EnvDeadlinesTable: "deadlinebench-pending-" + run,
+		wiring.EnvWebhookSecret:  local.DefaultWebhookSecret,
 	})
 }
 

@@ -204,7 +204,7 @@ func (b *sweepBench) env(concurrency, i int) wiring.Getenv {
 		wiring.EnvPaymentTimeout:   b.cfg.Timeout.String(),
 		wiring.EnvSweepConcurrency: strconv.Itoa(concurrency),
 		wiring.EnvEventsTable:      "deadlinebench-sweep-events-" + suffix,
-		wiring.EnvPendingTable:     "deadlinebench-sweep-pending-" + suffix,
+		wiring.EnvDeadlinesTable:   "deadlinebench-sweep-pending-" + suffix,
 		wiring.EnvWebhookSecret:    local.DefaultWebhookSecret,
 		wiring.EnvMetricsService:   "deadlinebench",
 	}, b.cfg.Getenv, nil)
@@ -215,7 +215,7 @@ func (b *sweepBench) env(concurrency, i int) wiring.Getenv {
 func (b *sweepBench) once(ctx context.Context, i, concurrency int, profile, keep bool) (SweepRun, error) {
 	cfg, progress := b.cfg, b.cfg.Progress
 	getenv := b.env(concurrency, i)
-	events, pending := getenv(wiring.EnvEventsTable), getenv(wiring.EnvPendingTable)
+	events, pending := getenv(wiring.EnvEventsTable), getenv(wiring.EnvDeadlinesTable)
 	if err := local.CreateTables(ctx, b.aws, events, pending); err != nil {
 		return SweepRun{Concurrency: concurrency}, err
 	}

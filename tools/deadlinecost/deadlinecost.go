@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
@@ -43,7 +43,7 @@ type Env struct {
 	// projected at the same time falls (the tests' way of playing that race).
 	Between func(ctx context.Context)
 	// shards names the shard of a subject, as the service's table does.
-	shards *pendingtable.Projection
+	shards *deadlinetable.Projection
 }
 
 // shardOf returns the partition of kind k's lane that a row about subject is in.
@@ -118,12 +118,12 @@ func (b *Bench) table(d Design) string { return b.prefix + "-" + d.Short() }
 
 // Env returns the environment design d runs in, counted.
 func (b *Bench) Env(d Design) *Env {
-	shards, err := pendingtable.New(nil, b.table(d), pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
+	shards, err := deadlinetable.New(nil, b.table(d), deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		panic(err) // the defaults are valid
 	}
 	return &Env{Client: b.counted, Events: dynamo.New(b.counted, b.events), Table: b.table(d),
-		Shards: pendingtable.DefaultShards, Kinds: b.kinds, shards: shards}
+		Shards: deadlinetable.DefaultShards, Kinds: b.kinds, shards: shards}
 }
 
 // Rental is one rental a run appended and projected.

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -38,8 +38,8 @@ func (Today) Outstanding(ctx context.Context, e *Env, subject string) ([]string,
 }
 
 // projection is the service's projection of the Deadlines table, on e.
-func projection(e *Env) *pendingtable.Projection {
-	p, err := pendingtable.New(e.Client, e.Table, e.Shards, pendingtable.DefaultMarkerTTL)
+func projection(e *Env) *deadlinetable.Projection {
+	p, err := deadlinetable.New(e.Client, e.Table, e.Shards, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		panic(err) // e.Shards is the default
 	}
@@ -99,7 +99,7 @@ func (Expired) Project(ctx context.Context, e *Env, r eventstore.Record) error {
 	if !changes[0].Settled {
 		return projection(e).Apply(ctx, r)
 	}
-	expires := strconv.FormatInt(r.RecordedAt.Add(pendingtable.DefaultMarkerTTL).Unix(), 10)
+	expires := strconv.FormatInt(r.RecordedAt.Add(deadlinetable.DefaultMarkerTTL).Unix(), 10)
 	return settleEach(ctx, e, changes, func(key string) error {
 		return update(ctx, e, key, "", "SET #settled = :settled, #exp = :exp",
 			map[string]string{"#settled": schema.DeadlineSettled, "#exp": schema.DeadlineExpiresAt},

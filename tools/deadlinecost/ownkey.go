@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -127,7 +127,7 @@ func (d OwnKey) settle(ctx context.Context, e *Env, rd *reads, k deadline.Kind, 
 	}
 	if d.Markers {
 		marker := d.markerKey(e, k, subject)
-		marker[schema.DeadlineExpiresAt] = num(strconv.FormatInt(r.RecordedAt.Add(pendingtable.DefaultMarkerTTL).Unix(), 10))
+		marker[schema.DeadlineExpiresAt] = num(strconv.FormatInt(r.RecordedAt.Add(deadlinetable.DefaultMarkerTTL).Unix(), 10))
 		if _, err := e.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.Table), Item: marker}); err != nil {
 			return err
 		}

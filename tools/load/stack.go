@@ -95,7 +95,7 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 	}
 	settings := map[string]string{
 		wiring.EnvEventsTable:    sc.EventsTable,
-		wiring.EnvPendingTable:   sc.PendingTable,
+		wiring.EnvDeadlinesTable: sc.PendingTable,
 		wiring.EnvWebhookSecret:  sc.WebhookSecret,
 		wiring.EnvPaymentTimeout: sc.PaymentTimeout.String(),
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
@@ -162,7 +162,7 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 	}
 	env := map[string]string{
 		wiring.EnvEventsTable:    opts.EventsTable,
-		wiring.EnvPendingTable:   opts.PendingTable,
+		wiring.EnvDeadlinesTable: opts.PendingTable,
 		wiring.EnvWebhookSecret:  string(webhookSecret),
 		wiring.EnvPaymentTimeout: PaymentTimeout.String(),
 		wiring.EnvRecordingMode:  opts.RecordingMode,
@@ -490,7 +490,7 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 	if err != nil {
 		return f, fmt.Errorf("rentalcost: %w", err)
 	}
-	for _, key := range []string{ref, pendingtable.OpenKey(rentalID)} {
+	for _, key := range []string{ref, deadlinetable.OpenKey(rentalID)} {
 		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
@@ -515,7 +515,7 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 		if r.Type == (rental.RequestApproved{}).EventType() {
 			out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
 				TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
-				Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: pendingtable.OpenKey(rentalID)}},
+				Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: deadlinetable.OpenKey(rentalID)}},
 			})
 			if err != nil {
 				return f, fmt.Errorf("rentalcost: read the return row of %s: %w", rentalID, err)

@@ -124,7 +124,7 @@ func (r Report) Markdown(w io.Writer) error {
 		p.row("queries", "items read", "read units", "runs a month (rate(1 minute))", "cost a month")
 		p.rule(5)
 		p.row(itoa(search.Calls), itoa(search.ItemsRead), units(search.ReadUnits), fmt.Sprintf("%.0f", r.Assumptions.SweepsPerMonth), money(month.Total()))
-		p.f("\nOne query page per shard (PENDING_SHARDS=4) of each lane the sweep reads (the payments due, the processes stuck, the returns due, the cancellations owed and the parked records: docs/decisions/0026-a-deadlines-table.md), each at least half a read unit on the eventually consistent index, whether it finds anything or not; plus one Scheduler invocation and one Lambda invocation per run.\n")
+		p.f("\nOne query page per shard (DEADLINES_SHARDS=4) of each lane the sweep reads (the payments due, the processes stuck, the returns due, the cancellations owed and the parked records: docs/decisions/0026-a-deadlines-table.md), each at least half a read unit on the eventually consistent index, whether it finds anything or not; plus one Scheduler invocation and one Lambda invocation per run.\n")
 	}
 
 	if approved, ok := find(main.Runs, Approved); ok && r.History != nil {

@@ -30,8 +30,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
@@ -98,7 +98,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	projection, err := pendingtable.New(slowTable{latency: cfg.StoreLatency}, "Deadlines", pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
+	projection, err := deadlinetable.New(slowTable{latency: cfg.StoreLatency}, "Deadlines", deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		return Result{}, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
@@ -42,7 +42,7 @@ func BenchmarkSweepItemsRead(b *testing.B) {
 	const overdue = 10
 	for _, pending := range sizes {
 		b.Run(fmt.Sprintf("pending=%d/overdue=%d", pending, overdue), func(b *testing.B) {
-			w := newWorld(b, pendingtable.DefaultShards)
+			w := newWorld(b, deadlinetable.DefaultShards)
 			now := time.Now()
 			seedStart := time.Now()
 			seed(b, w, pending, overdue, now)

@@ -22,7 +22,7 @@
 // The service's kinds and commands are declared in package deadlinekinds; the
 // owed cancellations and the parked records are the parts of packages owed and
 // parked; package sweep runs the three together and reports one summary. The
-// service's Index is the Deadlines table (package pendingtable), and memindex is
+// service's Index is the Deadlines table (package deadlinetable), and memindex is
 // one in memory for tests (docs/decisions/0020-deadline-kinds.md,
 // docs/decisions/0026-a-deadlines-table.md, docs/decisions/0030-a-small-machinery.md).
 package deadline

@@ -7,7 +7,7 @@ import (
 
 // Index is what the sweep reads: the rows of every kind of deadline, in lanes of
 // write-sharded partitions ordered by due time (Lane), queried one by one, never
-// scanned. The Deadlines table (package pendingtable) is the service's;
+// scanned. The Deadlines table (package deadlinetable) is the service's;
 // memindex.Memory is one for tests. indextest holds the contract both keep.
 type Index interface {
 	// Shards returns how many partitions each lane is read by.

@@ -432,7 +432,7 @@ type Query struct {
 }
 
 // Lister is the to-do list of every kind, as operators read it:
-// pendingtable.Projection and Memory are.
+// deadlinetable.Projection and Memory are.
 type Lister interface {
 	// Deadlines returns up to q.Limit outstanding rows, each named by the kind it
 	// lists as (Kind.Listed), the overdue ones first, each part by due time. It reads at most q.Limit rows from each shard of each lane

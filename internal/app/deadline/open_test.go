@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/sweep"
@@ -40,7 +40,7 @@ func completed(rentalID string, at time.Time) eventstore.Record {
 	return eventstore.Record{StreamID: rentalpayment.StreamID(rentalID), Version: 2, Event: eventstore.Event{ID: "done-" + rentalID, Type: rentalpayment.TypeCompleted, Data: data, RecordedAt: at}}
 }
 
-func apply(t *testing.T, p *pendingtable.Projection, recs ...eventstore.Record) {
+func apply(t *testing.T, p *deadlinetable.Projection, recs ...eventstore.Record) {
 	t.Helper()
 	for _, r := range recs {
 		if err := p.Apply(ctx, r); err != nil {
@@ -49,7 +49,7 @@ func apply(t *testing.T, p *pendingtable.Projection, recs ...eventstore.Record) 
 	}
 }
 
-func openIDs(t *testing.T, p *pendingtable.Projection, cutoff time.Time) []string {
+func openIDs(t *testing.T, p *deadlinetable.Projection, cutoff time.Time) []string {
 	t.Helper()
 	open, _, err := p.OpenBefore(ctx, cutoff)
 	if err != nil {

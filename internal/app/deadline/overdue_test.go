@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/testkit/paymenttest"
@@ -44,7 +44,7 @@ func TestOverdueListsOnlyRowsBeforeTheCutoffOldestFirst(t *testing.T) {
 	w.apply(paymenttest.Record(t, payment.PaymentCancelled{Reference: payment.ReferenceFor(settledID), PaymentID: "p"}, 2, base.Add(time.Minute)))
 
 	counting := &countingClient{Client: w.client}
-	p, err := pendingtable.New(counting, w.pending, 4, pendingtable.DefaultMarkerTTL)
+	p, err := deadlinetable.New(counting, w.pending, 4, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestOverdueRefusesBadArgumentsAndReportsFailedQueries(t *testing.T) {
 	if _, err := w.projection.Overdue(ctx, time.Time{}, 10); err == nil {
 		t.Error("a zero cutoff was accepted (it would list every outstanding payment)")
 	}
-	missing, err := pendingtable.New(w.client, "no-such-table", 3, pendingtable.DefaultMarkerTTL)
+	missing, err := deadlinetable.New(w.client, "no-such-table", 3, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

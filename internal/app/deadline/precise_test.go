@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/onetime"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
@@ -50,7 +50,7 @@ func TestAtExpression(t *testing.T) {
 }
 
 func TestSweepOne(t *testing.T) {
-	w := newWorld(t, pendingtable.DefaultShards)
+	w := newWorld(t, deadlinetable.DefaultShards)
 	overdue := w.request("one-overdue")
 	settled := w.request("one-settled")
 	early := w.request("one-early")
@@ -88,7 +88,7 @@ func TestSweepOne(t *testing.T) {
 	// own projects the payment under a timeout of two seconds.
 	twoSeconds := deadlinekinds.MustDeclare(deadline.Policy{Timeout: 2 * time.Second}, deadlinekinds.Receivers{Canceller: w.process})
 	table := emulatortest.CreateTable(t, w.client, schema.Deadlines, "pending")
-	quick, err := pendingtable.New(w.client, table, pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
+	quick, err := deadlinetable.New(w.client, table, deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

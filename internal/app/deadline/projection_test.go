@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -73,7 +73,7 @@ func TestEverySettlementRemovesTheRow(t *testing.T) {
 			t.Errorf("%s: the marker keeps its index key", ref)
 		}
 		exp := marker[schema.DeadlineExpiresAt].(*types.AttributeValueMemberN).Value
-		if want := strconv.FormatInt(settledAt.Add(pendingtable.DefaultMarkerTTL).Unix(), 10); exp != want {
+		if want := strconv.FormatInt(settledAt.Add(deadlinetable.DefaultMarkerTTL).Unix(), 10); exp != want {
 			t.Errorf("%s: marker expires at %s, want %s (settling time plus TTL)", ref, exp, want)
 		}
 		// A late, duplicated or replayed PaymentPrepared never brings it back, nor
@@ -144,7 +144,7 @@ func TestProjectionIgnoresOtherRecordsAndReportsCorruptOnes(t *testing.T) {
 	if err := w.projection.Apply(ctx, bad); !errors.Is(err, eventstore.ErrCorruptRecord) {
 		t.Errorf("corrupt record: err = %v", err)
 	}
-	if _, err := pendingtable.New(w.client, w.pending, 0, time.Hour); err == nil {
+	if _, err := deadlinetable.New(w.client, w.pending, 0, time.Hour); err == nil {
 		t.Error("zero shards accepted")
 	}
 }

@@ -30,7 +30,7 @@ const (
 // parked records) run beside it (package sweep).
 type Sweeper struct {
 	// Index is where the sweep finds the overdue rows: the Deadlines table
-	// (pendingtable.Projection) in the service.
+	// (deadlinetable.Projection) in the service.
 	Index Index
 	// Kinds are the kinds of deadline the sweep covers, in the order it covers
 	// them, with their commands (deadlinekinds.Declare).

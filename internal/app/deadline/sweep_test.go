@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
@@ -30,7 +30,7 @@ import (
 // now an hour ahead, then it is called off and leaves the list, and the bike is
 // released.
 func TestGivenOutstandingPaymentWhenSweptThenCalledOffAndBikeReleased(t *testing.T) {
-	w := newWorld(t, pendingtable.DefaultShards)
+	w := newWorld(t, deadlinetable.DefaultShards)
 	rentalID := w.request("b1")
 	w.pumpUntil("the payment to be listed", func() bool { return w.listed(rentalID) })
 
@@ -52,7 +52,7 @@ func TestGivenOutstandingPaymentWhenSweptThenCalledOffAndBikeReleased(t *testing
 }
 
 func TestSweepLeavesWhatIsNotOverdueOrSettled(t *testing.T) {
-	w := newWorld(t, pendingtable.DefaultShards)
+	w := newWorld(t, deadlinetable.DefaultShards)
 	fresh := w.request("fresh")
 	confirmed := w.request("paid")
 	w.pumpUntil("both payments listed", func() bool { return w.listed(fresh) && w.listed(confirmed) })
@@ -91,7 +91,7 @@ func (c confirmingFirst) CancelRentalPayment(ctx context.Context, rentalID strin
 }
 
 func TestPaymentConfirmedDuringTheSweepIsDeclined(t *testing.T) {
-	w := newWorld(t, pendingtable.DefaultShards)
+	w := newWorld(t, deadlinetable.DefaultShards)
 	rentalID := w.request("b1")
 	w.pumpUntil("the payment to be listed", func() bool { return w.listed(rentalID) })
 	sum, err := w.sweeper(confirmingFirst{w}).Sweep(ctx, time.Now().Add(time.Hour))
@@ -219,7 +219,7 @@ func TestSweepStopsBeforeItsDeadline(t *testing.T) {
 }
 
 func TestTwoSweepsAtOnce(t *testing.T) {
-	w := newWorld(t, pendingtable.DefaultShards)
+	w := newWorld(t, deadlinetable.DefaultShards)
 	a, b := w.request("b1"), w.request("b2")
 	w.pumpUntil("both payments listed", func() bool { return w.listed(a) && w.listed(b) })
 	var wg sync.WaitGroup

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
@@ -45,7 +45,7 @@ type world struct {
 	store      *dynamo.Store
 	commands   *command.Handler
 	process    *process.Process
-	projection *pendingtable.Projection
+	projection *deadlinetable.Projection
 	pending    string
 	events     string
 	pollers    []*streampoll.Poller
@@ -88,7 +88,7 @@ func newWorld(t testing.TB, shards int, opts ...command.Option) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.projection, err = pendingtable.New(client, pending, shards, pendingtable.DefaultMarkerTTL); err != nil {
+	if w.projection, err = deadlinetable.New(client, pending, shards, deadlinetable.DefaultMarkerTTL); err != nil {
 		t.Fatal(err)
 	}
 	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(eventsTable)})

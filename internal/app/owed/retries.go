@@ -10,7 +10,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/command"
 )
 
-// Rows is the owed lane as Retries reads it: pendingtable.Projection and
+// Rows is the owed lane as Retries reads it: deadlinetable.Projection and
 // memindex.Memory are.
 type Rows interface {
 	// Shards returns how many partitions the lane is read by.

@@ -46,7 +46,7 @@ func Backoff(now, recordedAt time.Time) time.Time {
 }
 
 // Rows is the parked lane as Redelivery reads and settles it:
-// pendingtable.Projection and memindex.Memory are.
+// deadlinetable.Projection and memindex.Memory are.
 type Rows interface {
 	// Shards returns how many partitions the lane is read by.
 	Shards() int

@@ -24,7 +24,7 @@ import (
 )
 
 // Handler is one stream consumer's handler of a record, as the functions run it:
-// (*process.Process).Handle, (*pendingtable.Projection).Apply.
+// (*process.Process).Handle, (*deadlinetable.Projection).Apply.
 type Handler func(ctx context.Context, r eventstore.Record) error
 
 // Repairer delivers a rental's records to the consumers.

@@ -32,7 +32,7 @@ func runStack(t *testing.T, interval time.Duration, settings map[string]string, 
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := emulatortest.Config(t)
 	events, pending := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
-	env := map[string]string{wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
+	env := map[string]string{wiring.EnvEventsTable: events, wiring.EnvDeadlinesTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
 	maps.Copy(env, settings)
 	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },
 		SweepInterval: interval, Logger: slog.New(slog.DiscardHandler), MaxRetryAttempts: 1})
@@ -178,7 +178,7 @@ func TestADeadLetteredRentalIsFoundAndRepairedByTheSweep(t *testing.T) {
 	if err != nil || bike.Status != rental.StatusRented || bike.RentalID != rentalID {
 		t.Errorf("the bike after the repair: %+v, %v; want it rented to %s", bike, err, rentalID)
 	}
-	projection, err := wiring.PendingReader(cfg, getenv)
+	projection, err := wiring.DeadlinesReader(cfg, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/onetime"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/deadline"
@@ -74,7 +74,7 @@ type preciseStack struct {
 	scheduler *scheduler.Client
 	group     string
 	// pending reads the stack's Deadlines table.
-	pending *pendingtable.Projection
+	pending *deadlinetable.Projection
 	// metrics holds what the stack's functions wrote as their metrics.
 	metrics *syncBuffer
 }
@@ -94,7 +94,7 @@ func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
 	events, pending := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
 	group := emulatortest.TableName(t, "deadlines")
 	env := map[string]string{
-		wiring.EnvEventsTable: events, wiring.EnvPendingTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
+		wiring.EnvEventsTable: events, wiring.EnvDeadlinesTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
 		wiring.EnvPaymentTimeout: preciseTimeout.String(), wiring.EnvDeadlineMode: deadline.ModePrecise,
 		wiring.EnvDeadlineGroup:  group,
 		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
@@ -112,7 +112,7 @@ func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
 	}
 	stack := up.Stack
 	base := serve(t, ctx, cancel, up)
-	projection, err := pendingtable.New(dynamodb.NewFromConfig(cfg), pending, pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
+	projection, err := deadlinetable.New(dynamodb.NewFromConfig(cfg), pending, deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

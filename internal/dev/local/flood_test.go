@@ -191,7 +191,7 @@ func floodStack(t *testing.T, edge bool) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := emulatortest.Config(t)
-	env := map[string]string{wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvPendingTable: emulatortest.TableName(t, "pending"),
+	env := map[string]string{wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvDeadlinesTable: emulatortest.TableName(t, "pending"),
 		wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
 	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },
 		SweepInterval: time.Hour, Logger: slog.New(slog.DiscardHandler), Throttle: true, Edge: edge})

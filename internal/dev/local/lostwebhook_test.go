@@ -36,7 +36,7 @@ func TestALostStripeWebhookNeverCostsAPayingRenterTheBike(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := emulatortest.Config(t)
 	env := map[string]string{
-		wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvPendingTable: emulatortest.TableName(t, "deadlines"),
+		wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvDeadlinesTable: emulatortest.TableName(t, "deadlines"),
 		wiring.EnvWebhookSecret: local.DefaultWebhookSecret, wiring.EnvPaymentTimeout: timeout.String(),
 		paymentfn.EnvProvider: paymentfn.Stripe, paymentfn.EnvStripeAPIURL: stripeAPI,
 	}

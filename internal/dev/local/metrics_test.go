@@ -46,7 +46,7 @@ func (s *syncBuffer) Bytes() []byte {
 func TestTheLocalStackWritesTheSweepsMetrics(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := emulatortest.Config(t)
-	env := map[string]string{wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvPendingTable: emulatortest.TableName(t, "pending"),
+	env := map[string]string{wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvDeadlinesTable: emulatortest.TableName(t, "pending"),
 		wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
 	var metrics syncBuffer
 	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return env[k] },

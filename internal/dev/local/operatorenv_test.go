@@ -50,7 +50,7 @@ func parseBlock(t *testing.T, text string) block {
 func operatorEnv(t *testing.T, settings map[string]string) (block, string) {
 	t.Helper()
 	cfg := emulatortest.Config(t)
-	env := map[string]string{wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvPendingTable: emulatortest.TableName(t, "pending"),
+	env := map[string]string{wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvDeadlinesTable: emulatortest.TableName(t, "pending"),
 		wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
 	for k, v := range settings {
 		env[k] = v
@@ -69,7 +69,7 @@ func operatorEnv(t *testing.T, settings map[string]string) (block, string) {
 // every variable rentalctl reads, once, exported with the stack's own value or
 // unset, so that rentalctl pending shows the stack's PAYMENT_TIMEOUT.
 func TestTheOperatorBlockSetsEverythingRentalctlReads(t *testing.T) {
-	b, text := operatorEnv(t, map[string]string{wiring.EnvPaymentTimeout: "5s", wiring.EnvPendingShards: "2"})
+	b, text := operatorEnv(t, map[string]string{wiring.EnvPaymentTimeout: "5s", wiring.EnvDeadlinesShards: "2"})
 	for _, name := range operatorenv.Names() {
 		_, exported := b.set[name]
 		if n := strings.Count(text, " "+name+"=") + strings.Count(text, " "+name+"\n") + strings.Count(text, " "+name+" "); n != 1 || exported == slices.Contains(b.unset, name) {
@@ -79,7 +79,7 @@ func TestTheOperatorBlockSetsEverythingRentalctlReads(t *testing.T) {
 	cfg := emulatortest.Config(t)
 	for name, want := range map[string]string{
 		"AWS_ENDPOINT_URL": *cfg.BaseEndpoint, "AWS_REGION": cfg.Region, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		wiring.EnvPaymentTimeout: "5s", wiring.EnvPendingShards: "2", operatorenv.ScheduleName: local.SweepSchedule,
+		wiring.EnvPaymentTimeout: "5s", wiring.EnvDeadlinesShards: "2", operatorenv.ScheduleName: local.SweepSchedule,
 	} {
 		if got := b.set[name]; got != want {
 			t.Errorf("the block exports %s=%q, want %q:\n%s", name, got, want, text)

@@ -36,7 +36,7 @@ func noChildren(t *testing.T) *[]string {
 // (the control that shows the hooks are where the children start).
 func TestABadSettingStartsNothing(t *testing.T) {
 	good := map[string]string{
-		"EVENTS_TABLE": "bikerental-events", "PENDING_TABLE": "bikerental-pending",
+		"EVENTS_TABLE": "bikerental-events", "DEADLINES_TABLE": "bikerental-pending",
 		"PAYMENT_WEBHOOK_SECRET": DefaultWebhookSecret, "PAYMENT_PROVIDER": "stripe",
 	}
 	for _, tc := range []struct {
@@ -45,7 +45,7 @@ func TestABadSettingStartsNothing(t *testing.T) {
 		{"currency", "RENTAL_CURRENCY", "euro"},
 		{"price", "RENTAL_PRICE_CENTS", "15.00"},
 		{"recording mode", "RECORDING_MODE", "fax"},
-		{"shards", "PENDING_SHARDS", "0"},
+		{"shards", "DEADLINES_SHARDS", "0"},
 		{"payment timeout", "PAYMENT_TIMEOUT", "soon"},
 		{"stuck grace", "STUCK_GRACE", "-1m"},
 		{"rental period", "RENTAL_PERIOD", "0"},

@@ -37,7 +37,7 @@ type Up struct {
 // Start brings a local stack up from the environment getenv describes: it starts
 // moto's server unless AWS_ENDPOINT_URL is set (every client then goes where it
 // points; set and empty means AWS itself, with the credentials the SDK finds),
-// creates the tables named by EVENTS_TABLE and PENDING_TABLE, and builds the four
+// creates the tables named by EVENTS_TABLE and DEADLINES_TABLE, and builds the four
 // functions in this process with the same environment. progress receives one line per
 // step. Stop it with Stop. It is StartWith with the defaults: the one way the local
 // stack comes up, for make run, the demo, the load generator, the benchmarks and the
@@ -48,7 +48,7 @@ func Start(ctx context.Context, getenv wiring.Getenv, interval time.Duration, lo
 
 // Options say how StartWith brings a stack up; every field may be left zero.
 type Options struct {
-	// Getenv is the functions' environment (EVENTS_TABLE, PENDING_TABLE, ...).
+	// Getenv is the functions' environment (EVENTS_TABLE, DEADLINES_TABLE, ...).
 	Getenv wiring.Getenv
 	// SweepInterval is how often the sweep runs (5s if zero).
 	SweepInterval time.Duration
@@ -141,7 +141,7 @@ func (up *Up) start(ctx context.Context, o Options, getenv wiring.Getenv) error 
 		return err
 	}
 	up.stripe = stripe
-	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvPendingTable), SweepInterval: o.SweepInterval,
+	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvDeadlinesTable), SweepInterval: o.SweepInterval,
 		Logger: o.Logger, OperatorScope: getenv(wiring.EnvOperatorScope), MaxRetryAttempts: o.MaxRetryAttempts, MaxRecordAge: o.MaxRecordAge,
 		DeadlinePoll: o.DeadlinePoll}
 	if o.Throttle {

@@ -26,7 +26,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	stripewebhook "github.com/stripe/stripe-go/v85/webhook"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
@@ -218,7 +218,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	w.waitFor("the rental's request to be parked", func() (bool, string) {
 		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.pending), ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{
-				Value: pendingtable.ParkedKey(eventfilter.Process, rentalpkg.StreamID(parkedBike), 2)}}})
+				Value: deadlinetable.ParkedKey(eventfilter.Process, rentalpkg.StreamID(parkedBike), 2)}}})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -204,7 +204,7 @@ type Report struct {
 	// markers included.
 	PendingRows int `json:"pendingRows"`
 	// Parked counts the stream records parked for the sweep to deliver again
-	// (pendingtable.ParkedKey): work a consumer has not done yet, which the sweep's
+	// (deadlinetable.ParkedKey): work a consumer has not done yet, which the sweep's
 	// redelivery does, not a violation. Whatever a parked record was to do that
 	// is overdue shows as a violation of its own (a stuck rental, a missing row).
 	Parked int `json:"parked"`
@@ -286,7 +286,7 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 		if !row.Outstanding {
 			return nil
 		}
-		if strings.HasPrefix(row.Reference, pendingtable.ParkedKeyPrefix) {
+		if strings.HasPrefix(row.Reference, deadlinetable.ParkedKeyPrefix) {
 			a.parked++ // a stream record waiting for its redelivery: expected work
 			return nil
 		}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -21,7 +21,7 @@ func TestAParkedRecordIsExpectedWork(t *testing.T) {
 	f.rows = []audit.PendingRow{
 		{Reference: payment.ReferenceFor(id), Outstanding: true, PreparedAt: t0.Add(-time.Hour)},
 		{Reference: rentalpayment.StreamID(id), Outstanding: true, PreparedAt: t0.Add(-time.Hour)},
-		{Reference: pendingtable.ParkedKey(eventfilter.Projector, rental.StreamID("b1"), 2), Outstanding: true, PreparedAt: t0.Add(-time.Hour)},
+		{Reference: deadlinetable.ParkedKey(eventfilter.Projector, rental.StreamID("b1"), 2), Outstanding: true, PreparedAt: t0.Add(-time.Hour)},
 	}
 	report := run(t, f, audit.Options{Quiet: true})
 	if !report.OK() || report.Parked != 1 || report.PendingRows != 3 {

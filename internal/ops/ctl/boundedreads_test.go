@@ -255,8 +255,8 @@ func TestEveryListingAndSweepReadsAboutWhatItReturns(t *testing.T) {
 		"AWS_REGION": emulator.Region, "AWS_ACCESS_KEY_ID": emulator.AccessKey, "AWS_SECRET_ACCESS_KEY": emulator.SecretKey,
 		"AWS_ENDPOINT_URL":         meter.URL,
 		wiring.EnvEventsTable:      events,
-		wiring.EnvPendingTable:     table,
-		wiring.EnvPendingShards:    strconv.Itoa(boundShards),
+		wiring.EnvDeadlinesTable:   table,
+		wiring.EnvDeadlinesShards:  strconv.Itoa(boundShards),
 		wiring.EnvWebhookSecret:    "bounded-reads-webhook-secret-0123456789",
 		wiring.EnvSweepConcurrency: "4",
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/process"
@@ -28,7 +28,7 @@ import (
 // The defaults of the settings rentalctl's flags stand for, as the service's
 // functions have them.
 const (
-	DefaultShards      = pendingtable.DefaultShards
+	DefaultShards      = deadlinetable.DefaultShards
 	DefaultTimeout     = deadline.DefaultTimeout
 	DefaultGrace       = deadline.DefaultGrace
 	DefaultConcurrency = deadline.DefaultConcurrency
@@ -88,7 +88,7 @@ func Open(ctx context.Context, getenv func(string) string, logger *slog.Logger) 
 
 // eventsTable and pendingTable are the tables' names, as the settings give them.
 func (s *Stack) eventsTable() string  { return s.getenv(wiring.EnvEventsTable) }
-func (s *Stack) pendingTable() string { return s.getenv(wiring.EnvPendingTable) }
+func (s *Stack) pendingTable() string { return s.getenv(wiring.EnvDeadlinesTable) }
 
 // store is the event store on the Events table.
 func (s *Stack) store() (*dynamo.Store, error) {
@@ -98,8 +98,8 @@ func (s *Stack) store() (*dynamo.Store, error) {
 
 // pendingReader is the to-do table projection, to read; nil if the settings
 // name no table.
-func (s *Stack) pendingReader() (*pendingtable.Projection, error) {
-	p, err := wiring.PendingReader(s.cfg, s.getenv)
+func (s *Stack) pendingReader() (*deadlinetable.Projection, error) {
+	p, err := wiring.DeadlinesReader(s.cfg, s.getenv)
 	return p, settings(err)
 }
 

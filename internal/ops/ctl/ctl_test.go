@@ -20,7 +20,7 @@ func TestSettingsTheServiceRefusesAreSettingsErrors(t *testing.T) {
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 		// Nothing listens here: a command that got as far as reading would fail otherwise.
 		"AWS_ENDPOINT_URL": "http://127.0.0.1:9",
-		"EVENTS_TABLE":     "events", "PENDING_TABLE": "pending",
+		"EVENTS_TABLE":     "events", "DEADLINES_TABLE": "pending",
 	}
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -84,7 +84,7 @@ func TestSettingsTheServiceRefusesAreSettingsErrors(t *testing.T) {
 func TestAFailureToReadIsNoSettingsError(t *testing.T) {
 	env := map[string]string{
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_ENDPOINT_URL": "http://127.0.0.1:9", "PENDING_TABLE": "pending",
+		"AWS_ENDPOINT_URL": "http://127.0.0.1:9", "DEADLINES_TABLE": "pending",
 	}
 	stack, err := ctl.Open(context.Background(), func(k string) string { return env[k] }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

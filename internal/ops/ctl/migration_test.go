@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
@@ -58,8 +58,8 @@ func TestRebuildFillsTheDeadlinesTableOfAStackDeployedBefore(t *testing.T) {
 		item(payment.ReferenceFor(outstanding), "0", time.Now().Add(-time.Minute).UnixMilli()),
 		item(rentalpayment.StreamID(outstanding), "open-1", time.Now().Add(-time.Minute).UnixMilli()),
 		item(payment.StreamID(payment.ReferenceFor(rental.NewRentalID("gone", "AAAAAAAAAAAAAAAAAAAAAA"))), "open-0", -time.Now().Add(-time.Hour).UnixMilli()),
-		item(pendingtable.ParkedKey(eventfilter.Process, parkedStream, 1), "open-2", -parkedDue.UnixMilli()),
-		{schema.LegacyPendingKey: &types.AttributeValueMemberS{Value: pendingtable.ConfigKey}, "shards": &types.AttributeValueMemberN{Value: "4"}},
+		item(deadlinetable.ParkedKey(eventfilter.Process, parkedStream, 1), "open-2", -parkedDue.UnixMilli()),
+		{schema.LegacyPendingKey: &types.AttributeValueMemberS{Value: deadlinetable.ConfigKey}, "shards": &types.AttributeValueMemberN{Value: "4"}},
 	}
 	for _, it := range before {
 		if _, err := w.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(legacy), Item: it}); err != nil {

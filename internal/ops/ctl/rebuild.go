@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -204,15 +204,15 @@ func (s *Stack) rebuildHolding(ctx context.Context, lock *rebuild.Lock, store *d
 // projector is what the rebuild writes through: projection, whose table's shard
 // count must be the settings', or, with req.Reshard, be made so as the rebuild
 // moves every row.
-func (s *Stack) projector(ctx context.Context, projection *pendingtable.Projection, req RebuildRequest) (rebuild.Projector, error) {
+func (s *Stack) projector(ctx context.Context, projection *deadlinetable.Projection, req RebuildRequest) (rebuild.Projector, error) {
 	switch err := projection.CheckShards(ctx); {
-	case errors.Is(err, pendingtable.ErrShardMismatch) && req.Reshard:
+	case errors.Is(err, deadlinetable.ErrShardMismatch) && req.Reshard:
 		req.Trace.Resharding(err)
 		if err := projection.SetShards(ctx); err != nil {
 			return nil, err
 		}
 		return rebuild.Resharding(projection), nil
-	case errors.Is(err, pendingtable.ErrShardMismatch):
+	case errors.Is(err, deadlinetable.ErrShardMismatch):
 		return nil, fmt.Errorf("%w; without -reshard nothing was changed", err)
 	case err != nil:
 		return nil, err

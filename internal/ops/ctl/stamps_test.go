@@ -78,13 +78,13 @@ func newStampWorld(t *testing.T) *stampWorld {
 func (sw *stampWorld) env(table string, shards int) func(string) string {
 	m := map[string]string{
 		"AWS_REGION": emulator.Region, "AWS_ACCESS_KEY_ID": emulator.AccessKey, "AWS_SECRET_ACCESS_KEY": emulator.SecretKey,
-		"AWS_ENDPOINT_URL":       emulatortest.Server(sw.w.T).Endpoint,
-		wiring.EnvEventsTable:    sw.w.EventsTable,
-		wiring.EnvPendingTable:   table,
-		wiring.EnvPendingShards:  strconv.Itoa(shards),
-		wiring.EnvPaymentTimeout: configuredTimeout.String(),
-		wiring.EnvStuckGrace:     configuredGrace.String(),
-		wiring.EnvRentalPeriod:   configuredPeriod.String(),
+		"AWS_ENDPOINT_URL":        emulatortest.Server(sw.w.T).Endpoint,
+		wiring.EnvEventsTable:     sw.w.EventsTable,
+		wiring.EnvDeadlinesTable:  table,
+		wiring.EnvDeadlinesShards: strconv.Itoa(shards),
+		wiring.EnvPaymentTimeout:  configuredTimeout.String(),
+		wiring.EnvStuckGrace:      configuredGrace.String(),
+		wiring.EnvRentalPeriod:    configuredPeriod.String(),
 	}
 	return func(k string) string { return m[k] }
 }
@@ -95,7 +95,7 @@ func (sw *stampWorld) env(table string, shards int) func(string) string {
 func (sw *stampWorld) check(t *testing.T, getenv func(string) string) {
 	t.Helper()
 	ctx := context.Background()
-	reader, err := wiring.PendingReader(emulatortest.Config(t), getenv)
+	reader, err := wiring.DeadlinesReader(emulatortest.Config(t), getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 		{"rentalctl rebuild -reshard", func(t *testing.T, getenv func(string) string) {
 			// The rows written four ways by the projector, then resharded two ways.
 			four := func(k string) string {
-				if k == wiring.EnvPendingShards {
+				if k == wiring.EnvDeadlinesShards {
 					return "4"
 				}
 				return getenv(k)

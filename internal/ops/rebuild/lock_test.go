@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
@@ -58,7 +58,7 @@ func TestOneRebuildAtATime(t *testing.T) {
 	if err := b.Renew(ctx); err != nil {
 		t.Errorf("the holder lost the lock to the expired one: %v", err)
 	}
-	projection, err := pendingtable.New(db, table, 4, pendingtable.DefaultMarkerTTL)
+	projection, err := deadlinetable.New(db, table, 4, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

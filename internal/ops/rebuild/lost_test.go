@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -130,7 +130,7 @@ func TestARebuildThatLostItsLockStops(t *testing.T) {
 	held, stop := a.Hold(ctx)
 	defer stop()
 	fenced := a.Fenced(cfg)
-	projection, err := pendingtable.New(dynamodb.NewFromConfig(fenced), w.PendingTable, 2, pendingtable.DefaultMarkerTTL)
+	projection, err := deadlinetable.New(dynamodb.NewFromConfig(fenced), w.PendingTable, 2, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

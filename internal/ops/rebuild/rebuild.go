@@ -32,7 +32,7 @@ type Source interface {
 
 // Projector applies one event record to a projection. Apply must be idempotent and
 // ignore records older than what the projection already holds, as
-// (*pendingtable.Projection).Apply does: a rebuild applies whatever is in the store, in
+// (*deadlinetable.Projection).Apply does: a rebuild applies whatever is in the store, in
 // order, over whatever the projection holds already.
 type Projector interface {
 	Apply(ctx context.Context, r eventstore.Record) error
@@ -148,7 +148,7 @@ func replay(ctx context.Context, events Source, projection Projector, streamID s
 
 // Resharder is a projection that can move the row a record created (a payment's
 // outstanding row, a rental's open process) to its shard under its own shard
-// count, as (*pendingtable.Projection).Reshard does.
+// count, as (*deadlinetable.Projection).Reshard does.
 type Resharder interface {
 	Projector
 	Reshard(ctx context.Context, r eventstore.Record) error

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { emulatortest.Main(m) }
 var ctx = context.Background()
 
 var _ rebuild.Source = (*dynamo.Store)(nil)
-var _ rebuild.Projector = (*pendingtable.Projection)(nil)
+var _ rebuild.Projector = (*deadlinetable.Projection)(nil)
 
 // recordingCanceller passes CancelRentalPayment on and remembers for which rentals.
 type recordingCanceller struct {

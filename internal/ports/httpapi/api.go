@@ -38,7 +38,7 @@ type Canceller interface {
 	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (process.Outcome, error)
 }
 
-// PendingLister lists outstanding payments, oldest first; *pendingtable.Projection is one.
+// PendingLister lists outstanding payments, oldest first; *deadlinetable.Projection is one.
 type PendingLister interface {
 	List(ctx context.Context, limit int) ([]deadlinekinds.Pending, error)
 }

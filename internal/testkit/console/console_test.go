@@ -56,7 +56,7 @@ func startStack(t *testing.T, more map[string]string) *stack {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := emulatortest.Config(t)
 	env := map[string]string{
-		wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvPendingTable: emulatortest.TableName(t, "pending"),
+		wiring.EnvEventsTable: emulatortest.TableName(t, "events"), wiring.EnvDeadlinesTable: emulatortest.TableName(t, "pending"),
 		wiring.EnvWebhookSecret: local.DefaultWebhookSecret, wiring.EnvPaymentTimeout: paymentTimeout.String(),
 	}
 	for k, v := range more {

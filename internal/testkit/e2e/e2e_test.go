@@ -105,7 +105,7 @@ func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	env := []string{
 		"AWS_ENDPOINT_URL=" + server.Endpoint, "AWS_REGION=" + emulator.Region,
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
-		wiring.EnvEventsTable + "=" + eventsTable, wiring.EnvPendingTable + "=" + pendingTable,
+		wiring.EnvEventsTable + "=" + eventsTable, wiring.EnvDeadlinesTable + "=" + pendingTable,
 		wiring.EnvWebhookSecret + "=" + local.DefaultWebhookSecret,
 		wiring.EnvPaymentTimeout + "=4s",
 	}
@@ -127,7 +127,7 @@ func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 
 	// The one local stack, on the test's emulator, each function the real binary
 	// under the Runtime Interface Emulator instead of the in-process handler.
-	settings := map[string]string{wiring.EnvEventsTable: eventsTable, wiring.EnvPendingTable: pendingTable, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
+	settings := map[string]string{wiring.EnvEventsTable: eventsTable, wiring.EnvDeadlinesTable: pendingTable, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
 	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return settings[k] },
 		SweepInterval: time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		Wrap: func(function string, _ local.Invoker) local.Invoker { return binaries[function] }})

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/dev/demo"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
@@ -119,7 +119,7 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	client := dynamodb.NewFromConfig(cfg)
 	eventsTable, pendingTable := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
 	settings := map[string]string{
-		wiring.EnvEventsTable: eventsTable, wiring.EnvPendingTable: pendingTable,
+		wiring.EnvEventsTable: eventsTable, wiring.EnvDeadlinesTable: pendingTable,
 		wiring.EnvWebhookSecret: local.DefaultWebhookSecret, wiring.EnvPaymentTimeout: "3s",
 	}
 	getenv := func(k string) string { return settings[k] }
@@ -168,7 +168,7 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	}
 	// The story is over once every rental reads as ended; the projector may still be
 	// a poll behind, closing the last processes' open rows.
-	projection, err := pendingtable.New(client, pendingTable, pendingtable.DefaultShards, pendingtable.DefaultMarkerTTL)
+	projection, err := deadlinetable.New(client, pendingTable, deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
@@ -70,9 +70,9 @@ func NewWorld(t testing.TB) *World {
 }
 
 // Projection returns a projection on the world's Deadlines table.
-func (w *World) Projection(shards int) *pendingtable.Projection {
+func (w *World) Projection(shards int) *deadlinetable.Projection {
 	w.T.Helper()
-	p, err := pendingtable.New(w.Client, w.PendingTable, shards, pendingtable.DefaultMarkerTTL)
+	p, err := deadlinetable.New(w.Client, w.PendingTable, shards, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		w.T.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func (w *World) PaymentOf(rentalID string) []eventstore.Record {
 
 // Pending returns the rental ids the projection lists as outstanding, sorted, and
 // checks that each row carries the time its PaymentPrepared was recorded.
-func (w *World) Pending(p *pendingtable.Projection) []string {
+func (w *World) Pending(p *deadlinetable.Projection) []string {
 	w.T.Helper()
 	rows, err := p.List(context.Background(), 10_000)
 	if err != nil {

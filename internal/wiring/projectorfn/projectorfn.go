@@ -129,7 +129,7 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	}
 	projection, err := wiring.DeadlineProjection(cfg, getenv)
 	if err == nil && projection == nil {
-		err = wiring.ErrNoPendingTable
+		err = wiring.ErrNoDeadlinesTable
 	}
 	if err != nil {
 		return nil, err

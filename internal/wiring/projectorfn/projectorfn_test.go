@@ -61,7 +61,7 @@ func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
 	cfg := emulatortest.Config(t)
 	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.Deadlines, "pending")
 	env := map[string]string{
-		wiring.EnvPendingTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise,
+		wiring.EnvDeadlinesTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise,
 		wiring.EnvDeadlineGroup:  "no-such-group", // never created: every schedule is refused
 		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
 		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
@@ -82,7 +82,7 @@ func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("batch: %+v, %v; want the record handled", resp, err)
 	}
-	projection, err := wiring.PendingReader(cfg, func(k string) string { return env[k] })
+	projection, err := wiring.DeadlinesReader(cfg, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestALatePreparedArmsNoScheduleForASettledPayment(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		wiring.EnvPendingTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise, wiring.EnvDeadlineGroup: group,
+		wiring.EnvDeadlinesTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise, wiring.EnvDeadlineGroup: group,
 		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
 		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
 		wiring.EnvDeadlineDLQ:    "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",

@@ -23,7 +23,7 @@
 // GetItem calls.
 //
 // The rest of the environment is passed on to the stack (AWS_ENDPOINT_URL,
-// RECORDING_MODE, PENDING_SHARDS, ...); flags override it. Exit status 1 when a
+// RECORDING_MODE, DEADLINES_SHARDS, ...); flags override it. Exit status 1 when a
 // measurement fails (a payment not cancelled in time, a sweep that missed some), 2 on
 // a usage error.
 package main

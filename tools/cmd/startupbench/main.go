@@ -200,7 +200,7 @@ func run(ctx context.Context) error {
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"AWS_REGION=" + emulator.Region, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=test",
 		"AWS_ENDPOINT_URL=" + server.Endpoint,
-		wiring.EnvEventsTable + "=" + eventsTable, wiring.EnvPendingTable + "=" + pendingTable,
+		wiring.EnvEventsTable + "=" + eventsTable, wiring.EnvDeadlinesTable + "=" + pendingTable,
 		wiring.EnvWebhookSecret + "=" + local.DefaultWebhookSecret,
 	}, extra...)
 	runner := &startup.Runner{RIE: *rie, Env: env}

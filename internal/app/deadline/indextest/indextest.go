@@ -1,5 +1,5 @@
 // Package indextest is the contract every deadline.Index keeps, as the sweep relies
-// on it: run against the Deadlines table (pendingtable, on the emulator) and
+// on it: run against the Deadlines table (deadlinetable, on the emulator) and
 // against memindex.Memory, so that the sweep's unit tests on Memory mean what they
 // say about the service.
 package indextest

@@ -1,9 +1,9 @@
-package pendingtable_test
+package deadlinetable_test
 
 import (
 	"testing"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadline/indextest"
@@ -18,7 +18,7 @@ func TestTheTableKeepsTheIndexContract(t *testing.T) {
 	indextest.Run(t, func(t *testing.T) indextest.Subject {
 		client := emulatortest.DynamoDB(t)
 		table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
-		p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+		p, err := deadlinetable.New(client, table, 4, deadlinetable.DefaultMarkerTTL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +32,7 @@ func TestTheTableKeepsTheContractOfAnyKind(t *testing.T) {
 	indextest.RunKinds(t, func(t *testing.T, kinds deadline.Kinds) indextest.KindSubject {
 		client := emulatortest.DynamoDB(t)
 		table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
-		p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+		p, err := deadlinetable.New(client, table, 4, deadlinetable.DefaultMarkerTTL)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package pendingtable
+package deadlinetable
 
 import (
 	"context"
@@ -35,7 +35,7 @@ type ShardMismatchError struct {
 }
 
 func (e *ShardMismatchError) Error() string {
-	return fmt.Sprintf("deadline: %s is sharded %d ways, and this is configured for %d (PENDING_SHARDS): "+
+	return fmt.Sprintf("deadline: %s is sharded %d ways, and this is configured for %d (DEADLINES_SHARDS): "+
 		"change the table's count with rentalctl rebuild -shards %d -reshard, which moves every outstanding row",
 		e.Table, e.TableShards, e.ConfigShards, e.ConfigShards)
 }

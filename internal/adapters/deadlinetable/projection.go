@@ -1,4 +1,4 @@
-// Package pendingtable is the Deadlines table, the to-do list: the DynamoDB
+// Package deadlinetable is the Deadlines table, the to-do list: the DynamoDB
 // projection the sweep reads through deadline.Index and operators through
 // deadline.Lister. One row per outstanding deadline of every declared kind
 // (deadline.Kind: a payment due, a process stuck, ...), keyed by the kind's prefix
@@ -9,7 +9,7 @@
 // written from events, by the projector, and conditional on what the row already
 // reflects, so that replays change nothing
 // (docs/decisions/0026-a-deadlines-table.md).
-package pendingtable
+package deadlinetable
 
 import (
 	"context"

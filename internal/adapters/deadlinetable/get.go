@@ -1,4 +1,4 @@
-package pendingtable
+package deadlinetable
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package pendingtable_test
+package deadlinetable_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
@@ -28,7 +28,7 @@ func refundRecord(t *testing.T, ref string, version int64, e payment.Event, at t
 }
 
 // refundsOwed lists the refund kind's rows, as GET /refunds/owed reads them.
-func refundsOwed(t *testing.T, p *pendingtable.Projection, now time.Time) []deadline.Row {
+func refundsOwed(t *testing.T, p *deadlinetable.Projection, now time.Time) []deadline.Row {
 	t.Helper()
 	rows, err := p.Deadlines(context.Background(), deadline.Query{Kind: deadlinekinds.Refund, Now: now, Limit: 100})
 	if err != nil {
@@ -47,7 +47,7 @@ func TestRefundsOwedAreListedUntilRefunded(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
 	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
-	p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+	p, err := deadlinetable.New(client, table, 4, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestRefundsOwedAreListedUntilRefunded(t *testing.T) {
 		}
 	}
 	// Resharding keeps them listed.
-	one, err := pendingtable.New(client, table, 1, pendingtable.DefaultMarkerTTL)
+	one, err := deadlinetable.New(client, table, 1, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestARefundMadeByHandSettlesItsRow(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
 	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
-	p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+	p, err := deadlinetable.New(client, table, 4, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestEachRefundOwedOfARentalIsARowOfItsOwn(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
 	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
-	p, err := pendingtable.New(client, table, 4, pendingtable.DefaultMarkerTTL)
+	p, err := deadlinetable.New(client, table, 4, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestEachRefundOwedOfARentalIsARowOfItsOwn(t *testing.T) {
 		refundRecord(t, ref, 7, madeOn("pi_other"), at.Add(3*time.Minute)),
 		refundRecord(t, ref, 8, payment.RefundMadeByHand{Reference: ref, PaymentID: "pay_1", Amount: 1500, Currency: "EUR", OperatorReference: "bank-1", RecordedBy: "ann"}, at.Add(4*time.Minute)),
 	}
-	subjects := func(p *pendingtable.Projection) []string {
+	subjects := func(p *deadlinetable.Projection) []string {
 		var out []string
 		for _, r := range refundsOwed(t, p, at.Add(time.Hour)) {
 			out = append(out, r.Subject)
@@ -227,7 +227,7 @@ func TestEachRefundOwedOfARentalIsARowOfItsOwn(t *testing.T) {
 	if other == third || deadlinekinds.RefundRental(other) != id || other == own || deadlinekinds.RefundRental(own) != own {
 		t.Fatalf("subjects %q, %q, %q", own, other, third)
 	}
-	apply := func(p *pendingtable.Projection, recs ...eventstore.Record) {
+	apply := func(p *deadlinetable.Projection, recs ...eventstore.Record) {
 		t.Helper()
 		for _, r := range recs {
 			if err := p.Apply(ctx, r); err != nil {
@@ -252,13 +252,13 @@ func TestEachRefundOwedOfARentalIsARowOfItsOwn(t *testing.T) {
 	// another shard count; the opening of a settled one projected after its
 	// settlement (records of a stream out of order) opens nothing either.
 	apply(p, stream...)
-	empty, err := pendingtable.New(client, emulatortest.CreateTable(t, client, schema.Deadlines, "pending"), 1, pendingtable.DefaultMarkerTTL)
+	empty, err := deadlinetable.New(client, emulatortest.CreateTable(t, client, schema.Deadlines, "pending"), 1, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	apply(empty, stream[3], stream[4])
 	apply(empty, stream...)
-	for name, q := range map[string]*pendingtable.Projection{"over the table": p, "into an empty one": empty} {
+	for name, q := range map[string]*deadlinetable.Projection{"over the table": p, "into an empty one": empty} {
 		if got := subjects(q); !slices.Equal(got, []string{third}) {
 			t.Errorf("a rebuild %s: %q", name, got)
 		}

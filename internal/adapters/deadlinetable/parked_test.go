@@ -1,4 +1,4 @@
-package pendingtable_test
+package deadlinetable_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/parked"
@@ -31,7 +31,7 @@ func TestAParkedRecordIsKeptUntilRedelivered(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
 	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
-	p, err := pendingtable.New(client, table, 2, pendingtable.DefaultMarkerTTL)
+	p, err := deadlinetable.New(client, table, 2, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestAParkedRecordIsKeptUntilRedelivered(t *testing.T) {
 	if got := parked(); len(got) != 1 || !got[0].Due.Equal(later) {
 		t.Fatalf("after postponing: %+v, want due at %s", got, later)
 	}
-	item := getItem(t, client, table, pendingtable.ParkedKey(eventfilter.Process, settled.StreamID, 3))
+	item := getItem(t, client, table, deadlinetable.ParkedKey(eventfilter.Process, settled.StreamID, 3))
 	if n, ok := item[schema.DeadlineAttempts].(*types.AttributeValueMemberN); !ok || n.Value != "1" {
 		t.Errorf("attempts %v, want 1", item[schema.DeadlineAttempts])
 	}
@@ -116,7 +116,7 @@ func TestParkRefusesWhatItCannotKey(t *testing.T) {
 	ctx := context.Background()
 	client := emulatortest.DynamoDB(t)
 	table := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
-	p, err := pendingtable.New(client, table, 2, pendingtable.DefaultMarkerTTL)
+	p, err := deadlinetable.New(client, table, 2, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}

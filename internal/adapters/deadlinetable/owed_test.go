@@ -1,4 +1,4 @@
-package pendingtable_test
+package deadlinetable_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package pendingtable_test
+package deadlinetable_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/pendingtable"
+	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadline/indextest"
@@ -19,13 +19,13 @@ import (
 // oneTable returns projections of one new Deadlines table on the emulator, one
 // for each shard count given: the table's rows written under one count and read, or
 // resharded, under another.
-func oneTable(t *testing.T, counts ...int) []*pendingtable.Projection {
+func oneTable(t *testing.T, counts ...int) []*deadlinetable.Projection {
 	t.Helper()
 	client := emulatortest.DynamoDB(t)
 	table := emulatortest.CreateTable(t, client, schema.Deadlines, "deadlines")
-	out := make([]*pendingtable.Projection, len(counts))
+	out := make([]*deadlinetable.Projection, len(counts))
 	for i, n := range counts {
-		p, err := pendingtable.New(client, table, n, pendingtable.DefaultMarkerTTL)
+		p, err := deadlinetable.New(client, table, n, deadlinetable.DefaultMarkerTTL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestParkedRecordsMoveWithTheShards(t *testing.T) {
 	if err := before.Unpark(ctx, parked.Record{Consumer: eventfilter.Process, StreamID: records[0].StreamID, Version: 2}); err != nil {
 		t.Fatal(err)
 	}
-	found := func(p *pendingtable.Projection, shards int) map[string]time.Time {
+	found := func(p *deadlinetable.Projection, shards int) map[string]time.Time {
 		t.Helper()
 		out := map[string]time.Time{}
 		for s := range shards {
