@@ -92,8 +92,8 @@ type Config struct {
 
 // Provider is the Stripe payment provider. It is safe for concurrent use.
 type Provider struct {
-	sc            *stripesdk.Client
-	key           string // only to redact it from error messages
+	api           api
+	key           string // also to redact it from error messages
 	webhookSecret string
 	tolerance     time.Duration
 }
@@ -129,7 +129,7 @@ func New(cfg Config) (*Provider, error) {
 		backend.URL = stripesdk.String(cfg.APIURL)
 	}
 	return &Provider{
-		sc:            stripesdk.NewClient(cfg.SecretKey, stripesdk.WithBackends(stripesdk.NewBackendsWithConfig(backend))),
+		api:           api{backend: stripesdk.GetBackendWithConfig(stripesdk.APIBackend, backend), key: cfg.SecretKey},
 		key:           cfg.SecretKey,
 		webhookSecret: cfg.WebhookSecret,
 		tolerance:     tolerance,
@@ -165,7 +165,7 @@ func (p *Provider) CreatePayment(ctx context.Context, reference string, amount i
 	}
 	params.AddMetadata(MetadataKey, reference)
 	params.SetIdempotencyKey("create-" + reference)
-	pi, err := p.sc.V1PaymentIntents.Create(ctx, params)
+	pi, err := p.api.createPaymentIntent(ctx, params)
 	if err != nil {
 		return payment.Created{}, p.wrap("create payment", err)
 	}
@@ -208,7 +208,7 @@ func (p *Provider) CancelPayment(ctx context.Context, paymentID string) (payment
 	if err := checkPaymentID(paymentID); err != nil {
 		return payment.ProviderCannotSay, payment.Told{}, err
 	}
-	pi, err := p.sc.V1PaymentIntents.Cancel(ctx, paymentID, nil)
+	pi, err := p.api.cancelPaymentIntent(ctx, paymentID)
 	if err == nil {
 		return told(payment.CancelledAtProvider, paymentID, pi)
 	}
@@ -216,7 +216,7 @@ func (p *Provider) CancelPayment(ctx context.Context, paymentID string) (payment
 	if !errors.As(err, &se) || se.Code != stripesdk.ErrorCodePaymentIntentUnexpectedState {
 		return payment.ProviderCannotSay, payment.Told{}, p.wrap("cancel payment", err)
 	}
-	pi, err = p.sc.V1PaymentIntents.Retrieve(ctx, paymentID, nil)
+	pi, err = p.api.paymentIntent(ctx, paymentID)
 	if err != nil {
 		return payment.ProviderCannotSay, payment.Told{}, p.wrap("retrieve the payment Stripe would not cancel", err)
 	}
@@ -259,7 +259,7 @@ func (p *Provider) ReferenceOf(ctx context.Context, paymentID string) (string, e
 	if err := checkPaymentID(paymentID); err != nil {
 		return "", err
 	}
-	pi, err := p.sc.V1PaymentIntents.Retrieve(ctx, paymentID, nil)
+	pi, err := p.api.paymentIntent(ctx, paymentID)
 	if err != nil {
 		return "", p.wrap("retrieve the payment a charge belongs to", err)
 	}
@@ -300,7 +300,7 @@ func (p *Provider) refund(ctx context.Context, paymentID, reference, idempotency
 	params := &stripesdk.RefundCreateParams{PaymentIntent: stripesdk.String(paymentID)}
 	params.AddMetadata(MetadataKey, reference)
 	params.SetIdempotencyKey(idempotencyKey)
-	r, err := p.sc.V1Refunds.Create(ctx, params)
+	r, err := p.api.createRefund(ctx, params)
 	if err != nil {
 		return "", refundAnswer(p.wrap("refund payment", err))
 	}
