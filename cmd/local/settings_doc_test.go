@@ -20,6 +20,7 @@ import (
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/commandfn"
 	"github.com/bikerental/bikerental/internal/wiring/operatorenv"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
@@ -69,7 +70,7 @@ func settingsRead(t *testing.T) map[string]bool {
 		{paymentfn.EnvProvider: paymentfn.Stripe, paymentfn.EnvStripeAPIURL: "http://127.0.0.1:12111"},
 		{paymentfn.EnvProvider: paymentfn.Stripe, paymentfn.EnvStripeSecretID: "bikerental/stripe"},
 		{wiring.EnvDeadlineMode: deadline.ModePrecise},
-		{wiring.EnvConsoleSignIn: httpapi.ConsoleSignInOIDC, wiring.EnvConsoleIssuer: "https://issuer.example", wiring.EnvConsoleClientID: "console"},
+		{commandfn.EnvConsoleSignIn: httpapi.ConsoleSignInOIDC, commandfn.EnvConsoleIssuer: "https://issuer.example", commandfn.EnvConsoleClientID: "console"},
 	} {
 		getenv := func(name string) string {
 			read[name] = true
@@ -135,7 +136,7 @@ func codeDefaults(t *testing.T) map[string]string {
 		wiring.EnvMetricsService:         service,
 		wiring.EnvLogLevel:               strings.ToLower(level.String()),
 		wiring.EnvDeadlineMode:           deadlineMode,
-		wiring.EnvConsoleSignIn:          httpapi.ConsoleSignInLocal, // make run's (local.withConsoleDefaults)
+		commandfn.EnvConsoleSignIn:       httpapi.ConsoleSignInLocal, // make run's (local.withConsoleDefaults)
 		wiring.EnvStuckRepair:            "auto",                     // what wiring's stuckRepair reads an unset one as
 		paymentfn.EnvProvider:            paymentfn.Generic,
 		paymentfn.EnvProviderTimeout:     command.DefaultProviderTimeout,

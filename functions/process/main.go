@@ -9,7 +9,7 @@ package main
 
 import (
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
+	"github.com/bikerental/bikerental/internal/wiring/processfn"
 )
 
-func main() { wiring.Run(paymentfn.ProcessFunction) }
+func main() { wiring.Run(processfn.ProcessFunction) }

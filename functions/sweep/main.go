@@ -9,7 +9,7 @@ package main
 
 import (
 	"github.com/bikerental/bikerental/internal/wiring"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
+	"github.com/bikerental/bikerental/internal/wiring/sweepfn"
 )
 
-func main() { wiring.Run(paymentfn.SweepFunction) }
+func main() { wiring.Run(sweepfn.SweepFunction) }

@@ -192,8 +192,8 @@ func pending(getenv Getenv, need, writes bool) (pendingSettings, error) {
 	return pendingSettings{table: t, shards: shards, ttl: ttl}, nil
 }
 
-// stuckRepair reads STUCK_REPAIR: true for auto (the default), false for off.
-func stuckRepair(getenv Getenv) (bool, error) {
+// StuckRepair reads STUCK_REPAIR: true for auto (the default), false for off.
+func StuckRepair(getenv Getenv) (bool, error) {
 	switch v := getenv(EnvStuckRepair); v {
 	case "off":
 		return false, nil
@@ -284,17 +284,17 @@ func CheckProjection(getenv Getenv) error {
 // DEADLINES_TABLE required, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT, STUCK_GRACE,
 // RENTAL_PERIOD, SWEEP_CONCURRENCY, METRICS_SERVICE and STUCK_REPAIR.
 func CheckSweep(getenv Getenv) error {
-	if err := checkSweeper(getenv); err != nil {
+	if err := CheckSweeper(getenv); err != nil {
 		return err
 	}
 	_, err := MetricsService(getenv)
 	return err
 }
 
-// checkSweeper validates what the sweep reads whoever runs it (the sweep
+// CheckSweeper validates what the sweep reads whoever runs it (the sweep
 // function, rentalctl sweep): CheckSweep's settings but METRICS_SERVICE, which
 // only a sweep that writes metrics reads.
-func checkSweeper(getenv Getenv) error {
+func CheckSweeper(getenv Getenv) error {
 	if err := CheckCore(getenv); err != nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func checkSweeper(getenv Getenv) error {
 	if _, err := intSetting(getenv, EnvSweepConcurrency, deadline.DefaultConcurrency); err != nil {
 		return err
 	}
-	_, err := stuckRepair(getenv)
+	_, err := StuckRepair(getenv)
 	return err
 }
 

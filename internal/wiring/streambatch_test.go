@@ -11,6 +11,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/processfn"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
 )
 
@@ -18,7 +19,7 @@ import (
 // projector read STREAM_CONCURRENCY at start and refuse a value they cannot use,
 // naming it.
 func TestStreamFunctionsRefuseABadConcurrency(t *testing.T) {
-	functions := map[string]wiring.Builder{"process": wiring.ProcessFunction(), "projector": projectorfn.ProjectorFunction}
+	functions := map[string]wiring.Builder{"process": processfn.ProcessFunction, "projector": projectorfn.ProjectorFunction}
 	for _, tc := range []struct {
 		value string
 		ok    bool

@@ -16,13 +16,11 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/ports/httpapi"
 	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 )
 
@@ -190,50 +188,6 @@ func Park(projection *deadlinetable.Projection, consumer string) func(context.Co
 	return func(ctx context.Context, r eventstore.Record) error {
 		return projection.Park(ctx, consumer, r, time.Now())
 	}
-}
-
-// Service is the service's parts, wired together. Projection is nil when
-// DEADLINES_TABLE is not set; API is nil when built by Core.
-type Service struct {
-	Store      *dynamo.Store
-	Commands   *command.Handler
-	Process    *process.Process
-	Projection *deadlinetable.Projection
-	API        *httpapi.API
-}
-
-// Commands returns the command handler on store, configured by opts, with the
-// generic provider (which only calls back) unless opts set another: the payment
-// provider is picked here, never by package command.
-func Commands(store eventstore.Store, opts ...command.Option) *command.Handler {
-	return command.New(store, append([]command.Option{command.WithProvider(generic.Provider{})}, opts...)...)
-}
-
-// Core wires the parts every function shares: the event store, the command handler,
-// the rental-payment process and (when DEADLINES_TABLE is set) the projection. It
-// needs no secret. The command handler flags returns overdue by RENTAL_PERIOD; opts
-// configure it further (Commands: the generic provider unless they set one).
-func Core(cfg aws.Config, getenv Getenv, logger *slog.Logger, opts ...command.Option) (*Service, error) {
-	store, err := EventStore(cfg, getenv)
-	if err != nil {
-		return nil, err
-	}
-	// The returns the commands flag overdue are due RENTAL_PERIOD after their
-	// approval, for every caller: the sweep function, rentalctl and the tools.
-	period, err := RentalPeriod(getenv)
-	if err != nil {
-		return nil, err
-	}
-	commands := Commands(store, append([]command.Option{command.WithRentalPeriod(period)}, opts...)...)
-	process, err := Process(store, commands, getenv, logger)
-	if err != nil {
-		return nil, err
-	}
-	projection, err := DeadlinesReader(cfg, getenv)
-	if err != nil {
-		return nil, err
-	}
-	return &Service{Store: store, Commands: commands, Process: process, Projection: projection}, nil
 }
 
 // StreamBatch returns how the stream functions run their batches through

@@ -29,6 +29,7 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/sweepfn"
 )
 
 // SweepConfig configures a sweep run.
@@ -114,7 +115,7 @@ type SweepReport struct {
 // concurrency (Repeat times, round robin) it seeds fresh tables with cfg.Payments
 // rentals whose payments were all prepared at the same instant and are outstanding,
 // runs one sweep past their deadline, built as the sweep function builds it
-// (wiring.Sweep, the sweep function's recipe), and measures it; then it replays the sweep's
+// (sweepfn.Sweep, the sweep function's recipe), and measures it; then it replays the sweep's
 // calls for cfg.ReplayPayments of them with none of our code around them, and
 // deletes the tables of every run but the last. Last it measures trivial GetItem
 // calls on the last run's table. It fails if a sweep does not cancel every payment.
@@ -227,7 +228,7 @@ func (b *sweepBench) once(ctx context.Context, i, concurrency int, profile, keep
 	if err != nil {
 		return r, err
 	}
-	sweeper, err := wiring.Sweep(b.counted, getenv, cfg.Logger, nil)
+	sweeper, err := sweepfn.Sweep(b.counted, getenv, cfg.Logger, nil)
 	if err != nil {
 		return r, err
 	}

@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	store := &slowStore{m: eventstore.NewMemory()}
 	commands := command.New(store, command.WithProvider(slowProvider{Provider: generic.Provider{}, latency: cfg.ProviderLatency}),
 		command.WithProviderTimeout(command.DefaultProviderTimeout))
-	// Built as the process function builds it (wiring.ProcessFunction), from an
+	// Built as the process function builds it (processfn.ProcessFunction), from an
 	// empty environment: the defaults.
 	process, err := wiring.Process(store, commands, func(string) string { return "" }, logger)
 	if err != nil {

@@ -6,7 +6,7 @@
 // in that order within the invocation's time, less a margin, and reports one
 // Summary: a summary per kind and one per other part, as the sweep function's
 // answer, one log line, and (Reporter) the sweep's CloudWatch metrics. The recipe
-// that builds it is wiring.Sweep.
+// that builds it is sweepfn.Sweep.
 //
 // A due payment goes from the sweep to its command by names one can follow:
 // Sweep.Sweep calls deadline.Sweeper.Sweep, which sends each overdue row through

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/bikerental/bikerental/internal/dev/samtemplate"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/commandfn"
 )
 
 // TestTheConsoleSignsInWhereTheTemplateSays checks the operator console's sign-in
@@ -72,11 +72,11 @@ func TestTheConsoleSignsInWhereTheTemplateSays(t *testing.T) {
 			for _, k := range vars.Keys() {
 				got[k] = fmt.Sprint(eval(vars.Get(k)))
 			}
-			if got[wiring.EnvConsoleSignIn] != c.signIn || got[wiring.EnvConsoleAuthURL] != c.auth || (got[wiring.EnvOperatorGroup] != "") != c.group {
-				t.Errorf("console settings %s=%q %s=%q %s=%q", wiring.EnvConsoleSignIn, got[wiring.EnvConsoleSignIn],
-					wiring.EnvConsoleAuthURL, got[wiring.EnvConsoleAuthURL], wiring.EnvOperatorGroup, got[wiring.EnvOperatorGroup])
+			if got[commandfn.EnvConsoleSignIn] != c.signIn || got[commandfn.EnvConsoleAuthURL] != c.auth || (got[commandfn.EnvOperatorGroup] != "") != c.group {
+				t.Errorf("console settings %s=%q %s=%q %s=%q", commandfn.EnvConsoleSignIn, got[commandfn.EnvConsoleSignIn],
+					commandfn.EnvConsoleAuthURL, got[commandfn.EnvConsoleAuthURL], commandfn.EnvOperatorGroup, got[commandfn.EnvOperatorGroup])
 			}
-			s, err := wiring.ConsoleSignIn(func(k string) string { return got[k] })
+			s, err := commandfn.ConsoleSignIn(func(k string) string { return got[k] })
 			if err != nil {
 				t.Fatalf("the command function refuses the template's console settings: %v", err)
 			}

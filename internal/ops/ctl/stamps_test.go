@@ -20,6 +20,7 @@ import (
 	"github.com/bikerental/bikerental/internal/ops/ctl"
 	"github.com/bikerental/bikerental/internal/testkit/rebuildtest"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/sweepfn"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -172,7 +173,7 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 		{"the sweep's repairs and redeliveries", func(t *testing.T, getenv func(string) string) {
 			// The sweep function's recipe: its repairer mends the stuck rentals and
 			// delivers the parked records again, through the projector's handler.
-			sweeper, err := wiring.Sweep(cfg, getenv, logger, nil)
+			sweeper, err := sweepfn.Sweep(cfg, getenv, logger, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/sweep"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/sweepfn"
 )
 
 // Summary is what a sweep did: a summary per kind (Summary.Of), and the owed
@@ -32,7 +32,7 @@ func (s *Stack) Sweep(ctx context.Context, now time.Time) (Summary, error) {
 		return Summary{}, err
 	}
 	// The sweep function's own recipe, its commands reaching the provider.
-	sweeper, err := wiring.Sweep(s.cfg, s.getenv, s.logger, nil, provider)
+	sweeper, err := sweepfn.Sweep(s.cfg, s.getenv, s.logger, nil, provider)
 	if err != nil {
 		return Summary{}, settings(err)
 	}

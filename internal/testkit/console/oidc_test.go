@@ -17,7 +17,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/commandfn"
 )
 
 // provider plays an OpenID provider's hosted UI as Cognito serves it
@@ -117,8 +117,8 @@ func TestTheConsoleSignsInByCodeWithPKCE(t *testing.T) {
 	idp := httptest.NewTLSServer(p)
 	t.Cleanup(idp.Close)
 	s := startStack(t, map[string]string{
-		wiring.EnvConsoleSignIn: httpapi.ConsoleSignInOIDC, wiring.EnvConsoleIssuer: idp.URL,
-		wiring.EnvConsoleClientID: p.clientID, wiring.EnvConsoleAuthURL: idp.URL,
+		commandfn.EnvConsoleSignIn: httpapi.ConsoleSignInOIDC, commandfn.EnvConsoleIssuer: idp.URL,
+		commandfn.EnvConsoleClientID: p.clientID, commandfn.EnvConsoleAuthURL: idp.URL,
 	})
 	p.console = s.base + httpapi.ConsolePath
 	var token string

@@ -93,9 +93,16 @@ func Check(getenv wiring.Getenv) error {
 	return err
 }
 
+// Service is the command function's parts: those it shares with the sweep, and the
+// HTTP API on them.
+type Service struct {
+	*paymentfn.Service
+	API *httpapi.API
+}
+
 // Build wires every part, the HTTP API included, which needs the webhook secret,
 // once Check passed: a bad setting is refused before any AWS client is made.
-func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger) (*wiring.Service, error) {
+func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger) (*Service, error) {
 	if err := Check(getenv); err != nil {
 		return nil, err
 	}
@@ -108,10 +115,11 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	s, err := wiring.Core(cfg, getenv, logger, command.WithMaxPending(maxPending), pay.Option())
+	core, err := paymentfn.Core(cfg, getenv, logger, command.WithMaxPending(maxPending), pay.Option())
 	if err != nil {
 		return nil, err
 	}
+	s := &Service{Service: core}
 	verifier, err := WebhookVerifier(ctx, secrets, getenv)
 	if err != nil {
 		return nil, err
@@ -132,10 +140,10 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 		}
 		apiCfg.Deadlines = s.Projection.WithKinds(kinds)
 	}
-	if apiCfg.Console, err = wiring.ConsoleSignIn(getenv); err != nil {
+	if apiCfg.Console, err = ConsoleSignIn(getenv); err != nil {
 		return nil, err
 	}
-	if apiCfg.OperatorGroup, err = wiring.OperatorGroup(getenv); err != nil {
+	if apiCfg.OperatorGroup, err = OperatorGroup(getenv); err != nil {
 		return nil, err
 	}
 	apiCfg.ConsoleClientID = apiCfg.Console.ClientID
@@ -145,10 +153,10 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 
 // checkConsole validates the console's settings.
 func checkConsole(getenv wiring.Getenv) error {
-	if _, err := wiring.ConsoleSignIn(getenv); err != nil {
+	if _, err := ConsoleSignIn(getenv); err != nil {
 		return err
 	}
-	_, err := wiring.OperatorGroup(getenv)
+	_, err := OperatorGroup(getenv)
 	return err
 }
 

@@ -42,7 +42,7 @@ const deployedWebhookSecret = "whsec_deployed_provider_test"
 // deployed is the command function's service and the Stripe it reaches.
 type deployed struct {
 	t    *testing.T
-	s    *wiring.Service
+	s    *commandfn.Service
 	paid *stripemock.Stateful
 }
 

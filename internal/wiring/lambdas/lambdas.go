@@ -11,8 +11,9 @@ import (
 
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/commandfn"
-	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
+	"github.com/bikerental/bikerental/internal/wiring/processfn"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
+	"github.com/bikerental/bikerental/internal/wiring/sweepfn"
 )
 
 // The functions' names: their directories under functions/, and template.yaml's
@@ -42,9 +43,9 @@ type Function struct {
 func All() []Function {
 	return []Function{
 		{Command, "./functions/command", false, commandfn.CommandFunction, commandfn.Check},
-		{Process, "./functions/process", true, paymentfn.ProcessFunction, paymentfn.CheckProcess},
+		{Process, "./functions/process", true, processfn.ProcessFunction, processfn.Check},
 		{Projector, "./functions/projector", true, projectorfn.ProjectorFunction, projectorfn.Check},
-		{Sweep, "./functions/sweep", false, paymentfn.SweepFunction, paymentfn.CheckSweep},
+		{Sweep, "./functions/sweep", false, sweepfn.SweepFunction, sweepfn.Check},
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -191,49 +189,8 @@ func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Ge
 	return Payments{Provider: p, Timeout: set.timeout, Stripe: p}, nil
 }
 
-// secretsOf returns a maker of the Secrets Manager client of cfg.
-func secretsOf(cfg aws.Config) func() SecretReader {
-	return func() SecretReader { return secretsmanager.NewFromConfig(cfg) }
-}
-
-// CheckProcess validates every setting ProcessFunction reads, touching nothing.
-func CheckProcess(getenv wiring.Getenv) error {
-	if err := wiring.CheckProcess(getenv); err != nil {
-		return err
-	}
-	return Check(getenv)
-}
-
-// CheckSweep validates every setting SweepFunction reads, touching nothing.
-func CheckSweep(getenv wiring.Getenv) error {
-	if err := wiring.CheckSweep(getenv); err != nil {
-		return err
-	}
-	return Check(getenv)
-}
-
-// ProcessFunction builds the process's handler with the configured provider,
-// once CheckProcess passed.
-func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
-	if err := CheckProcess(getenv); err != nil {
-		return nil, err
-	}
-	pay, err := Provider(ctx, secretsOf(cfg), getenv)
-	if err != nil {
-		return nil, err
-	}
-	return wiring.ProcessFunction(pay.Option())(ctx, cfg, getenv, logger, stdout)
-}
-
-// SweepFunction builds the sweep's handler with the configured provider, which its
-// cancellations reach, once CheckSweep passed.
-func SweepFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
-	if err := CheckSweep(getenv); err != nil {
-		return nil, err
-	}
-	pay, err := Provider(ctx, secretsOf(cfg), getenv)
-	if err != nil {
-		return nil, err
-	}
-	return wiring.SweepFunction(pay.Option())(ctx, cfg, getenv, logger, stdout)
+// Load is Provider with cfg's Secrets Manager client, made only when Stripe's keys
+// are read from it: what the process and the sweep functions start with.
+func Load(ctx context.Context, cfg aws.Config, getenv wiring.Getenv) (Payments, error) {
+	return Provider(ctx, func() SecretReader { return secretsmanager.NewFromConfig(cfg) }, getenv)
 }
