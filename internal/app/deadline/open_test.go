@@ -180,8 +180,8 @@ func TestTheSweepFindsStuckRentalsThroughTheIndexAndRepairsThem(t *testing.T) {
 	if err := json.Unmarshal(bytes.TrimSpace(metrics.Bytes()), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc["StuckRentals"] != float64(6) || doc["StuckRepaired"] != float64(4) || doc["StuckLeft"] != float64(2) {
-		t.Errorf("metrics %s, want StuckRentals 6, StuckRepaired 4, StuckLeft 2", metrics.String())
+	if doc["StuckRowsFound"] != float64(6) || doc["StuckRowsActed"] != float64(4) || doc["StuckRowsDeclined"] != float64(1) || doc["StuckRowsFailed"] != float64(1) {
+		t.Errorf("metrics %s, want StuckRowsFound 6, StuckRowsActed 4, StuckRowsDeclined 1, StuckRowsFailed 1", metrics.String())
 	}
 
 	// Without a repairer every stuck rental is left, and none is touched.

@@ -165,7 +165,7 @@ func (u *unanswered) RetryCancellation(context.Context, string, command.Meta) (b
 // TestAnOwedCancellationPutOffIsStillCountedOwed: in memory, an owed cancellation
 // whose retry went unanswered is put off; every sweep before it is due again asks
 // nobody, yet counts it owed and left, and the metric the still-owed alarm
-// watches (CancellationsLeft) stays 1, until the provider confirms the
+// watches (OwedCancellationsLeft) stays 1, until the provider confirms the
 // cancellation.
 func TestAnOwedCancellationPutOffIsStillCountedOwed(t *testing.T) {
 	m := newServiceMemory(2)
@@ -185,9 +185,9 @@ func TestAnOwedCancellationPutOffIsStillCountedOwed(t *testing.T) {
 	check := func(now time.Time, wantDue, wantCalls int) {
 		t.Helper()
 		sum, err := s.Sweep(ctx, now)
-		left := metric(sweepmetrics.Document(sum, "s"), "CancellationsLeft")
+		left := metric(sweepmetrics.Document(sum, "s"), "OwedCancellationsLeft")
 		if err != nil || sum.Owed.Owed != 1 || sum.Owed.Due != wantDue || sum.Owed.Left != 1 || left != 1 || provider.calls != wantCalls {
-			t.Fatalf("sweep at %s: %+v, %v, CancellationsLeft %v, %d retries; want 1 owed (%d due) and left, %d retries",
+			t.Fatalf("sweep at %s: %+v, %v, OwedCancellationsLeft %v, %d retries; want 1 owed (%d due) and left, %d retries",
 				now, sum.Owed, err, left, provider.calls, wantDue, wantCalls)
 		}
 	}
@@ -203,7 +203,7 @@ func TestAnOwedCancellationPutOffIsStillCountedOwed(t *testing.T) {
 		t.Fatalf("the sweep once due again, the provider back: %+v, %v", sum.Owed, err)
 	}
 	record(payment.CancellationDoneAtProvider{Reference: ref, PaymentID: "p"}, 5, putOff)
-	if sum, err := s.Sweep(ctx, putOff.Add(time.Second)); err != nil || sum.Owed.Owed != 0 || metric(sweepmetrics.Document(sum, "s"), "CancellationsLeft") != 0 {
+	if sum, err := s.Sweep(ctx, putOff.Add(time.Second)); err != nil || sum.Owed.Owed != 0 || metric(sweepmetrics.Document(sum, "s"), "OwedCancellationsLeft") != 0 {
 		t.Errorf("a sweep once the provider confirmed: %+v, %v; want nothing owed", sum.Owed, err)
 	}
 }

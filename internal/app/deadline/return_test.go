@@ -90,8 +90,8 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 		t.Fatalf("a millisecond late: %+v (%+v), %v; want the late return flagged, nothing else", k, sum, err)
 	}
 	if lines := strings.Split(strings.TrimSpace(metrics.String()), "\n"); len(lines) != 2 ||
-		!strings.Contains(lines[0], `"OverdueReturns":0`) || !strings.Contains(lines[1], `"OverdueReturns":1,`) || !strings.Contains(lines[1], `"ReturnRowsActed":1,`) {
-		t.Errorf("metrics %s: want OverdueReturns 0, then 1, and the return acted on", metrics.String())
+		!strings.Contains(lines[0], `"ReturnRowsFound":0`) || !strings.Contains(lines[1], `"ReturnRowsFound":1,`) || !strings.Contains(lines[1], `"ReturnRowsActed":1,`) {
+		t.Errorf("metrics %s: want ReturnRowsFound 0, then 1, and the return acted on", metrics.String())
 	}
 	w.pumpUntil("the flagged return to leave the swept lane", func() bool {
 		_, ok, err := w.projection.Row(ctx, ret, late)
@@ -124,8 +124,8 @@ func TestTheSweepFlagsAnOverdueReturnOnceAndLeavesTheRestAlone(t *testing.T) {
 			t.Errorf("sweep %d after the flag: %+v (%+v), %v; want nothing read or found", i, k, sum, err)
 		}
 	}
-	if !strings.Contains(metrics.String()[before:], `"OverdueReturns":0`) || strings.Contains(metrics.String()[before:], `"OverdueReturns":1`) {
-		t.Errorf("metrics after the flag %s: want OverdueReturns 0", metrics.String()[before:])
+	if !strings.Contains(metrics.String()[before:], `"ReturnRowsFound":0`) || strings.Contains(metrics.String()[before:], `"ReturnRowsFound":1`) {
+		t.Errorf("metrics after the flag %s: want ReturnRowsFound 0", metrics.String()[before:])
 	}
 	recs, err := w.store.Read(ctx, rental.StreamID("ret-late"), 1)
 	if err != nil {

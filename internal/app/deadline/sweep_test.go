@@ -148,8 +148,8 @@ func project(t *testing.T, w *world, n int, preparedAt time.Time) []string {
 	return ids
 }
 
-// The document has the 17 metrics of the sweep before kinds, six per kind (three
-// kinds) and OverdueReturns.
+// The document has seven metrics per kind (three kinds), and the owed
+// cancellations' three and the parked records' four.
 func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 	w := newWorld(t, 4)
 	now := time.Now()
@@ -190,8 +190,8 @@ func TestSweepReadsOnlyOverdueRowsAndCountsOutcomes(t *testing.T) {
 		t.Fatalf("metrics are not one EMF document on one line: %q", metrics.String())
 	}
 	doc := docs[0]
-	if doc.Values["Cancelled"] != 9 || doc.Values["Failed"] != 1 || doc.Namespace != sweepmetrics.Namespace || len(doc.Values) != 17+3*6+1 || doc.Values["PaymentRowsActed"] != 9 || doc.Values["OverdueReturns"] != 0 ||
-		doc.Values["StuckRentals"] != 0 || doc.Values["CancellationsLeft"] != 0 || doc.Dimensions["Service"] != "bikerental-test" || !doc.Timestamp.Equal(now.Truncate(time.Millisecond)) {
+	if doc.Values["PaymentRowsActed"] != 9 || doc.Values["PaymentRowsFailed"] != 1 || doc.Namespace != sweepmetrics.Namespace || len(doc.Values) != 3*7+3+4 || doc.Values["ReturnRowsFound"] != 0 ||
+		doc.Values["StuckRowsFound"] != 0 || doc.Values["OwedCancellationsLeft"] != 0 || doc.Dimensions["Service"] != "bikerental-test" || !doc.Timestamp.Equal(now.Truncate(time.Millisecond)) {
 		t.Errorf("EMF document: %s", metrics.String())
 	}
 }

@@ -80,7 +80,7 @@ func TestTheSweepCancelsWhatThePolicySaysIsOverdue(t *testing.T) {
 	if m := fake.maxSeen.Load(); m > 3 {
 		t.Errorf("%d commands at once, want at most 3", m)
 	}
-	if !bytes.Contains(metrics.Bytes(), []byte(`"Cancelled":9`)) {
+	if !bytes.Contains(metrics.Bytes(), []byte(`"PaymentRowsActed":9`)) {
 		t.Errorf("metrics %s", metrics.String())
 	}
 	// A timeout of 30 minutes, and none of them is due yet.

@@ -26,7 +26,7 @@ import (
 // TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff: the provider is down
 // for an hour of sweeps, one a minute. The owed cancellation is asked about far
 // fewer than 60 times (each unanswered retry, recorded, puts the next one off in
-// the to-do table), every sweep between counts it still owed (CancellationsLeft
+// the to-do table), every sweep between counts it still owed (OwedCancellationsLeft
 // stays 1, due or put off), and once the provider is back the next retry that
 // falls due makes it.
 func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
@@ -73,8 +73,8 @@ func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
 		// Due or put off, the cancellation is still owed after every sweep, and
 		// the metric the still-owed alarm watches says so.
 		left := sweepmetrics.Document(sum, "bikerental-test")
-		if err != nil || sum.Owed.Owed != 1 || sum.Owed.Due != due || sum.Owed.Left != 1 || sum.Owed.Made != 0 || metric(left, "CancellationsLeft") != 1 {
-			t.Fatalf("sweep %d while the provider is down (due: %d): %+v, %v; want it owed and left, CancellationsLeft 1", i, due, sum, err)
+		if err != nil || sum.Owed.Owed != 1 || sum.Owed.Due != due || sum.Owed.Left != 1 || sum.Owed.Made != 0 || metric(left, "OwedCancellationsLeft") != 1 {
+			t.Fatalf("sweep %d while the provider is down (due: %d): %+v, %v; want it owed and left, OwedCancellationsLeft 1", i, due, sum, err)
 		}
 		if !before.After(at) { // it was tried: wait until the projection puts it off
 			w.pumpUntil("the unanswered retry put off", func() bool { return owedRow().Due.After(before) })
@@ -101,7 +101,7 @@ func TestAnOwedCancellationTheProviderLeavesUnansweredBacksOff(t *testing.T) {
 		rows, _, _ := w.projection.OwedCancellations(ctx)
 		return len(rows) == 0
 	})
-	if sum, err := s.Sweep(ctx, due.Add(2*time.Second)); err != nil || sum.Owed.Owed != 0 || metric(sweepmetrics.Document(sum, "s"), "CancellationsLeft") != 0 {
+	if sum, err := s.Sweep(ctx, due.Add(2*time.Second)); err != nil || sum.Owed.Owed != 0 || metric(sweepmetrics.Document(sum, "s"), "OwedCancellationsLeft") != 0 {
 		t.Errorf("a sweep once the provider confirmed: %+v, %v; want nothing owed", sum, err)
 	}
 	if !p.isCanceled("pi_" + ref) {

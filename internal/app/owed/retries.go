@@ -40,7 +40,7 @@ const DefaultConcurrency = 8
 // provider: there are none on a healthy day. Each sweep it reads the owed lane,
 // gives each row that is due to the Retrier, concurrency at a time, and counts
 // every row still owed after it, due or put off, so that the metric of what is
-// still owed (CancellationsLeft) stays up for as long as something is owed, put off
+// still owed (OwedCancellationsLeft) stays up for as long as something is owed, put off
 // or not (docs/decisions/0030-a-small-machinery.md).
 type Retries struct {
 	Rows Rows

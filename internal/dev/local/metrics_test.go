@@ -65,8 +65,8 @@ func TestTheLocalStackWritesTheSweepsMetrics(t *testing.T) {
 			if d.Dimensions["Service"] != local.MetricsService || len(d.Dimensions) != 1 {
 				t.Fatalf("the sweep's metrics have dimensions %v, want Service=%s", d.Dimensions, local.MetricsService)
 			}
-			if _, ok := d.Values["Found"]; !ok {
-				t.Fatalf("the sweep's metrics lack Found: %+v", d)
+			if _, ok := d.Values["PaymentRowsFound"]; !ok {
+				t.Fatalf("the sweep's metrics lack PaymentRowsFound: %+v", d)
 			}
 			return
 		}
@@ -96,7 +96,7 @@ func TestQuietMetricsDropsOnlyTheDocumentsThatCountNothing(t *testing.T) {
 	}
 	local.QuietMetrics(&out).Write([]byte("not a document\n"))
 	docs := emftest.Parse(t, out.Bytes())
-	if len(docs) != 2 || docs[0].Values["Found"] != 1 || docs[1].Values["RefundsOwed"] != 1 || !bytes.HasSuffix(out.Bytes(), []byte("\nnot a document\n")) {
+	if len(docs) != 2 || docs[0].Values["PaymentRowsFound"] != 1 || docs[1].Values["RefundsOwed"] != 1 || !bytes.HasSuffix(out.Bytes(), []byte("\nnot a document\n")) {
 		t.Errorf("passed on:\n%s\nwant the busy sweep's document, the refund owed and the other line", out.String())
 	}
 }

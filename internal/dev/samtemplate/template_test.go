@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,11 +28,15 @@ import (
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/owed"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/dev/samtemplate"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
+	"github.com/bikerental/bikerental/internal/ports/lambda/sweepmetrics"
 	"github.com/bikerental/bikerental/internal/testkit/apicontract"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/lambdas"
@@ -601,6 +606,61 @@ func TestTheOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
 		if op.Security == nil || !slices.Equal(schemes, wantSchemes) {
 			t.Errorf("%s (%s): the document's security is %v, want %v", key, a, schemes, wantSchemes)
 		}
+	}
+}
+
+// TestEveryAlarmedSweepMetricIsWritten: every metric of the sweep's namespace that
+// an alarm watches, on its own or in an expression, is one that a sweep writes
+// even when it found nothing, under the Service dimension it writes; and each
+// sweep alarm watches the counts it is about, with the statistic it needs (a
+// Minimum where only what persists sweep after sweep is news).
+func TestEveryAlarmedSweepMetricIsWritten(t *testing.T) {
+	tpl := load(t)
+	idle := map[string]bool{}
+	for _, m := range sweepmetrics.Document(sweep.Summary{Kinds: []deadline.KindSummary{
+		{Kind: deadlinekinds.Payment}, {Kind: deadlinekinds.Stuck}, {Kind: deadlinekinds.Return}},
+		Owed: owed.Summary{Swept: true}, Parked: parked.Summary{Swept: true}}, "s").Metrics {
+		idle[m.Name] = true
+	}
+	watched := map[string][]string{}
+	for _, id := range tpl.Resources("AWS::CloudWatch::Alarm") {
+		p := tpl.Resource(id).Get("Properties")
+		metrics := []samtemplate.Node{p}
+		for _, q := range p.Get("Metrics").Items() {
+			metrics = append(metrics, q.Get("MetricStat", "Metric"))
+		}
+		for _, m := range metrics {
+			if m.Get("Namespace").Str() != sweepmetrics.Namespace {
+				continue
+			}
+			name := m.Get("MetricName").Str()
+			watched[id] = append(watched[id], name)
+			if !idle[name] {
+				t.Errorf("%s watches %s, which the sweep does not write", id, name)
+			}
+			if dims := m.Get("Dimensions").Items(); len(dims) != 1 || dims[0].Get("Name").Str() != "Service" {
+				t.Errorf("%s watches %s under %d dimensions, want Service only", id, name, len(dims))
+			}
+		}
+	}
+	want := map[string][]string{
+		"CancellationsStillOwedAlarm": {"OwedCancellationsLeft"},
+		"OverduePaymentAlarm":         {"PaymentRowsOldestOverdue"},
+		"ParkedRecordsAlarm":          {"ParkedRecordsOldestAge"},
+		"StuckRentalsAlarm":           {"StuckRowsFound"},
+		"OverdueReturnsAlarm":         {"ReturnRowsFound"},
+		"StuckLeftAlarm":              {"StuckRowsDeclined", "StuckRowsFailed", "StuckRowsLeft"},
+	}
+	if !maps.EqualFunc(watched, want, slices.Equal) {
+		t.Errorf("the sweep's alarms watch %v, want %v", watched, want)
+	}
+	for id, stat := range map[string]string{"CancellationsStillOwedAlarm": "Minimum", "StuckRentalsAlarm": "Minimum", "OverdueReturnsAlarm": "Maximum"} {
+		if got := tpl.Resource(id).Get("Properties", "Statistic").Str(); got != stat {
+			t.Errorf("%s reads the %s, want the %s", id, got, stat)
+		}
+	}
+	if got := tpl.Resource("StuckLeftAlarm").Get("Properties", "Metrics").Items()[0].Get("Expression").Str(); got != "declined + failed + left" {
+		t.Errorf("StuckLeftAlarm's expression is %q, want the sum of what the sweep did not repair", got)
 	}
 }
 

@@ -6,9 +6,11 @@ package sweepmetrics
 
 import (
 	"strings"
+	"time"
 
 	"github.com/bikerental/bikerental/internal/app/deadline"
-	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/owed"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/lib/emf"
 )
@@ -31,8 +33,8 @@ func NewWriter(w *emf.Writer, service string, failed func(error)) *Writer {
 	return &Writer{Out: w, Service: service, Failed: failed}
 }
 
-// Report implements sweep.Reporter. A summary that counts no part (a sweep of one
-// row's own deadline that found the row settled) writes no document.
+// Report implements sweep.Reporter. A summary that counts no part (a row's own
+// deadline naming no row of a swept kind) writes no document.
 func (w *Writer) Report(sum sweep.Summary) {
 	d := Document(sum, w.Service)
 	if len(d.Metrics) == 0 {
@@ -47,76 +49,81 @@ func (w *Writer) Report(sum sweep.Summary) {
 const Namespace = "BikeRental/Sweep"
 
 // Document is a summary as an EMF document, with the dimension Service=service:
-// for each kind its own metrics (KindMetrics), OverdueReturns among them, and the
-// metrics deployed before kinds, derived from the kinds' and the other parts'
-// summaries (LegacyMetrics), which the template's alarms watch.
+// one metric per count, named for the part that counted it and for what it
+// counts (KindMetrics, OwedMetrics, ParkedMetrics). A part is written only when
+// it ran: a sweep of one row's own deadline (precise mode) writes its kind's
+// alone, and one out of time before the owed cancellations and the parked
+// records writes neither, so that no zero reaches an alarm's Minimum as
+// nothing owed, stuck or parked while something is.
 func Document(sum sweep.Summary, service string) emf.Document {
 	d := emf.Document{
 		Namespace:  Namespace,
 		Timestamp:  sum.Now,
 		Dimensions: []emf.Dimension{{Name: "Service", Value: service}},
-		Metrics:    LegacyMetrics(sum),
 	}
 	for _, k := range sum.Kinds {
 		d.Metrics = append(d.Metrics, KindMetrics(k)...)
 	}
+	if sum.Owed.Swept {
+		d.Metrics = append(d.Metrics, OwedMetrics(sum.Owed)...)
+	}
+	if sum.Parked.Swept {
+		d.Metrics = append(d.Metrics, ParkedMetrics(sum.Parked)...)
+	}
 	return d
 }
 
-// LegacyMetrics are the metrics of the summary as the sweep wrote them before
-// kinds, under the same names and with the same meanings: Found, Cancelled,
-// Declined, NothingToDo, Failed, ItemsRead and OldestOverdue are the payment due's
-// (found, acted, declined, nothing to do, failed, its lane's items read, oldest
-// overdue); StuckRentals, StuckRepaired and StuckLeft the process stuck's (found,
-// acted, found but not repaired); CancellationsOwed, CancellationsMade and
-// CancellationsLeft the owed cancellations' (owed, made, left: every owed one,
-// due or put off, still owed after the sweep); Parked, Redelivered,
-// RedeliveriesLeft and OldestParked the parked records' (found due, redelivered,
-// left, oldest recorded). A group is written only when its part ran: a sweep of
-// one row's own deadline (precise mode), or one out of time before the owed
-// cancellations, writes no zero that an alarm's Minimum would read as nothing
-// owed or stuck.
-func LegacyMetrics(sum sweep.Summary) []emf.Metric {
-	count := func(name string, v int) emf.Metric { return emf.Metric{Name: name, Unit: "Count", Value: float64(v)} }
-	var out []emf.Metric
-	if pay, ok := sum.Kind(deadlinekinds.Payment); ok {
-		out = append(out, count("Found", pay.Found), count("Cancelled", pay.Acted), count("Declined", pay.Declined),
-			count("NothingToDo", pay.NothingToDo), count("Failed", pay.Failed), count("ItemsRead", pay.ItemsRead),
-			emf.Metric{Name: "OldestOverdue", Unit: "Seconds", Value: pay.OldestOverdue.Seconds()})
-	}
-	if stuck, ok := sum.Kind(deadlinekinds.Stuck); ok {
-		out = append(out, count("StuckRentals", stuck.Found), count("StuckRepaired", stuck.Acted), count("StuckLeft", stuck.Found-stuck.Acted))
-	}
-	if sum.Owed.Swept {
-		out = append(out, count("CancellationsOwed", sum.Owed.Owed), count("CancellationsMade", sum.Owed.Made), count("CancellationsLeft", sum.Owed.Left))
-	}
-	if sum.Parked.Swept {
-		out = append(out, count("Parked", sum.Parked.Found), count("Redelivered", sum.Parked.Redelivered), count("RedeliveriesLeft", sum.Parked.Left),
-			emf.Metric{Name: "OldestParked", Unit: "Seconds", Value: sum.Parked.OldestParked.Seconds()})
-	}
-	return out
-}
-
-// OverdueReturns is the metric of how many returns a sweep found overdue: the
-// return-due kind's Found, which its alarm watches.
-const OverdueReturns = "OverdueReturns"
-
-// KindMetrics are one kind's metrics: <Kind>RowsFound, <Kind>RowsActed,
-// <Kind>RowsDeclined, <Kind>RowsFailed, <Kind>RowsLeft and <Kind>RowsOldestOverdue,
-// the kind's name capitalised (PaymentRowsFound, StuckRowsFound, ReturnRowsFound,
-// ...); the return due's Found is also OverdueReturns.
+// KindMetrics are one kind's metrics, the kind's name capitalised before Rows
+// (PaymentRowsFound, StuckRowsFound, ReturnRowsFound, ...): <Kind>RowsFound, the
+// overdue rows the sweep found; what became of each, one count an outcome, which
+// add up to it: <Kind>RowsActed (the receiver acted: a payment cancelled, a stuck
+// rental repaired, a return flagged overdue), <Kind>RowsDeclined (the receiver
+// would not: a payment confirmed meanwhile, a stuck rental left for an operator),
+// <Kind>RowsNothingToDo, <Kind>RowsFailed (the command failed) and <Kind>RowsLeft
+// (not sent: out of time, or the kind has no command); and
+// <Kind>RowsOldestOverdue, in seconds, how long past its due time the oldest was.
 func KindMetrics(k deadline.KindSummary) []emf.Metric {
 	name := strings.ToUpper(k.Kind[:1]) + k.Kind[1:] + "Rows"
-	out := []emf.Metric{
-		{Name: name + "Found", Unit: "Count", Value: float64(k.Found)},
-		{Name: name + "Acted", Unit: "Count", Value: float64(k.Acted)},
-		{Name: name + "Declined", Unit: "Count", Value: float64(k.Declined)},
-		{Name: name + "Failed", Unit: "Count", Value: float64(k.Failed)},
-		{Name: name + "Left", Unit: "Count", Value: float64(k.Left)},
-		{Name: name + "OldestOverdue", Unit: "Seconds", Value: k.OldestOverdue.Seconds()},
+	return []emf.Metric{
+		count(name+"Found", k.Found),
+		count(name+"Acted", k.Acted),
+		count(name+"Declined", k.Declined),
+		count(name+"NothingToDo", k.NothingToDo),
+		count(name+"Failed", k.Failed),
+		count(name+"Left", k.Left),
+		seconds(name+"OldestOverdue", k.OldestOverdue),
 	}
-	if k.Kind == deadlinekinds.Return {
-		out = append(out, emf.Metric{Name: OverdueReturns, Unit: "Count", Value: float64(k.Found)})
+}
+
+// OwedMetrics are the owed cancellations' metrics: OwedCancellationsFound, every
+// cancellation owed to the provider that the sweep read, due or put off;
+// OwedCancellationsMade, those its retries made; and
+// OwedCancellationsLeft, those still owed after the sweep, due or put off.
+func OwedMetrics(o owed.Summary) []emf.Metric {
+	return []emf.Metric{
+		count("OwedCancellationsFound", o.Owed),
+		count("OwedCancellationsMade", o.Made),
+		count("OwedCancellationsLeft", o.Left),
 	}
-	return out
+}
+
+// ParkedMetrics are the parked stream records' metrics: ParkedRecordsFound, those
+// due; ParkedRecordsRedelivered, those delivered again; ParkedRecordsLeft, those
+// still parked after the sweep; and ParkedRecordsOldestAge, in seconds, how long
+// ago the oldest record it tried was recorded.
+func ParkedMetrics(p parked.Summary) []emf.Metric {
+	return []emf.Metric{
+		count("ParkedRecordsFound", p.Found),
+		count("ParkedRecordsRedelivered", p.Redelivered),
+		count("ParkedRecordsLeft", p.Left),
+		seconds("ParkedRecordsOldestAge", p.OldestParked),
+	}
+}
+
+func count(name string, v int) emf.Metric {
+	return emf.Metric{Name: name, Unit: "Count", Value: float64(v)}
+}
+
+func seconds(name string, d time.Duration) emf.Metric {
+	return emf.Metric{Name: name, Unit: "Seconds", Value: d.Seconds()}
 }
