@@ -19,11 +19,12 @@ const rebuildUsage = `Usage: rentalctl rebuild [flags]
 Replays every stream the Deadlines table is built from into it: the payment
 streams (the outstanding payments) and the bike and rental-payment process streams
 (the open processes, by which the sweep notices a stuck rental), listed in one scan
-of the Events table. Run it once after upgrading to a version that keeps open
-processes, so that rentals already in flight have theirs. It creates nothing: both tables must exist. Rows already there are kept or brought
-up to date, never duplicated, so it is safe to run over a live projection and to run
-again after an interruption. Keep the projector running meanwhile: it projects what
-is appended during the rebuild.
+of the Events table. Run it when the Deadlines table is new or was replaced (the
+stack does not keep it: the events rebuild it). It creates nothing: both tables
+must exist. Rows already there are kept or brought up to date, never duplicated,
+so it is safe to run over a live projection and to run again after an
+interruption. Keep the projector running meanwhile: it projects what is appended
+during the rebuild.
 
 A rebuilt row carries the time its payment was prepared (or its bike requested),
 so old payments look overdue, and old rentals stuck, until their settling events
