@@ -19,11 +19,12 @@ const rebuildUsage = `Usage: rentalctl rebuild [flags]
 Replays every stream the Deadlines table is built from into it: the payment
 streams (the outstanding payments) and the bike and rental-payment process streams
 (the open processes, by which the sweep notices a stuck rental), listed in one scan
-of the Events table. Run it once after upgrading to a version that keeps open
-processes, so that rentals already in flight have theirs. It creates nothing: both tables must exist. Rows already there are kept or brought
-up to date, never duplicated, so it is safe to run over a live projection and to run
-again after an interruption. Keep the projector running meanwhile: it projects what
-is appended during the rebuild.
+of the Events table. Run it when the Deadlines table is new or was replaced (the
+stack does not keep it: the events rebuild it). It creates nothing: both tables
+must exist. Rows already there are kept or brought up to date, never duplicated,
+so it is safe to run over a live projection and to run again after an
+interruption. Keep the projector running meanwhile: it projects what is appended
+during the rebuild.
 
 A rebuilt row carries the time its payment was prepared (or its bike requested),
 so old payments look overdue, and old rentals stuck, until their settling events
@@ -36,12 +37,6 @@ One rebuild runs at a time: it holds a lock in the Deadlines table, renewed
 while it runs. A rebuild that loses its lock (another took it over, or its lease ran
 out without a renewal) stops at once, fails, and leaves the sweep paused for the
 rebuild that holds the lock, or the next one, to resume.
-
-On a stack deployed before the Deadlines table, -parked-from names its old
-PendingPayments table: the stream records parked there for redelivery, which no
-event brings back, are parked again in the Deadlines table, due when they were
-(it needs dynamodb:GetItem on that table and dynamodb:Query on its ByPreparedAt
-index, and writes nothing to it).
 
 Progress goes to stderr: a line when it starts, one every 500 streams, and one at
 the end; the result goes to stdout. SETTLED_MARKER_TTL (72h) sets how long the
@@ -67,7 +62,6 @@ func runRebuild(ctx context.Context, c *cli, args []string) error {
 	f.fs.StringVar(&req.Sweep.ScheduleGroup, "schedule-group", group, "the schedule's group ["+envScheduleGroup+"]")
 	f.stringEnv(&req.Sweep.RuleName, "rule-name", envRuleName, "the sweep's EventBridge rule, for a stack deployed with SweepTrigger=rule; pauses the rule instead of a schedule")
 	f.fs.BoolVar(&req.Reshard, "reshard", false, "change the table's shard count to -shards, moving every outstanding row to its new shard")
-	f.fs.StringVar(&req.ParkedFrom, "parked-from", "", "the Deadlines table of a stack deployed before the Deadlines table: its parked stream records are parked again in the table rebuilt")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {
 		return err

@@ -74,27 +74,20 @@ const (
 // due time, and projects only keys: a reader needs the key and the due time,
 // nothing else.
 func Deadlines(name string) *dynamodb.CreateTableInput {
-	return laneTable(name, DeadlineKey, DeadlineKindShard, DeadlineDueAt, DeadlinesByDue)
-}
-
-// laneTable is the definition of a table keyed by key alone whose sparse,
-// keys-only global secondary index index orders its rows by stamp within each lane
-// shard (shard): the Deadlines table's shape, and the table's before it.
-func laneTable(name, key, shard, stamp, index string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(key), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(shard), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(stamp), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(DeadlineKey), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(DeadlineKindShard), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(DeadlineDueAt), AttributeType: types.ScalarAttributeTypeN},
 		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(key), KeyType: types.KeyTypeHash}},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(DeadlineKey), KeyType: types.KeyTypeHash}},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(index),
+			IndexName: aws.String(DeadlinesByDue),
 			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(shard), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(stamp), KeyType: types.KeyTypeRange},
+				{AttributeName: aws.String(DeadlineKindShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(DeadlineDueAt), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
@@ -126,25 +119,6 @@ func CreateDeadlines(ctx context.Context, client *dynamodb.Client, name string) 
 		return fmt.Errorf("enable TTL on %s: %w", name, err)
 	}
 	return nil
-}
-
-// Attribute names of the Deadlines table, the to-do list before the
-// Deadlines table (docs/decisions/0026-a-deadlines-table.md): kept on a deployed
-// stack until an operator deletes it, and read only to carry its parked stream
-// records over (rentalctl rebuild -parked-from).
-const (
-	LegacyPendingKey      = "reference"    // partition key (S)
-	LegacyPendingStamp    = "preparedAtMs" // N: a parked record's due time, negated
-	LegacyPendingShard    = "dueShard"     // S: "open-<n>" for a parked record
-	LegacyPendingByStamp  = "ByPreparedAt" // the index
-	LegacyParkedShardLane = "open-"
-)
-
-// LegacyPendingPayments returns the definition of the to-do list's table as the
-// stacks before the Deadlines table have it (PendingPayments): for tests of the
-// migration.
-func LegacyPendingPayments(name string) *dynamodb.CreateTableInput {
-	return laneTable(name, LegacyPendingKey, LegacyPendingShard, LegacyPendingStamp, LegacyPendingByStamp)
 }
 
 // Create creates the table that def describes and waits until it is active. A table

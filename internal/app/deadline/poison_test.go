@@ -34,7 +34,7 @@ import (
 // record used to keep from ever being read (Lambda delivers again from the
 // earliest failed record, a batch at a time, for up to MaximumRecordAgeInSeconds).
 // They are all handled, those written before the first poll and those written
-// after it; the failing record is parked in PendingPayments, where the sweep
+// after it; the failing record is parked in the Deadlines table, where the sweep
 // finds it (and counts it), and once the cause is gone the sweep's redelivery
 // completes it: its payment is prepared, and nothing is parked any more.
 func TestAPoisonRecordHoldsUpNoOtherRental(t *testing.T) {

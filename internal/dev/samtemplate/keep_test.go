@@ -14,10 +14,6 @@ var kept = map[string]string{
 	"UserPool": "Retain",
 	// The to-do list, rebuilt from the events (rentalctl rebuild).
 	"DeadlinesTable": "Delete",
-	// The to-do list before the Deadlines table: kept on deploy, so that the
-	// template that brought the Deadlines table deletes nothing; an operator
-	// deletes it (docs/decisions/0026-a-deadlines-table.md).
-	"PendingPaymentsTable": "Retain",
 	// Pointers into the retained Events table; rentalctl repair works from the events.
 	"ProcessDeadLetterQueue":   "Delete",
 	"ProjectorDeadLetterQueue": "Delete",

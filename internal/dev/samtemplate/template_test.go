@@ -96,7 +96,6 @@ func TestTablesAgreeWithTheCode(t *testing.T) {
 	}{
 		{"EventsTable", schema.Events("x")},
 		{"DeadlinesTable", schema.Deadlines("x")},
-		{"PendingPaymentsTable", schema.LegacyPendingPayments("x")},
 	} {
 		props := tpl.Resource(tc.logicalID).Get("Properties")
 		if !props.Exists() {

@@ -229,8 +229,8 @@ func TestACleanWorldAuditsClean(t *testing.T) {
 			t.Errorf("quiet=%v: violations in a clean world:\n%s", quiet, strings.Join(lines(report), "\n"))
 		}
 		// 4 bikes with one rental each and busy with three; a process and a payment
-		// per rental; a renter per bike, with an event per rental; a PendingPayments
-		// row per payment and one per process, markers included (an approved
+		// per rental; a renter per bike, with an event per rental; a Deadlines
+		// table row per payment and one per process, markers included (an approved
 		// rental's return due is its process's row, taken over).
 		want := audit.Report{Quiet: quiet, Streams: 5 + 7 + 7 + 5, Records: 19 + 13 + 13 + 7, Rentals: 7, Payments: 7, PendingRows: 14, Violations: []audit.Violation{}}
 		if got := report; fmt.Sprint(got) != fmt.Sprint(want) {

@@ -148,7 +148,7 @@ func TestDriftIsForgivenOnlyWithinTheGracePeriodUnlessQuiet(t *testing.T) {
 	cases := []struct {
 		name  string
 		quiet bool
-		age   time.Duration // of the payment, before the PendingPayments read began
+		age   time.Duration // of the payment, before the Deadlines table's read began
 		grace time.Duration
 		want  bool
 	}{

@@ -18,8 +18,8 @@ func invariants(r audit.Report) []string {
 }
 
 // TestOwedCancellationsAreAudited: a cancellation owed to the provider must have
-// its row in PendingPayments, which the sweep reads, for as long as it is owed, and
-// no longer; an owed row is never mistaken for a payment's.
+// its row in the Deadlines table, which the sweep reads, for as long as it is owed,
+// and no longer; an owed row is never mistaken for a payment's.
 func TestOwedCancellationsAreAudited(t *testing.T) {
 	at := t0.Add(-time.Hour)
 	owedCase := func() (*tables, string) {

@@ -98,13 +98,13 @@ func TestTheAuditReadsEveryPageOfEveryScanAndQuery(t *testing.T) {
 		case w.PendingTable:
 			pendingScans++
 			if !aws.ToBool(s.ConsistentRead) {
-				t.Error("PendingPayments was not scanned strongly consistently")
+				t.Error("the Deadlines table was not scanned strongly consistently")
 			}
 		}
 	}
 	// Every item of the Events table is listed, one a page, across the segments.
 	if eventScans < report.Records || pendingScans < report.PendingRows || continued == 0 {
-		t.Errorf("%d scans of Events for %d items, %d of PendingPayments for %d rows, %d continued: the scans did not follow pagination",
+		t.Errorf("%d scans of Events for %d items, %d of the Deadlines table for %d rows, %d continued: the scans did not follow pagination",
 			eventScans, report.Records, pendingScans, report.PendingRows, continued)
 	}
 	if len(segments) != 3 {

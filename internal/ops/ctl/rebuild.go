@@ -92,11 +92,7 @@ type RebuildTrace interface {
 type RebuildRequest struct {
 	Sweep   SweepTrigger
 	Reshard bool
-	// ParkedFrom names the Deadlines table, the to-do list before the
-	// Deadlines table, whose parked stream records the rebuild parks again in the
-	// table it fills (they come from no event); empty carries nothing.
-	ParkedFrom string
-	Trace      RebuildTrace
+	Trace   RebuildTrace
 }
 
 // RebuildResult is what a rebuild did.
@@ -105,9 +101,6 @@ type RebuildResult struct {
 	PendingTable string `json:"pendingTable"`
 	Streams      int    `json:"streams"`
 	Records      int    `json:"records"`
-	// ParkedCarried is how many parked stream records the rebuild carried over
-	// from the table RebuildRequest.ParkedFrom names.
-	ParkedCarried int `json:"parkedCarried"`
 	// ParkedMoved is how many parked stream records the rebuild found on a shard
 	// of another count than the table's, and moved to theirs (after a reshard:
 	// parked records come from no event, so the replay does not move them).
@@ -189,11 +182,6 @@ func (s *Stack) rebuildHolding(ctx context.Context, lock *rebuild.Lock, store *d
 	res, err = s.replay(ctx, store, projector, req.Trace)
 	if err != nil {
 		return res, err
-	}
-	if req.ParkedFrom != "" {
-		if res.ParkedCarried, err = projection.CarryParked(ctx, req.ParkedFrom); err != nil {
-			return res, fmt.Errorf("rebuild: carry the parked records of %s over: %w", req.ParkedFrom, err)
-		}
 	}
 	if res.ParkedMoved, err = projection.ReshardParked(ctx); err != nil {
 		return res, fmt.Errorf("rebuild: move the parked records to their shards: %w", err)

@@ -64,7 +64,7 @@ func Projected(streamID string) bool {
 	return slices.ContainsFunc(projected, func(prefix string) bool { return strings.HasPrefix(streamID, prefix) })
 }
 
-// Deadlines replays every stream PendingPayments is built from (every
+// Deadlines replays every stream the Deadlines table is built from (every
 // payment's, bike's and rental-payment process's) into projection: it lists the
 // streams in one pass, reads each one and applies its records in version order,
 // Concurrency streams at a time. It creates no table and

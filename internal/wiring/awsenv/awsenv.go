@@ -78,13 +78,15 @@ var ErrNoCredentials = errors.New("awsenv: no credentials: set AWS_ACCESS_KEY_ID
 // region or missing credentials (ErrNoRegion, ErrNoCredentials) and a malformed value
 // are errors that name the variable.
 func Load(getenv func(string) string) (aws.Config, error) {
+	// DefaultsMode is left empty without AWS_DEFAULTS_MODE: every client reads an
+	// empty mode as the SDK's legacy defaults, the mode config.LoadDefaultConfig
+	// sets when none is configured (aws.DefaultsMode.SetFromString).
 	cfg := aws.Config{
 		Logger:                      logging.NewStandardLogger(os.Stderr),
 		RequestMinCompressSizeBytes: 10240,
 		AccountIDEndpointMode:       aws.AccountIDEndpointModePreferred,
 		RequestChecksumCalculation:  aws.RequestChecksumCalculationWhenSupported,
 		ResponseChecksumValidation:  aws.ResponseChecksumValidationWhenSupported,
-		DefaultsMode:                aws.DefaultsModeLegacy,
 		AppID:                       getenv(envAppID),
 	}
 	if cfg.Region = getenv(envRegion); cfg.Region == "" {

@@ -95,7 +95,7 @@ func TestAgreesWithLoadDefaultConfig(t *testing.T) {
 			}
 			if got.Region != want.Region || aws.ToString(got.BaseEndpoint) != aws.ToString(want.BaseEndpoint) ||
 				got.RetryMaxAttempts != want.RetryMaxAttempts || got.RetryMode != want.RetryMode || got.AppID != want.AppID ||
-				got.AccountIDEndpointMode != want.AccountIDEndpointMode || got.DefaultsMode != want.DefaultsMode ||
+				got.AccountIDEndpointMode != want.AccountIDEndpointMode || resolved(got.DefaultsMode) != resolved(want.DefaultsMode) ||
 				got.RequestChecksumCalculation != want.RequestChecksumCalculation || got.ResponseChecksumValidation != want.ResponseChecksumValidation ||
 				got.RequestMinCompressSizeBytes != want.RequestMinCompressSizeBytes {
 				t.Errorf("Load:\n%+v\nLoadDefaultConfig:\n%+v", summary(got), summary(want))
@@ -147,22 +147,31 @@ type clientOptions struct {
 	ResolvedDefaults aws.DefaultsMode
 }
 
+// resolved is the defaults mode a client resolves mode to: mode itself, or for an
+// empty one the SDK's legacy defaults, as config.LoadDefaultConfig sets them when
+// no mode is configured. (A client goes on to resolve auto by its region.)
+func resolved(mode aws.DefaultsMode) aws.DefaultsMode {
+	var m aws.DefaultsMode
+	m.SetFromString(string(mode))
+	return m
+}
+
 func dynamoOptions(cfg aws.Config) clientOptions {
 	o := dynamodb.NewFromConfig(cfg).Options()
 	return clientOptions{aws.ToString(o.BaseEndpoint), o.EndpointOptions.UseFIPSEndpoint, o.EndpointOptions.UseDualStackEndpoint,
-		o.Retryer.MaxAttempts(), o.RetryMode, o.DefaultsMode}
+		o.Retryer.MaxAttempts(), o.RetryMode, resolved(o.DefaultsMode)}
 }
 
 func secretsOptions(cfg aws.Config) clientOptions {
 	o := secretsmanager.NewFromConfig(cfg).Options()
 	return clientOptions{aws.ToString(o.BaseEndpoint), o.EndpointOptions.UseFIPSEndpoint, o.EndpointOptions.UseDualStackEndpoint,
-		o.Retryer.MaxAttempts(), o.RetryMode, o.DefaultsMode}
+		o.Retryer.MaxAttempts(), o.RetryMode, resolved(o.DefaultsMode)}
 }
 
 func schedulerOptions(cfg aws.Config) clientOptions {
 	o := scheduler.NewFromConfig(cfg).Options()
 	return clientOptions{aws.ToString(o.BaseEndpoint), o.EndpointOptions.UseFIPSEndpoint, o.EndpointOptions.UseDualStackEndpoint,
-		o.Retryer.MaxAttempts(), o.RetryMode, o.DefaultsMode}
+		o.Retryer.MaxAttempts(), o.RetryMode, resolved(o.DefaultsMode)}
 }
 
 func TestMissingOrMalformedSettings(t *testing.T) {
