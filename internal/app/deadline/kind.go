@@ -322,20 +322,9 @@ func (ks Kinds) ByName(name string) (Kind, bool) {
 	return Kind{}, false
 }
 
-// OfKey returns the kind of a table key and the key's subject; ok is false for a
-// key of no declared kind, or whose subject the kind does not make. Where kinds
-// share the key's prefix, it is the first of them: OfLaneKey tells them apart.
-func (ks Kinds) OfKey(key string) (k Kind, subject string, ok bool) {
-	for _, k := range ks.list {
-		if s, ok := k.SubjectOf(key); ok {
-			return k, s, true
-		}
-	}
-	return Kind{}, "", false
-}
-
-// OfLaneKey is OfKey for a row kept in the partition shard (a lane's prefix and a
-// number).
+// OfLaneKey returns the kind of a row kept in the partition shard (a lane's prefix
+// and a number) under the table key key, and the key's subject; ok is false for a
+// key of no kind declared in that lane, or whose subject the kind does not make.
 func (ks Kinds) OfLaneKey(shard, key string) (k Kind, subject string, ok bool) {
 	lane := strings.TrimRight(shard, "0123456789")
 	for _, k := range ks.list {

@@ -54,8 +54,9 @@ func (m *serviceMemory) OverduePages(ctx context.Context, shard int, cutoff time
 }
 
 func (m *serviceMemory) Get(ctx context.Context, reference string) (deadlinekinds.Pending, bool, error) {
-	k, subject, ok := m.kinds.OfKey(reference)
-	if !ok || k.Name != deadlinekinds.Payment {
+	k := m.kind(deadlinekinds.Payment)
+	subject, ok := k.SubjectOf(reference)
+	if !ok {
 		return deadlinekinds.Pending{}, false, nil
 	}
 	row, ok, err := m.Row(ctx, k, subject)

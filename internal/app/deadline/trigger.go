@@ -1,6 +1,7 @@
 package deadline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -18,31 +19,19 @@ type Trigger struct {
 	// the row's table key (Kind.Key).
 	Kind string `json:"kind,omitempty"`
 	Key  string `json:"key,omitempty"`
-	// RentalID and PaymentReference are how the schedules written before kinds
-	// existed name their row: PaymentReference is its key, of the kind whose key it
-	// is, and RentalID must be that key's subject. Read, never written.
-	RentalID         string `json:"rentalId,omitempty"`
-	PaymentReference string `json:"paymentReference,omitempty"`
 }
 
 // ParseTrigger reads an invocation's input: empty input and null are a trigger
-// with nothing in it (sweep as of the clock). Malformed input, and a one-row
-// trigger that does not name a row of one of kinds (or whose subject is not the one
-// it names), are errors. A trigger of today's form that names a key of kind other
-// than Kind is an error too.
+// with nothing in it (sweep as of the clock). Malformed input, a member the
+// trigger does not have (other than in a Scheduled Event's envelope), and a one-row
+// trigger that does not name a row of one of kinds are errors: an input the sweep
+// cannot read is refused rather than taken for a sweep of every row.
 func ParseTrigger(input []byte, kinds Kinds) (Trigger, error) {
 	var t Trigger
 	if len(input) > 0 && string(input) != "null" {
-		if err := json.Unmarshal(input, &t); err != nil {
+		if err := decodeTrigger(input, &t); err != nil {
 			return Trigger{}, fmt.Errorf("deadline: sweep input is not a trigger: %w", err)
 		}
-	}
-	if t.RentalID != "" || t.PaymentReference != "" {
-		k, subject, ok := kinds.OfKey(t.PaymentReference)
-		if !ok || subject != t.RentalID || (t.Kind != "" && t.Kind != k.Name) || (t.Key != "" && t.Key != t.PaymentReference) {
-			return Trigger{}, fmt.Errorf("deadline: one-row trigger names rental %q and payment %q, which do not belong together", t.RentalID, t.PaymentReference)
-		}
-		t.Kind, t.Key = k.Name, t.PaymentReference
 	}
 	if t.Kind != "" || t.Key != "" {
 		k, ok := kinds.ByName(t.Kind)
@@ -51,6 +40,21 @@ func ParseTrigger(input []byte, kinds Kinds) (Trigger, error) {
 		}
 	}
 	return t, nil
+}
+
+// decodeTrigger decodes input, one JSON object, into t. A member t does not have
+// is refused, unless input is an EventBridge rule's Scheduled Event: AWS defines
+// its envelope, whose other members the sweep does not read.
+func decodeTrigger(input []byte, t *Trigger) error {
+	var members map[string]any
+	if err := json.Unmarshal(input, &members); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(input))
+	if members["source"] != "aws.events" || members["detail-type"] != "Scheduled Event" {
+		dec.DisallowUnknownFields()
+	}
+	return dec.Decode(t)
 }
 
 // OneRow reports whether the trigger is one row's own deadline.

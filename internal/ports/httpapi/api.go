@@ -160,7 +160,7 @@ func (a *API) table() []route {
 		{Route{http.MethodPost, "/rentals/{rentalId}/refund-made-by-hand", Operator}, a.refundMadeByHand},
 		{Route{http.MethodPost, "/webhooks/payments", Webhook}, a.genericWebhook},
 		{Route{http.MethodPost, "/webhooks/stripe", Webhook}, a.stripeWebhook},
-		{Route{http.MethodGet, "/payments/pending", Operator}, a.pendingPayments},
+		{Route{http.MethodGet, "/payments/pending", Operator}, a.outstandingPayments},
 		{Route{http.MethodGet, "/deadlines", Operator}, a.deadlines},
 		{Route{http.MethodGet, "/processes/stuck", Operator}, a.stuckRentals},
 		{Route{http.MethodGet, "/refunds/owed", Operator}, a.refundsOwed},

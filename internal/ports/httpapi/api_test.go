@@ -698,7 +698,7 @@ func (f *fakePending) List(_ context.Context, limit int) ([]deadlinekinds.Pendin
 	return f.rows, nil
 }
 
-func TestPendingPayments(t *testing.T) {
+func TestOutstandingPayments(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
 	fake := &fakePending{rows: []deadlinekinds.Pending{
 		{Reference: "rp_b1_AAAAAAAAAAAAAAAAAAAAAA", RentalID: "b1_AAAAAAAAAAAAAAAAAAAAAA", PreparedAt: h.now.Add(-20 * time.Minute)},

@@ -398,22 +398,22 @@ const (
 	MaxPendingLimit     = 1000
 )
 
-// PendingPayment is one outstanding payment in GET /payments/pending.
-type PendingPayment struct {
+// OutstandingPayment is one outstanding payment in GET /payments/pending.
+type OutstandingPayment struct {
 	PaymentReference string    `json:"paymentReference"`
 	RentalID         string    `json:"rentalId"`
 	PreparedAt       time.Time `json:"preparedAt"`
 	AgeSeconds       int64     `json:"ageSeconds"`
 }
 
-// PendingPayments is the answer to GET /payments/pending.
-type PendingPayments struct {
-	Payments []PendingPayment `json:"payments"`
-	Count    int              `json:"count"`
-	Limit    int              `json:"limit"`
+// OutstandingPayments is the answer to GET /payments/pending.
+type OutstandingPayments struct {
+	Payments []OutstandingPayment `json:"payments"`
+	Count    int                  `json:"count"`
+	Limit    int                  `json:"limit"`
 }
 
-func (a *API) pendingPayments(r *request) response {
+func (a *API) outstandingPayments(r *request) response {
 	limit := DefaultPendingLimit
 	if v, ok := r.raw.QueryStringParameters["limit"]; ok {
 		n, err := strconv.Atoi(v)
@@ -430,9 +430,9 @@ func (a *API) pendingPayments(r *request) response {
 		return errorResponse(err)
 	}
 	now := a.cfg.Now()
-	out := PendingPayments{Payments: make([]PendingPayment, len(rows)), Count: len(rows), Limit: limit}
+	out := OutstandingPayments{Payments: make([]OutstandingPayment, len(rows)), Count: len(rows), Limit: limit}
 	for i, row := range rows {
-		out.Payments[i] = PendingPayment{PaymentReference: row.Reference, RentalID: row.RentalID, PreparedAt: row.PreparedAt,
+		out.Payments[i] = OutstandingPayment{PaymentReference: row.Reference, RentalID: row.RentalID, PreparedAt: row.PreparedAt,
 			AgeSeconds: int64(now.Sub(row.PreparedAt).Seconds())}
 	}
 	return jsonResponse(http.StatusOK, out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,7 +87,7 @@ func TestEveryTriggerShapeSendsTheSameSweep(t *testing.T) {
 				"detail": {}}`
 		}},
 		{"payment's one-time schedule", func(_ time.Time, rentalID string) string {
-			return `{"rentalId": "` + rentalID + `", "paymentReference": "` + payment.ReferenceFor(rentalID) + `"}`
+			return `{"kind": "` + deadlinekinds.Payment + `", "key": "` + payment.ReferenceFor(rentalID) + `"}`
 		}},
 	}
 	for _, shape := range shapes {
@@ -109,6 +110,44 @@ func TestEveryTriggerShapeSendsTheSameSweep(t *testing.T) {
 				t.Errorf("the sweep ran as of %v, want the trigger's time %v", sum.Now, at)
 			}
 		})
+	}
+}
+
+// TestAnInputTheSweepCannotReadChangesNothing feeds the sweep function a one-time
+// schedule's input naming its row by rentalId and paymentReference, members the
+// trigger does not have: the function refuses it, naming the member, rather than
+// sweeping every row, and the overdue payment's streams are left as they were.
+func TestAnInputTheSweepCannotReadChangesNothing(t *testing.T) {
+	getenv, rentalID, due := overdueWorld(t)
+	time.Sleep(time.Until(due.Add(time.Second))) // the payment falls due
+	ctx, cfg := context.Background(), emulatortest.Config(t)
+	s, err := paymentfn.Core(cfg, getenv, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := []string{rental.StreamID("trigger-bike"), rentalpayment.StreamID(rentalID), payment.StreamID(payment.ReferenceFor(rentalID))}
+	recorded := func() (n int) {
+		for _, stream := range streams {
+			records, err := s.Store.Read(ctx, stream, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(records)
+		}
+		return n
+	}
+	before := recorded()
+	h, err := sweepfn.SweepFunction(ctx, cfg, getenv, slog.New(slog.DiscardHandler), discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := `{"rentalId": "` + rentalID + `", "paymentReference": "` + payment.ReferenceFor(rentalID) + `"}`
+	sum, err := h.(sweepfn.Handler)(ctx, json.RawMessage(input))
+	if err == nil || !strings.Contains(err.Error(), `unknown field "rentalId"`) {
+		t.Errorf("the sweep answered %+v, %v; want the input refused for its unknown member rentalId", sum, err)
+	}
+	if after := recorded(); after != before {
+		t.Errorf("the streams hold %d records after the refused input, %d before: the overdue payment was acted on", after, before)
 	}
 }
 
