@@ -3,7 +3,6 @@ package wiring
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -81,8 +80,21 @@ func MissingSetting(name, want string) error {
 	return &SettingError{Name: name, Missing: true, Want: want}
 }
 
-// tablePattern is what DynamoDB takes as a table's name.
-var tablePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+// tableName reports whether v is what DynamoDB takes as a table's name: 3 to 255
+// of A-Z, a-z, 0-9, _, - and . (checked without a regular expression, which every
+// function would compile at start).
+func tableName(v string) bool { return len(v) >= 3 && len(v) <= 255 && only(v, "_.-") }
+
+// only reports whether every byte of v is an ASCII letter, a digit or one of extra.
+func only(v, extra string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // tableWant is what a table setting takes.
 const tableWant = "a DynamoDB table's name (3 to 255 of A-Z, a-z, 0-9, _, - and .) or ARN"
@@ -96,7 +108,7 @@ func table(getenv Getenv, name string, need bool) (string, error) {
 		return "", MissingSetting(name, tableWant)
 	case v == "":
 		return "", nil
-	case tablePattern.MatchString(v), strings.HasPrefix(v, "arn:") && strings.Contains(v, ":table/") && len(v) <= 1024:
+	case tableName(v), strings.HasPrefix(v, "arn:") && strings.Contains(v, ":table/") && len(v) <= 1024:
 		return v, nil
 	}
 	return "", bad(name, v, tableWant)
@@ -314,15 +326,15 @@ func CheckSweeper(getenv Getenv) error {
 	return err
 }
 
-// secretIDPattern is what Secrets Manager takes as a secret's name or ARN (at most
-// 2048 characters).
-var secretIDPattern = regexp.MustCompile(`^[A-Za-z0-9/_+=.@:-]+$`)
+// secretID reports whether v is what Secrets Manager takes as a secret's name or
+// ARN: 1 to 2048 of A-Z, a-z, 0-9 and /_+=.@:-.
+func secretID(v string) bool { return len(v) >= 1 && len(v) <= 2048 && only(v, "/_+=.@:-") }
 
 // SecretID reads a setting naming a Secrets Manager secret (its name or ARN), ""
 // when unset.
 func SecretID(getenv Getenv, name string) (string, error) {
 	v := getenv(name)
-	if v != "" && (len(v) > 2048 || !secretIDPattern.MatchString(v)) {
+	if v != "" && !secretID(v) {
 		return "", bad(name, v, "a Secrets Manager secret's name or ARN")
 	}
 	return v, nil
