@@ -37,14 +37,14 @@ dynamodb:Scan on the Deadlines table.
 // any other error when it could not finish.
 func runAudit(ctx context.Context, c *cli, args []string) error {
 	var (
-		eventsTable, pendingTable string
-		quiet, asJSON             bool
-		grace                     time.Duration
-		concurrency, segments     int
+		eventsTable, deadlinesTable string
+		quiet, asJSON               bool
+		grace                       time.Duration
+		concurrency, segments       int
 	)
 	f := newFlags("audit", auditUsage, c.getenv)
 	f.eventsTable(&eventsTable, "to read")
-	f.pendingTable(&pendingTable, "to read")
+	f.deadlinesTable(&deadlinesTable, "to read")
 	f.fs.BoolVar(&quiet, "quiet", false, "the service is quiet: also run the checks that need every event handled")
 	f.jsonFlag(&asJSON)
 	f.fs.DurationVar(&grace, "grace", audit.DefaultGrace, "without --quiet, how far the projector may lag behind the payments")
@@ -53,7 +53,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	if err := f.require(c, "events-table", "pending-table"); err != nil {
+	if err := f.require(c, "events-table", "deadlines-table"); err != nil {
 		return err
 	}
 	switch {
@@ -87,7 +87,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	} else {
-		printAudit(c.stdout, report, eventsTable, pendingTable, time.Since(start))
+		printAudit(c.stdout, report, eventsTable, deadlinesTable, time.Since(start))
 	}
 	if !report.OK() {
 		return fmt.Errorf("audit: %d %w", len(report.Violations), errViolations)
@@ -97,7 +97,7 @@ func runAudit(ctx context.Context, c *cli, args []string) error {
 
 // printAudit prints an audit's report for people: a line per violation and a
 // summary line.
-func printAudit(out io.Writer, report audit.Report, eventsTable, pendingTable string, took time.Duration) {
+func printAudit(out io.Writer, report audit.Report, eventsTable, deadlinesTable string, took time.Duration) {
 	for _, v := range report.Violations {
 		fmt.Fprintln(out, v)
 	}
@@ -110,6 +110,6 @@ func printAudit(out io.Writer, report audit.Report, eventsTable, pendingTable st
 		checks = "quiet checks skipped, --quiet runs them"
 	}
 	fmt.Fprintf(out, "audited %s and %s: %d streams, %d records, %d rentals, %d payments, %d pending rows (%d parked records), %s in %s: %s (%s)\n",
-		eventsTable, pendingTable, report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows, report.Parked,
+		eventsTable, deadlinesTable, report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows, report.Parked,
 		count(report.RefundsOwed, "refund")+" owed", took.Round(time.Millisecond), found, checks)
 }

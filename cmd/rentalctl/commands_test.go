@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -419,7 +420,7 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 	e["DEADLINES_TABLE"] = "no-such-table"
 	wantStatus(t, 1, e, "sweep", "--dry-run")
 	wantStatus(t, 1, e, "sweep")
-	e["DEADLINES_TABLE"] = w.PendingTable
+	e["DEADLINES_TABLE"] = w.DeadlinesTable
 
 	e["SWEEP_CONCURRENCY"] = "none"
 	wantUsage(t, e, "sweep")
@@ -448,12 +449,15 @@ func TestRebuildPrintsProgressAndJSON(t *testing.T) {
 	r := must(t, e, "rebuild", "--json")
 	res := decode[ctl.RebuildResult](t, r)
 	// 5 payment streams, 5 bikes' and 5 processes'.
-	if res.Streams != 15 || res.Records != 29 || res.EventsTable != w.EventsTable || res.PendingTable != w.PendingTable {
+	if res.Streams != 15 || res.Records != 29 || res.EventsTable != w.EventsTable || res.DeadlinesTable != w.DeadlinesTable {
 		t.Errorf("rebuild --json: %+v", res)
+	}
+	if want := `"deadlinesTable": ` + strconv.Quote(w.DeadlinesTable); !strings.Contains(r.stdout, want) {
+		t.Errorf("rebuild --json printed %s, want it to name the Deadlines table as %s", r.stdout, want)
 	}
 	progress := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
 	if len(progress) != 3 || !strings.HasPrefix(progress[0], "warning: no sweep schedule") ||
-		!strings.HasPrefix(progress[1], "rebuilding "+w.PendingTable+" from ") || !strings.HasPrefix(progress[2], "15 streams replayed (") {
+		!strings.HasPrefix(progress[1], "rebuilding "+w.DeadlinesTable+" from ") || !strings.HasPrefix(progress[2], "15 streams replayed (") {
 		t.Errorf("stderr:\n%s\nwant the warning, a start line and a final progress line", r.stderr)
 	}
 	if got := w.Pending(w.Projection(2)); len(got) != len(outstanding) {
@@ -466,17 +470,14 @@ func TestRebuildPrintsProgressAndJSON(t *testing.T) {
 }
 
 func TestEveryCommandHasHelpAndRefusesUnknownFlags(t *testing.T) {
-	names := []string{aliasRebuild}
 	for _, c := range commands {
-		names = append(names, c.name)
-	}
-	for _, name := range names {
+		name := c.name
 		for _, h := range []string{"-h", "--help", "-help"} {
 			r := rentalctl(env{}, name, h)
 			if r.err != nil || r.stderr != "" || !strings.HasPrefix(r.stdout, "Usage: rentalctl ") || !strings.Contains(r.stdout, "\nFlags ") {
 				t.Errorf("%s %s: %v, stdout %q, stderr %q; want its usage on stdout", name, h, r.err, r.stdout, r.stderr)
 			}
-			if name != aliasRebuild && !strings.Contains(r.stdout, "-json") {
+			if !strings.Contains(r.stdout, "-json") {
 				t.Errorf("%s %s: no -json flag", name, h)
 			}
 		}
@@ -488,12 +489,12 @@ func TestEveryCommandHasHelpAndRefusesUnknownFlags(t *testing.T) {
 		}
 	}
 	r := rentalctl(env{}, "help")
-	for _, name := range names {
-		if !strings.Contains(r.stdout, "\n  "+name+" ") {
-			t.Errorf("help does not list %s:\n%s", name, r.stdout)
+	for _, c := range commands {
+		if !strings.Contains(r.stdout, "\n  "+c.name+" ") {
+			t.Errorf("help does not list %s:\n%s", c.name, r.stdout)
 		}
 	}
-	for _, args := range [][]string{{"help", "bogus"}, {"help", "pending", "audit"}} {
+	for _, args := range [][]string{{"help", "bogus"}, {"help", "rebuild-pending"}, {"help", "pending", "audit"}} {
 		if r := rentalctl(env{}, args...); r.status() != 2 {
 			t.Errorf("%q: exit %d, want 2", args, r.status())
 		}
@@ -579,7 +580,7 @@ func TestChangingTheShardCount(t *testing.T) {
 				t.Errorf("a rebuild with another count: %v", r.err)
 			}
 			env := func(k string) string {
-				return map[string]string{wiring.EnvDeadlinesTable: w.PendingTable, wiring.EnvDeadlinesShards: to}[k]
+				return map[string]string{wiring.EnvDeadlinesTable: w.DeadlinesTable, wiring.EnvDeadlinesShards: to}[k]
 			}
 			project := func() error { // an empty batch to a fresh projector with the new count
 				h, err := projectorfn.ProjectorFunction(ctx, emulatortest.Config(t), env, slog.New(slog.DiscardHandler), nil)

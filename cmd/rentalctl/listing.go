@@ -23,10 +23,10 @@ func openListing(ctx context.Context, c *cli, name, usage string, source listing
 		shards int
 	)
 	f := newFlags(name, usage, c.getenv)
-	required := "pending-table"
+	required := "deadlines-table"
 	switch source {
 	case pendingIndex:
-		f.pendingTable(&table, "to read")
+		f.deadlinesTable(&table, "to read")
 		f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table")
 	case eventsScan:
 		f.eventsTable(&table, "to scan")

@@ -70,15 +70,15 @@ func (f *flags) checkLimit(c *cli, limit int) error {
 
 func runPending(ctx context.Context, c *cli, args []string) error {
 	var (
-		pendingTable string
-		shards       int
-		timeout      time.Duration
-		q            ctl.PendingQuery
-		asJSON       bool
-		kind         string
+		deadlinesTable string
+		shards         int
+		timeout        time.Duration
+		q              ctl.PendingQuery
+		asJSON         bool
+		kind           string
 	)
 	f := newFlags("pending", fmt.Sprintf(pendingUsage, kindWords()), c.getenv)
-	f.pendingTable(&pendingTable, "to read")
+	f.deadlinesTable(&deadlinesTable, "to read")
 	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table")
 	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
 	f.fs.BoolVar(&q.Overdue, "overdue", false, "list only payments past their deadline")
@@ -88,7 +88,7 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	if err := f.require(c, "pending-table"); err != nil {
+	if err := f.require(c, "deadlines-table"); err != nil {
 		return err
 	}
 	if err := f.checkLimit(c, q.Limit); err != nil {

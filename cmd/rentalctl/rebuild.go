@@ -14,7 +14,6 @@ import (
 const progressEvery = 500
 
 const rebuildUsage = `Usage: rentalctl rebuild [flags]
-       rentalctl rebuild-pending [flags]
 
 Replays every stream the Deadlines table is built from into it: the payment
 streams (the outstanding payments) and the bike and rental-payment process streams
@@ -45,14 +44,14 @@ markers of settled payments are kept.
 
 func runRebuild(ctx context.Context, c *cli, args []string) error {
 	var (
-		eventsTable, pendingTable string
-		shards                    int
-		req                       ctl.RebuildRequest
-		asJSON                    bool
+		eventsTable, deadlinesTable string
+		shards                      int
+		req                         ctl.RebuildRequest
+		asJSON                      bool
 	)
 	f := newFlags("rebuild", rebuildUsage, c.getenv)
 	f.eventsTable(&eventsTable, "to read")
-	f.pendingTable(&pendingTable, "to write")
+	f.deadlinesTable(&deadlinesTable, "to write")
 	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table; must match the projector's")
 	f.stringEnv(&req.Sweep.ScheduleName, "schedule-name", envScheduleName, "the sweep's EventBridge schedule; empty pauses nothing")
 	group := c.getenv(envScheduleGroup)
@@ -66,14 +65,14 @@ func runRebuild(ctx context.Context, c *cli, args []string) error {
 	if _, err := f.parse(args, c); err != nil {
 		return err
 	}
-	if err := f.require(c, "events-table", "pending-table"); err != nil {
+	if err := f.require(c, "events-table", "deadlines-table"); err != nil {
 		return err
 	}
 	stack, err := f.open(ctx, c)
 	if err != nil {
 		return err
 	}
-	req.Trace = &rebuildLog{w: c.stderr, eventsTable: eventsTable, pendingTable: pendingTable, reported: -1}
+	req.Trace = &rebuildLog{w: c.stderr, eventsTable: eventsTable, deadlinesTable: deadlinesTable, reported: -1}
 	res, err := stack.Rebuild(ctx, req)
 	switch {
 	case errors.Is(err, ctl.ErrTwoTriggers):
@@ -85,17 +84,17 @@ func runRebuild(ctx context.Context, c *cli, args []string) error {
 		return c.printJSON(res)
 	}
 	fmt.Fprintf(c.stdout, "rebuilt %s from %s: %d streams, %d records in %s\n",
-		pendingTable, eventsTable, res.Streams, res.Records, res.Elapsed.Round(time.Millisecond))
+		deadlinesTable, eventsTable, res.Streams, res.Records, res.Elapsed.Round(time.Millisecond))
 	return nil
 }
 
 // rebuildLog prints a rebuild's progress on stderr: a line when it starts, one every
 // progressEvery streams, one at the end, and what it does to the sweep.
 type rebuildLog struct {
-	w                         io.Writer
-	eventsTable, pendingTable string
-	start                     time.Time
-	reported                  int // the streams the last progress line counted
+	w                           io.Writer
+	eventsTable, deadlinesTable string
+	start                       time.Time
+	reported                    int // the streams the last progress line counted
 }
 
 func (l *rebuildLog) Resharding(mismatch error) { fmt.Fprintf(l.w, "resharding: %v\n", mismatch) }
@@ -113,7 +112,7 @@ func (l *rebuildLog) Resumed(sweep string) { fmt.Fprintf(l.w, "resumed %s\n", sw
 
 func (l *rebuildLog) Started() {
 	l.start = time.Now()
-	fmt.Fprintf(l.w, "rebuilding %s from the payment, bike and process streams of %s\n", l.pendingTable, l.eventsTable)
+	fmt.Fprintf(l.w, "rebuilding %s from the payment, bike and process streams of %s\n", l.deadlinesTable, l.eventsTable)
 }
 
 func (l *rebuildLog) Progress(done int) {

@@ -50,12 +50,12 @@ for --stuck what rentalctl audit needs.
 
 func runRepair(ctx context.Context, c *cli, args []string) error {
 	var (
-		eventsTable, pendingTable, stream string
-		stuck, dryRun, asJSON             bool
+		eventsTable, deadlinesTable, stream string
+		stuck, dryRun, asJSON               bool
 	)
 	f := newFlags("repair", repairUsage, c.getenv)
 	f.eventsTable(&eventsTable, "to read and append to")
-	f.pendingTable(&pendingTable, "to project into")
+	f.deadlinesTable(&deadlinesTable, "to project into")
 	f.fs.BoolVar(&stuck, "stuck", false, "repair every rental the auditor reports stuck")
 	f.fs.StringVar(&stream, "stream", "", "deliver a provider event's receipt stream's records again, instead of a rental's")
 	f.fs.BoolVar(&dryRun, "dry-run", false, "list what would be delivered; change nothing")
@@ -78,7 +78,7 @@ func runRepair(ctx context.Context, c *cli, args []string) error {
 	if streamFlag(args) && (stuck || !strings.HasPrefix(stream, ctl.ReceiptStreamPrefix)) {
 		return f.fail(c, "-stream: want a provider event's receipt stream (%s...), without --stuck", ctl.ReceiptStreamPrefix)
 	}
-	stack, err := f.open(ctx, c, "events-table", "pending-table")
+	stack, err := f.open(ctx, c, "events-table", "deadlines-table")
 	if err != nil {
 		return err
 	}

@@ -26,14 +26,14 @@ import (
 // operatorenv's list, which the local runner prints for its stack; a test holds
 // rentalctl to it.
 const (
-	envEventsTable   = wiring.EnvEventsTable // as the service's functions read them
-	envPendingTable  = wiring.EnvDeadlinesTable
-	envShards        = wiring.EnvDeadlinesShards
-	envTimeout       = wiring.EnvPaymentTimeout
-	envConcurrency   = wiring.EnvSweepConcurrency
-	envScheduleName  = operatorenv.ScheduleName
-	envScheduleGroup = operatorenv.ScheduleGroup
-	envRuleName      = operatorenv.RuleName
+	envEventsTable    = wiring.EnvEventsTable // as the service's functions read them
+	envDeadlinesTable = wiring.EnvDeadlinesTable
+	envShards         = wiring.EnvDeadlinesShards
+	envTimeout        = wiring.EnvPaymentTimeout
+	envConcurrency    = wiring.EnvSweepConcurrency
+	envScheduleName   = operatorenv.ScheduleName
+	envScheduleGroup  = operatorenv.ScheduleGroup
+	envRuleName       = operatorenv.RuleName
 )
 
 // errUsage marks errors in the command line or the configuration: main exits with
@@ -52,8 +52,7 @@ type subcommand struct {
 	run     func(ctx context.Context, c *cli, args []string) error
 }
 
-// commands are rentalctl's commands, in the order help lists them. rebuild-pending
-// is rebuild's older name, still accepted.
+// commands are rentalctl's commands, in the order help lists them.
 var commands = []subcommand{
 	{"history", "RENTAL_ID", "a rental's status and audit trail, as GET /rentals/{id}", runHistory},
 	{"pending", "", "outstanding payments, oldest first; --overdue: past due; --kind: one kind's to-do list", runPending},
@@ -69,12 +68,7 @@ var commands = []subcommand{
 	{"rebuild", "", "rebuild Deadlines, with the sweep's schedule paused", runRebuild},
 }
 
-const aliasRebuild = "rebuild-pending"
-
 func lookup(name string) (subcommand, bool) {
-	if name == aliasRebuild {
-		name = "rebuild"
-	}
 	for _, c := range commands {
 		if c.name == name {
 			return c, true
@@ -120,14 +114,13 @@ func usage() string {
 	var b strings.Builder
 	b.WriteString("Usage: rentalctl <command> [flags] [arguments]\n\nCommands:\n")
 	// One column for the summaries, as wide as the longest synopsis needs.
-	width := len(aliasRebuild)
+	var width int
 	for _, c := range commands {
 		width = max(width, len(c.synopsis()))
 	}
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.synopsis(), c.summary)
 	}
-	fmt.Fprintf(&b, "  %-*s  the same as rebuild\n", width, aliasRebuild)
 	b.WriteString(usageTail)
 	return b.String()
 }
@@ -225,9 +218,9 @@ func (f *flags) eventsTable(p *string, use string) {
 	f.stringEnv(p, "events-table", envEventsTable, "the Events table "+use)
 }
 
-// pendingTable adds -pending-table; use says what the command does with the table.
-func (f *flags) pendingTable(p *string, use string) {
-	f.stringEnv(p, "pending-table", envPendingTable, "the Deadlines table "+use)
+// deadlinesTable adds -deadlines-table; use says what the command does with the table.
+func (f *flags) deadlinesTable(p *string, use string) {
+	f.stringEnv(p, "deadlines-table", envDeadlinesTable, "the Deadlines table "+use)
 }
 
 func (f *flags) stringEnv(p *string, name, env, help string) {

@@ -57,7 +57,7 @@ func emulatorEnv(w *rebuildtest.World, endpoint string) env {
 		"AWS_ACCESS_KEY_ID":     "test",
 		"AWS_SECRET_ACCESS_KEY": "test",
 		"EVENTS_TABLE":          w.EventsTable,
-		"DEADLINES_TABLE":       w.PendingTable,
+		"DEADLINES_TABLE":       w.DeadlinesTable,
 		"DEADLINES_SHARDS":      "2",
 	}
 }
@@ -159,7 +159,7 @@ func TestRebuildPendingPausesTheScheduleRebuildsAndResumes(t *testing.T) {
 	e := emulatorEnv(w, obs.URL)
 	e["SWEEP_SCHEDULE_NAME"] = name
 	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"rebuild-pending"}, e.get, &stdout, &stderr); err != nil {
+	if err := run(context.Background(), []string{"rebuild"}, e.get, &stdout, &stderr); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
 	}
 
@@ -189,7 +189,7 @@ func TestRebuildPendingResumesTheScheduleWhenInterrupted(t *testing.T) {
 	e := emulatorEnv(w, obs.URL)
 	e["SWEEP_SCHEDULE_NAME"] = name
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"rebuild-pending"}, e.get, &stdout, &stderr)
+	err := run(ctx, []string{"rebuild"}, e.get, &stdout, &stderr)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("run = %v, want the interruption\nstderr:\n%s", err, stderr.String())
 	}
@@ -213,7 +213,7 @@ func TestRebuildPendingResumesTheScheduleWhenTheRebuildFails(t *testing.T) {
 
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"rebuild-pending", "-schedule-name", name, "-schedule-group", "default"}, e.get, &stdout, &stderr)
+	err := run(context.Background(), []string{"rebuild", "-schedule-name", name, "-schedule-group", "default"}, e.get, &stdout, &stderr)
 	if err == nil {
 		t.Fatal("run succeeded replaying a corrupt record")
 	}
@@ -237,7 +237,7 @@ func TestRebuildPendingTouchesNothingWhenATableIsMissing(t *testing.T) {
 	e["DEADLINES_TABLE"] = "no-such-table"
 	e["SWEEP_SCHEDULE_NAME"] = name
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"rebuild-pending"}, e.get, &stdout, &stderr)
+	err := run(context.Background(), []string{"rebuild"}, e.get, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "no-such-table") {
 		t.Fatalf("run = %v, want an error naming the missing table", err)
 	}
@@ -255,7 +255,7 @@ func TestRebuildPendingWithoutAScheduleWarnsAndRebuilds(t *testing.T) {
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	// Flags win over the environment.
 	e["EVENTS_TABLE"] = "no-such-table"
-	args := []string{"rebuild-pending", "-shards", "3", "-events-table", w.EventsTable}
+	args := []string{"rebuild", "-shards", "3", "-events-table", w.EventsTable}
 	if err := run(context.Background(), args, e.get, &stdout, &stderr); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -278,15 +278,16 @@ func TestUsage(t *testing.T) {
 		errText string
 	}{
 		{name: "help", args: []string{"-h"}, stdout: "Usage: rentalctl <command>"},
-		{name: "help word", args: []string{"help"}, stdout: "rebuild-pending"},
+		{name: "help word", args: []string{"help"}, stdout: "rebuild "},
 		{name: "no command", args: nil, wantErr: errUsage, stderr: "Usage: rentalctl <command>"},
 		{name: "unknown command", args: []string{"rebuild-everything"}, wantErr: errUsage, stderr: "Usage: rentalctl <command>"},
-		{name: "command help", args: []string{"rebuild-pending", "-h"}, stdout: "-schedule-name"},
-		{name: "unknown flag", args: []string{"rebuild-pending", "-bogus"}, wantErr: errUsage, stderr: "-pending-table"},
-		{name: "stray argument", args: []string{"rebuild-pending", "now"}, env: env{"EVENTS_TABLE": "e", "DEADLINES_TABLE": "p"}, wantErr: errUsage},
-		{name: "no events table", args: []string{"rebuild-pending"}, env: env{"DEADLINES_TABLE": "p"}, wantErr: errUsage},
-		{name: "no pending table", args: []string{"rebuild-pending", "-events-table", "e"}, wantErr: errUsage},
-		{name: "bad shards", args: []string{"rebuild-pending"}, env: env{"DEADLINES_SHARDS": "four"}, wantErr: errUsage, errText: `bad setting DEADLINES_SHARDS="four": want `},
+		{name: "rebuild's former name", args: []string{"rebuild-pending"}, env: env{"EVENTS_TABLE": "e", "DEADLINES_TABLE": "p"}, wantErr: errUsage, stderr: "Usage: rentalctl <command>", errText: `unknown command "rebuild-pending"`},
+		{name: "command help", args: []string{"rebuild", "-h"}, stdout: "-schedule-name"},
+		{name: "unknown flag", args: []string{"rebuild", "-bogus"}, wantErr: errUsage, stderr: "-deadlines-table"},
+		{name: "stray argument", args: []string{"rebuild", "now"}, env: env{"EVENTS_TABLE": "e", "DEADLINES_TABLE": "p"}, wantErr: errUsage},
+		{name: "no events table", args: []string{"rebuild"}, env: env{"DEADLINES_TABLE": "p"}, wantErr: errUsage},
+		{name: "no deadlines table", args: []string{"rebuild", "-events-table", "e"}, wantErr: errUsage},
+		{name: "bad shards", args: []string{"rebuild"}, env: env{"DEADLINES_SHARDS": "four"}, wantErr: errUsage, errText: `bad setting DEADLINES_SHARDS="four": want `},
 		{name: "bad timeout", args: []string{"pending"}, env: env{"DEADLINES_TABLE": "p", "PAYMENT_TIMEOUT": "15"}, wantErr: errUsage, errText: `bad setting PAYMENT_TIMEOUT="15": want a positive duration`},
 		{name: "help lists audit", args: []string{"-h"}, stdout: "audit "},
 		{name: "audit help", args: []string{"audit", "-h"}, stdout: "-quiet"},
@@ -296,7 +297,7 @@ func TestUsage(t *testing.T) {
 		{name: "audit unknown flag", args: []string{"audit", "--bogus"}, wantErr: errUsage, stderr: "-json"},
 		{name: "audit stray argument", args: []string{"audit", "now"}, env: env{"EVENTS_TABLE": "e", "DEADLINES_TABLE": "p"}, wantErr: errUsage},
 		{name: "audit without events table", args: []string{"audit", "--quiet"}, env: env{"DEADLINES_TABLE": "p"}, wantErr: errUsage},
-		{name: "audit without pending table", args: []string{"audit", "--events-table", "e"}, wantErr: errUsage},
+		{name: "audit without deadlines table", args: []string{"audit", "--events-table", "e"}, wantErr: errUsage},
 		{name: "audit with no grace", args: []string{"audit", "--grace", "0s"}, env: env{"EVENTS_TABLE": "e", "DEADLINES_TABLE": "p"}, wantErr: errUsage},
 	}
 	for _, c := range cases {
@@ -322,8 +323,8 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// TestUsageListsTheCommandsInTwoColumns: every command's summary, and the alias's,
-// starts in the same column of rentalctl -h, past the longest synopsis.
+// TestUsageListsTheCommandsInTwoColumns: every command's summary starts in the
+// same column of rentalctl -h, past the longest synopsis.
 func TestUsageListsTheCommandsInTwoColumns(t *testing.T) {
 	var stdout bytes.Buffer
 	if err := run(context.Background(), []string{"-h"}, env{}.get, &stdout, io.Discard); err != nil {
@@ -332,15 +333,12 @@ func TestUsageListsTheCommandsInTwoColumns(t *testing.T) {
 	_, list, _ := strings.Cut(stdout.String(), "\nCommands:\n")
 	list, _, _ = strings.Cut(list, "\n\n")
 	lines := strings.Split(list, "\n")
-	if len(lines) != len(commands)+1 {
-		t.Fatalf("%d lines of commands, want %d:\n%s", len(lines), len(commands)+1, list)
+	if len(lines) != len(commands) {
+		t.Fatalf("%d lines of commands, want %d:\n%s", len(lines), len(commands), list)
 	}
 	column := -1
 	for i, line := range lines {
-		name := aliasRebuild
-		if i < len(commands) {
-			name = commands[i].synopsis()
-		}
+		name := commands[i].synopsis()
 		rest, ok := strings.CutPrefix(line, "  "+name+"  ")
 		if !ok {
 			t.Errorf("line %q does not start with %q and two spaces", line, name)
@@ -360,8 +358,8 @@ func TestAuditOfAQuietCleanWorldSucceeds(t *testing.T) {
 	w, _ := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"rebuild-pending"}, e.get, &stdout, &stderr); err != nil {
-		t.Fatalf("rebuild-pending: %v\nstderr:\n%s", err, stderr.String())
+	if err := run(context.Background(), []string{"rebuild"}, e.get, &stdout, &stderr); err != nil {
+		t.Fatalf("rebuild: %v\nstderr:\n%s", err, stderr.String())
 	}
 	stdout.Reset()
 	if err := run(context.Background(), []string{"audit", "--quiet"}, e.get, &stdout, &stderr); err != nil {
@@ -399,7 +397,7 @@ func TestAuditReportsViolationsAndFails(t *testing.T) {
 	// As JSON, and with the tables given by flags, which win over the environment.
 	e["EVENTS_TABLE"], e["DEADLINES_TABLE"] = "no-such-table", "no-such-table"
 	stdout.Reset()
-	err = run(context.Background(), []string{"audit", "-quiet", "-json", "-events-table", w.EventsTable, "-pending-table", w.PendingTable}, e.get, &stdout, &stderr)
+	err = run(context.Background(), []string{"audit", "-quiet", "-json", "-events-table", w.EventsTable, "-deadlines-table", w.DeadlinesTable}, e.get, &stdout, &stderr)
 	if !errors.Is(err, errViolations) {
 		t.Fatalf("audit -json = %v, want violations found", err)
 	}
@@ -413,7 +411,7 @@ func TestAuditReportsViolationsAndFails(t *testing.T) {
 
 	// Not quiet, payments this young may still be on their way to the projection.
 	stdout.Reset()
-	args := []string{"audit", "-events-table", w.EventsTable, "-pending-table", w.PendingTable}
+	args := []string{"audit", "-events-table", w.EventsTable, "-deadlines-table", w.DeadlinesTable}
 	if err := run(context.Background(), args, e.get, &stdout, &stderr); err != nil {
 		t.Errorf("audit without -quiet = %v, want nothing reported within the grace period\n%s", err, stdout.String())
 	}
@@ -480,7 +478,7 @@ func TestASecondRebuildRefusesToStart(t *testing.T) {
 	w, _ := world(t)
 	sched := scheduler.NewFromConfig(emulatortest.Config(t))
 	name := createSchedule(t, sched)
-	held, err := rebuild.Acquire(context.Background(), w.Client, w.PendingTable, "the first rebuild", time.Hour, nil)
+	held, err := rebuild.Acquire(context.Background(), w.Client, w.DeadlinesTable, "the first rebuild", time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +504,7 @@ func TestARebuildResumesWhatAnInterruptedOnePaused(t *testing.T) {
 	sched := scheduler.NewFromConfig(emulatortest.Config(t))
 	name := createSchedule(t, sched)
 	ctx := context.Background()
-	dead, err := rebuild.Acquire(ctx, w.Client, w.PendingTable, "a rebuild that died", time.Minute,
+	dead, err := rebuild.Acquire(ctx, w.Client, w.DeadlinesTable, "a rebuild that died", time.Minute,
 		func() time.Time { return time.Now().Add(-time.Hour) })
 	if err != nil {
 		t.Fatal(err)
@@ -525,7 +523,7 @@ func TestARebuildResumesWhatAnInterruptedOnePaused(t *testing.T) {
 	if s := scheduleState(t, sched, name); s != types.ScheduleStateEnabled || !strings.Contains(stderr.String(), "an interrupted rebuild left") {
 		t.Errorf("schedule %s after taking over an interrupted rebuild:\n%s", s, stderr.String())
 	}
-	if out, err := w.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.PendingTable),
+	if out, err := w.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.DeadlinesTable),
 		Key: map[string]dynamotypes.AttributeValue{schema.DeadlineKey: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}}); err != nil || out.Item != nil {
 		t.Errorf("the lock is still there after the rebuild: %v %v", out, err)
 	}
@@ -547,7 +545,7 @@ func TestARebuildThatLostItsLockLeavesTheSweepToTheHolder(t *testing.T) {
 		once.Do(func() {
 			// Its clock three minutes ahead, the other rebuild finds the lease over.
 			var err error
-			other, err = rebuild.Acquire(context.Background(), w.Client, w.PendingTable, "the other rebuild", time.Hour,
+			other, err = rebuild.Acquire(context.Background(), w.Client, w.DeadlinesTable, "the other rebuild", time.Hour,
 				func() time.Time { return time.Now().Add(3 * time.Minute) })
 			if err != nil || !other.Inherited {
 				t.Errorf("take the lock over: %+v, %v; want the pause inherited", other, err)

@@ -36,15 +36,15 @@ what cancel needs on the Events table.
 
 func runSweep(ctx context.Context, c *cli, args []string) error {
 	var (
-		eventsTable, pendingTable, at string
-		shards, concurrency, limit    int
-		timeout, grace                time.Duration
-		stuckRepair                   string
-		dryRun, asJSON                bool
+		eventsTable, deadlinesTable, at string
+		shards, concurrency, limit      int
+		timeout, grace                  time.Duration
+		stuckRepair                     string
+		dryRun, asJSON                  bool
 	)
 	f := newFlags("sweep", sweepUsage, c.getenv)
 	f.eventsTable(&eventsTable, "the process reads and appends to (not needed with --dry-run)")
-	f.pendingTable(&pendingTable, "to read")
+	f.deadlinesTable(&deadlinesTable, "to read")
 	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table")
 	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
 	f.intEnv(&concurrency, "concurrency", envConcurrency, ctl.DefaultConcurrency, "how many cancellations to send at once")
@@ -61,7 +61,7 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	required := []string{"pending-table"}
+	required := []string{"deadlines-table"}
 	if !dryRun {
 		required = append(required, "events-table")
 	}

@@ -32,8 +32,8 @@ type StackConfig struct {
 	// look-ups). Rate 0, the zero value, forwards everything untouched. The tables
 	// and the sweep's schedule are created directly, without faults.
 	Faults faultproxy.Config
-	// EventsTable and PendingTable name the tables; fresh names if empty.
-	EventsTable, PendingTable string
+	// EventsTable and DeadlinesTable name the tables; fresh names if empty.
+	EventsTable, DeadlinesTable string
 	// PaymentTimeout is the stack's PAYMENT_TIMEOUT; 3s if zero.
 	PaymentTimeout time.Duration
 	// SweepInterval is how often the sweep runs; 1s if zero.
@@ -58,8 +58,8 @@ type Stack struct {
 	Faults *faultproxy.Server
 	// PaymentTimeout and SweepInterval are the stack's settings.
 	PaymentTimeout, SweepInterval time.Duration
-	// EventsTable and PendingTable are the stack's tables.
-	EventsTable, PendingTable string
+	// EventsTable and DeadlinesTable are the stack's tables.
+	EventsTable, DeadlinesTable string
 
 	direct   aws.Config       // the emulator, without the fault proxy
 	emulator *emulator.Server // started by StartStack, or nil
@@ -86,8 +86,8 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 	if sc.EventsTable == "" {
 		sc.EventsTable = "load-events-" + suffix
 	}
-	if sc.PendingTable == "" {
-		sc.PendingTable = "load-pending-" + suffix
+	if sc.DeadlinesTable == "" {
+		sc.DeadlinesTable = "load-pending-" + suffix
 	}
 	logger := sc.Logger
 	if logger == nil {
@@ -95,7 +95,7 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 	}
 	settings := map[string]string{
 		wiring.EnvEventsTable:    sc.EventsTable,
-		wiring.EnvDeadlinesTable: sc.PendingTable,
+		wiring.EnvDeadlinesTable: sc.DeadlinesTable,
 		wiring.EnvWebhookSecret:  sc.WebhookSecret,
 		wiring.EnvPaymentTimeout: sc.PaymentTimeout.String(),
 	}
@@ -104,7 +104,7 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 	}
 
 	s := &Stack{WebhookSecret: []byte(settings[wiring.EnvWebhookSecret]), PaymentTimeout: sc.PaymentTimeout,
-		SweepInterval: sc.SweepInterval, EventsTable: sc.EventsTable, PendingTable: sc.PendingTable, done: make(chan struct{})}
+		SweepInterval: sc.SweepInterval, EventsTable: sc.EventsTable, DeadlinesTable: sc.DeadlinesTable, done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -174,7 +174,7 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 // again until it finds none or AuditWait has passed, and the last one counts. It
 // returns one line per violation; a load run ends with it and fails on any.
 func (s *Stack) Audit(ctx context.Context, quiet bool) ([]string, error) {
-	src := audit.NewDynamo(dynamodb.NewFromConfig(s.direct), s.EventsTable, s.PendingTable)
+	src := audit.NewDynamo(dynamodb.NewFromConfig(s.direct), s.EventsTable, s.DeadlinesTable)
 	deadline := time.Now().Add(AuditWait)
 	for {
 		rep, err := audit.Run(ctx, src, src, audit.Options{Quiet: quiet})

@@ -95,8 +95,8 @@ const (
 
 // Options configure a Bench.
 type Options struct {
-	// EventsTable and PendingTable name the tables to create and use.
-	EventsTable, PendingTable string
+	// EventsTable and DeadlinesTable name the tables to create and use.
+	EventsTable, DeadlinesTable string
 	// RecordingMode is the process's RECORDING_MODE ("append" if empty).
 	RecordingMode string
 	// Logger receives the functions' and the stack's logs (discarded if nil).
@@ -146,8 +146,8 @@ const operator = "rentalcost-operator"
 // Start creates the tables and brings the stack up on cfg, which must reach DynamoDB
 // and DynamoDB Streams (moto's server, usually). Stop it with Close.
 func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
-	if opts.EventsTable == "" || opts.PendingTable == "" {
-		return nil, errors.New("rentalcost: the events and pending tables must be named")
+	if opts.EventsTable == "" || opts.DeadlinesTable == "" {
+		return nil, errors.New("rentalcost: the events and deadlines tables must be named")
 	}
 	if opts.Wait <= 0 {
 		opts.Wait = 30 * time.Second
@@ -162,7 +162,7 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 	}
 	env := map[string]string{
 		wiring.EnvEventsTable:    opts.EventsTable,
-		wiring.EnvDeadlinesTable: opts.PendingTable,
+		wiring.EnvDeadlinesTable: opts.DeadlinesTable,
 		wiring.EnvWebhookSecret:  string(webhookSecret),
 		wiring.EnvPaymentTimeout: PaymentTimeout.String(),
 		wiring.EnvRecordingMode:  opts.RecordingMode,
@@ -492,7 +492,7 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 	}
 	for _, key := range []string{ref, deadlinetable.OpenKey(rentalID)} {
 		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
+			TableName: aws.String(b.opts.DeadlinesTable), ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
 		})
 		if err != nil {
@@ -514,7 +514,7 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 	for _, r := range records {
 		if r.Type == (rental.RequestApproved{}).EventType() {
 			out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
-				TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
+				TableName: aws.String(b.opts.DeadlinesTable), ConsistentRead: aws.Bool(true),
 				Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: deadlinetable.OpenKey(rentalID)}},
 			})
 			if err != nil {
@@ -650,7 +650,7 @@ func (b *Bench) ended(rentalID, ref string, want rentalview.Status) condition {
 			return false, "the process has not completed", nil
 		}
 		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(b.opts.PendingTable), ConsistentRead: aws.Bool(true),
+			TableName: aws.String(b.opts.DeadlinesTable), ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: ref}},
 		})
 		if err != nil {

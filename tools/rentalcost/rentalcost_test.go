@@ -153,7 +153,7 @@ func TestUnitsPerRental(t *testing.T) {
 			cfg := emulatortest.Config(t)
 			ctx := context.Background()
 			bench, err := rentalcost.Start(ctx, cfg, rentalcost.Options{
-				EventsTable: emulatortest.TableName(t, "events"), PendingTable: emulatortest.TableName(t, "pending"),
+				EventsTable: emulatortest.TableName(t, "events"), DeadlinesTable: emulatortest.TableName(t, "pending"),
 				RecordingMode: mode.name, Wait: time.Minute,
 			})
 			if err != nil {

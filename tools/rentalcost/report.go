@@ -25,8 +25,8 @@ type Report struct {
 	HistoryPrior int
 	Prices       Prices
 	Assumptions  Assumptions
-	// PendingTable names the Deadlines table the runs used.
-	PendingTable string
+	// DeadlinesTable names the Deadlines table the runs used.
+	DeadlinesTable string
 }
 
 // Markdown writes the report's tables, ready to paste into BENCHMARKS.md.
@@ -73,7 +73,7 @@ func (r Report) Markdown(w io.Writer) error {
 	p.rule(3)
 	for _, m := range main.Runs {
 		pending := capacitytest.GroupBy(m.PerRental(), func(_ capacitytest.Call, u capacitytest.Usage) string {
-			if u.Table == r.PendingTable {
+			if u.Table == r.DeadlinesTable {
 				return "pending"
 			}
 			if u.Table != "" {

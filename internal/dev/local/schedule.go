@@ -41,7 +41,7 @@ func CreateSweepSchedule(ctx context.Context, client *scheduler.Client) error {
 }
 
 // Paused reports whether the sweep's schedule is disabled (as rentalctl
-// rebuild-pending leaves it while it rebuilds).
+// rebuild leaves it while it rebuilds).
 func Paused(ctx context.Context, client *scheduler.Client) (bool, error) {
 	out, err := client.GetSchedule(ctx, &scheduler.GetScheduleInput{Name: aws.String(SweepSchedule)})
 	if err != nil {

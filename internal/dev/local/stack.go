@@ -41,8 +41,8 @@ func InProcessFunctions(ctx context.Context, cfg aws.Config, getenv wiring.Geten
 type Stack struct {
 	// AWS reaches DynamoDB and DynamoDB Streams (the emulator, usually).
 	AWS aws.Config
-	// EventsTable and PendingTable are the tables' names.
-	EventsTable, PendingTable string
+	// EventsTable and DeadlinesTable are the tables' names.
+	EventsTable, DeadlinesTable string
 	// Addr is where the HTTP API listens, e.g. "127.0.0.1:3000".
 	Addr string
 	// SweepInterval is how often the sweep runs.

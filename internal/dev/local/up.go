@@ -141,7 +141,7 @@ func (up *Up) start(ctx context.Context, o Options, getenv wiring.Getenv) error 
 		return err
 	}
 	up.stripe = stripe
-	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), PendingTable: getenv(wiring.EnvDeadlinesTable), SweepInterval: o.SweepInterval,
+	stack := &Stack{EventsTable: getenv(wiring.EnvEventsTable), DeadlinesTable: getenv(wiring.EnvDeadlinesTable), SweepInterval: o.SweepInterval,
 		Logger: o.Logger, OperatorScope: getenv(wiring.EnvOperatorScope), MaxRetryAttempts: o.MaxRetryAttempts, MaxRecordAge: o.MaxRecordAge,
 		DeadlinePoll: o.DeadlinePoll}
 	if o.Throttle {
@@ -160,7 +160,7 @@ func (up *Up) start(ctx context.Context, o Options, getenv wiring.Getenv) error 
 		return err
 	}
 	up.Direct = stack.AWS
-	if err := CreateTables(ctx, stack.AWS, stack.EventsTable, stack.PendingTable); err != nil {
+	if err := CreateTables(ctx, stack.AWS, stack.EventsTable, stack.DeadlinesTable); err != nil {
 		return err
 	}
 	if mode == deadline.ModePrecise {

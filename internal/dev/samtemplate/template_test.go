@@ -58,7 +58,7 @@ func load(t *testing.T) *samtemplate.Template {
 
 // testNames names the tables and the schedule group as the template tests' functions
 // find them.
-var testNames = map[string]string{"EventsTable": "events-table", "DeadlinesTable": "pending-table", "DeadlineScheduleGroup": "deadline-group"}
+var testNames = map[string]string{"EventsTable": "events-table", "DeadlinesTable": "deadlines-table", "DeadlineScheduleGroup": "deadline-group"}
 
 func keySchema(n samtemplate.Node) []string {
 	var out []string

@@ -151,7 +151,7 @@ func (w *world) project() {
 
 func (w *world) audit(quiet bool) audit.Report {
 	w.t.Helper()
-	source := audit.NewDynamo(w.Client, w.EventsTable, w.PendingTable)
+	source := audit.NewDynamo(w.Client, w.EventsTable, w.DeadlinesTable)
 	report, err := audit.Run(ctx, source, source, audit.Options{Quiet: quiet})
 	if err != nil {
 		w.t.Fatalf("audit: %v", err)
@@ -538,12 +538,12 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			name:  "a pending row missing, one stale, one for an unknown payment",
 			quiet: true,
 			damage: func(w *world) {
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: w.pendingKey(w.rentals["outstanding"])}); err != nil {
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: w.pendingKey(w.rentals["outstanding"])}); err != nil {
 					w.t.Fatal(err)
 				}
 				for _, id := range []string{w.rentals["confirmed"], rentalID("nobike", "Unknown")} {
 					_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-						TableName:        aws.String(w.PendingTable),
+						TableName:        aws.String(w.DeadlinesTable),
 						Key:              w.pendingKey(id),
 						UpdateExpression: aws.String("SET #d = :d, #p = :p"),
 						ExpressionAttributeNames: map[string]string{
@@ -574,13 +574,13 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 				openKey := func(id string) map[string]types.AttributeValue {
 					return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: processOf(id)}}
 				}
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: openKey(w.rentals["outstanding"])}); err != nil {
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: openKey(w.rentals["outstanding"])}); err != nil {
 					w.t.Fatal(err)
 				}
 				// The rejected rental's process completed: its row is a marker (the
 				// confirmed one's is its return due since its approval).
 				_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName:                aws.String(w.PendingTable),
+					TableName:                aws.String(w.DeadlinesTable),
 					Key:                      openKey(w.rentals["rejected"]),
 					UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
 					ExpressionAttributeNames: map[string]string{"#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt},
@@ -605,11 +605,11 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 				returnKey := func(id string) map[string]types.AttributeValue {
 					return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + id}}
 				}
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: returnKey(w.rentals["confirmed"])}); err != nil {
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: returnKey(w.rentals["confirmed"])}); err != nil {
 					w.t.Fatal(err)
 				}
 				_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName:                aws.String(w.PendingTable),
+					TableName:                aws.String(w.DeadlinesTable),
 					Key:                      returnKey(rentalID("nobike", "Unknown")),
 					UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
 					ExpressionAttributeNames: map[string]string{"#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt},
@@ -644,7 +644,7 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 				}
 				w.project() // the flags take the rows over into the overdue returns' lane
 				key := map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + w.rentals["busy-rented"]}}
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: key}); err != nil {
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: key}); err != nil {
 					w.t.Fatal(err)
 				}
 			},
@@ -657,7 +657,7 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			name:  "drift younger than the grace period, not quiet",
 			quiet: false,
 			damage: func(w *world) {
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.PendingTable), Key: w.pendingKey(w.rentals["outstanding"])}); err != nil {
+				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: w.pendingKey(w.rentals["outstanding"])}); err != nil {
 					w.t.Fatal(err)
 				}
 			},

@@ -52,9 +52,9 @@ func WithScanSegments(n int) DynamoOption {
 }
 
 // NewDynamo returns the sources of an audit on the Events table eventsTable and the
-// Deadlines table pendingTable (see package schema).
-func NewDynamo(client DynamoAPI, eventsTable, pendingTable string, opts ...DynamoOption) *Dynamo {
-	d := &Dynamo{client: client, events: eventsTable, pending: pendingTable, segments: DefaultScanSegments}
+// Deadlines table deadlinesTable (see package schema).
+func NewDynamo(client DynamoAPI, eventsTable, deadlinesTable string, opts ...DynamoOption) *Dynamo {
+	d := &Dynamo{client: client, events: eventsTable, pending: deadlinesTable, segments: DefaultScanSegments}
 	for _, o := range opts {
 		o(d)
 	}

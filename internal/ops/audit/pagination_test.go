@@ -49,7 +49,7 @@ func TestTheAuditReadsEveryPageOfEveryScanAndQuery(t *testing.T) {
 
 	direct := w.audit(true)
 	paged := &smallPages{DynamoAPI: w.Client, limit: 1}
-	source := audit.NewDynamo(paged, w.EventsTable, w.PendingTable, audit.WithScanSegments(3))
+	source := audit.NewDynamo(paged, w.EventsTable, w.DeadlinesTable, audit.WithScanSegments(3))
 	report, err := audit.Run(ctx, source, source, audit.Options{Quiet: true, Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestTheAuditReadsEveryPageOfEveryScanAndQuery(t *testing.T) {
 			if got := aws.ToString(s.ProjectionExpression); got != "#s, #v" || s.FilterExpression != nil {
 				t.Errorf("the stream listing reads %q with filter %v, want only the keys and no filter", got, aws.ToString(s.FilterExpression))
 			}
-		case w.PendingTable:
+		case w.DeadlinesTable:
 			pendingScans++
 			if !aws.ToBool(s.ConsistentRead) {
 				t.Error("the Deadlines table was not scanned strongly consistently")

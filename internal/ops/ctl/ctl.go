@@ -86,9 +86,9 @@ func Open(ctx context.Context, getenv func(string) string, logger *slog.Logger) 
 	return &Stack{cfg: cfg, getenv: getenv, logger: logger}, nil
 }
 
-// eventsTable and pendingTable are the tables' names, as the settings give them.
-func (s *Stack) eventsTable() string  { return s.getenv(wiring.EnvEventsTable) }
-func (s *Stack) pendingTable() string { return s.getenv(wiring.EnvDeadlinesTable) }
+// eventsTable and deadlinesTable are the tables' names, as the settings give them.
+func (s *Stack) eventsTable() string    { return s.getenv(wiring.EnvEventsTable) }
+func (s *Stack) deadlinesTable() string { return s.getenv(wiring.EnvDeadlinesTable) }
 
 // store is the event store on the Events table.
 func (s *Stack) store() (*dynamo.Store, error) {

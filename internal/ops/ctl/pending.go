@@ -64,7 +64,7 @@ func (s *Stack) Pending(ctx context.Context, q PendingQuery) (PendingList, error
 		rows, err = projection.List(ctx, q.Limit+1)
 	}
 	if err != nil {
-		return PendingList{}, fmt.Errorf("pending: %s: %w", s.pendingTable(), err)
+		return PendingList{}, fmt.Errorf("pending: %s: %w", s.deadlinesTable(), err)
 	}
 	rows, more := limited(rows, q.Limit)
 	return PendingList{Now: now.UTC(), TimeoutMs: policy.PaymentTimeout().Milliseconds(), OverdueOnly: q.Overdue,
@@ -151,7 +151,7 @@ func (s *Stack) Cancellations(ctx context.Context) (CancellationList, error) {
 	}
 	rows, _, err := projection.OwedCancellations(ctx)
 	if err != nil {
-		return CancellationList{}, fmt.Errorf("cancellations: %s: %w", s.pendingTable(), err)
+		return CancellationList{}, fmt.Errorf("cancellations: %s: %w", s.deadlinesTable(), err)
 	}
 	now := time.Now()
 	list := CancellationList{Now: now.UTC(), Cancellations: make([]OwedCancellation, len(rows)), Count: len(rows)}
@@ -179,7 +179,7 @@ func (s *Stack) Parked(ctx context.Context) (ParkedList, error) {
 	// cancellations and the parked records, no open process.
 	backlog, _, err := projection.Backlog(ctx, time.UnixMilli(0))
 	if err != nil {
-		return ParkedList{}, fmt.Errorf("parked: %s: %w", s.pendingTable(), err)
+		return ParkedList{}, fmt.Errorf("parked: %s: %w", s.deadlinesTable(), err)
 	}
 	list := ParkedList{Now: time.Now().UTC(), Parked: backlog.Parked, Count: len(backlog.Parked)}
 	if list.Parked == nil {
@@ -223,7 +223,7 @@ func (s *Stack) Deadlines(ctx context.Context, kind string, q PendingQuery) (Kin
 	}
 	rows, err := projection.WithKinds(kinds).Deadlines(ctx, dq)
 	if err != nil {
-		return KindList{}, fmt.Errorf("pending: %s: %w", s.pendingTable(), err)
+		return KindList{}, fmt.Errorf("pending: %s: %w", s.deadlinesTable(), err)
 	}
 	rows, more := limited(rows, q.Limit)
 	list := KindList{Now: now.UTC(), Kind: kind, OverdueOnly: q.Overdue, Deadlines: make([]Deadline, len(rows)), Count: len(rows), Limit: q.Limit, More: more}

@@ -97,10 +97,10 @@ type RebuildRequest struct {
 
 // RebuildResult is what a rebuild did.
 type RebuildResult struct {
-	EventsTable  string `json:"eventsTable"`
-	PendingTable string `json:"pendingTable"`
-	Streams      int    `json:"streams"`
-	Records      int    `json:"records"`
+	EventsTable    string `json:"eventsTable"`
+	DeadlinesTable string `json:"deadlinesTable"`
+	Streams        int    `json:"streams"`
+	Records        int    `json:"records"`
 	// ParkedMoved is how many parked stream records the rebuild found on a shard
 	// of another count than the table's, and moved to theirs (after a reshard:
 	// parked records come from no event, so the replay does not move them).
@@ -131,14 +131,14 @@ func (s *Stack) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResult,
 	}
 	// Fail before touching the schedule if either table is missing.
 	db := dynamodb.NewFromConfig(s.cfg)
-	for _, table := range []string{s.eventsTable(), s.pendingTable()} {
+	for _, table := range []string{s.eventsTable(), s.deadlinesTable()} {
 		if _, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
 			return RebuildResult{}, fmt.Errorf("table %s: %w", table, err)
 		}
 	}
 	// One rebuild at a time: a second one would find the sweep already paused, and
 	// the first would resume it while the second still runs.
-	lock, err := rebuild.Acquire(ctx, db, s.pendingTable(), lockOwner(), rebuild.DefaultLease, nil)
+	lock, err := rebuild.Acquire(ctx, db, s.deadlinesTable(), lockOwner(), rebuild.DefaultLease, nil)
 	if err != nil {
 		return RebuildResult{}, err
 	}
@@ -221,7 +221,7 @@ func (s *Stack) replay(ctx context.Context, store *dynamo.Store, projector rebui
 		return RebuildResult{}, fmt.Errorf("rebuild: after %d streams and %d records: %w", res.Streams, res.Records, err)
 	}
 	elapsed := time.Since(start)
-	return RebuildResult{EventsTable: s.eventsTable(), PendingTable: s.pendingTable(),
+	return RebuildResult{EventsTable: s.eventsTable(), DeadlinesTable: s.deadlinesTable(),
 		Streams: res.Streams, Records: res.Records, DurationMs: elapsed.Milliseconds(), Elapsed: elapsed}, nil
 }
 

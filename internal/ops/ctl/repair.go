@@ -60,7 +60,7 @@ func (s *Stack) Repairs(ctx context.Context) (*Repairs, error) {
 // repairing it does what its consumers are about to do, no more.
 func (r *Repairs) Stuck(ctx context.Context) ([]string, error) {
 	s := r.stack
-	source := audit.NewDynamo(dynamodb.NewFromConfig(s.cfg), s.eventsTable(), s.pendingTable())
+	source := audit.NewDynamo(dynamodb.NewFromConfig(s.cfg), s.eventsTable(), s.deadlinesTable())
 	report, err := audit.Run(ctx, source, source, audit.Options{Quiet: true, Now: time.Now})
 	if err != nil {
 		return nil, fmt.Errorf("audit before the repair: %w", err)

@@ -123,14 +123,14 @@ func TestARebuildThatLostItsLockStops(t *testing.T) {
 	// its schedule client fenced by the lock,
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	clockA := newClock(start)
-	a, err := rebuild.Acquire(ctx, w.Client, w.PendingTable, "rebuild-a", time.Minute, clockA.now)
+	a, err := rebuild.Acquire(ctx, w.Client, w.DeadlinesTable, "rebuild-a", time.Minute, clockA.now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	held, stop := a.Hold(ctx)
 	defer stop()
 	fenced := a.Fenced(cfg)
-	projection, err := deadlinetable.New(dynamodb.NewFromConfig(fenced), w.PendingTable, 2, deadlinetable.DefaultMarkerTTL)
+	projection, err := deadlinetable.New(dynamodb.NewFromConfig(fenced), w.DeadlinesTable, 2, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestARebuildThatLostItsLockStops(t *testing.T) {
 	src.pause = func() {
 		clockA.set(start.Add(2 * time.Minute))
 		var err error
-		if b, err = rebuild.Acquire(ctx, w.Client, w.PendingTable, "rebuild-b", time.Minute, func() time.Time { return start.Add(2 * time.Minute) }); err != nil {
+		if b, err = rebuild.Acquire(ctx, w.Client, w.DeadlinesTable, "rebuild-b", time.Minute, func() time.Time { return start.Add(2 * time.Minute) }); err != nil {
 			t.Errorf("B could not take over A's expired lock: %v", err)
 		}
 	}
@@ -191,7 +191,7 @@ func TestARebuildThatLostItsLockStops(t *testing.T) {
 	if s := getSchedule(t, sched, "", name).State; s != types.ScheduleStateDisabled {
 		t.Errorf("schedule %s after A's resume, want DISABLED: B is still rebuilding", s)
 	}
-	if owner, paused := lockItem(t, w.Client, w.PendingTable); owner != "rebuild-b" || !paused {
+	if owner, paused := lockItem(t, w.Client, w.DeadlinesTable); owner != "rebuild-b" || !paused {
 		t.Errorf("lock owned by %q, paused %v; want B's with the pause", owner, paused)
 	}
 	if b == nil {
@@ -215,7 +215,7 @@ func TestARebuildThatLostItsLockStops(t *testing.T) {
 	if err := b.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if owner, _ := lockItem(t, w.Client, w.PendingTable); owner != "" {
+	if owner, _ := lockItem(t, w.Client, w.DeadlinesTable); owner != "" {
 		t.Errorf("lock owned by %q after B released it", owner)
 	}
 }

@@ -101,11 +101,11 @@ func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventsTable, pendingTable := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
+	eventsTable, deadlinesTable := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
 	env := []string{
 		"AWS_ENDPOINT_URL=" + server.Endpoint, "AWS_REGION=" + emulator.Region,
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
-		wiring.EnvEventsTable + "=" + eventsTable, wiring.EnvDeadlinesTable + "=" + pendingTable,
+		wiring.EnvEventsTable + "=" + eventsTable, wiring.EnvDeadlinesTable + "=" + deadlinesTable,
 		wiring.EnvWebhookSecret + "=" + local.DefaultWebhookSecret,
 		wiring.EnvPaymentTimeout + "=4s",
 	}
@@ -127,7 +127,7 @@ func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 
 	// The one local stack, on the test's emulator, each function the real binary
 	// under the Runtime Interface Emulator instead of the in-process handler.
-	settings := map[string]string{wiring.EnvEventsTable: eventsTable, wiring.EnvDeadlinesTable: pendingTable, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
+	settings := map[string]string{wiring.EnvEventsTable: eventsTable, wiring.EnvDeadlinesTable: deadlinesTable, wiring.EnvWebhookSecret: local.DefaultWebhookSecret}
 	up, err := local.StartWith(ctx, local.Options{AWS: &cfg, Getenv: func(k string) string { return settings[k] },
 		SweepInterval: time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		Wrap: func(function string, _ local.Invoker) local.Invoker { return binaries[function] }})
@@ -157,7 +157,7 @@ func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		t.Errorf("the stack stopped with %v", err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	source := audit.NewDynamo(db, eventsTable, pendingTable)
+	source := audit.NewDynamo(db, eventsTable, deadlinesTable)
 	report, err := audit.Run(context.Background(), source, source, audit.Options{})
 	if err != nil || !report.OK() {
 		t.Errorf("the auditor: %v, %v", err, report.Violations)

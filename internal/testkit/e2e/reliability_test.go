@@ -117,9 +117,9 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := dynamodb.NewFromConfig(cfg)
-	eventsTable, pendingTable := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
+	eventsTable, deadlinesTable := emulatortest.TableName(t, "events"), emulatortest.TableName(t, "pending")
 	settings := map[string]string{
-		wiring.EnvEventsTable: eventsTable, wiring.EnvDeadlinesTable: pendingTable,
+		wiring.EnvEventsTable: eventsTable, wiring.EnvDeadlinesTable: deadlinesTable,
 		wiring.EnvWebhookSecret: local.DefaultWebhookSecret, wiring.EnvPaymentTimeout: "3s",
 	}
 	getenv := func(k string) string { return settings[k] }
@@ -168,7 +168,7 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	}
 	// The story is over once every rental reads as ended; the projector may still be
 	// a poll behind, closing the last processes' open rows.
-	projection, err := deadlinetable.New(client, pendingTable, deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
+	projection, err := deadlinetable.New(client, deadlinesTable, deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,9 +250,9 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 		}
 	}
 	replay()
-	before := [][]string{snapshot(t, client, eventsTable), snapshot(t, client, pendingTable)}
+	before := [][]string{snapshot(t, client, eventsTable), snapshot(t, client, deadlinesTable)}
 	replay()
-	after := [][]string{snapshot(t, client, eventsTable), snapshot(t, client, pendingTable)}
+	after := [][]string{snapshot(t, client, eventsTable), snapshot(t, client, deadlinesTable)}
 	for i, table := range []string{"Events", "Deadlines"} {
 		if !slices.Equal(before[i], after[i]) {
 			t.Errorf("replaying the stream changed the %s table: %d items before, %d after", table, len(before[i]), len(after[i]))
@@ -260,7 +260,7 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	}
 
 	// Once quiet, the auditor finds nothing but the poison record itself.
-	report, err := audit.Run(context.Background(), audit.NewDynamo(client, eventsTable, pendingTable), audit.NewDynamo(client, eventsTable, pendingTable), audit.Options{Quiet: true})
+	report, err := audit.Run(context.Background(), audit.NewDynamo(client, eventsTable, deadlinesTable), audit.NewDynamo(client, eventsTable, deadlinesTable), audit.Options{Quiet: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,11 +41,11 @@ type World struct {
 	T           testing.TB
 	Client      *dynamodb.Client
 	EventsTable string
-	// PendingTable is empty until something rebuilds or projects into it.
-	PendingTable string
-	Store        *dynamo.Store
-	Commands     *command.Handler
-	Process      *process.Process
+	// DeadlinesTable is empty until something rebuilds or projects into it.
+	DeadlinesTable string
+	Store          *dynamo.Store
+	Commands       *command.Handler
+	Process        *process.Process
 }
 
 // NewWorld creates the tables, deleted when the test ends, and the parts on them.
@@ -54,8 +54,8 @@ func NewWorld(t testing.TB) *World {
 	client, events := emulatortest.EventsTable(t)
 	w := &World{
 		T: t, Client: client, EventsTable: events,
-		PendingTable: emulatortest.CreateTable(t, client, schema.Deadlines, "pending"),
-		Store:        dynamo.New(client, events),
+		DeadlinesTable: emulatortest.CreateTable(t, client, schema.Deadlines, "pending"),
+		Store:          dynamo.New(client, events),
 	}
 	w.Commands = command.New(w.Store, command.WithProvider(generic.Provider{}))
 	var err error
@@ -72,7 +72,7 @@ func NewWorld(t testing.TB) *World {
 // Projection returns a projection on the world's Deadlines table.
 func (w *World) Projection(shards int) *deadlinetable.Projection {
 	w.T.Helper()
-	p, err := deadlinetable.New(w.Client, w.PendingTable, shards, deadlinetable.DefaultMarkerTTL)
+	p, err := deadlinetable.New(w.Client, w.DeadlinesTable, shards, deadlinetable.DefaultMarkerTTL)
 	if err != nil {
 		w.T.Fatal(err)
 	}

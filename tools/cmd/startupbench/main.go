@@ -192,15 +192,15 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	const eventsTable, pendingTable = "startup-events", "startup-pending"
-	if err := local.CreateTables(ctx, cfg, eventsTable, pendingTable); err != nil {
+	const eventsTable, deadlinesTable = "startup-events", "startup-pending"
+	if err := local.CreateTables(ctx, cfg, eventsTable, deadlinesTable); err != nil {
 		return err
 	}
 	env := append([]string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"AWS_REGION=" + emulator.Region, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=test",
 		"AWS_ENDPOINT_URL=" + server.Endpoint,
-		wiring.EnvEventsTable + "=" + eventsTable, wiring.EnvDeadlinesTable + "=" + pendingTable,
+		wiring.EnvEventsTable + "=" + eventsTable, wiring.EnvDeadlinesTable + "=" + deadlinesTable,
 		wiring.EnvWebhookSecret + "=" + local.DefaultWebhookSecret,
 	}, extra...)
 	runner := &startup.Runner{RIE: *rie, Env: env}

@@ -52,7 +52,7 @@ func run(ctx context.Context, modes []string, history int) error {
 	report := rentalcost.Report{Prices: rentalcost.USEast1, Assumptions: rentalcost.Assumed, HistoryPrior: history}
 	for i, mode := range modes {
 		mode = strings.TrimSpace(mode)
-		opts := rentalcost.Options{EventsTable: "units-events-" + mode, PendingTable: "units-pending-" + mode, RecordingMode: mode}
+		opts := rentalcost.Options{EventsTable: "units-events-" + mode, DeadlinesTable: "units-pending-" + mode, RecordingMode: mode}
 		bench, err := rentalcost.Start(ctx, cfg, opts)
 		if err != nil {
 			return err
@@ -69,7 +69,7 @@ func run(ctx context.Context, modes []string, history int) error {
 			runs.Runs = append(runs.Runs, m)
 		}
 		if i == 0 {
-			report.PendingTable = opts.PendingTable
+			report.DeadlinesTable = opts.DeadlinesTable
 			if history > 0 {
 				fmt.Fprintf(os.Stderr, "RECORDING_MODE=%s  an approved rental after %d on the same bike...\n", mode, history)
 				m, err := bench.RunAfter(ctx, rentalcost.Approved, history)
@@ -110,7 +110,7 @@ func measureAlternatives(ctx context.Context, cfg aws.Config, report rentalcost.
 	}
 	fmt.Fprintf(os.Stderr, "the to-do list's alternatives: %d designs, %d paths and their promises  (%s)\n", len(designs), len(rentalcost.Paths()), time.Since(start).Round(time.Millisecond))
 	return deadlinecost.Report{
-		Results: results, Rentals: report.Modes[0].Runs, DeadlinesTable: report.PendingTable,
+		Results: results, Rentals: report.Modes[0].Runs, DeadlinesTable: report.DeadlinesTable,
 		Prices: report.Prices, Assumptions: report.Assumptions,
 	}, nil
 }
