@@ -7,7 +7,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -38,8 +37,21 @@ const (
 	arnWant   = "an ARN (arn:partition:service:region:account:resource)"
 )
 
-// groupPattern is what EventBridge Scheduler takes as a schedule group's name.
-var groupPattern = regexp.MustCompile(`^[0-9A-Za-z_.-]{1,64}$`)
+// groupName reports whether v is what EventBridge Scheduler takes as a schedule
+// group's name: 1 to 64 of 0-9, A-Z, a-z, _, . and - (checked without a regular
+// expression, which the projector would compile at start).
+func groupName(v string) bool {
+	if len(v) < 1 || len(v) > 64 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // timers reads DEADLINE_MODE and, in either mode, DEADLINE_SCHEDULE_GROUP (a
 // group's name), DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN, DEADLINE_DLQ_ARN (ARNs),
@@ -69,7 +81,7 @@ func timers(getenv wiring.Getenv) (timerSettings, error) {
 			if missing == nil {
 				missing = wiring.MissingSetting(s.name, s.want+", needed with "+wiring.EnvDeadlineMode+"="+deadline.ModePrecise)
 			}
-		case s.name == wiring.EnvDeadlineGroup && !groupPattern.MatchString(v):
+		case s.name == wiring.EnvDeadlineGroup && !groupName(v):
 			return timerSettings{}, wiring.BadSetting(s.name, v, s.want)
 		case s.name != wiring.EnvDeadlineGroup && !validARN(v):
 			return timerSettings{}, wiring.BadSetting(s.name, v, s.want)
