@@ -83,10 +83,14 @@ func MissingSetting(name, want string) error {
 // tableName reports whether v is what DynamoDB takes as a table's name: 3 to 255
 // of A-Z, a-z, 0-9, _, - and . (checked without a regular expression, which every
 // function would compile at start).
-func tableName(v string) bool { return len(v) >= 3 && len(v) <= 255 && only(v, "_.-") }
+func tableName(v string) bool { return Name(v, 3, 255, "_.-") }
 
-// only reports whether every byte of v is an ASCII letter, a digit or one of extra.
-func only(v, extra string) bool {
+// Name reports whether v has min to max bytes, each an ASCII letter, a digit or one
+// of extra: how AWS names tables, secrets and schedule groups.
+func Name(v string, min, max int, extra string) bool {
+	if len(v) < min || len(v) > max {
+		return false
+	}
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
@@ -328,7 +332,7 @@ func CheckSweeper(getenv Getenv) error {
 
 // secretID reports whether v is what Secrets Manager takes as a secret's name or
 // ARN: 1 to 2048 of A-Z, a-z, 0-9 and /_+=.@:-.
-func secretID(v string) bool { return len(v) >= 1 && len(v) <= 2048 && only(v, "/_+=.@:-") }
+func secretID(v string) bool { return Name(v, 1, 2048, "/_+=.@:-") }
 
 // SecretID reads a setting naming a Secrets Manager secret (its name or ARN), ""
 // when unset.

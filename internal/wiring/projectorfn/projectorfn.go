@@ -38,20 +38,8 @@ const (
 )
 
 // groupName reports whether v is what EventBridge Scheduler takes as a schedule
-// group's name: 1 to 64 of 0-9, A-Z, a-z, _, . and - (checked without a regular
-// expression, which the projector would compile at start).
-func groupName(v string) bool {
-	if len(v) < 1 || len(v) > 64 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// group's name: 1 to 64 of 0-9, A-Z, a-z, _, . and -.
+func groupName(v string) bool { return wiring.Name(v, 1, 64, "_.-") }
 
 // timers reads DEADLINE_MODE and, in either mode, DEADLINE_SCHEDULE_GROUP (a
 // group's name), DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN, DEADLINE_DLQ_ARN (ARNs),
