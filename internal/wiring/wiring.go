@@ -1,5 +1,10 @@
-// Package wiring builds the service's parts from environment variables, so that the
-// Lambda functions and the local runner are configured the same way. The AWS SDK
+// Package wiring reads the service's settings from environment variables and builds
+// the parts every function shares (the event store, the Deadlines table, the kinds of
+// deadline, stream batches), so that the Lambda functions and the local runner are
+// configured the same way. Each function's own recipe is a package beside it
+// (commandfn, processfn, projectorfn, sweepfn); this one imports nothing of the HTTP
+// API, the payment providers, the schedules or the sweep, which only some functions
+// run. The AWS SDK
 // reads its own variables too: AWS_REGION, credentials, and AWS_ENDPOINT_URL, which
 // points every client at a local emulator instead of AWS.
 package wiring

@@ -1,5 +1,6 @@
-// Package commandfn builds the command function: the HTTP API, which alone needs the
-// payment provider's webhook secret, and so alone links the Secrets Manager client.
+// Package commandfn builds the command function: the HTTP API, the operator console's
+// settings, and the webhooks' secret, which it alone reads; the only function that
+// links the HTTP API.
 package commandfn
 
 import (

@@ -1,7 +1,8 @@
 // Package paymentfn wires the payment provider, chosen by PAYMENT_PROVIDER, into
 // the functions that call it: the command function (payments, cancellations and
-// webhooks), the process (payments and refunds) and the sweep (cancellations). It
-// is a package of its own so that only they link the Stripe client.
+// webhooks), the process (payments and refunds) and the sweep (cancellations), and
+// builds the parts those functions share (Core). It is a package of its own so that
+// only they link the Stripe client and, for Stripe's keys, Secrets Manager.
 package paymentfn
 
 import (
