@@ -85,7 +85,7 @@ ends the flags).
 Configuration comes from the environment, as the service's functions read it; each
 command's flags override it:
   EVENTS_TABLE, DEADLINES_TABLE   the Events and Deadlines tables
-  DEADLINES_SHARDS                the pending index's write shards (4)
+  DEADLINES_SHARDS                the Deadlines table's write shards (4)
   SETTLED_MARKER_TTL            how long a settled payment's marker is kept (72h)
   PAYMENT_TIMEOUT               how long a payment may stay outstanding (15m)
   STUCK_GRACE, STUCK_REPAIR     when a rental is stuck (10m past the timeout), and

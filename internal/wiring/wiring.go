@@ -48,7 +48,7 @@ const (
 	// EnvDeadlinesTable names the Deadlines table. Optional for the command
 	// function (GET /payments/pending answers 501 without it).
 	EnvDeadlinesTable = "DEADLINES_TABLE"
-	// EnvDeadlinesShards is the number of write shards of the pending index (4).
+	// EnvDeadlinesShards is the number of write shards of the Deadlines table's index (4).
 	EnvDeadlinesShards = "DEADLINES_SHARDS"
 	// EnvMarkerTTL is how long a settled payment's marker is kept (72h).
 	EnvMarkerTTL = "SETTLED_MARKER_TTL"
