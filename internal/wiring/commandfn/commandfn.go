@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
+	"github.com/bikerental/bikerental/internal/adapters/secrets"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/renter"
@@ -21,7 +22,8 @@ import (
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
-// SecretReader is the part of the Secrets Manager client WebhookVerifier uses.
+// SecretReader reads a secret, as secrets.Reader (what Build uses) and the SDK's
+// Secrets Manager client do: what WebhookVerifier is given.
 type SecretReader interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
@@ -30,14 +32,14 @@ type SecretReader interface {
 // secret comes from the Secrets Manager secret PAYMENT_WEBHOOK_SECRET_ID names, read
 // once (at cold start), or else from PAYMENT_WEBHOOK_SECRET. Errors never include
 // the secret.
-func WebhookVerifier(ctx context.Context, secrets SecretReader, getenv wiring.Getenv) (*webhook.Verifier, error) {
+func WebhookVerifier(ctx context.Context, reader SecretReader, getenv wiring.Getenv) (*webhook.Verifier, error) {
 	id, err := wiring.SecretID(getenv, wiring.EnvWebhookSecretID)
 	if err != nil {
 		return nil, err
 	}
 	var secret string
 	if id != "" {
-		out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+		out, err := reader.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
 		if err != nil {
 			return nil, fmt.Errorf("wiring: read webhook secret %s: %w", id, err)
 		}
@@ -111,8 +113,8 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	secrets := secretsmanager.NewFromConfig(cfg)
-	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secrets }, getenv)
+	reader := secrets.New(cfg)
+	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return reader }, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +123,7 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 		return nil, err
 	}
 	s := &Service{Service: core}
-	verifier, err := WebhookVerifier(ctx, secrets, getenv)
+	verifier, err := WebhookVerifier(ctx, reader, getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
+	"github.com/bikerental/bikerental/internal/adapters/secrets"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -46,7 +47,8 @@ const (
 	Stripe  = "stripe"
 )
 
-// SecretReader is the part of the Secrets Manager client Provider uses.
+// SecretReader reads a secret, as secrets.Reader (what Load uses) and the SDK's
+// Secrets Manager client do: what Provider is given.
 type SecretReader interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
@@ -190,8 +192,8 @@ func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Ge
 	return Payments{Provider: p, Timeout: set.timeout, Stripe: p}, nil
 }
 
-// Load is Provider with cfg's Secrets Manager client, made only when Stripe's keys
-// are read from it: what the process and the sweep functions start with.
+// Load is Provider with cfg's reader of Secrets Manager (secrets.New), made only
+// when Stripe's keys are read from it: what the process and the sweep functions start with.
 func Load(ctx context.Context, cfg aws.Config, getenv wiring.Getenv) (Payments, error) {
-	return Provider(ctx, func() SecretReader { return secretsmanager.NewFromConfig(cfg) }, getenv)
+	return Provider(ctx, func() SecretReader { return secrets.New(cfg) }, getenv)
 }
