@@ -5,8 +5,9 @@
 // configuration's HTTP client and APIOptions (so that what records a client's calls
 // records this one's too), and errors of the SDK's types. It does without the SDK's
 // Secrets Manager client, whose service schema links every operation of the service
-// into every function that reads a secret (131 kB of each binary, and its package
-// init at every cold start); decision 35 says why. Its retryer is cfg.Retryer's when
+// into every function that reads a secret (131 kB of each binary); decision 35 says
+// why. (The package secretsmanager is still imported, for its input and output types
+// and its endpoint rules, so its schemas' package init still runs at start.) Its retryer is cfg.Retryer's when
 // set, else the standard one: AWS_RETRY_MODE=adaptive's client-side rate limit has
 // nothing to limit in one read at start.
 package secrets
