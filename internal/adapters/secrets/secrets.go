@@ -48,19 +48,24 @@ const (
 // its answer a little more.
 const maxAnswer = 1 << 20
 
+// Source is what reads a secret: a Reader, or the SDK's Secrets Manager client.
+type Source interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+var _ Source = (*Reader)(nil)
+
 // Reader reads secrets with an aws.Config's region, credentials, endpoint settings,
 // retry settings, HTTP client and APIOptions. It is safe for concurrent use.
 type Reader struct {
 	cfg     aws.Config
 	retryer aws.Retryer
-	now     func() time.Time
-	wait    func(context.Context, time.Duration) error
 }
 
 // New returns the Reader of cfg. Its retryer is cfg.Retryer's, as a client's is, or
 // else the standard one with cfg.RetryMaxAttempts.
 func New(cfg aws.Config) *Reader {
-	r := &Reader{cfg: cfg, now: time.Now, wait: sleep}
+	r := &Reader{cfg: cfg}
 	if cfg.Retryer != nil {
 		r.retryer = cfg.Retryer()
 	} else {
@@ -134,7 +139,7 @@ func (r *Reader) call(ctx context.Context, in *secretsmanager.GetSecretValueInpu
 		if derr != nil {
 			return nil, err
 		}
-		if werr := r.wait(ctx, delay); werr != nil {
+		if werr := sleep(ctx, delay); werr != nil {
 			return nil, errors.Join(err, werr)
 		}
 	}
@@ -182,7 +187,7 @@ func (r *Reader) once(ctx context.Context, endpoint string, body []byte) (*secre
 		return nil, fmt.Errorf("retrieve credentials: %w", err)
 	}
 	sum := sha256.Sum256(body)
-	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), signingName, r.cfg.Region, r.now()); err != nil {
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), signingName, r.cfg.Region, time.Now()); err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	client := r.cfg.HTTPClient

@@ -16,7 +16,6 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/secrets"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/process"
@@ -112,7 +111,7 @@ func (s *Stack) policy() (deadline.Policy, error) {
 // provider is the command handler's option that reaches the payment provider
 // PAYMENT_PROVIDER names, as the functions' commands do.
 func (s *Stack) provider(ctx context.Context) (command.Option, error) {
-	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return secrets.New(s.cfg) }, s.getenv)
+	pay, err := paymentfn.Load(ctx, s.cfg, s.getenv)
 	return pay.Option(), settings(err)
 }
 

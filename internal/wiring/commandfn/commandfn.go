@@ -22,17 +22,11 @@ import (
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
 
-// SecretReader reads a secret, as secrets.Reader (what Build uses) and the SDK's
-// Secrets Manager client do: what WebhookVerifier is given.
-type SecretReader interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
-}
-
 // WebhookVerifier returns the verifier of the payment provider's signatures. The
 // secret comes from the Secrets Manager secret PAYMENT_WEBHOOK_SECRET_ID names, read
 // once (at cold start), or else from PAYMENT_WEBHOOK_SECRET. Errors never include
 // the secret.
-func WebhookVerifier(ctx context.Context, reader SecretReader, getenv wiring.Getenv) (*webhook.Verifier, error) {
+func WebhookVerifier(ctx context.Context, reader secrets.Source, getenv wiring.Getenv) (*webhook.Verifier, error) {
 	id, err := wiring.SecretID(getenv, wiring.EnvWebhookSecretID)
 	if err != nil {
 		return nil, err
@@ -114,7 +108,7 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 		return nil, err
 	}
 	reader := secrets.New(cfg)
-	pay, err := paymentfn.Provider(ctx, func() paymentfn.SecretReader { return reader }, getenv)
+	pay, err := paymentfn.Provider(ctx, func() secrets.Source { return reader }, getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -47,12 +47,6 @@ const (
 	Stripe  = "stripe"
 )
 
-// SecretReader reads a secret, as secrets.Reader (what Load uses) and the SDK's
-// Secrets Manager client do: what Provider is given.
-type SecretReader interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
-}
-
 // WebhookParser is api.WebhookParser, declared again so that the process and the
 // sweep, which link this package, do not link the HTTP API.
 type WebhookParser interface {
@@ -160,10 +154,10 @@ func checkStripeKeys(set providerSettings) error {
 
 // Provider returns the provider PAYMENT_PROVIDER names, and PAYMENT_PROVIDER_TIMEOUT,
 // which bounds each of its calls (Payments.Option). Stripe's keys come from the
-// Secrets Manager secret STRIPE_SECRET_ID names (secrets is called only then, and
+// Secrets Manager secret STRIPE_SECRET_ID names (source is called only then, and
 // only once every setting passed Check), or else from STRIPE_SECRET_KEY and
 // STRIPE_WEBHOOK_SECRET. Errors never carry a key.
-func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Getenv) (Payments, error) {
+func Provider(ctx context.Context, source func() secrets.Source, getenv wiring.Getenv) (Payments, error) {
 	set, err := settings(getenv)
 	if err != nil {
 		return Payments{}, err
@@ -172,7 +166,7 @@ func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Ge
 		return Payments{Provider: generic.Provider{}, Timeout: set.timeout}, nil
 	}
 	if set.secretID != "" {
-		out, err := secrets().GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(set.secretID)})
+		out, err := source().GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(set.secretID)})
 		if err != nil {
 			return Payments{}, fmt.Errorf("wiring: read the Stripe secret %s: %w", set.secretID, err)
 		}
@@ -195,5 +189,5 @@ func Provider(ctx context.Context, secrets func() SecretReader, getenv wiring.Ge
 // Load is Provider with cfg's reader of Secrets Manager (secrets.New), made only
 // when Stripe's keys are read from it: what the process and the sweep functions start with.
 func Load(ctx context.Context, cfg aws.Config, getenv wiring.Getenv) (Payments, error) {
-	return Provider(ctx, func() SecretReader { return secrets.New(cfg) }, getenv)
+	return Provider(ctx, func() secrets.Source { return secrets.New(cfg) }, getenv)
 }
