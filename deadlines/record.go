@@ -1,0 +1,29 @@
+package deadlines
+
+import (
+	"errors"
+	"time"
+)
+
+// A Record is one event as the deadlines read it, whatever its format where it is
+// stored: a service gives a decoder from its own records to this one (for a
+// DynamoDB stream, awslambda.Decoder), and every kind reads it.
+type Record struct {
+	// Stream names the event stream the record belongs to: an order, an invoice.
+	Stream string
+	// Position is the record's place in its stream, from 1: a later record of the
+	// same stream has a larger one. Ordered kinds follow it.
+	Position int64
+	// Type is the event's type: "OrderPlaced".
+	Type string
+	// At is when the record was recorded. A row it opens falls due at At plus its
+	// kind's After: due times come from records, never from a clock.
+	At time.Time
+	// Data is the event's body, in the service's own format.
+	Data []byte
+}
+
+// ErrCorruptRecord reports a record of a type a kind reads whose data does not
+// decode: a Changes wraps it, and the projection refuses the record rather than
+// guess.
+var ErrCorruptRecord = errors.New("deadlines: corrupt record")
