@@ -27,8 +27,7 @@ func TestABadDeclarationIsRefusedNamingTheKindAndTheFault(t *testing.T) {
 		{"a leading digit", []deadlines.Kind{with(func(k *deadlines.Kind) { k.Name = "1-order" })}, `kind "1-order": want a name`},
 		{"markup", []deadlines.Kind{with(func(k *deadlines.Kind) { k.Name = "<b>order</b>" })}, `want a name`},
 		{"too long", []deadlines.Kind{with(func(k *deadlines.Kind) { k.Name = strings.Repeat("a", 65) })}, "at most 64"},
-		{"no duration", []deadlines.Kind{with(func(k *deadlines.Kind) { k.After = 0 })}, `kind "unconfirmed-order": After is zero`},
-		{"a negative duration", []deadlines.Kind{with(func(k *deadlines.Kind) { k.After = -time.Second })}, "want a positive duration"},
+		{"a negative duration", []deadlines.Kind{with(func(k *deadlines.Kind) { k.After = -time.Second })}, `kind "unconfirmed-order": After -1s: want a positive duration`},
 		{"no changes", []deadlines.Kind{with(func(k *deadlines.Kind) { k.Changes = nil })}, "no Changes"},
 		{"nothing opens", []deadlines.Kind{with(func(k *deadlines.Kind) { k.Changes = deadlines.Events{Settles: []string{"X"}} })}, "no record type opens"},
 		{"opens and settles", []deadlines.Kind{with(func(k *deadlines.Kind) {
@@ -54,8 +53,9 @@ func TestABadDeclarationIsRefusedNamingTheKindAndTheFault(t *testing.T) {
 			t.Errorf("%s: NewKinds = %v, %v; want an error saying %q", c.name, ks.Names(), err, c.want)
 		}
 	}
-	if _, err := deadlines.NewKinds(good, with(func(k *deadlines.Kind) { k.Name, k.After, k.Work = "order-2-review", 0, deadlines.ByHand{} })); err != nil {
-		t.Errorf("names of letters, digits and hyphens, and a kind by hand due at once: %v", err)
+	if _, err := deadlines.NewKinds(good, with(func(k *deadlines.Kind) { k.Name, k.After, k.Work = "order-2-review", 0, deadlines.ByHand{} }),
+		with(func(k *deadlines.Kind) { k.Name, k.After = "retry-3", 0 })); err != nil {
+		t.Errorf("names of letters, digits and hyphens, and kinds due at once: %v", err)
 	}
 }
 
