@@ -3,11 +3,11 @@ package deadlinekinds
 import (
 	"fmt"
 
+	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
-	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
 // PaymentChange is what a record of the Events table means for a payment's deadline:
@@ -20,14 +20,14 @@ type PaymentChange struct {
 
 // PaymentChangeOf decodes the record of a payment event that starts or ends a
 // payment's wait; ok is false for every other record. A record of one of those types
-// that does not decode is an error wrapping eventstore.ErrCorruptRecord.
-func PaymentChangeOf(r eventstore.Record) (c PaymentChange, ok bool, err error) {
+// that does not decode is an error wrapping deadlines.ErrCorruptRecord.
+func PaymentChangeOf(r deadlines.Record) (c PaymentChange, ok bool, err error) {
 	if r.Type != (payment.PaymentPrepared{}).EventType() && !payment.Settles(r.Type) {
 		return PaymentChange{}, false, nil
 	}
 	e, err := payment.DecodeEvent(r.Type, r.Data)
 	if err != nil {
-		return PaymentChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		return PaymentChange{}, false, fmt.Errorf("%w: %s version %d: %w", deadlines.ErrCorruptRecord, r.Stream, r.Position, err)
 	}
 	switch e := e.(type) {
 	case payment.PaymentPrepared:
@@ -53,8 +53,8 @@ type ProcessChange struct {
 
 // ProcessChangeOf decodes a record that opens or completes a rental's process; ok is
 // false for every other record. A record of one of those types that does not decode,
-// or names no valid rental, is an error wrapping eventstore.ErrCorruptRecord.
-func ProcessChangeOf(r eventstore.Record) (c ProcessChange, ok bool, err error) {
+// or names no valid rental, is an error wrapping deadlines.ErrCorruptRecord.
+func ProcessChangeOf(r deadlines.Record) (c ProcessChange, ok bool, err error) {
 	var id string
 	switch r.Type {
 	case rental.BikeRequested{}.EventType():
@@ -75,7 +75,7 @@ func ProcessChangeOf(r eventstore.Record) (c ProcessChange, ok bool, err error) 
 		err = fmt.Errorf("rental id %q", id)
 	}
 	if err != nil {
-		return ProcessChange{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		return ProcessChange{}, false, fmt.Errorf("%w: %s version %d: %w", deadlines.ErrCorruptRecord, r.Stream, r.Position, err)
 	}
 	c.RentalID = id
 	return c, true, nil

@@ -1,6 +1,6 @@
 // Package deadlinekinds declares the service's kinds of deadline over the domain's
-// events and commands, each a deadline.Kind whose Changes and Command are named
-// types of this package:
+// events and commands, each a value of the deadlines module's Kind whose Changes and
+// Command are named types of this package:
 //
 //   - the payment due: PaymentPrepared opens it, its confirmation, rejection or
 //     cancellation settles it (PaymentChanges); overdue, CancelPayment sends
@@ -14,27 +14,37 @@
 //   - the refund owed: RefundOwed opens the rental's own, PaymentRefunded or
 //     RefundMadeByHand settles it; UnexpectedRefundOwed opens one per other
 //     provider payment, UnexpectedRefundMadeByHand settles it (RefundChanges);
-//     worked off by hand.
+//     worked off by hand;
+//   - the cancellation owed to the provider: CancellationOwedAtProvider opens it,
+//     the provider's confirmation or a success meanwhile settles it
+//     (CancellationChanges); overdue at once, RetryCancellation makes it, backing
+//     off while the provider leaves it unanswered;
+//   - the redelivery of a parked stream record: StreamRecordParked opens it,
+//     StreamRecordRedelivered settles it (RedeliveryChanges); overdue at once,
+//     Redeliver delivers the stream's parked records again, in order, backing off
+//     while they fail.
 //
-// It also holds the shapes the operator API and the CLI read the first two kinds'
-// rows in (Pending, Open, Backlog). Package deadline's machinery works over the
-// kinds without knowing what they are about (docs/decisions/0020-deadline-kinds.md,
-// docs/decisions/0030-a-small-machinery.md).
+// It also holds the shapes the operator API and the CLI read rows in (Pending,
+// Open, Backlog) and the listings that read them. The deadlines module works over
+// the kinds without knowing what they are about (docs/decisions/0020-deadline-kinds.md,
+// docs/decisions/0036-deadlines-a-module-of-its-own.md).
 package deadlinekinds
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/bikerental/bikerental/deadlines"
+
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
-	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
 // The kinds' names: in rows, summaries, metrics and the operator API.
@@ -65,20 +75,22 @@ type StuckRepairer interface {
 // Receivers are who the kinds' commands go to; a nil one leaves its kind's overdue
 // rows reported, and nothing sent.
 type Receivers struct {
-	Canceller Canceller
-	Repairer  StuckRepairer
-	Flagger   Flagger
+	Canceller   Canceller
+	Repairer    StuckRepairer
+	Flagger     Flagger
+	Retrier     Retrier
+	Redeliverer Redeliverer
 }
 
 // PaymentKind is the payment due: PaymentPrepared opens a rental's payment's row,
 // due after the payment timeout; its confirmation, rejection or cancellation
 // settles it (PaymentChanges); overdue, CancelPayment asks the process to give up,
 // which the payment side declines once the payment is confirmed.
-func PaymentKind(p deadline.Policy, c Canceller) deadline.Kind {
-	k := deadline.Kind{Name: Payment, Prefix: PaymentPrefix, After: p.PaymentTimeout(), Changes: PaymentChanges{},
-		Work: deadline.Send{}, Valid: ident.Valid, Ordered: true}
+func PaymentKind(p Policy, c Canceller) deadlines.Kind {
+	k := deadlines.Kind{Name: Payment, Prefix: PaymentPrefix, After: p.PaymentTimeout(), Changes: PaymentChanges{},
+		Work: deadlines.Send{}, Valid: ident.Valid, Ordered: true}
 	if c != nil {
-		k.Work = deadline.Send{Command: CancelPayment{Canceller: c}}
+		k.Work = deadlines.Send{Command: CancelPayment{Canceller: c}}
 	}
 	return k
 }
@@ -90,23 +102,19 @@ type CancelPayment struct {
 	Canceller Canceller
 }
 
-// Send implements deadline.Command.
-func (c CancelPayment) Send(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
+// Send implements deadlines.Command.
+func (c CancelPayment) Send(ctx context.Context, row deadlines.Row, cause string) (deadlines.Outcome, error) {
 	outcome, err := c.Canceller.CancelRentalPayment(ctx, row.Subject, command.Meta{CausationID: cause})
 	switch {
 	case err != nil:
-		return "", "", err
+		return "", err
 	case outcome == process.OutcomeCancelled:
-		return deadline.Acted, string(outcome), nil
+		return deadlines.Acted, nil
 	case outcome == process.OutcomeDeclined:
-		return deadline.Declined, string(outcome), nil
+		return deadlines.Declined, nil
 	}
-	return deadline.NothingToDo, string(outcome), nil
+	return deadlines.NothingToDo, nil
 }
-
-// OneAtATime implements deadline.Command: payments are cancelled with the sweep's
-// concurrency.
-func (CancelPayment) OneAtATime() bool { return false }
 
 // StuckKind is the process stuck: BikeRequested opens a rental's process's row,
 // due after the payment timeout plus the grace; the process's completion settles
@@ -114,11 +122,11 @@ func (CancelPayment) OneAtATime() bool { return false }
 // operator, and otherwise declines it, leaving it for one. It yields to the
 // payment due: a rental whose payment the same sweep found overdue is being
 // cancelled.
-func StuckKind(p deadline.Policy, r StuckRepairer) deadline.Kind {
-	k := deadline.Kind{Name: Stuck, Prefix: StuckPrefix, After: p.PaymentTimeout() + p.StuckGrace(), Changes: ProcessChanges{},
-		Work: deadline.Send{}, Valid: ident.Valid, Yields: []string{Payment}}
+func StuckKind(p Policy, r StuckRepairer) deadlines.Kind {
+	k := deadlines.Kind{Name: Stuck, Prefix: StuckPrefix, After: p.PaymentTimeout() + p.StuckGrace(), Changes: ProcessChanges{},
+		Work: deadlines.Send{OneAtATime: true}, Valid: ident.Valid, Yields: []string{Payment}}
 	if r != nil {
-		k.Work = deadline.Send{Command: RepairStuck{Repairer: r}}
+		k.Work = deadlines.Send{Command: RepairStuck{Repairer: r}, OneAtATime: true}
 	}
 	return k
 }
@@ -129,36 +137,38 @@ type RepairStuck struct {
 	Repairer StuckRepairer
 }
 
-// Send implements deadline.Command.
-func (c RepairStuck) Send(ctx context.Context, row deadline.Row, _ string) (deadline.Outcome, string, error) {
+// Send implements deadlines.Command.
+func (c RepairStuck) Send(ctx context.Context, row deadlines.Row, _ string) (deadlines.Outcome, error) {
 	repaired, reason, err := c.Repairer.RepairStuck(ctx, row.Subject)
+	attrs := []slog.Attr{slog.String("rentalId", row.Subject), slog.String("case", reason)}
 	switch {
 	case err != nil:
-		return "", reason, err
+		return "", fmt.Errorf("repair %s (%s): %w", row.Subject, reason, err)
 	case repaired:
-		return deadline.Acted, reason, nil
+		slog.LogAttrs(ctx, slog.LevelInfo, "sweep: stuck rental repaired", attrs...)
+		return deadlines.Acted, nil
 	}
-	return deadline.Declined, reason, nil
+	slog.LogAttrs(ctx, slog.LevelInfo, "sweep: stuck rental left for an operator", attrs...)
+	return deadlines.Declined, nil
 }
-
-// OneAtATime implements deadline.Command: repairs go one at a time, oldest first.
-func (RepairStuck) OneAtATime() bool { return true }
 
 // Declare returns the service's kinds under policy p, their commands sent to r: the
 // payment due, the process stuck and the return due, whose rental period is
-// rental.DefaultPeriod unless an option says otherwise, and the overdue return and
-// the refund owed, which operators work off by hand.
-func Declare(p deadline.Policy, r Receivers, opts ...Option) (deadline.Kinds, error) {
+// rental.DefaultPeriod unless an option says otherwise, the overdue return and
+// the refund owed, which operators work off by hand, and the cancellation owed to
+// the provider and the parked record's redelivery, due at once.
+func Declare(p Policy, r Receivers, opts ...Option) (deadlines.Kinds, error) {
 	o := options{period: rental.DefaultPeriod}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return deadline.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer), ReturnKind(p, o.period, r.Flagger), OverdueKind(o.period), RefundKind())
+	return deadlines.NewKinds(PaymentKind(p, r.Canceller), StuckKind(p, r.Repairer), ReturnKind(p, o.period, r.Flagger), OverdueKind(o.period), RefundKind(),
+		CancellationKind(r.Retrier), RedeliveryKind(r.Redeliverer))
 }
 
 // listed is what Listed returns, from the declaration itself.
 var listed = func() []string {
-	ks, err := Declare(deadline.Policy{}, Receivers{})
+	ks, err := Declare(Policy{}, Receivers{})
 	if err != nil {
 		panic(err) // a mistake in the declaration, never in what is read
 	}
@@ -178,7 +188,7 @@ type options struct{ period time.Duration }
 func WithRentalPeriod(d time.Duration) Option { return func(o *options) { o.period = d } }
 
 // MustDeclare is Declare for a policy known to be valid (tests).
-func MustDeclare(p deadline.Policy, r Receivers, opts ...Option) deadline.Kinds {
+func MustDeclare(p Policy, r Receivers, opts ...Option) deadlines.Kinds {
 	ks, err := Declare(p, r, opts...)
 	if err != nil {
 		panic(err)
@@ -190,17 +200,17 @@ func MustDeclare(p deadline.Policy, r Receivers, opts ...Option) deadline.Kinds 
 // settling event settles, with how; payments of no rental are no row of it.
 type PaymentChanges struct{}
 
-// Change implements deadline.Changes.
-func (PaymentChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
+// Change implements deadlines.Changes.
+func (PaymentChanges) Change(r deadlines.Record) (deadlines.Change, bool, error) {
 	c, ok, err := PaymentChangeOf(r)
 	if err != nil || !ok {
-		return deadline.Change{}, false, err
+		return deadlines.Change{}, false, err
 	}
 	rentalID, err := payment.RentalIDFor(c.Reference)
 	if err != nil {
-		return deadline.Change{}, false, nil // not a rental's payment: nothing will ever sweep it
+		return deadlines.Change{}, false, nil // not a rental's payment: nothing will ever sweep it
 	}
-	return deadline.Change{Subject: rentalID, Settled: c.Settled != "", How: c.Settled}, true, nil
+	return deadlines.Change{Subject: rentalID, Settled: c.Settled != "", How: c.Settled}, true, nil
 }
 
 // ProcessChanges reads the process stuck's records: BikeRequested opens, the
@@ -208,13 +218,13 @@ func (PaymentChanges) Change(r eventstore.Record) (deadline.Change, bool, error)
 // (RequestApproved) settles the row by taking it over as the return due.
 type ProcessChanges struct{}
 
-// Change implements deadline.Changes.
-func (ProcessChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
+// Change implements deadlines.Changes.
+func (ProcessChanges) Change(r deadlines.Record) (deadlines.Change, bool, error) {
 	c, ok, err := ProcessChangeOf(r)
 	if err != nil || !ok || c.Approved {
-		return deadline.Change{}, false, err
+		return deadlines.Change{}, false, err
 	}
-	ch := deadline.Change{Subject: c.RentalID, Settled: c.Completed}
+	ch := deadlines.Change{Subject: c.RentalID, Settled: c.Completed}
 	if c.Completed {
 		ch.How = "completed"
 	}

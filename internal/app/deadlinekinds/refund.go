@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -20,11 +20,6 @@ const Refund = "refund"
 // (UnexpectedRefundSubject).
 var RefundPrefix = "refund#" + PaymentPrefix
 
-// RefundLane is the lane of the refunds owed: the partitions "refund#0",
-// "refund#1", …, stamped with the time the refund became owed (the kind's After is
-// zero). No sweep reads it.
-var RefundLane = deadline.LaneOf(Refund)
-
 // SettledRefunded is how a refund-owed row settles.
 const SettledRefunded = "refunded"
 
@@ -37,12 +32,12 @@ const SettledRefunded = "refunded"
 // A rental that owes two lists two rows, each settled on its own
 // (docs/decisions/0033-every-debt-is-listed-until-paid-back.md). Operators pay
 // them back by hand: the kind has no command, and the sweep never reads its lane
-// (deadline.ByHand). Its records are all in the payment's stream (Ordered): a
+// (deadlines.ByHand). Its records are all in the payment's stream (Ordered): a
 // RefundOwed later than a PaymentRefunded (the provider's refund failed after it
 // reported it made) opens the row again. Its rows are listed by a query per shard
 // (GET /refunds/owed, GET /deadlines), not by a scan of the Events table.
-func RefundKind() deadline.Kind {
-	return deadline.Kind{Name: Refund, Prefix: RefundPrefix, Changes: RefundChanges{}, Valid: validRefundSubject, Work: deadline.ByHand{}, Ordered: true}
+func RefundKind() deadlines.Kind {
+	return deadlines.Kind{Name: Refund, Prefix: RefundPrefix, Changes: RefundChanges{}, Valid: validRefundSubject, Work: deadlines.ByHand{}, Ordered: true}
 }
 
 // RefundChanges reads the refund owed's records (payment.RefundOwedChangeOf):
@@ -50,25 +45,25 @@ func RefundKind() deadline.Kind {
 // no rental are no row of it.
 type RefundChanges struct{}
 
-// Change implements deadline.Changes.
-func (RefundChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
+// Change implements deadlines.Changes.
+func (RefundChanges) Change(r deadlines.Record) (deadlines.Change, bool, error) {
 	if !slices.Contains(payment.RefundOwedTypes(), r.Type) {
-		return deadline.Change{}, false, nil
+		return deadlines.Change{}, false, nil
 	}
 	e, err := payment.DecodeEvent(r.Type, r.Data)
 	if err != nil {
-		return deadline.Change{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		return deadlines.Change{}, false, fmt.Errorf("%w: %s version %d: %w", deadlines.ErrCorruptRecord, r.Stream, r.Position, err)
 	}
 	c, _ := payment.RefundOwedChangeOf(e)
 	rentalID, err := payment.RentalIDFor(c.Reference)
 	if err != nil {
-		return deadline.Change{}, false, nil // not a rental's payment
+		return deadlines.Change{}, false, nil // not a rental's payment
 	}
 	subject := refundSubject(rentalID, c)
 	if c.Settled { // refunded by the provider, or made by hand
-		return deadline.Change{Subject: subject, Settled: true, How: SettledRefunded}, true, nil
+		return deadlines.Change{Subject: subject, Settled: true, How: SettledRefunded}, true, nil
 	}
-	return deadline.Change{Subject: subject}, true, nil
+	return deadlines.Change{Subject: subject}, true, nil
 }
 
 // unexpectedSeparator separates, in the subject of a refund owed on another

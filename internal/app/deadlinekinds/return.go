@@ -3,13 +3,13 @@ package deadlinekinds
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/rental"
-	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
 // Return is the return-due kind's name.
@@ -17,7 +17,7 @@ const Return = "return"
 
 // ReturnPrefix starts the key of a return-due row; the rest is the rental id. It is
 // the process stuck's: the return due takes the rental's row over when the bike is
-// approved (deadline.Kind.Takes), in the payments' lane, so that one write ends the
+// approved (deadlines.Kind.Takes), in the payments' lane, so that one write ends the
 // one deadline and opens the other (docs/decisions/0020-deadline-kinds.md).
 var ReturnPrefix = StuckPrefix
 
@@ -34,13 +34,13 @@ type Flagger interface {
 // one, or it is not due by the bike's own clock. Its row is the rental's
 // process-stuck row, taken over by the approval and moved into the payments' lane,
 // stamped with its due time less the lane's offset.
-func ReturnKind(p deadline.Policy, period time.Duration, f Flagger) deadline.Kind {
+func ReturnKind(p Policy, period time.Duration, f Flagger) deadlines.Kind {
 	if period <= 0 {
 		period = rental.DefaultPeriod
 	}
-	k := deadline.Kind{Name: Return, Prefix: ReturnPrefix, After: period, Changes: ReturnChanges{}, Work: deadline.Send{}, Valid: ident.Valid, Takes: Stuck}
+	k := deadlines.Kind{Name: Return, Prefix: ReturnPrefix, After: period, Changes: ReturnChanges{}, Work: deadlines.Send{}, Valid: ident.Valid, Takes: Stuck}
 	if f != nil {
-		k.Work = deadline.Send{Command: FlagOverdueReturn{Flagger: f}}
+		k.Work = deadlines.Send{Command: FlagOverdueReturn{Flagger: f}}
 	}
 	return k
 }
@@ -51,21 +51,18 @@ type FlagOverdueReturn struct {
 	Flagger Flagger
 }
 
-// Send implements deadline.Command.
-func (c FlagOverdueReturn) Send(ctx context.Context, row deadline.Row, cause string) (deadline.Outcome, string, error) {
+// Send implements deadlines.Command.
+func (c FlagOverdueReturn) Send(ctx context.Context, row deadlines.Row, cause string) (deadlines.Outcome, error) {
 	flag, err := c.Flagger.FlagOverdueReturn(ctx, row.Subject, command.Meta{CausationID: cause})
 	switch {
 	case err != nil:
-		return "", "", err
+		return "", err
 	case flag.Outcome == command.OverdueFlagged:
-		return deadline.Acted, string(flag.Outcome), nil
+		return deadlines.Acted, nil
 	}
-	return deadline.Declined, string(flag.Reason), nil
+	slog.LogAttrs(ctx, slog.LevelInfo, "sweep: overdue return not flagged", slog.String("rentalId", row.Subject), slog.String("reason", string(flag.Reason)))
+	return deadlines.Declined, nil
 }
-
-// OneAtATime implements deadline.Command: returns are flagged with the sweep's
-// concurrency.
-func (FlagOverdueReturn) OneAtATime() bool { return false }
 
 // How a return-due row settles.
 const SettledReturned = "returned"
@@ -75,70 +72,65 @@ const SettledReturned = "returned"
 // return's taking its row over (OverdueKind).
 type ReturnChanges struct{}
 
-// Change implements deadline.Changes.
-func (ReturnChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
+// Change implements deadlines.Changes.
+func (ReturnChanges) Change(r deadlines.Record) (deadlines.Change, bool, error) {
 	return rentalChange(r, rental.RequestApproved{}.EventType())
 }
 
 // rentalChange reads the rental events of the return due and the overdue return:
 // opening, which opens a row (RequestApproved, ReturnOverdue), and BikeReturned,
 // which settles either.
-func rentalChange(r eventstore.Record, opening string) (deadline.Change, bool, error) {
+func rentalChange(r deadlines.Record, opening string) (deadlines.Change, bool, error) {
 	if r.Type != opening && r.Type != (rental.BikeReturned{}).EventType() {
-		return deadline.Change{}, false, nil
+		return deadlines.Change{}, false, nil
 	}
 	e, err := rental.DecodeEvent(r.Type, r.Data)
-	var c deadline.Change
+	var c deadlines.Change
 	if err == nil {
 		switch e := e.(type) {
 		case rental.RequestApproved:
 			c.Subject = e.RentalID
 		case rental.ReturnOverdue:
-			c = deadline.Change{Subject: e.RentalID, Due: e.DueAt}
+			c = deadlines.Change{Subject: e.RentalID, Due: e.DueAt}
 			if e.DueAt.IsZero() {
 				err = fmt.Errorf("no due time")
 			}
 		case rental.BikeReturned:
-			c = deadline.Change{Subject: e.RentalID, Settled: true, How: SettledReturned}
+			c = deadlines.Change{Subject: e.RentalID, Settled: true, How: SettledReturned}
 		}
 		if err == nil && !ident.Valid(c.Subject) {
 			err = fmt.Errorf("rental id %q", c.Subject)
 		}
 	}
 	if err != nil {
-		return deadline.Change{}, false, fmt.Errorf("%w: %s version %d: %w", eventstore.ErrCorruptRecord, r.StreamID, r.Version, err)
+		return deadlines.Change{}, false, fmt.Errorf("%w: %s version %d: %w", deadlines.ErrCorruptRecord, r.Stream, r.Position, err)
 	}
 	return c, true, nil
 }
 
 // Overdue is the overdue return's name, in the auditor's findings; operators list
-// its rows as returns (deadline.ByHand.ListedAs).
+// its rows as returns (deadlines.ByHand.ListedAs).
 const Overdue = "overdue"
-
-// OverdueLane is the lane of the returns flagged overdue: the partitions
-// "overdue#0", "overdue#1", …, stamped with the time the bike was due back. No
-// sweep reads it.
-var OverdueLane = deadline.LaneOf(Overdue)
 
 // OverdueKind is the return flagged overdue: ReturnOverdue (the sweep's
 // FlagOverdueReturn, recorded by the bike) takes the rental's return-due row over
-// (deadline.Kind.Takes) into a lane of its own, due when the bike was due back (the
+// (deadlines.Kind.Takes) into a lane of its own, due when the bike was due back (the
 // event's DueAt) and so open since the rental period before, as the return due
 // was, and the bike's return (BikeReturned) settles it. The bike is late
 // and the renter has to be followed up by hand: the kind has no command and no
-// sweep reads its lane (deadline.ByHand), so the flag is sent once, and the row
+// sweep reads its lane (deadlines.ByHand), so the flag is sent once, and the row
 // is listed as a return (GET /deadlines?kind=return&overdue=true, rentalctl pending
 // --kind return --overdue, the console's to-do list) until the bike comes back. A
 // replayed approval does not move it back into the swept lane (the return due takes
 // only a stuck row over), and a late flag does not bring back a row its return
 // settled.
-func OverdueKind(period time.Duration) deadline.Kind {
+func OverdueKind(period time.Duration) deadlines.Kind {
 	if period <= 0 {
 		period = rental.DefaultPeriod
 	}
-	return deadline.Kind{
+	return deadlines.Kind{
 		Name: Overdue, Prefix: ReturnPrefix, After: period, Changes: OverdueChanges{}, Valid: ident.Valid,
-		Work: deadline.ByHand{ListedAs: Return}, Takes: Return,
+		Work: deadlines.ByHand{ListedAs: Return}, Takes: Return,
 	}
 }
 
@@ -146,7 +138,7 @@ func OverdueKind(period time.Duration) deadline.Kind {
 // its DueAt; BikeReturned settles.
 type OverdueChanges struct{}
 
-// Change implements deadline.Changes.
-func (OverdueChanges) Change(r eventstore.Record) (deadline.Change, bool, error) {
+// Change implements deadlines.Changes.
+func (OverdueChanges) Change(r deadlines.Record) (deadlines.Change, bool, error) {
 	return rentalChange(r, rental.ReturnOverdue{}.EventType())
 }

@@ -5,14 +5,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/app/owed"
 	"github.com/bikerental/bikerental/internal/app/parked"
 )
 
 // Pending and Open are the rows of the first two kinds the service declared (a
 // payment due, a process stuck) in the shapes the operator API and the CLI read
-// them in before kinds existed (GET /payments/pending, GET /processes/stuck); the
-// sweep reads deadline.Row.
+// them in (GET /payments/pending, GET /processes/stuck); the sweep reads
+// deadlines.Row.
 
 // Pending is one outstanding payment.
 type Pending struct {
@@ -37,9 +36,9 @@ func SortOpen(rows []Open) {
 }
 
 // Backlog is what a look at the open processes', the owed cancellations' and the
-// parked records' lanes finds (rentalctl pending's backlog).
+// parked records' rows finds (rentalctl pending's backlog).
 type Backlog struct {
 	Open   []Open
-	Owed   []owed.Cancellation
+	Owed   []OwedCancellation
 	Parked []parked.Record
 }

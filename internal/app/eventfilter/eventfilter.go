@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
@@ -43,14 +44,16 @@ var wakes = map[string][]string{
 	// keeps the open processes too: a request opens one, the process's completion
 	// closes it, so that the sweep notices a process that never ends. And it keeps
 	// the cancellations owed to the provider: owed until the provider confirms one
-	// or a success arrives meanwhile, so that the sweep makes them, each retry the
-	// provider left unanswered putting the next one off (CancellationStillOwed).
+	// or a success arrives meanwhile, so that the sweep makes them (a retry the
+	// provider leaves unanswered, CancellationStillOwed, changes no row: the sweep
+	// backs off from the row's own due time).
 	// And the returns
 	// due (deadlinekinds.ReturnKind): an approval opens one, the bike's return or
 	// its being flagged overdue settles it. And the refunds owed
 	// (deadlinekinds.RefundKind, payment.RefundOwedTypes), each until refunded by
 	// the provider or made by hand, so that operators list them without a scan.
-	Projector: sorted(slices.Concat(payment.SettlementTypes(), payment.RefundOwedTypes()),
+	// And the parked stream records (package parked), each until delivered again.
+	Projector: sorted(slices.Concat(payment.SettlementTypes(), payment.RefundOwedTypes(), parked.Types()),
 		rental.BikeRequested{}.EventType(),
 		rental.RequestApproved{}.EventType(),
 		rental.BikeReturned{}.EventType(),
@@ -59,7 +62,6 @@ var wakes = map[string][]string{
 		payment.PaymentSucceededAfterCancellation{}.EventType(),
 		payment.CancellationOwedAtProvider{}.EventType(),
 		payment.CancellationDoneAtProvider{}.EventType(),
-		payment.CancellationStillOwed{}.EventType(),
 		rentalpayment.TypeCompleted),
 }
 
@@ -86,7 +88,7 @@ func Wakes(consumer, eventType string) bool {
 // define them, sorted: what each consumer must have decided on.
 func EventTypes() []string {
 	types := slices.Concat(rental.EventTypes(), payment.EventTypes(), renter.EventTypes(), rentalpayment.EventTypes(),
-		command.EventTypes())
+		command.EventTypes(), parked.Types())
 	sort.Strings(types)
 	return types
 }

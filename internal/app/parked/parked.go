@@ -1,22 +1,56 @@
-// Package parked is the part of the sweep that delivers the parked stream records
-// again (docs/decisions/0017-parked-stream-records.md): a record of the Events
-// table's stream that a consumer could not handle when it came is kept as a row of
-// the to-do table's parked lane (deadline.ParkedLane), due for delivery again, so
-// that the records behind it are not held up. Redelivery reads the rows that are
-// due (Rows), delivers each to its consumer again through the Redeliverer
-// (repair.Repairer.Redeliver), each stream's in version order, takes the delivered
-// ones off the lane and puts the ones that fail again off by Backoff.
+// Package parked keeps the stream records a consumer could not handle when they
+// came, for delivery again (docs/decisions/0017-parked-stream-records.md,
+// docs/decisions/0036-deadlines-a-module-of-its-own.md): parking a record appends
+// StreamRecordParked to a parking stream of the Events table of its own (one per
+// consumer and parked record's stream), so that the record's position in the
+// Events table's stream can move on and the records behind it are not held up;
+// delivering it again appends StreamRecordRedelivered there. The redelivery kind
+// of deadline (deadlinekinds.RedeliveryKind) projects the two into a row due at
+// once, which the sweep sends to Redeliver until it settles. Records of a parking
+// stream are never parked themselves: they fail, and Lambda delivers them again.
 package parked
 
 import (
 	"cmp"
-	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// Record is one parked record of the Events table's stream, kept for delivery
-// again to one consumer (Consumer, an eventfilter name) from Due on.
+// StreamRecordParked records that a consumer could not handle one record of a
+// stream when it came: it is kept for delivery again.
+type StreamRecordParked struct {
+	Consumer string `json:"consumer"`
+	StreamID string `json:"streamId"`
+	Version  int64  `json:"version"`
+}
+
+// EventType implements the service's event contract.
+func (StreamRecordParked) EventType() string { return "StreamRecordParked" }
+
+// StreamRecordRedelivered records that a parked record was delivered again to its
+// consumer, which handled it.
+type StreamRecordRedelivered struct {
+	Consumer string `json:"consumer"`
+	StreamID string `json:"streamId"`
+	Version  int64  `json:"version"`
+}
+
+// EventType implements the service's event contract.
+func (StreamRecordRedelivered) EventType() string { return "StreamRecordRedelivered" }
+
+// Types returns the types of the parking streams' records.
+func Types() []string {
+	return []string{StreamRecordParked{}.EventType(), StreamRecordRedelivered{}.EventType()}
+}
+
+// Record is one parked record: which consumer it is kept for, and where it is in
+// the Events table.
 type Record struct {
 	Consumer string    `json:"consumer"`
 	StreamID string    `json:"streamId"`
@@ -31,39 +65,85 @@ func Sort(rows []Record) {
 	})
 }
 
-// Backoff of a parked record whose redelivery failed: it is due again after as long
-// as it has been since it was recorded, at least BackoffMin and at most BackoffMax,
-// so that the waits about double from one attempt to the next.
-const (
-	BackoffMin = 5 * time.Second
-	BackoffMax = 5 * time.Minute
-)
+// streamPrefix starts every parking stream's id.
+const streamPrefix = "parked#"
 
-// Backoff returns when a parked record recorded at recordedAt whose redelivery
-// failed at now is due again.
-func Backoff(now, recordedAt time.Time) time.Time {
-	return now.Add(min(max(now.Sub(recordedAt), BackoffMin), BackoffMax))
+// StreamOf returns the id of the parking stream of consumer's parked records of
+// streamID.
+func StreamOf(consumer, streamID string) string { return streamPrefix + consumer + "#" + streamID }
+
+// IsParkingStream reports whether streamID is a parking stream's.
+func IsParkingStream(streamID string) bool { return strings.HasPrefix(streamID, streamPrefix) }
+
+// Subject is the subject of a parked record's row of the redelivery kind:
+// consumer, version and stream id, separated by "#".
+func Subject(consumer, streamID string, version int64) string {
+	return consumer + "#" + strconv.FormatInt(version, 10) + "#" + streamID
 }
 
-// Rows is the parked lane as Redelivery reads and settles it:
-// deadlinetable.Projection and memindex.Memory are.
-type Rows interface {
-	// Shards returns how many partitions the lane is read by.
-	Shards() int
-	// ParkedPages calls fn with the parked records of the lane's shard due before
-	// cutoff (every one for a zero cutoff), soonest due first, a page at a time,
-	// until fn returns false or none are left, and returns how many items it read:
-	// every one it passes to fn.
-	ParkedPages(ctx context.Context, shard int, cutoff time.Time, fn func([]Record) bool) (int, error)
-	// Unpark takes a redelivered record off the lane. Safe to call twice.
-	Unpark(ctx context.Context, p Record) error
-	// Postpone moves a parked record's due time to due and counts the attempt;
-	// it does nothing to a record that is no longer parked.
-	Postpone(ctx context.Context, p Record, due time.Time) error
+// OfSubject reverses Subject; ok is false for a subject that is none, or names a
+// consumer known returns false for.
+func OfSubject(subject string, known func(consumer string) bool) (Record, bool) {
+	consumer, rest, ok1 := strings.Cut(subject, "#")
+	v, stream, ok2 := strings.Cut(rest, "#")
+	version, err := strconv.ParseInt(v, 10, 64)
+	if !ok1 || !ok2 || err != nil || version < 1 || stream == "" || strconv.FormatInt(version, 10) != v || !known(consumer) {
+		return Record{}, false
+	}
+	return Record{Consumer: consumer, StreamID: stream, Version: version}, true
 }
 
-// Redeliverer delivers one stored record again to one stream consumer's handler;
-// *repair.Repairer is one. It returns when the record was recorded.
-type Redeliverer interface {
-	Redeliver(ctx context.Context, consumer, streamID string, version int64) (recordedAt time.Time, err error)
+// Change is what a record of a parking stream says: a record parked, or
+// redelivered.
+type Change struct {
+	Record
+	Redelivered bool
+}
+
+// ChangeOf decodes a record of a parking stream; ok is false for every other
+// record. One of those types that does not decode is an error wrapping
+// eventstore.ErrCorruptRecord.
+func ChangeOf(typ string, data []byte) (c Change, ok bool, err error) {
+	switch typ {
+	case StreamRecordParked{}.EventType():
+		var e StreamRecordParked
+		err = json.Unmarshal(data, &e)
+		c = Change{Record: Record{Consumer: e.Consumer, StreamID: e.StreamID, Version: e.Version}}
+	case StreamRecordRedelivered{}.EventType():
+		var e StreamRecordRedelivered
+		err = json.Unmarshal(data, &e)
+		c = Change{Record: Record{Consumer: e.Consumer, StreamID: e.StreamID, Version: e.Version}, Redelivered: true}
+	default:
+		return Change{}, false, nil
+	}
+	if err == nil && (c.Consumer == "" || c.StreamID == "" || c.Version < 1) {
+		err = fmt.Errorf("consumer %q, stream %q, version %d", c.Consumer, c.StreamID, c.Version)
+	}
+	if err != nil {
+		return Change{}, false, fmt.Errorf("%w: %s: %w", eventstore.ErrCorruptRecord, typ, err)
+	}
+	return c, true, nil
+}
+
+// outstanding returns the versions a parking stream's records leave parked, in
+// order: parked, and not redelivered since.
+func outstanding(records []eventstore.Record) ([]int64, error) {
+	state := map[int64]bool{}
+	for _, r := range records {
+		c, ok, err := ChangeOf(r.Type, r.Data)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			state[c.Version] = !c.Redelivered
+		}
+	}
+	var out []int64
+	for v, parked := range state {
+		if parked {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
