@@ -161,7 +161,7 @@ func TestATakenRowStaysTakenInEveryOrder(t *testing.T) {
 	}
 }
 
-// TestAKeySettledByTwoKindsIsWrittenOnce: a payment settles an invoice and its
+// TestAKeySettledByTwoKindsIsWrittenOnce: an invoice paid settles it and its
 // collection, which share the key: one write.
 func TestAKeySettledByTwoKindsIsWrittenOnce(t *testing.T) {
 	client, name := newTable(t)
@@ -177,7 +177,7 @@ func TestAKeySettledByTwoKindsIsWrittenOnce(t *testing.T) {
 	before := calls.updates
 	apply(t, tb, rec("InvoicePaid", "inv-2", 3, t0.Add(10*24*time.Hour)))
 	if n := calls.updates - before; n != 1 {
-		t.Errorf("%d writes for the payment, want 1", n)
+		t.Errorf("%d writes for the settlement, want 1", n)
 	}
 	if a, b := outstanding(t, tb, invoice), outstanding(t, tb, collection); len(a)+len(b) != 0 {
 		t.Errorf("outstanding invoices %v, collections %v; want none", a, b)

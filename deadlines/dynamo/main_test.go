@@ -48,7 +48,7 @@ var t0 = time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 
 // The kinds of these tests. An invoice sent is due a week later, unless paid; an
 // unpaid one handed to collection is collection's, due when the record says, and
-// its payment settles that too. A reminder follows its stream's positions: set
+// paying it settles that too. A reminder follows its stream's positions: set
 // again later, it moves; done, it settles; set once more, it opens again. An
 // escalated reminder is the operators' until they close it, or it is done.
 var (

@@ -88,9 +88,9 @@ func Endpoint(tb testing.TB) string {
 	endpoint, err := start()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			tb.Fatalf("moto is required under CI=true: %v", err)
+			tb.Fatalf("moto_server is required under CI=true: %v", err)
 		}
-		tb.Skipf("SKIPPED, moto unavailable: %v", err)
+		tb.Skipf("SKIPPED: %v", err)
 	}
 	return endpoint
 }
