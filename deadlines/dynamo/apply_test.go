@@ -204,3 +204,19 @@ func TestAFinalSettlementOfASharedKeyStaysFinal(t *testing.T) {
 		t.Errorf("reminders %v, escalations %v; want none", a, b)
 	}
 }
+
+// TestASubjectTheKindDoesNotReadBackIsCorrupt, and written nowhere: its row would
+// break every read of its shard.
+func TestASubjectTheKindDoesNotReadBackIsCorrupt(t *testing.T) {
+	numbered := deadlines.Kind{Name: "numbered", After: time.Hour, Work: deadlines.Send{},
+		Changes: deadlines.Events{Opens: []string{"Numbered"}},
+		Valid:   func(s string) bool { _, err := strconv.Atoi(s); return err == nil }}
+	tb := open(t, deadlines.MustKinds(numbered))
+	apply(t, tb, rec("Numbered", "12", 1, t0))
+	if err := tb.Apply(context.Background(), rec("Numbered", "twelve", 1, t0)); !errors.Is(err, deadlines.ErrCorruptRecord) {
+		t.Errorf("Apply of a subject the kind refuses: %v, want ErrCorruptRecord", err)
+	}
+	if got, want := outstanding(t, tb, numbered), []string{"12@1h0m0s"}; !slices.Equal(got, want) {
+		t.Errorf("outstanding %v, want %v", got, want)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -88,7 +89,8 @@ func WithShards(n int) Option { return func(s *settings) { s.shards = n } }
 func WithMarkerTTL(d time.Duration) Option { return func(s *settings) { s.markerTTL = d } }
 
 // New returns the Deadlines table named table, reached through client, projecting
-// kinds. It checks its settings, not the table: CheckShards does that.
+// kinds. It checks its settings, not the table: CheckShards does that. A kind
+// whose key prefix starts "#config", the key of the table's own item, is refused.
 func New(client API, table string, kinds deadlines.Kinds, opts ...Option) (*Table, error) {
 	s := settings{shards: DefaultShards, markerTTL: DefaultMarkerTTL}
 	for _, o := range opts {
@@ -103,6 +105,11 @@ func New(client API, table string, kinds deadlines.Kinds, opts ...Option) (*Tabl
 	}
 	if kinds.Len() == 0 {
 		errs = append(errs, errors.New("dynamo: no kinds (deadlines.NewKinds)"))
+	}
+	for _, k := range kinds.All() {
+		if strings.HasPrefix(configKey, k.KeyPrefix()) {
+			errs = append(errs, fmt.Errorf("dynamo: kind %q: key prefix %q may make the table's own key %q: want another", k.Name, k.KeyPrefix(), configKey))
+		}
 	}
 	if s.shards < 1 || s.shards > MaxShards {
 		errs = append(errs, fmt.Errorf("dynamo: %d shards: want 1 to %d", s.shards, MaxShards))

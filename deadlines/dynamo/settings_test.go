@@ -29,6 +29,8 @@ func TestBadSettingsAreRefusedSayingWhatIsWrong(t *testing.T) {
 		{"negative shards", client, "t", kinds, []dynamo.Option{dynamo.WithShards(-1)}, []string{"-1 shards"}},
 		{"no marker TTL", client, "t", kinds, []dynamo.Option{dynamo.WithMarkerTTL(0)}, []string{"marker TTL 0s: want a positive duration"}},
 		{"a negative marker TTL", client, "t", kinds, []dynamo.Option{dynamo.WithMarkerTTL(-time.Hour)}, []string{"marker TTL -1h0m0s"}},
+		{"a kind whose keys may be the table's own", client, "t", deadlines.MustKinds(deadlines.Kind{Name: "hashed", Prefix: "#", After: time.Hour,
+			Work: deadlines.Send{}, Changes: deadlines.Events{Opens: []string{"Hashed"}}}), nil, []string{`kind "hashed": key prefix "#" may make the table's own key "#config"`}},
 		{"everything", nil, "", deadlines.Kinds{}, []dynamo.Option{dynamo.WithShards(0), dynamo.WithMarkerTTL(0)},
 			[]string{"no client", "no table name", "no kinds", "0 shards", "marker TTL 0s"}},
 	} {

@@ -14,8 +14,8 @@ import (
 )
 
 // configKey is the key of the table's item that records its shard count. It has
-// no index attributes, so no read of the index ever meets it; no kind's key may be
-// it (a kind whose prefix is "#" and a subject "config").
+// no index attributes, so no read of the index ever meets it; New refuses a kind
+// whose keys may be it.
 const configKey = "#config"
 
 // The config item's attributes.
