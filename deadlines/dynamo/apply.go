@@ -31,24 +31,29 @@ import (
 //     marker), unless the kind is Ordered: then it applies only if it is later in
 //     the stream than what the row reflects.
 //
-// A change about a subject its kind does not read back (empty, or refused by
-// Kind.Valid) is an error wrapping deadlines.ErrCorruptRecord, and is not written:
-// such a row would make every read of its shard fail. A record of an Ordered kind
-// must have a Position of 1 or more. On an error some
-// kinds' writes may have been made: applying the record again is safe.
+// A record with a change about a subject its kind does not read back (empty, or
+// refused by Kind.Valid) is an error wrapping deadlines.ErrCorruptRecord, and
+// nothing of it is written: such a row would make every read of its shard fail.
+// So is a record of an Ordered kind without a Position (1 or more). On an error
+// from DynamoDB some kinds' writes may have been made: applying the record again
+// is safe.
 func (t *Table) Apply(ctx context.Context, r deadlines.Record) error {
 	changes, err := t.kinds.Changes(r)
 	if err != nil {
 		return err
 	}
+	for _, c := range changes {
+		if subject, ok := c.Kind.SubjectOf(c.Kind.Key(c.Subject)); !ok || subject != c.Subject {
+			return fmt.Errorf("%w: %s %s at %d: kind %s: subject %q is not one the kind reads back", deadlines.ErrCorruptRecord, r.Type, r.Stream, r.Position, c.Kind.Name, c.Subject)
+		}
+		if c.Kind.Ordered && r.Position < 1 {
+			return fmt.Errorf("%w: %s %s at position %d: kind %s follows positions, from 1", deadlines.ErrCorruptRecord, r.Type, r.Stream, r.Position, c.Kind.Name)
+		}
+	}
 	var marked []string // keys this record settled finally: kinds that share a key share one marker
 	for _, c := range changes {
 		key := c.Kind.Key(c.Subject)
 		switch {
-		case !readable(c):
-			err = fmt.Errorf("%w: %s %s at %d: kind %s: subject %q is not one the kind reads back", deadlines.ErrCorruptRecord, r.Type, r.Stream, r.Position, c.Kind.Name, c.Subject)
-		case c.Kind.Ordered && r.Position < 1:
-			err = fmt.Errorf("dynamo: %s %s at position %d: an ordered kind's (%s) record needs a position of 1 or more", r.Type, r.Stream, r.Position, c.Kind.Name)
 		case !c.Settled:
 			err = t.open(ctx, c, r)
 		case c.Kind.Ordered:
@@ -63,12 +68,6 @@ func (t *Table) Apply(ctx context.Context, r deadlines.Record) error {
 		}
 	}
 	return nil
-}
-
-// readable reports whether the subject of c is one its kind reads back from a key.
-func readable(c deadlines.KindChange) bool {
-	subject, ok := c.Kind.SubjectOf(c.Kind.Key(c.Subject))
-	return ok && subject == c.Subject
 }
 
 // open writes the row c opens, unless the key holds what the opening may not

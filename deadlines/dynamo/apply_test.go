@@ -184,10 +184,10 @@ func TestAKeySettledByTwoKindsIsWrittenOnce(t *testing.T) {
 	}
 }
 
-func TestAnOrderedKindsRecordNeedsAPosition(t *testing.T) {
+func TestAnOrderedKindsRecordWithoutAPositionIsCorrupt(t *testing.T) {
 	tb := open(t, kinds)
-	if err := tb.Apply(context.Background(), rec("ReminderSet", "r", 0, t0)); err == nil || errors.Is(err, deadlines.ErrCorruptRecord) {
-		t.Errorf("Apply at position 0: %v, want an error of its own", err)
+	if err := tb.Apply(context.Background(), rec("ReminderSet", "r", 0, t0)); !errors.Is(err, deadlines.ErrCorruptRecord) {
+		t.Errorf("Apply at position 0: %v, want ErrCorruptRecord", err)
 	}
 	if got := outstanding(t, tb, reminder); len(got) != 0 {
 		t.Errorf("reminders %v, want none", got)

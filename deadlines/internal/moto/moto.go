@@ -267,19 +267,19 @@ func (s *server) waitReady(ctx context.Context, backend string) error {
 }
 
 // serveProxy puts a loopback reverse proxy in front of moto that passes on one
-// request at a time. The loss that made the service's emulator serialize requests
-// (docs/decisions/0001 in the service's repository: moto restores a cancelled
-// TransactWriteItems' copy of the table over concurrent writes) cannot happen
-// here: the module sends no transaction, only single-item UpdateItem, GetItem and
-// Query. But what Apply guarantees (a settled row never comes back, in any order
-// of delivery) rests on DynamoDB's evaluating an item's condition and writing it
-// atomically, and moto 5.2.1 serves each request on a thread of its own and
-// checks the condition, then writes, under no lock of its own: only Python's
-// global interpreter lock keeps the two together. 9,600 conditional creates of
-// 300 items by 32 racing writers straight to moto never saw two succeed, so the
-// race is rare, but it is there, and a rare race is a flaky test blamed on the
-// code under test. One request at a time makes the atomicity hold by
-// construction; moto runs under the interpreter lock, so little is lost.
+// request at a time. moto's best-known race, losing concurrent writes to a table
+// when a TransactWriteItems is cancelled (it restores its copy of the table),
+// cannot happen here: the module sends no transaction, only single-item
+// UpdateItem and GetItem, and Query. But what Apply guarantees (a settled row
+// never comes back, in any order of delivery) rests on DynamoDB's checking an
+// item's condition and writing it atomically, and moto 5.2.1 serves each request
+// on a thread of its own and checks the condition, then writes, under no lock of
+// its own: only Python's global interpreter lock keeps the two together. 9,600
+// conditional creates of 300 items by 32 racing writers straight to moto never
+// saw two succeed, so the race is rare; but it is there, and a rare race is a
+// flaky test blamed on the code under test. One request at a time makes the
+// atomicity hold by construction; moto runs under the interpreter lock, so little
+// is lost.
 func (s *server) serveProxy(backend *url.URL) error {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
