@@ -21,6 +21,10 @@ type Record struct {
 	At time.Time
 	// Data is the event's body, in the service's own format.
 	Data []byte
+	// Source is the record as the service decoded it from where it is stored, in
+	// its own type, for the service's own handlers of the same records (a stream
+	// consumer beside the projector, awslambda.Stream); the deadlines never read it.
+	Source any
 }
 
 // ErrCorruptRecord reports a record of a type a kind reads whose data does not
