@@ -26,7 +26,8 @@ type Kind struct {
 	// (Takes).
 	Prefix string
 	// After is how long after its opening record a row falls due: positive, or zero
-	// for a kind worked off by hand (due as soon as it opens).
+	// for a row due as soon as it opens (work that waits for nothing but a sweep, or
+	// an operator).
 	After time.Duration
 	// Changes says what each record means for the kind's rows: Events for the
 	// common case.
@@ -258,11 +259,8 @@ func (k Kind) check() []error {
 	if !validName(k.Name) {
 		wrong("want a name of lower-case ASCII letters, digits and hyphens, starting with a letter, at most %d", MaxName)
 	}
-	switch {
-	case k.After < 0:
-		wrong("After %s: want a positive duration", k.After)
-	case k.After == 0 && k.Swept():
-		wrong("After is zero: want a positive duration for a swept kind (zero only for one worked off by hand)")
+	if k.After < 0 {
+		wrong("After %s: want a positive duration, or zero for a row due as soon as it opens", k.After)
 	}
 	if k.Changes == nil {
 		wrong("no Changes: say which records open and settle its rows")

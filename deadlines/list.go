@@ -82,16 +82,7 @@ func List(ctx context.Context, idx Index, kinds Kinds, q Query) (Page, error) {
 		}
 		for shard := range idx.Shards() {
 			span.Shard = shard
-			var got []Row
-			n, err := idx.Rows(ctx, span, func(page []Row) bool {
-				for _, r := range page {
-					r.Kind = k.Listed()
-					if after == nil || compareRows(r, *after) > 0 {
-						got = append(got, r)
-					}
-				}
-				return len(got) < q.Limit
-			})
+			got, n, err := listShard(ctx, idx, span, k.Listed(), after, q.Limit)
 			read += n
 			if err != nil {
 				return Page{Read: read}, err
@@ -109,6 +100,24 @@ func List(ctx context.Context, idx Index, kinds Kinds, q Query) (Page, error) {
 		}
 	}
 	return page, nil
+}
+
+// listShard reads the rows of one shard in span after the row after (nil: from
+// the span's start), named as listed, until it has limit of them and every row due
+// at the same time as the limit-th: an index orders rows due at the same
+// millisecond as it likes, and the page's token must leave none of them behind.
+func listShard(ctx context.Context, idx Index, span Span, listed string, after *Row, limit int) ([]Row, int, error) {
+	var got []Row
+	n, err := idx.Rows(ctx, span, func(page []Row) bool {
+		for _, r := range page {
+			r.Kind = listed
+			if after == nil || compareRows(r, *after) > 0 {
+				got = append(got, r)
+			}
+		}
+		return len(got) < limit || !got[len(got)-1].Due.After(got[limit-1].Due)
+	})
+	return got, n, err
 }
 
 // check returns the kinds q lists and the row its token goes on after, or what is

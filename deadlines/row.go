@@ -35,9 +35,10 @@ type Index interface {
 	// Shards returns how many partitions each kind's rows are spread over.
 	Shards() int
 	// Rows calls fn with the outstanding rows of span.Kind in span.Shard due in
-	// [span.From, span.Before), soonest due first (then by subject), a page at a
-	// time, until fn returns false or none are left, and returns how many items it
-	// read: it reads nothing but the rows it passes to fn.
+	// [span.From, span.Before), soonest due first (rows due in the same
+	// millisecond in any order), a page at a time, until fn returns false or none
+	// are left, and returns how many items it read: it reads nothing but the rows
+	// it passes to fn.
 	Rows(ctx context.Context, span Span, fn func([]Row) bool) (read int, err error)
 	// Row returns the outstanding row of kind k about subject, with a strongly
 	// consistent read; ok is false when none is outstanding (never opened, or

@@ -35,8 +35,8 @@ func ParseTrigger(input []byte, kinds Kinds) (Trigger, error) {
 	}
 	if t.Kind != "" || t.Key != "" {
 		k, ok := kinds.ByName(t.Kind)
-		if _, valid := k.SubjectOf(t.Key); !ok || !valid {
-			return Trigger{}, fmt.Errorf("deadlines: one-row trigger names kind %q and key %q, which is no row of that kind", t.Kind, t.Key)
+		if _, valid := k.SubjectOf(t.Key); !ok || !valid || !k.Swept() {
+			return Trigger{}, fmt.Errorf("deadlines: one-row trigger names kind %q and key %q, which is no row of that kind, or of no swept kind", t.Kind, t.Key)
 		}
 	}
 	return t, nil

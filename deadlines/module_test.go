@@ -1,0 +1,113 @@
+package deadlines_test
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The module's own path, and the service's beside it: the module imports nothing
+// of the service.
+const (
+	modulePath  = "github.com/bikerental/bikerental/deadlines"
+	servicePath = "github.com/bikerental/bikerental/"
+)
+
+// goList runs go list in the module's directory, outside any workspace.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.Bytes())
+	}
+	return strings.Fields(string(out))
+}
+
+// TestTheCoreNeedsOnlyTheStandardLibrary and the rest of the module nothing of the
+// service that was its first user.
+func TestTheModuleImportsNothingOfTheService(t *testing.T) {
+	for _, p := range goList(t, "-deps", ".") {
+		if first, _, _ := strings.Cut(p, "/"); strings.Contains(first, ".") && p != modulePath {
+			t.Errorf("the core package imports %s: want the standard library alone", p)
+		}
+	}
+	for _, p := range goList(t, "-deps", "-test", "./...") {
+		if strings.HasPrefix(p, servicePath) && !strings.HasPrefix(strings.TrimSuffix(p, ".test"), modulePath) {
+			t.Errorf("the module imports %s, of the service", p)
+		}
+	}
+}
+
+// words are what the module is not about: the domain of the service that was its
+// first user, and the names of the service's own uses of it.
+var words = regexp.MustCompile(`(?i)\b(bikes?|rentals?|renters?|payments?|refunds?|providers?|stripe|owed|parked)\b`)
+
+// TestTheModuleKnowsNoDomain reads every file of the module (code, comments,
+// tests, testdata) for a word of the service's domain.
+func TestTheModuleKnowsNoDomain(t *testing.T) {
+	files := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for i, line := range strings.Split(string(b), "\n") {
+			if w := words.FindString(line); w != "" && path != "module_test.go" {
+				t.Errorf("%s:%d says %q: the module knows no domain", path, i+1, w)
+			}
+		}
+		return nil
+	})
+	if err != nil || files < 10 {
+		t.Fatalf("read %d files: %v", files, err)
+	}
+}
+
+// TestAModuleOutsideImportsEveryPackageAndBuilds makes a module in a temporary
+// directory, as a new user would, that imports every package of this one through a
+// replace to this checkout, and builds it outside any workspace.
+func TestAModuleOutsideImportsEveryPackageAndBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module of its own")
+	}
+	here, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imports []string
+	for _, p := range goList(t, "./...") {
+		if !strings.Contains(p, "/internal/") && !strings.HasSuffix(p, "/internal") {
+			imports = append(imports, "\t_ \""+p+"\"\n")
+		}
+	}
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/orders\n\ngo 1.26.0\n\nrequire "+modulePath+" v0.0.0\n\nreplace "+modulePath+" => "+here+"\n")
+	write("main.go", "package main\n\nimport (\n"+strings.Join(imports, "")+")\n\nfunc main() {}\n")
+	for _, args := range [][]string{{"mod", "tidy"}, {"build", "./..."}, {"vet", "./..."}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %v in a module outside: %v\n%s", args, err, out)
+		}
+	}
+	t.Logf("an outside module imports and builds %d packages", len(imports))
+}
