@@ -11,6 +11,7 @@ import (
 
 	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/deadlines/awslambda"
+	"github.com/bikerental/bikerental/deadlines/memory"
 )
 
 // orderKinds declares an order not confirmed within 15 minutes of being placed:
@@ -27,7 +28,8 @@ func orderKinds(send deadlines.Command) deadlines.Kinds {
 // The projector's Lambda: each event of the orders' table stream is applied to the
 // projection of the deadlines, which keeps the orders not yet confirmed.
 func ExampleProjector() {
-	projection := newIndex(orderKinds(nil)) // the DynamoDB table's projection in a service
+	kinds := orderKinds(nil)
+	projection := memory.New(kinds, 1) // the DynamoDB table's projection in a service
 	placed := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
 	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
 		insert(deadlines.Record{Stream: "order-17", Position: 1, Type: "OrderPlaced", At: placed}, 1),
@@ -42,7 +44,8 @@ func ExampleProjector() {
 	resp, err := handler(context.Background(), batch)
 
 	fmt.Println("records to deliver again:", len(resp.BatchItemFailures), err)
-	for _, row := range projection.outstanding() {
+	due, _ := deadlines.List(context.Background(), projection, kinds, deadlines.Query{Limit: 10})
+	for _, row := range due.Rows {
 		fmt.Println(row.Kind, row.Subject, "due", row.Due.Format(time.Kitchen))
 	}
 	// Output:
@@ -58,10 +61,16 @@ func ExampleSweep() {
 		return deadlines.Acted, nil
 	})
 	kinds := orderKinds(cancel)
+	index := memory.New(kinds, 1) // the DynamoDB table in a service
 	placed := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
-	index := newIndex(kinds,
-		deadlines.Row{Kind: "unconfirmed-order", Subject: "order-18", Due: placed.Add(15 * time.Minute)},
-		deadlines.Row{Kind: "unconfirmed-order", Subject: "order-19", Due: placed.Add(25 * time.Minute)})
+	for _, r := range []deadlines.Record{
+		{Stream: "order-18", Position: 1, Type: "OrderPlaced", At: placed},                       // due 9:15
+		{Stream: "order-19", Position: 1, Type: "OrderPlaced", At: placed.Add(10 * time.Minute)}, // due 9:25
+	} {
+		if err := index.Apply(context.Background(), r); err != nil {
+			panic(err)
+		}
+	}
 	sweeper, err := deadlines.NewSweeper(deadlines.SweeperConfig{Index: index, Kinds: kinds})
 	if err != nil {
 		panic(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/memory"
 )
 
 // decodeOrderEvent reads an item of an Orders events table, one event per item
@@ -121,85 +122,36 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	return lines
 }
 
-// index is a small in-memory projection for the tests, of one shard: an opening
-// adds its row unless a row or a settled row's marker holds its key, a settlement
-// takes the row out and leaves a marker. It keeps the records applied, in order.
-type index struct {
+// recorder is a projection in memory that keeps the records applied to it, in
+// order.
+type recorder struct {
+	*memory.Index
 	kinds   deadlines.Kinds
 	mu      sync.Mutex
-	rows    map[string]deadlines.Row // by key
-	settled map[string]bool
 	applied []deadlines.Record
 }
 
-var _ deadlines.Projection = (*index)(nil)
-
-func newIndex(kinds deadlines.Kinds, rows ...deadlines.Row) *index {
-	x := &index{kinds: kinds, rows: map[string]deadlines.Row{}, settled: map[string]bool{}}
-	for _, r := range rows {
-		k, _ := kinds.ByName(r.Kind)
-		x.rows[k.Key(r.Subject)] = r
-	}
-	return x
+func newRecorder(kinds deadlines.Kinds) *recorder {
+	return &recorder{Index: memory.New(kinds, 2), kinds: kinds}
 }
 
-func (x *index) Shards() int { return 1 }
-
-func (x *index) Rows(_ context.Context, span deadlines.Span, fn func([]deadlines.Row) bool) (int, error) {
-	x.mu.Lock()
-	var rows []deadlines.Row
-	for _, r := range x.rows {
-		if r.Kind == span.Kind.Name && span.Has(r.Due) {
-			rows = append(rows, r)
-		}
-	}
-	x.mu.Unlock()
-	deadlines.SortRows(rows)
-	if len(rows) > 0 {
-		fn(rows)
-	}
-	return len(rows), nil
-}
-
-func (x *index) Row(_ context.Context, k deadlines.Kind, subject string) (deadlines.Row, bool, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	r, ok := x.rows[k.Key(subject)]
-	return r, ok && r.Kind == k.Name, nil
-}
-
-func (x *index) Apply(_ context.Context, r deadlines.Record) error {
-	changes, err := x.kinds.Changes(r)
-	if err != nil {
+func (x *recorder) Apply(ctx context.Context, r deadlines.Record) error {
+	if err := x.Index.Apply(ctx, r); err != nil {
 		return err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.applied = append(x.applied, r)
-	for _, c := range changes {
-		key := c.Kind.Key(c.Subject)
-		_, open := x.rows[key]
-		switch {
-		case c.Settled:
-			delete(x.rows, key)
-			x.settled[key] = true
-		case !open && !x.settled[key]:
-			x.rows[key] = deadlines.Row{Kind: c.Kind.Name, Subject: c.Subject, Due: c.Kind.DueAt(c.Change, r.At)}
-		}
-	}
 	return nil
 }
 
 // outstanding returns the outstanding rows, soonest due first.
-func (x *index) outstanding() []deadlines.Row {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	var rows []deadlines.Row
-	for _, r := range x.rows {
-		rows = append(rows, r)
+func (x *recorder) outstanding() []deadlines.Row {
+	page, err := deadlines.List(context.Background(), x, x.kinds, deadlines.Query{Limit: deadlines.MaxLimit})
+	if err != nil {
+		panic(err)
 	}
-	deadlines.SortRows(rows)
-	return rows
+	return page.Rows
 }
 
 // sent is a command that keeps what it is sent for, as "kind subject cause".

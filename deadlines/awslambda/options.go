@@ -84,7 +84,7 @@ func Types(types ...string) StreamOption {
 // stream in the batch, in order. A record park kept counts as done in the batch's
 // answer; one it could not keep (an error, or a panic) fails, as without Park, and
 // holds back the rest of its stream. park must be safe for concurrent use and
-// idempotent: a record may be parked twice, when Lambda delivers it again. Without
+// idempotent: a record may be given to it twice, when Lambda delivers it again. Without
 // Park a failed record is not retried in place: Lambda's delivery again is its
 // retry.
 func Park(park Handler) StreamOption {

@@ -72,22 +72,22 @@ func TestAFailingRecordIsParkedAndTheBatchAcknowledged(t *testing.T) {
 			p := &parkLog{}
 			resp, _ := awslambda.Stream(decodeOrderEvent, h.handle, awslambda.Concurrency(concurrency), awslambda.Park(p.park), quiet)(context.Background(), batch)
 			if len(resp.BatchItemFailures) != 0 {
-				t.Errorf("failures %v, want none: the stuck stream is parked", resp.BatchItemFailures)
+				t.Errorf("failures %v, want none: Park kept the stuck stream", resp.BatchItemFailures)
 			}
 			slices.Sort(h.handled)
 			if want := []string{"a@1", "a@2", "b@1", "c@1"}; !slices.Equal(h.handled, want) {
 				t.Errorf("handled %v, want %v", h.handled, want)
 			}
 			if want := []string{"stuck@1", "stuck@2", "stuck@3"}; !slices.Equal(p.kept, want) {
-				t.Errorf("parked %v, want %v in order", p.kept, want)
+				t.Errorf("kept %v, want %v in order", p.kept, want)
 			}
 			// Only the first of the stream was tried, each of its retries in place
-			// included; the later ones were parked behind it untried.
+			// included; the later ones were given to Park behind it untried.
 			if got, want := h.calls["stuck@1"], 1+len(awslambda.RetryDelays); got != want {
 				t.Errorf("stuck@1 tried %d times, want %d", got, want)
 			}
 			if h.calls["stuck@2"]+h.calls["stuck@3"] != 0 {
-				t.Errorf("the records behind a parked one were handled: %v", h.calls)
+				t.Errorf("the records behind one given to Park were handled: %v", h.calls)
 			}
 		})
 	}
@@ -114,7 +114,7 @@ func TestARecordParkCannotKeepFailsAsWithoutPark(t *testing.T) {
 				t.Errorf("failures %v, want record %d's", got, tc.wantFail)
 			}
 			if !slices.Equal(tc.park.kept, tc.wantKept) {
-				t.Errorf("parked %v, want %v", tc.park.kept, tc.wantKept)
+				t.Errorf("kept %v, want %v", tc.park.kept, tc.wantKept)
 			}
 			slices.Sort(h.handled)
 			if want := []string{"a@1", "b@1", "c@1"}; !slices.Equal(h.handled, want) {
@@ -157,7 +157,7 @@ func TestARecordThatFailsTwiceThenSucceedsIsNotParked(t *testing.T) {
 		t.Errorf("failures %v", resp.BatchItemFailures)
 	}
 	if len(p.kept) != 0 {
-		t.Errorf("parked %v, want nothing: the third try succeeded", p.kept)
+		t.Errorf("kept %v, want nothing: the third try succeeded", p.kept)
 	}
 	if want := []string{"race@1", "race@2", "a@1"}; !slices.Equal(handled, want) {
 		t.Errorf("handled %v, want %v", handled, want)

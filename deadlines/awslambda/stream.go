@@ -51,7 +51,7 @@ const (
 // retryDelays in turn, as long as less than retryWithin has passed since its first
 // try and the record could still be started. They cover a race that resolves in
 // milliseconds (a record handled just before the record it depends on, of another
-// stream); a record whose handler took retryWithin or more to fail is parked at
+// stream); a record whose handler took retryWithin or more to fail is given to Park at
 // once, so that a slow failure is not paid for several times over.
 var retryDelays = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 400 * time.Millisecond}
 
@@ -69,7 +69,7 @@ const retryWithin = time.Second
 // invocation's context is done or its deadline is less than the Margin away, or
 // when an earlier record of its stream failed or was not started. The records of
 // other streams carry on. With Park, a record whose handler fails is first tried
-// again in place, then parked with every later record of its stream in the batch.
+// again in place, then given to Park with every later record of its stream in the batch.
 //
 // The answer names the earliest record, in batch order, that failed or was not
 // started, so that Lambda delivers it and everything after it again: records of
@@ -120,7 +120,7 @@ const (
 	notStarted outcome = iota // not reached: the deadline, or its stream's earlier record failed
 	skipped                   // no event, or one of a type the consumer does not handle
 	handled                   // the handler returned nil
-	parked                    // the handler failed, or an earlier record of its stream was parked, and Park kept it
+	kept                      // the handler failed, or an earlier record of its stream was kept, and Park kept it
 	failed                    // undecodable, the handler failed or panicked (and Park, if set, could not keep it)
 )
 
@@ -234,9 +234,9 @@ func (b *batch) run(ctx context.Context) {
 }
 
 // runLane handles the records of one lane in order, until one fails (or, with
-// Park, one cannot be parked) or the time is up.
+// Park, one Park cannot keep) or the time is up.
 func (b *batch) runLane(ctx context.Context, lane int) {
-	parking := false // an earlier record of the lane was parked: park the rest, in order
+	parking := false // an earlier record of the lane was kept: give Park the rest, in order
 	for _, idx := range b.order[b.start[lane]:b.start[lane+1]] {
 		if err := startable(ctx, b.margin); err != nil {
 			b.late.add(idx, err) // this one and the rest of the lane stay notStarted
@@ -258,12 +258,12 @@ func (b *batch) runLane(ctx context.Context, lane int) {
 			parking = true
 		}
 		if err := b.keep(ctx, r); err != nil {
-			b.logger.LogAttrs(ctx, slog.LevelError, "stream record not parked", append(attrs, slog.String("error", err.Error()))...)
+			b.logger.LogAttrs(ctx, slog.LevelError, "stream record not kept", append(attrs, slog.String("error", err.Error()))...)
 			b.outcomes[idx] = failed
 			return
 		}
-		b.logger.LogAttrs(ctx, slog.LevelWarn, "stream record parked", attrs...)
-		b.outcomes[idx] = parked
+		b.logger.LogAttrs(ctx, slog.LevelWarn, "stream record kept for later", attrs...)
+		b.outcomes[idx] = kept
 	}
 }
 
@@ -274,7 +274,7 @@ func (b *batch) answer(ctx context.Context) events.DynamoDBEventResponse {
 	first := -1
 	for i, o := range b.outcomes {
 		counts[o]++
-		if first < 0 && o != handled && o != skipped && o != parked {
+		if first < 0 && o != handled && o != skipped && o != kept {
 			first = i
 		}
 	}
@@ -291,8 +291,8 @@ func (b *batch) answer(ctx context.Context) events.DynamoDBEventResponse {
 		slog.Int("failed", counts[failed]),
 		slog.Int("notStarted", counts[notStarted]),
 	}
-	if counts[parked] > 0 {
-		attrs = append(attrs, slog.Int("parked", counts[parked]))
+	if counts[kept] > 0 {
+		attrs = append(attrs, slog.Int("kept", counts[kept]))
 	}
 	level := slog.LevelInfo
 	var resp events.DynamoDBEventResponse

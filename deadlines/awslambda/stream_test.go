@@ -254,7 +254,7 @@ func anyLineHas(lines []map[string]any, want map[string]any) bool {
 // projection: the events reach Apply in order, the others do not, and the row the
 // first opened is settled by the second.
 func TestProjectorAppliesEachEventToTheProjection(t *testing.T) {
-	x := newIndex(orderKinds(nil))
+	x := newRecorder(orderKinds(nil))
 	resp, err := awslambda.Projector(x, decodeOrderEvent, quiet)(context.Background(), sample(t, "batch.json"))
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("answered %+v, %v", resp, err)
@@ -284,7 +284,7 @@ func TestProjectorFailsARecordAKindCannotRead(t *testing.T) {
 			return string(r.Data), nil
 		}},
 	})
-	x := newIndex(kinds)
+	x := newRecorder(kinds)
 	issued := deadlines.Record{Stream: "invoice-9", Position: 1, Type: "InvoiceIssued", At: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 	paid := issued
 	paid.Position, paid.Type, paid.Data = 2, "InvoicePaid", []byte("9")

@@ -13,21 +13,22 @@ import (
 
 	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/deadlines/awslambda"
+	"github.com/bikerental/bikerental/deadlines/memory"
 )
 
 // sweepWorld is an index holding two outstanding orders, order-1 due a minute
-// before at and order-2 a minute after it, a command that keeps what it is sent,
-// and a clock ten minutes after at.
+// before at and order-2 a minute after it, and a disputed invoice (worked by
+// hand); a command that keeps what it is sent; and a clock ten minutes after at.
 type sweepWorld struct {
 	at      time.Time
 	clock   time.Time
 	sent    *sent
 	kinds   deadlines.Kinds
-	index   *index
+	index   *memory.Index
 	sweeper *deadlines.Sweeper
 }
 
-func newSweepWorld(t *testing.T, idx func(*index) deadlines.Index) *sweepWorld {
+func newSweepWorld(t *testing.T, idx func(*memory.Index) deadlines.Index) *sweepWorld {
 	t.Helper()
 	at := time.Date(2026, 5, 4, 9, 20, 0, 0, time.UTC)
 	w := &sweepWorld{at: at, clock: at.Add(10 * time.Minute), sent: &sent{}}
@@ -40,10 +41,16 @@ func newSweepWorld(t *testing.T, idx func(*index) deadlines.Index) *sweepWorld {
 			Name: "disputed-invoice", Work: deadlines.ByHand{},
 			Changes: deadlines.Events{Opens: []string{"InvoiceDisputed"}, Settles: []string{"DisputeResolved"}},
 		})
-	w.index = newIndex(w.kinds,
-		deadlines.Row{Kind: "unconfirmed-order", Subject: "order-1", Due: at.Add(-time.Minute)},
-		deadlines.Row{Kind: "unconfirmed-order", Subject: "order-2", Due: at.Add(time.Minute)},
-		deadlines.Row{Kind: "disputed-invoice", Subject: "invoice-3", Due: at.Add(-time.Hour)})
+	w.index = memory.New(w.kinds, 2)
+	for _, r := range []deadlines.Record{
+		{Stream: "order-1", Position: 1, Type: "OrderPlaced", At: at.Add(-16 * time.Minute)},
+		{Stream: "order-2", Position: 1, Type: "OrderPlaced", At: at.Add(-14 * time.Minute)},
+		{Stream: "invoice-3", Position: 1, Type: "InvoiceDisputed", At: at.Add(-time.Hour)},
+	} {
+		if err := w.index.Apply(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var i deadlines.Index = w.index
 	if idx != nil {
 		i = idx(w.index)
@@ -225,7 +232,7 @@ func TestSweepStopsTheMarginBeforeTheDeadline(t *testing.T) {
 }
 
 // failingReads is an index whose reads of rows fail.
-type failingReads struct{ *index }
+type failingReads struct{ *memory.Index }
 
 func (failingReads) Rows(context.Context, deadlines.Span, func([]deadlines.Row) bool) (int, error) {
 	return 0, errors.New("the index is unavailable")
@@ -234,7 +241,7 @@ func (failingReads) Rows(context.Context, deadlines.Span, func([]deadlines.Row) 
 // TestSweepReturnsAReadThatFailed checks that a read that fails is the handler's
 // error, so that the scheduler retries the invocation.
 func TestSweepReturnsAReadThatFailed(t *testing.T) {
-	w := newSweepWorld(t, func(x *index) deadlines.Index { return failingReads{x} })
+	w := newSweepWorld(t, func(x *memory.Index) deadlines.Index { return failingReads{x} })
 	var logs bytes.Buffer
 	_, err := w.handler(awslambda.Logger(slog.New(slog.NewJSONHandler(&logs, nil))))(context.Background(), json.RawMessage(`{"scheduledTime": "2026-05-04T09:20:00Z"}`))
 	if err == nil || !strings.Contains(err.Error(), "the index is unavailable") {

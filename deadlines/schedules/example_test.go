@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/bikerental/bikerental/deadlines/memory"
 	"github.com/bikerental/bikerental/deadlines/schedules"
 )
 
@@ -17,7 +18,7 @@ import (
 // awslambda.Projector(projection, decode).
 func ExampleNew() {
 	cfg := aws.Config{Region: "eu-west-1"} // config.LoadDefaultConfig in a service
-	projection, err := schedules.New(newIndex(testKinds()), schedules.Config{
+	projection, err := schedules.New(memory.New(testKinds(), 1), schedules.Config{
 		Client:        scheduler.NewFromConfig(cfg),
 		Group:         os.Getenv("DEADLINES_SCHEDULE_GROUP"),
 		TargetARN:     os.Getenv("SWEEP_FUNCTION_ARN"),

@@ -2,7 +2,6 @@ package schedules_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
 	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/memory"
 	"github.com/bikerental/bikerental/deadlines/schedules"
 )
 
@@ -95,66 +95,17 @@ func (f *fakeScheduler) callsMade() []string {
 	return slices.Clone(f.calls)
 }
 
-// index is a small in-memory projection for the tests, of one shard, that keeps
-// what a Projection promises: an opening adds its row unless a row or a settled
-// row's marker holds its key, a settlement takes the row out and leaves a marker;
-// an ordered kind's record applies only when it is later in its stream than what
-// the row reflects, a later opening moving an outstanding row's due time or
-// opening a settled one again; an opening of a kind that takes another over
-// replaces that kind's outstanding row. Apply fails with fail when it is set.
+// index is a projection in memory whose Apply fails with fail when it is set.
 type index struct {
-	kinds deadlines.Kinds
-	mu    sync.Mutex
-	rows  map[string]entry // by key
-	fail  error
+	*memory.Index
+	fail error
 }
 
-type entry struct {
-	row      deadlines.Row
-	settled  bool
-	position int64
-}
+func newIndex(kinds deadlines.Kinds) *index { return &index{Index: memory.New(kinds, 2)} }
 
-var _ deadlines.Projection = (*index)(nil)
-
-func newIndex(kinds deadlines.Kinds) *index {
-	return &index{kinds: kinds, rows: map[string]entry{}}
-}
-
-func (x *index) Shards() int { return 1 }
-
-func (x *index) Rows(context.Context, deadlines.Span, func([]deadlines.Row) bool) (int, error) {
-	return 0, errors.New("not read by the schedules")
-}
-
-func (x *index) Row(_ context.Context, k deadlines.Kind, subject string) (deadlines.Row, bool, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	e, ok := x.rows[k.Key(subject)]
-	return e.row, ok && !e.settled && e.row.Kind == k.Name, nil
-}
-
-func (x *index) Apply(_ context.Context, r deadlines.Record) error {
+func (x *index) Apply(ctx context.Context, r deadlines.Record) error {
 	if x.fail != nil {
 		return x.fail
 	}
-	changes, err := x.kinds.Changes(r)
-	if err != nil {
-		return err
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, c := range changes {
-		key := c.Kind.Key(c.Subject)
-		e, exists := x.rows[key]
-		open := entry{row: deadlines.Row{Kind: c.Kind.Name, Subject: c.Subject, Due: c.Kind.DueAt(c.Change, r.At)}, position: r.Position}
-		switch {
-		case c.Kind.Ordered && exists && r.Position <= e.position:
-		case c.Settled:
-			x.rows[key] = entry{row: e.row, settled: true, position: r.Position}
-		case c.Kind.Ordered || !exists || (!e.settled && e.row.Kind == c.Kind.Takes):
-			x.rows[key] = open
-		}
-	}
-	return nil
+	return x.Index.Apply(ctx, r)
 }
