@@ -51,8 +51,8 @@ const (
 // retryDelays in turn, as long as less than retryWithin has passed since its first
 // try and the record could still be started. They cover a race that resolves in
 // milliseconds (a record handled just before the record it depends on, of another
-// stream); a record whose handler took retryWithin or more to fail is given to Park at
-// once, so that a slow failure is not paid for several times over.
+// stream); a record whose handler took retryWithin or more to fail is given to
+// Park at once, so that a slow failure is not paid for several times over.
 var retryDelays = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 400 * time.Millisecond}
 
 const retryWithin = time.Second
