@@ -29,6 +29,7 @@ type sweepSettings struct {
 	margin time.Duration
 	logger *slog.Logger
 	clock  func() time.Time
+	report func(Summary)
 }
 
 type streamOption func(*streamSettings)
@@ -95,4 +96,11 @@ func Park(park Handler) StreamOption {
 // scheduled time later than the clock is taken as the clock.
 func Clock(now func() time.Time) SweepOption {
 	return sweepOption(func(s *sweepSettings) { s.clock = now })
+}
+
+// Report is given the summary of every invocation that swept (one row's
+// included; not one whose input was refused) once it is logged: a service writes
+// its metrics from it.
+func Report(fn func(Summary)) SweepOption {
+	return sweepOption(func(s *sweepSettings) { s.report = fn })
 }

@@ -76,6 +76,9 @@ func Sweep(s *deadlines.Sweeper, opts ...SweepOption) func(context.Context, json
 			sum, err = sweepAll(ctx, s, trigger, clock, set.margin)
 		}
 		report(ctx, set.logger, sum, err)
+		if set.report != nil {
+			set.report(sum)
+		}
 		return sum, err
 	}
 }

@@ -251,3 +251,25 @@ func TestSweepReturnsAReadThatFailed(t *testing.T) {
 		t.Errorf("log lines %v: want one sweep line at ERROR", lines)
 	}
 }
+
+// TestSweepReportsEachSummary gives Report what every invocation that swept
+// returned, a sweep's and a row's own; an input refused swept nothing, and reports
+// nothing.
+func TestSweepReportsEachSummary(t *testing.T) {
+	w := newSweepWorld(t, nil)
+	var reported []awslambda.Summary
+	h := w.handler(awslambda.Report(func(s awslambda.Summary) { reported = append(reported, s) }))
+	var returned []awslambda.Summary
+	for _, input := range []string{`{"scheduledTime": "2026-05-04T09:20:00Z"}`, `{"kind":"unconfirmed-order","key":"unconfirmed-order#order-2"}`, `[`} {
+		sum, _ := h(context.Background(), json.RawMessage(input))
+		returned = append(returned, sum)
+	}
+	if len(reported) != 2 {
+		t.Fatalf("reported %d summaries, want 2", len(reported))
+	}
+	for i := range reported {
+		if reported[i].Now != returned[i].Now || reported[i].Subject != returned[i].Subject || len(reported[i].Kinds) != len(returned[i].Kinds) {
+			t.Errorf("reported %+v, returned %+v", reported[i], returned[i])
+		}
+	}
+}
