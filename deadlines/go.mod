@@ -3,8 +3,10 @@ module github.com/bikerental/bikerental/deadlines
 go 1.26.0
 
 require (
+	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
+	github.com/aws/aws-sdk-go-v2/service/scheduler v1.18.2
 	gopkg.in/yaml.v3 v3.0.1
 )
 

@@ -60,9 +60,11 @@ func (s *Sweeper) SweepOne(ctx context.Context, kind, key string, now time.Time,
 var ErrNotYetDue = errors.New("deadlines: not yet due")
 
 // waitUntil waits from now until due, if ctx's deadline leaves margin after it.
+// The deadline is measured against the time left on the system's clock, not
+// against now, which may be another clock's.
 func waitUntil(ctx context.Context, now, due time.Time, margin time.Duration) error {
 	wait := due.Sub(now)
-	if dl, ok := ctx.Deadline(); ok && now.Add(wait+margin).After(dl) {
+	if dl, ok := ctx.Deadline(); ok && wait+margin > time.Until(dl) {
 		return fmt.Errorf("%w: due at %s, %s away, more than the invocation has left", ErrNotYetDue, due.UTC().Format(time.RFC3339Nano), wait.Round(time.Millisecond))
 	}
 	timer := time.NewTimer(wait)
