@@ -1,7 +1,9 @@
 package wiring
 
 import (
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"fmt"
+
+	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 )
 
@@ -23,26 +25,41 @@ const (
 // DeadlineKinds returns the service's kinds of deadline under DeadlinePolicy and
 // RENTAL_PERIOD, their commands sent to r: the one declaration the projector, the
 // sweep, the one-time schedules and the CLI share.
-func DeadlineKinds(getenv Getenv, r deadlinekinds.Receivers) (deadline.Kinds, error) {
+func DeadlineKinds(getenv Getenv, r deadlinekinds.Receivers) (deadlines.Kinds, error) {
 	policy, err := DeadlinePolicy(getenv)
 	if err != nil {
-		return deadline.Kinds{}, err
+		return deadlines.Kinds{}, err
 	}
 	period, err := RentalPeriod(getenv)
 	if err != nil {
-		return deadline.Kinds{}, err
+		return deadlines.Kinds{}, err
 	}
 	return deadlinekinds.Declare(policy, r, deadlinekinds.WithRentalPeriod(period))
 }
 
-// PreciseKinds are the kinds whose rows get a one-time schedule in precise mode:
-// the payment due and the return due, whose commands are worth sending on time.
-func PreciseKinds(getenv Getenv) (deadline.Kinds, error) {
-	all, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
-	if err != nil {
-		return deadline.Kinds{}, err
+// PreciseKinds names the kinds whose rows get a one-time schedule in precise mode
+// (schedules.Config.Precise): the payment due and the return due, whose commands
+// are worth sending on time.
+var PreciseKinds = []string{deadlinekinds.Payment, deadlinekinds.Return}
+
+// Deadline modes: how overdue rows are noticed (DEADLINE_MODE).
+const (
+	// ModeSweep finds overdue rows with the periodic sweep alone.
+	ModeSweep = "sweep"
+	// ModePrecise also gives every outstanding row of PreciseKinds an EventBridge
+	// Scheduler one-time schedule at its due time, which invokes the sweep function
+	// for that one row. The periodic sweep stays on as the safety net.
+	ModePrecise = "precise"
+)
+
+// DeadlineMode reads DEADLINE_MODE: ModeSweep (the default) or ModePrecise.
+func DeadlineMode(getenv Getenv) (string, error) {
+	switch v := getenv(EnvDeadlineMode); v {
+	case "", ModeSweep:
+		return ModeSweep, nil
+	case ModePrecise:
+		return ModePrecise, nil
+	default:
+		return "", bad(EnvDeadlineMode, v, fmt.Sprintf("%s or %s", ModeSweep, ModePrecise))
 	}
-	payment, _ := all.ByName(deadlinekinds.Payment)
-	ret, _ := all.ByName(deadlinekinds.Return)
-	return deadline.NewKinds(payment, ret)
 }

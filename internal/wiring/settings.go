@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 )
@@ -268,7 +268,7 @@ func CheckProcess(getenv Getenv) error {
 	if _, err := table(getenv, EnvEventsTable, true); err != nil {
 		return err
 	}
-	if _, err := StreamBatch(getenv, nil); err != nil {
+	if _, err := StreamBatch(getenv, "", nil); err != nil {
 		return err
 	}
 	if _, err := RecordingMode(getenv); err != nil {
@@ -276,9 +276,6 @@ func CheckProcess(getenv Getenv) error {
 	}
 	if _, err := RentalPrice(getenv); err != nil {
 		return err
-	}
-	if _, err := pending(getenv, false, true); err != nil {
-		return err // where its records are parked, when DEADLINES_TABLE is set
 	}
 	_, err := MetricsService(getenv)
 	return err
@@ -323,7 +320,10 @@ func CheckSweeper(getenv Getenv) error {
 	if _, err := DeadlinePolicy(getenv); err != nil {
 		return err
 	}
-	if _, err := intSetting(getenv, EnvSweepConcurrency, deadline.DefaultConcurrency); err != nil {
+	if _, err := intSetting(getenv, EnvSweepConcurrency, deadlines.DefaultConcurrency); err != nil {
+		return err
+	}
+	if _, err := SweepInterval(getenv); err != nil {
 		return err
 	}
 	_, err := StuckRepair(getenv)
@@ -342,4 +342,31 @@ func SecretID(getenv Getenv, name string) (string, error) {
 		return "", bad(name, v, "a Secrets Manager secret's name or ARN")
 	}
 	return v, nil
+}
+
+// SweepInterval reads SWEEP_RATE, the schedule expression the sweep runs at,
+// rate(1 minute) when unset, as the interval between two sweeps: what the kinds
+// whose sends back off need to know (deadlines.SweeperConfig.Every). It takes what
+// the template's SweepRate does: rate(N minute), rate(N minutes), rate(N hour) or
+// rate(N hours).
+func SweepInterval(getenv Getenv) (time.Duration, error) {
+	v := getenv(EnvSweepRate)
+	if v == "" {
+		return time.Minute, nil
+	}
+	want := "rate(N minute[s]) or rate(N hour[s]), N a whole number from 1"
+	expr, ok := strings.CutPrefix(v, "rate(")
+	expr, ok2 := strings.CutSuffix(expr, ")")
+	n, unit, ok3 := strings.Cut(expr, " ")
+	count, err := strconv.Atoi(n)
+	if !ok || !ok2 || !ok3 || err != nil || count < 1 || count > 10000 || strconv.Itoa(count) != n {
+		return 0, bad(EnvSweepRate, v, want)
+	}
+	switch unit {
+	case "minute", "minutes":
+		return time.Duration(count) * time.Minute, nil
+	case "hour", "hours":
+		return time.Duration(count) * time.Hour, nil
+	}
+	return 0, bad(EnvSweepRate, v, want)
 }

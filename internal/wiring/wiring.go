@@ -19,14 +19,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/process"
+	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 )
 
 // Environment variables the service reads.
@@ -56,6 +59,9 @@ const (
 	EnvPaymentTimeout = "PAYMENT_TIMEOUT"
 	// EnvSweepConcurrency is how many cancellations a sweep sends at once (8).
 	EnvSweepConcurrency = "SWEEP_CONCURRENCY"
+	// EnvSweepRate is the schedule expression the sweep runs at (rate(1 minute)):
+	// the sweep backs off its sends by it (SweepInterval).
+	EnvSweepRate = "SWEEP_RATE"
 	// EnvStuckGrace is how long past PAYMENT_TIMEOUT a rental's process may stay
 	// open before the sweep reports it stuck (10m).
 	EnvStuckGrace = "STUCK_GRACE"
@@ -73,8 +79,8 @@ const (
 	// (bikerental/operator); the command function reads it.
 	EnvOperatorScope = "OPERATOR_SCOPE"
 	// EnvStreamConcurrency is how many event streams' records the process and the
-	// projector handle at once within one stream batch (streambatch.DefaultConcurrency,
-	// at most streambatch.MaxConcurrency); 1 handles a batch one record at a time.
+	// projector handle at once within one stream batch (awslambda.DefaultConcurrency,
+	// at most awslambda.MaxConcurrency); 1 handles a batch one record at a time.
 	EnvStreamConcurrency = "STREAM_CONCURRENCY"
 )
 
@@ -123,61 +129,61 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 	return process.New(cfg)
 }
 
-// Projection returns the to-do table projection named by DEADLINES_TABLE, for the
-// projector, which writes it: SETTLED_MARKER_TTL sets how long settled markers stay.
-// It returns nil if DEADLINES_TABLE is not set.
-func Projection(cfg aws.Config, getenv Getenv) (*deadlinetable.Projection, error) {
-	return projection(cfg, getenv, true)
+// DeadlineTable returns the Deadlines table DEADLINES_TABLE names, projecting
+// kinds, its rows spread over DEADLINES_SHARDS and its settled markers kept for
+// SETTLED_MARKER_TTL; nil when DEADLINES_TABLE is not set.
+func DeadlineTable(cfg aws.Config, getenv Getenv, kinds deadlines.Kinds) (*deadlinetable.Table, error) {
+	set, err := pending(getenv, false, true)
+	if err != nil || set.table == "" {
+		return nil, err
+	}
+	t, err := deadlinetable.New(dynamodb.NewFromConfig(cfg), set.table, kinds, deadlinetable.WithShards(set.shards), deadlinetable.WithMarkerTTL(set.ttl))
+	if err != nil {
+		return nil, fmt.Errorf("wiring: %w", err)
+	}
+	return t, nil
 }
 
-// DeadlineProjection is Projection over the kinds of deadline as DeadlineKinds
+// DeadlineProjection is DeadlineTable over the kinds of deadline as DeadlineKinds
 // declares them, from PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD: for every
 // writer of rows (the projector, a rebuild, a repair), whose stamps depend on them.
-func DeadlineProjection(cfg aws.Config, getenv Getenv) (*deadlinetable.Projection, error) {
-	p, err := Projection(cfg, getenv)
-	if err != nil || p == nil {
-		return p, err
-	}
+func DeadlineProjection(cfg aws.Config, getenv Getenv) (*deadlinetable.Table, error) {
 	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
 	if err != nil {
 		return nil, err
 	}
-	return p.WithKinds(kinds), nil
+	return DeadlineTable(cfg, getenv, kinds)
 }
 
-// DeadlinesReader returns the to-do table projection for functions that only read
-// it (the API and the sweep), or nil if DEADLINES_TABLE is not set.
-func DeadlinesReader(cfg aws.Config, getenv Getenv) (*deadlinetable.Projection, error) {
-	return projection(cfg, getenv, false)
-}
-
-func projection(cfg aws.Config, getenv Getenv, writes bool) (*deadlinetable.Projection, error) {
-	set, err := pending(getenv, false, writes)
-	if err != nil || set.table == "" {
+// DeadlinesReader returns the to-do list's listings for the functions that only
+// read it (the API, the CLI), or nil if DEADLINES_TABLE is not set.
+func DeadlinesReader(cfg aws.Config, getenv Getenv) (*deadlinekinds.Listing, error) {
+	kinds, err := DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
 		return nil, err
 	}
-	p, err := deadlinetable.New(dynamodb.NewFromConfig(cfg), set.table, set.shards, set.ttl)
-	if err != nil {
-		return nil, fmt.Errorf("wiring: %w", err)
+	t, err := DeadlineTable(cfg, getenv, kinds)
+	if err != nil || t == nil {
+		return nil, err
 	}
-	return p, nil
+	return &deadlinekinds.Listing{Index: t, Kinds: kinds}, nil
 }
 
 // DeadlinePolicy returns the rule of when a payment is overdue and a rental stuck,
 // from PAYMENT_TIMEOUT (15m) and STUCK_GRACE (10m): the one place they are read, for
 // the sweep, the payments' one-time schedules and the CLI.
-func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
-	timeout, err := durationSetting(getenv, EnvPaymentTimeout, deadline.DefaultTimeout)
+func DeadlinePolicy(getenv Getenv) (deadlinekinds.Policy, error) {
+	timeout, err := durationSetting(getenv, EnvPaymentTimeout, deadlinekinds.DefaultTimeout)
 	if err != nil {
-		return deadline.Policy{}, err
+		return deadlinekinds.Policy{}, err
 	}
-	grace, err := durationSetting(getenv, EnvStuckGrace, deadline.DefaultGrace)
+	grace, err := durationSetting(getenv, EnvStuckGrace, deadlinekinds.DefaultGrace)
 	if err != nil {
-		return deadline.Policy{}, err
+		return deadlinekinds.Policy{}, err
 	}
-	policy, err := deadline.NewPolicy(timeout, grace)
+	policy, err := deadlinekinds.NewPolicy(timeout, grace)
 	if err != nil {
-		return deadline.Policy{}, bad(EnvPaymentTimeout, getenv(EnvPaymentTimeout), fmt.Sprintf("a positive duration, with %s one too (%v)", EnvStuckGrace, err))
+		return deadlinekinds.Policy{}, bad(EnvPaymentTimeout, getenv(EnvPaymentTimeout), fmt.Sprintf("a positive duration, with %s one too (%v)", EnvStuckGrace, err))
 	}
 	return policy, nil
 }
@@ -186,24 +192,47 @@ func DeadlinePolicy(getenv Getenv) (deadline.Policy, error) {
 // METRICS_SERVICE is not set.
 const DefaultMetricsService = "bikerental"
 
-// Park returns the streambatch.Options.Park hook of consumer's stream function:
-// each record it is given is parked in projection's Deadlines table, due at
-// once, for the sweep to deliver again (docs/decisions/0017-parked-stream-records.md).
-func Park(projection *deadlinetable.Projection, consumer string) func(context.Context, eventstore.Record) error {
-	return func(ctx context.Context, r eventstore.Record) error {
-		return projection.Park(ctx, consumer, r, time.Now())
+// Park returns the Park hook of consumer's stream function (awslambda.Park):
+// each record it is given is parked in its parking stream of store, for the sweep
+// to deliver again (docs/decisions/0017-parked-stream-records.md).
+func Park(store eventstore.Store, consumer string) awslambda.Handler {
+	p := &parked.Parker{Store: store, Consumer: consumer, NewID: ident.UUID}
+	return func(ctx context.Context, r deadlines.Record) error {
+		rec, ok := r.Source.(eventstore.Record)
+		if !ok {
+			return fmt.Errorf("wiring: park %s at %d: not a record of the event store", r.Stream, r.Position)
+		}
+		return p.Park(ctx, rec)
 	}
 }
 
-// StreamBatch returns how the stream functions run their batches through
-// streambatch.HandleBatch: STREAM_CONCURRENCY streams at once, logging to logger. A
-// value that is not a whole number from 1 to streambatch.MaxConcurrency is refused.
-func StreamBatch(getenv Getenv, logger *slog.Logger) (streambatch.Options, error) {
-	n, err := boundedInt(getenv, EnvStreamConcurrency, streambatch.DefaultConcurrency, streambatch.MaxConcurrency)
+// StreamBatch returns how the stream functions run their batches (awslambda.Stream):
+// the Events table's records as dynamo.StreamRecord decodes them, the event types
+// consumer is woken for (eventfilter), STREAM_CONCURRENCY streams at once, logging
+// to logger. A value that is not a whole number from 1 to awslambda.MaxConcurrency
+// is refused.
+func StreamBatch(getenv Getenv, consumer string, logger *slog.Logger) ([]awslambda.StreamOption, error) {
+	n, err := boundedInt(getenv, EnvStreamConcurrency, awslambda.DefaultConcurrency, awslambda.MaxConcurrency)
 	if err != nil {
-		return streambatch.Options{}, err
+		return nil, err
 	}
-	return streambatch.Options{Concurrency: n, Logger: logger}, nil
+	opts := []awslambda.StreamOption{awslambda.Concurrency(n), awslambda.Types(eventfilter.Types(consumer)...)}
+	if logger != nil {
+		opts = append(opts, awslambda.Logger(logger))
+	}
+	return opts, nil
+}
+
+// Handle is h as the Handler of a stream function's batch: the record it is given
+// is the event store's the decoder read (dynamo.StreamRecord).
+func Handle(h func(context.Context, eventstore.Record) error) awslambda.Handler {
+	return func(ctx context.Context, r deadlines.Record) error {
+		rec, ok := r.Source.(eventstore.Record)
+		if !ok {
+			return fmt.Errorf("wiring: %s at %d: not a record of the event store", r.Stream, r.Position)
+		}
+		return h(ctx, rec)
+	}
 }
 
 // Int reads a whole-number setting, def when unset; it must be at least 1. The

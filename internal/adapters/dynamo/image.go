@@ -5,6 +5,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -65,4 +67,31 @@ func (im streamImage) strs(name string) ([]string, bool, bool) {
 		out = append(out, e.String())
 	}
 	return out, true, true
+}
+
+// StreamRecord decodes one record of the Events table's stream as the deadlines
+// module reads it (awslambda.Decoder): the INSERT of an event, its Source the
+// event store's record; ok is false for every other operation (the table is
+// append-only). A new image that does not decode is an error, with the record's
+// stream set when its image names one, so that only that stream's later records
+// wait behind it.
+func StreamRecord(rec events.DynamoDBEventRecord) (deadlines.Record, bool, error) {
+	if rec.EventName != string(events.DynamoDBOperationTypeInsert) {
+		return deadlines.Record{}, false, nil
+	}
+	r, err := DecodeImage(rec.Change.NewImage)
+	if err != nil {
+		var stream deadlines.Record
+		if s, ok := rec.Change.NewImage[schema.EventsStreamID]; ok && s.DataType() == events.DataTypeString && !s.IsNull() && s.String() != "" {
+			stream.Stream = s.String()
+		}
+		return stream, false, err
+	}
+	return RecordOf(r), true, nil
+}
+
+// RecordOf is a record of the event store as the deadlines module reads it, its
+// Source the record itself.
+func RecordOf(r eventstore.Record) deadlines.Record {
+	return deadlines.Record{Stream: r.StreamID, Position: r.Version, Type: r.Type, At: r.RecordedAt, Data: r.Data, Source: r}
 }

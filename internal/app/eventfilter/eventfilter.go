@@ -75,6 +75,9 @@ func sorted(types []string, more ...string) []string {
 // Consumers returns the consumers' names, sorted.
 func Consumers() []string { return []string{Process, Projector} }
 
+// Known reports whether consumer is one of the stream's consumers.
+func Known(consumer string) bool { return slices.Contains(Consumers(), consumer) }
+
 // Types returns the event types that wake consumer, sorted, in a new slice.
 func Types(consumer string) []string { return slices.Clone(wakes[consumer]) }
 

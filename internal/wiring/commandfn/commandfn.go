@@ -129,13 +129,8 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if pay.Stripe != nil {
 		apiCfg.Stripe = pay.Stripe
 	}
-	if s.Projection != nil {
-		apiCfg.Pending = s.Projection
-		kinds, err := wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{})
-		if err != nil {
-			return nil, err
-		}
-		apiCfg.Deadlines = s.Projection.WithKinds(kinds)
+	if s.Deadlines != nil {
+		apiCfg.Deadlines = s.Deadlines
 	}
 	if apiCfg.Console, err = ConsoleSignIn(getenv); err != nil {
 		return nil, err

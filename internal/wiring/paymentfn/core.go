@@ -5,22 +5,22 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
 // Service is the parts of a function that sends payment commands, wired together.
-// Projection, the Deadlines table read, is nil when DEADLINES_TABLE is not set.
+// Deadlines, the to-do list's listings, is nil when DEADLINES_TABLE is not set.
 type Service struct {
-	Store      *dynamo.Store
-	Commands   *command.Handler
-	Process    *process.Process
-	Projection *deadlinetable.Projection
+	Store     *dynamo.Store
+	Commands  *command.Handler
+	Process   *process.Process
+	Deadlines *deadlinekinds.Listing
 }
 
 // Commands returns the command handler on store, configured by opts, with the
@@ -32,7 +32,7 @@ func Commands(store eventstore.Store, opts ...command.Option) *command.Handler {
 
 // Core wires the parts the command function and the sweep share: the event store,
 // the command handler, the rental-payment process and (when DEADLINES_TABLE is set)
-// the Deadlines table read. It needs no secret. The command handler flags returns
+// the to-do list's listings. It needs no secret. The command handler flags returns
 // overdue by RENTAL_PERIOD; opts configure it further (Commands: the generic
 // provider unless they set one, Payments.Option the configured one).
 func Core(cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, opts ...command.Option) (*Service, error) {
@@ -51,9 +51,9 @@ func Core(cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, opts ...com
 	if err != nil {
 		return nil, err
 	}
-	projection, err := wiring.DeadlinesReader(cfg, getenv)
+	listing, err := wiring.DeadlinesReader(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{Store: store, Commands: commands, Process: process, Projection: projection}, nil
+	return &Service{Store: store, Commands: commands, Process: process, Deadlines: listing}, nil
 }

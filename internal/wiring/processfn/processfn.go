@@ -7,13 +7,13 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/bikerental/bikerental/deadlines/awslambda"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/lib/emf"
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
 )
@@ -30,8 +30,8 @@ func Check(getenv wiring.Getenv) error {
 // ProcessFunction builds the process's stream handler, once Check passed: the
 // process records its events through commands that reach the configured provider,
 // and writes its metrics to stdout in Embedded Metric Format. A record that cannot
-// be handled yet is parked in the Deadlines table, when there is one, rather than
-// holding up its shard's later records.
+// be handled yet is parked in its parking stream of the Events table (package
+// parked) rather than holding up its shard's later records.
 func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, stdout io.Writer) (any, error) {
 	if err := Check(getenv); err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err != nil {
 		return nil, err
 	}
-	batch, err := wiring.StreamBatch(getenv, logger)
+	batch, err := wiring.StreamBatch(getenv, eventfilter.Process, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -58,14 +58,6 @@ func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err != nil {
 		return nil, err
 	}
-	projection, err := wiring.Projection(cfg, getenv)
-	if err != nil {
-		return nil, err
-	}
-	if projection != nil {
-		batch.Park = wiring.Park(projection, eventfilter.Process)
-	}
-	return wiring.StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		return streambatch.HandleBatch(ctx, ev, p.Handle, batch), nil
-	}), nil
+	batch = append(batch, awslambda.Park(wiring.Park(store, eventfilter.Process)))
+	return wiring.StreamHandler(awslambda.Stream(dynamo.StreamRecord, wiring.Handle(p.Handle), batch...)), nil
 }

@@ -1,13 +1,13 @@
-// Package projectorfn builds the projector function: the to-do table projection
-// and, with precise deadlines, the payments' one-time schedules, so that only the
-// projector links the EventBridge Scheduler client.
+// Package projectorfn builds the projector function: the Deadlines table's
+// projection and, with precise deadlines, the rows' one-time schedules, so that
+// only the projector links the EventBridge Scheduler client.
 package projectorfn
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 
@@ -15,11 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
-	"github.com/bikerental/bikerental/internal/adapters/onetime"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+	"github.com/bikerental/bikerental/deadlines/schedules"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
-	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -28,7 +30,6 @@ import (
 type timerSettings struct {
 	precise                      bool
 	group, target, role, deadDLQ string
-	kinds                        deadline.Kinds
 }
 
 // What the schedule group and the ARNs take.
@@ -42,19 +43,14 @@ const (
 func groupName(v string) bool { return wiring.Name(v, 1, 64, "_.-") }
 
 // timers reads DEADLINE_MODE and, in either mode, DEADLINE_SCHEDULE_GROUP (a
-// group's name), DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN, DEADLINE_DLQ_ARN (ARNs),
-// PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD; the four DEADLINE_* ones are
-// required in precise mode.
+// group's name), DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN and DEADLINE_DLQ_ARN
+// (ARNs); the four DEADLINE_* ones are required in precise mode.
 func timers(getenv wiring.Getenv) (timerSettings, error) {
-	mode, err := deadline.ParseMode(getenv(wiring.EnvDeadlineMode))
-	if err != nil {
-		return timerSettings{}, wiring.BadSetting(wiring.EnvDeadlineMode, getenv(wiring.EnvDeadlineMode), deadline.ModeSweep+" or "+deadline.ModePrecise)
-	}
-	kinds, err := wiring.PreciseKinds(getenv)
+	mode, err := wiring.DeadlineMode(getenv)
 	if err != nil {
 		return timerSettings{}, err
 	}
-	set := timerSettings{precise: mode == deadline.ModePrecise, kinds: kinds}
+	set := timerSettings{precise: mode == wiring.ModePrecise}
 	var missing error
 	for _, s := range []struct {
 		name, want string
@@ -67,7 +63,7 @@ func timers(getenv wiring.Getenv) (timerSettings, error) {
 		switch {
 		case v == "":
 			if missing == nil {
-				missing = wiring.MissingSetting(s.name, s.want+", needed with "+wiring.EnvDeadlineMode+"="+deadline.ModePrecise)
+				missing = wiring.MissingSetting(s.name, s.want+", needed with "+wiring.EnvDeadlineMode+"="+wiring.ModePrecise)
 			}
 		case s.name == wiring.EnvDeadlineGroup && !groupName(v):
 			return timerSettings{}, wiring.BadSetting(s.name, v, s.want)
@@ -90,81 +86,73 @@ func validARN(s string) bool {
 
 // Check validates, touching nothing, every setting ProjectorFunction reads: the
 // projection's (wiring.CheckProjection), STREAM_CONCURRENCY (wiring.StreamBatch) and
-// those of the one-time schedules (see Timers).
+// those of the one-time schedules (see Projection).
 func Check(getenv wiring.Getenv) error {
 	if err := wiring.CheckProjection(getenv); err != nil {
 		return err
 	}
-	if _, err := wiring.StreamBatch(getenv, nil); err != nil {
+	if _, err := wiring.StreamBatch(getenv, eventfilter.Projector, nil); err != nil {
 		return err
 	}
 	_, err := timers(getenv)
 	return err
 }
 
-// Timers returns the payments' one-time schedules when DEADLINE_MODE is "precise",
-// configured by DEADLINE_SCHEDULE_GROUP, DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN,
-// DEADLINE_DLQ_ARN and PAYMENT_TIMEOUT, or nil in sweep mode. It checks every one of
-// those variables in either mode, so that a deployment can switch modes by changing
-// DEADLINE_MODE alone; they are required in precise mode.
-func Timers(cfg aws.Config, getenv wiring.Getenv) (*onetime.Timers, error) {
+// Projection returns what the projector applies each record to: the Deadlines
+// table over the service's kinds (wiring.DeadlineProjection) and, when
+// DEADLINE_MODE is "precise", the one-time schedules of its rows of
+// wiring.PreciseKinds, configured by DEADLINE_SCHEDULE_GROUP,
+// DEADLINE_TARGET_ARN, DEADLINE_ROLE_ARN and DEADLINE_DLQ_ARN. It checks every
+// one of those variables in either mode, so that a deployment can switch modes by
+// changing DEADLINE_MODE alone; they are required in precise mode. A Scheduler
+// that still refuses after the SDK's retries is logged, never holds the projection
+// back: the sweep is the safety net.
+func Projection(cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger) (deadlines.Projection, *deadlinetable.Table, error) {
 	set, err := timers(getenv)
-	if err != nil || !set.precise {
-		return nil, err
+	if err != nil {
+		return nil, nil, err
 	}
-	return &onetime.Timers{
-		Client:        scheduler.NewFromConfig(cfg),
-		Group:         set.group,
-		TargetARN:     set.target,
-		RoleARN:       set.role,
-		DeadLetterARN: set.deadDLQ,
-		Kinds:         set.kinds,
-	}, nil
+	table, err := wiring.DeadlineProjection(cfg, getenv)
+	if err == nil && table == nil {
+		err = wiring.ErrNoDeadlinesTable
+	}
+	if err != nil || !set.precise {
+		return table, table, err
+	}
+	kinds, err := wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		return nil, nil, err
+	}
+	precise, err := schedules.New(table, schedules.Config{
+		Client: scheduler.NewFromConfig(cfg), Group: set.group, TargetARN: set.target, RoleARN: set.role,
+		DeadLetterARN: set.deadDLQ, Kinds: kinds, Precise: wiring.PreciseKinds, Logger: logger,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("wiring: %w", err)
+	}
+	return precise, table, nil
 }
 
-// ProjectorFunction builds the projector's stream handler, once Check passed.
+// ProjectorFunction builds the projector's stream handler, once Check passed: a
+// record that cannot be applied yet is parked in its parking stream of the Events
+// table (package parked).
 func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slog.Logger, _ io.Writer) (any, error) {
 	if err := Check(getenv); err != nil {
 		return nil, err
 	}
-	projection, err := wiring.DeadlineProjection(cfg, getenv)
-	if err == nil && projection == nil {
-		err = wiring.ErrNoDeadlinesTable
-	}
+	projection, table, err := Projection(cfg, getenv, logger)
 	if err != nil {
 		return nil, err
 	}
-	timers, err := Timers(cfg, getenv)
+	store, err := wiring.EventStore(cfg, getenv)
 	if err != nil {
 		return nil, err
 	}
-	batch, err := wiring.StreamBatch(getenv, logger)
+	batch, err := wiring.StreamBatch(getenv, eventfilter.Projector, logger)
 	if err != nil {
 		return nil, err
 	}
-	batch.Park = wiring.Park(projection, eventfilter.Projector)
-	apply := projection.Apply
-	if timers != nil {
-		// The row first, and it alone decides whether the record is handled: the
-		// schedule is an optimisation the sweep backs up, so a Scheduler that still
-		// refuses after the SDK's retries must not hold the projection back.
-		// A row gets a schedule only when the projection holds it as outstanding:
-		// a PaymentPrepared that found a settled payment arms nothing.
-		apply = func(ctx context.Context, r eventstore.Record) error {
-			outstanding, err := projection.Project(ctx, r)
-			if err != nil {
-				return err
-			}
-			if changes, _ := timers.Kinds.Changes(r); !outstanding && slices.ContainsFunc(changes, func(c deadline.KindChange) bool { return !c.Settled }) {
-				return nil
-			}
-			if err := timers.Apply(ctx, r); err != nil {
-				logger.LogAttrs(ctx, slog.LevelError, "precise deadline not scheduled; the sweep will call the payment off",
-					slog.String("streamId", r.StreamID), slog.Int64("version", r.Version), slog.String("error", err.Error()))
-			}
-			return nil
-		}
-	}
+	project := awslambda.Projector(projection, dynamo.StreamRecord, append(batch, awslambda.Park(wiring.Park(store, eventfilter.Projector)))...)
 	// Rows written with another shard count than the table's would land where the
 	// sweep does not look: until the table's count is this projector's, every batch
 	// fails, saying how to reshard, and is retried. The check is made once per
@@ -174,7 +162,7 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	return wiring.StreamHandler(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		mu.Lock()
 		if !checked {
-			if err := projection.CheckShards(ctx); err != nil {
+			if err := table.CheckShards(ctx); err != nil {
 				mu.Unlock()
 				logger.LogAttrs(ctx, slog.LevelError, "projector refuses the batch", slog.String("error", err.Error()))
 				return events.DynamoDBEventResponse{}, err
@@ -182,6 +170,6 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 			checked = true
 		}
 		mu.Unlock()
-		return streambatch.HandleBatch(ctx, ev, apply, batch), nil
+		return project(ctx, ev)
 	}), nil
 }
