@@ -2,7 +2,9 @@ package schedules
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"math/big"
+	"strings"
 	"time"
 )
 
@@ -65,4 +67,16 @@ func hash(key string) []byte {
 // early, and the sweep (Sweeper.SweepOne) waits for the exact due time.
 func AtExpression(t time.Time) string {
 	return "at(" + t.UTC().Format("2006-01-02T15:04:05") + ")"
+}
+
+// ParseAtExpression reverses AtExpression, for what plays Scheduler in tests and
+// local runs.
+func ParseAtExpression(expr string) (time.Time, error) {
+	raw, ok := strings.CutPrefix(expr, "at(")
+	raw, ok2 := strings.CutSuffix(raw, ")")
+	t, err := time.Parse("2006-01-02T15:04:05", raw)
+	if !ok || !ok2 || err != nil {
+		return time.Time{}, fmt.Errorf("schedules: %q is not an at() expression", expr)
+	}
+	return t, nil
 }

@@ -331,3 +331,16 @@ func mustKind(t *testing.T, name string) deadlines.Kind {
 	}
 	return k
 }
+
+func TestAtExpressionReadsBackToTheSecond(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 5, 900_000_000, time.FixedZone("x", 3600))
+	got, err := schedules.ParseAtExpression(schedules.AtExpression(at))
+	if err != nil || !got.Equal(at.Truncate(time.Second)) {
+		t.Errorf("ParseAtExpression(AtExpression(%v)) = %v, %v; want it to the second, in UTC", at, got, err)
+	}
+	for _, bad := range []string{"", "at()", "at(2026-03-01)", "rate(1 minute)", "at(2026-03-01T12:00:05", "cron(0 12 * * ? *)"} {
+		if _, err := schedules.ParseAtExpression(bad); err == nil {
+			t.Errorf("ParseAtExpression(%q) accepted", bad)
+		}
+	}
+}
