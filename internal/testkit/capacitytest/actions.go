@@ -1,8 +1,15 @@
+// Package capacitytest records what the service's functions ask of AWS, for the
+// tests that check their grants: Actions, an AWS SDK middleware, names the IAM
+// action and resource of every call (DynamoDB, EventBridge Scheduler, Secrets
+// Manager). What the calls cost in request units is counted by the deadlines
+// module's counter, package github.com/bikerental/bikerental/deadlines/dynamo/capacity.
 package capacitytest
 
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,7 +42,7 @@ type Use struct {
 func (u Use) String() string {
 	s := u.Function + ": " + u.Action + " on " + u.Resource
 	if len(u.Context) > 0 {
-		keys := sortedKeys(u.Context)
+		keys := slices.Sorted(maps.Keys(u.Context))
 		var kv []string
 		for _, k := range keys {
 			kv = append(kv, k+"="+u.Context[k])
@@ -137,13 +144,13 @@ func (r arns) uses(service, op string, params, result any) []Use {
 		return one("dynamodb:DescribeTable", r.table(aws.ToString(in.TableName)))
 	case *dynamodb.BatchGetItemInput:
 		var out []Use
-		for _, t := range sortedKeys(in.RequestItems) {
+		for _, t := range slices.Sorted(maps.Keys(in.RequestItems)) {
 			out = append(out, Use{Action: "dynamodb:BatchGetItem", Resource: r.table(t)})
 		}
 		return out
 	case *dynamodb.BatchWriteItemInput:
 		var out []Use
-		for _, t := range sortedKeys(in.RequestItems) {
+		for _, t := range slices.Sorted(maps.Keys(in.RequestItems)) {
 			out = append(out, Use{Action: "dynamodb:BatchWriteItem", Resource: r.table(t)})
 		}
 		return out

@@ -1,4 +1,4 @@
-package capacitytest
+package capacity
 
 import (
 	"context"
@@ -69,8 +69,8 @@ type Usage struct {
 	IndexWriteUnits int
 }
 
-// Counter records the calls of every client built from a configuration its
-// middleware is installed on. It is safe for concurrent use.
+// Counter records the calls of every client its middleware is installed on
+// (Middleware), until Reset. It is safe for concurrent use.
 type Counter struct {
 	reader Reader
 
@@ -115,9 +115,12 @@ const (
 type attemptsKey struct{}
 
 // Middleware returns an APIOptions entry that records every call of a client built
-// with it under the label function:
+// with it under the label function, installed on a configuration or on one client:
 //
-//	cfg.APIOptions = append(cfg.APIOptions, counter.Middleware("command"))
+//	cfg.APIOptions = append(cfg.APIOptions, counter.Middleware("writer"))
+//	counted := dynamodb.New(client.Options(), func(o *dynamodb.Options) {
+//		o.APIOptions = append(o.APIOptions, counter.Middleware("writer"))
+//	})
 //
 // It never changes a request or its outcome: a failure to measure makes the call's
 // units approximate, never the call fail. DynamoDB writes are bracketed by reads of
@@ -377,53 +380,10 @@ func (c *Counter) after(ctx context.Context, m *measurement, call *Call, result 
 			in.IndexName != nil, in.ProjectionExpression != nil || len(in.AttributesToGet) > 0 || in.Select == types.SelectCount, scanPage(out))
 	case *dynamodb.BatchGetItemInput:
 		out, _ := result.(*dynamodb.BatchGetItemOutput)
-		for _, table := range sortedKeys(in.RequestItems) {
-			ka := in.RequestItems[table]
-			u := tables.get(table, "", consistency(ka.ConsistentRead))
-			var items []map[string]types.AttributeValue
-			if out != nil {
-				items = out.Responses[table]
-			}
-			if ka.ProjectionExpression != nil || len(ka.AttributesToGet) > 0 {
-				m.approximate("BatchGetItem on %s with a projection: billed on whole items, counted on the attributes returned", table)
-			}
-			// Keys asked for and not found still cost a minimal read each; unprocessed
-			// keys were not read.
-			missing := len(ka.Keys) - len(items)
-			if out != nil {
-				missing -= len(out.UnprocessedKeys[table].Keys)
-			}
-			sizes := make([]int, 0, len(items)+max(0, missing))
-			for _, item := range items {
-				u.readOne(item)
-				sizes = append(sizes, ItemSize(item))
-			}
-			for range max(0, missing) {
-				sizes = append(sizes, 0)
-			}
-			u.ReadUnits += ReadUnitsEach(sizes, u.Consistency)
-		}
+		batchGet(m, tables, in, out)
 	case *dynamodb.TransactGetItemsInput:
 		out, _ := result.(*dynamodb.TransactGetItemsOutput)
-		for i, g := range in.TransactItems {
-			if g.Get == nil {
-				continue
-			}
-			u := tables.get(deref(g.Get.TableName), "", Transactional)
-			var item map[string]types.AttributeValue
-			if out != nil && i < len(out.Responses) {
-				item = out.Responses[i].Item
-			}
-			if g.Get.ProjectionExpression != nil {
-				if full, err := c.read(ctx, deref(g.Get.TableName), g.Get.Key); err != nil {
-					m.approximate("%v", err)
-				} else if full != nil {
-					item = full
-				}
-			}
-			u.readOne(item)
-			u.ReadUnits += ReadUnits(ItemSize(item), Transactional)
-		}
+		c.transactGet(ctx, m, tables, in, out)
 	case *dynamodb.PutItemInput, *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput:
 		c.writes(ctx, m, tables, call.ConditionFailed, false, nil)
 	case *dynamodb.BatchWriteItemInput:
@@ -442,6 +402,60 @@ func (c *Counter) after(ctx context.Context, m *measurement, call *Call, result 
 	}
 	call.Tables = tables.values()
 	finish(call, m)
+}
+
+// batchGet counts a BatchGetItem: each item read as a GetItem of its own.
+func batchGet(m *measurement, tables *usages, in *dynamodb.BatchGetItemInput, out *dynamodb.BatchGetItemOutput) {
+	for _, table := range sortedKeys(in.RequestItems) {
+		ka := in.RequestItems[table]
+		u := tables.get(table, "", consistency(ka.ConsistentRead))
+		var items []map[string]types.AttributeValue
+		if out != nil {
+			items = out.Responses[table]
+		}
+		if ka.ProjectionExpression != nil || len(ka.AttributesToGet) > 0 {
+			m.approximate("BatchGetItem on %s with a projection: billed on whole items, counted on the attributes returned", table)
+		}
+		// Keys asked for and not found still cost a minimal read each; unprocessed
+		// keys were not read.
+		missing := len(ka.Keys) - len(items)
+		if out != nil {
+			missing -= len(out.UnprocessedKeys[table].Keys)
+		}
+		sizes := make([]int, 0, len(items)+max(0, missing))
+		for _, item := range items {
+			u.readOne(item)
+			sizes = append(sizes, ItemSize(item))
+		}
+		for range max(0, missing) {
+			sizes = append(sizes, 0)
+		}
+		u.ReadUnits += ReadUnitsEach(sizes, u.Consistency)
+	}
+}
+
+// transactGet counts a TransactGetItems: each item read transactionally, billed
+// whole whatever its projection.
+func (c *Counter) transactGet(ctx context.Context, m *measurement, tables *usages, in *dynamodb.TransactGetItemsInput, out *dynamodb.TransactGetItemsOutput) {
+	for i, g := range in.TransactItems {
+		if g.Get == nil {
+			continue
+		}
+		u := tables.get(deref(g.Get.TableName), "", Transactional)
+		var item map[string]types.AttributeValue
+		if out != nil && i < len(out.Responses) {
+			item = out.Responses[i].Item
+		}
+		if g.Get.ProjectionExpression != nil {
+			if full, err := c.read(ctx, deref(g.Get.TableName), g.Get.Key); err != nil {
+				m.approximate("%v", err)
+			} else if full != nil {
+				item = full
+			}
+		}
+		u.readOne(item)
+		u.ReadUnits += ReadUnits(ItemSize(item), Transactional)
+	}
 }
 
 // unmodelled lists the DynamoDB operations that consume request units but that the

@@ -1,4 +1,4 @@
-package capacitytest
+package capacity
 
 // Totals adds up calls.
 type Totals struct {

@@ -1,4 +1,4 @@
-package capacitytest
+package capacity
 
 import (
 	"strings"
@@ -151,8 +151,8 @@ func TestIndexWriteUnits(t *testing.T) {
 
 func TestIndexEntryIsKeysAndProjection(t *testing.T) {
 	x := Index{Keys: []string{"shard", "at"}, Projection: types.ProjectionTypeKeysOnly}
-	entry := x.Entry(item("ref", s("r1"), "shard", s("0"), "at", n("5"), "rental", s("b_x")), []string{"ref"})
-	if len(entry) != 3 || entry["rental"] != nil {
+	entry := x.Entry(item("ref", s("r1"), "shard", s("0"), "at", n("5"), "note", s("b_x")), []string{"ref"})
+	if len(entry) != 3 || entry["note"] != nil {
 		t.Errorf("entry = %v, want ref, shard and at only", entry)
 	}
 	if size := ItemSize(entry); size != 3+2+5+1+2+2 {

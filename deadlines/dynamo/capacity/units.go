@@ -1,4 +1,4 @@
-package capacitytest
+package capacity
 
 import (
 	"reflect"

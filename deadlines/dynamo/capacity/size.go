@@ -1,21 +1,4 @@
-// Package capacitytest measures what DynamoDB bills for: an AWS SDK middleware records
-// every DynamoDB call a client makes, with the items and bytes it read and wrote, and
-// converts them to read and write request units by DynamoDB's published rules. It is
-// installed on an aws.Config's APIOptions, so the code it measures does not change.
-//
-// The rules, from the Amazon DynamoDB Developer Guide:
-//   - item sizes: "DynamoDB item sizes and formats"
-//     (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html);
-//   - read and write units: "DynamoDB read and write operations"
-//     (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html),
-//     formerly "Managing Throughput Settings on Provisioned Tables", whose rules
-//     on-demand request units follow one for one;
-//   - index writes: "Global secondary indexes", section "Write capacity units"
-//     (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html);
-//   - transactions: "Amazon DynamoDB Transactions: How It Works", section "Capacity
-//     management for transactions"
-//     (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html).
-package capacitytest
+package capacity
 
 import (
 	"strings"
