@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 )
 
 // TestRecordSizeIsTheEncodedItemsSize checks that RecordSize, which counts without
@@ -44,10 +44,10 @@ func TestRecordSizeIsTheEncodedItemsSize(t *testing.T) {
 		cases[name] = r
 	}
 	for name, r := range cases {
-		// capacitytest.ItemSize counts a number's significant digits only; RecordSize
+		// capacity.ItemSize counts a number's significant digits only; RecordSize
 		// counts the version's trailing zeros too, at most 9 bytes more for an int64.
-		got, exact := dynamo.RecordSize(r), capacitytest.ItemSize(dynamo.EncodeRecord(r))
-		over := (len(strconv.FormatInt(r.Version, 10))+1)/2 + 1 - capacitytest.NumberSize(strconv.FormatInt(r.Version, 10))
+		got, exact := dynamo.RecordSize(r), capacity.ItemSize(dynamo.EncodeRecord(r))
+		over := (len(strconv.FormatInt(r.Version, 10))+1)/2 + 1 - capacity.NumberSize(strconv.FormatInt(r.Version, 10))
 		if got != exact+over {
 			t.Errorf("%s: RecordSize = %d, the encoded item's size is %d (+%d for the version's trailing zeros)", name, got, exact, over)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
@@ -20,7 +21,6 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -137,7 +137,7 @@ func ages(t *testing.T) []int {
 func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 	plain, table := emulatortest.EventsTable(t)
 	seedStore := dynamo.New(plain, table)
-	counter := capacitytest.NewCounter(plain)
+	counter := capacity.NewCounter(plain)
 	cfg := emulatortest.Config(t)
 	cfg.APIOptions = append(cfg.APIOptions, counter.Middleware("command"))
 	counted := dynamo.New(dynamodb.NewFromConfig(cfg), table)
@@ -151,7 +151,7 @@ func TestBikeCommandsReadTheSameAtAnyAge(t *testing.T) {
 		if err := op(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		tot := capacitytest.Total(counter.Calls())
+		tot := capacity.Total(counter.Calls())
 		return cost{tot.Calls, tot.ReadUnits}
 	}
 	type row struct {
