@@ -10,6 +10,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/scheduler v1.18.2
 	github.com/aws/smithy-go v1.28.9
 	github.com/bikerental/bikerental v0.0.0
+	github.com/bikerental/bikerental/deadlines v0.0.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -52,4 +53,7 @@ require (
 	golang.org/x/text v0.28.0 // indirect
 )
 
-replace github.com/bikerental/bikerental => ../
+replace (
+	github.com/bikerental/bikerental => ../
+	github.com/bikerental/bikerental/deadlines => ../deadlines
+)

@@ -7,12 +7,13 @@
 // The rentals are real histories: bikes registered and requested through the
 // command handler on the in-memory event store. The records the process's event
 // source mapping passes (its FilterCriteria, internal/app/eventfilter) are delivered to
-// streambatch.HandleBatch in stream batches, split by partition key over the
-// ParallelizationFactor's concurrent batches as Lambda splits them; then the
-// records the projector's mapping passes (the requests and the payments they
-// prepared) go the same way to the to-do table projection. Only time is
+// the process's stream handler (awslambda.Stream, as the process function builds
+// it) in stream batches, split by partition key over the ParallelizationFactor's
+// concurrent batches as Lambda splits them; then the records the projector's
+// mapping passes (the requests and the payments they prepared) go the same way to
+// the projector's (awslambda.Projector over the Deadlines table). Only time is
 // simulated: the latencies are sleeps, the store is the in-memory one, and the
-// projection's table answers every write with success.
+// Deadlines table answers every write with success.
 package throughput
 
 import (
@@ -30,15 +31,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -92,17 +94,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	store := &slowStore{m: eventstore.NewMemory()}
 	commands := command.New(store, command.WithProvider(slowProvider{Provider: generic.Provider{}, latency: cfg.ProviderLatency}),
 		command.WithProviderTimeout(command.DefaultProviderTimeout))
-	// Built as the process function builds it (processfn.ProcessFunction), from an
-	// empty environment: the defaults.
-	process, err := wiring.Process(store, commands, func(string) string { return "" }, logger)
+	process, projector, err := handlers(store, commands, slowTable{latency: cfg.StoreLatency}, cfg.Concurrency, logger)
 	if err != nil {
 		return Result{}, err
 	}
-	projection, err := deadlinetable.New(slowTable{latency: cfg.StoreLatency}, "Deadlines", deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
-	if err != nil {
-		return Result{}, err
-	}
-	opts := streambatch.Options{Concurrency: cfg.Concurrency, Logger: logger}
 
 	rentals := make([]string, cfg.Rentals)
 	for i := range cfg.Rentals {
@@ -120,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	records := store.since(0, eventfilter.Types(eventfilter.Process))
 	res.ProcessRecords = len(records)
-	if res.Process, err = deliver(ctx, cfg, records, process.Handle, opts); err != nil {
+	if res.Process, err = deliver(ctx, cfg, records, process); err != nil {
 		return res, fmt.Errorf("process: %w", err)
 	}
 	for _, id := range rentals {
@@ -131,17 +126,53 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	records = store.since(0, eventfilter.Types(eventfilter.Projector))
 	res.ProjectorRecords = len(records)
-	if res.Projector, err = deliver(ctx, cfg, records, projection.Apply, opts); err != nil {
+	if res.Projector, err = deliver(ctx, cfg, records, projector); err != nil {
 		return res, fmt.Errorf("projector: %w", err)
 	}
 	return res, nil
+}
+
+// handlers returns the process's and the projector's stream handlers as their
+// functions build them (processfn.ProcessFunction, projectorfn.ProjectorFunction),
+// from an environment that sets STREAM_CONCURRENCY alone: the process over store
+// and commands, the projector writing to table through the Deadlines table of the
+// service's kinds.
+func handlers(store eventstore.Store, commands *command.Handler, table deadlinetable.API, concurrency int, logger *slog.Logger) (process, projector wiring.StreamHandler, err error) {
+	getenv := func(k string) string {
+		if k == wiring.EnvStreamConcurrency {
+			return strconv.Itoa(concurrency)
+		}
+		return ""
+	}
+	p, err := wiring.Process(store, commands, getenv, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	kinds, err := wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		return nil, nil, err
+	}
+	deadlines, err := deadlinetable.New(table, "Deadlines", kinds)
+	if err != nil {
+		return nil, nil, err
+	}
+	processBatch, err := wiring.StreamBatch(getenv, eventfilter.Process, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	projectorBatch, err := wiring.StreamBatch(getenv, eventfilter.Projector, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return awslambda.Stream(dynamo.StreamRecord, wiring.Handle(p.Handle), processBatch...),
+		awslambda.Projector(deadlines, dynamo.StreamRecord, projectorBatch...), nil
 }
 
 // deliver hands records to h as one shard's event source mapping would: split by
 // partition key over cfg.Parallelization sequences, each delivered in batches of
 // cfg.BatchSize one after another, the sequences concurrently. It returns the time
 // it took, and an error if any batch reported a failure.
-func deliver(ctx context.Context, cfg Config, records []events.DynamoDBEventRecord, h streambatch.Handler, opts streambatch.Options) (time.Duration, error) {
+func deliver(ctx context.Context, cfg Config, records []events.DynamoDBEventRecord, h wiring.StreamHandler) (time.Duration, error) {
 	parts := make([][]events.DynamoDBEventRecord, cfg.Parallelization)
 	for _, r := range records {
 		k := partitionOf(r.Change.Keys, cfg.Parallelization)
@@ -155,8 +186,12 @@ func deliver(ctx context.Context, cfg Config, records []events.DynamoDBEventReco
 			for len(part) > 0 {
 				n := min(cfg.BatchSize, len(part))
 				batchCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-				resp := streambatch.HandleBatch(batchCtx, events.DynamoDBEvent{Records: part[:n]}, h, opts)
+				resp, err := h(batchCtx, events.DynamoDBEvent{Records: part[:n]})
 				cancel()
+				if err != nil {
+					errs[i] = err
+					return
+				}
 				if len(resp.BatchItemFailures) > 0 {
 					errs[i] = fmt.Errorf("a batch failed at %s", resp.BatchItemFailures[0].ItemIdentifier)
 					return

@@ -22,8 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/tools/throughput"
 )
 
@@ -32,12 +32,12 @@ func main() {
 	batch := flag.Int("batch", 100, "the event source mapping's BatchSize")
 	storeLatency := flag.Duration("store-latency", 8*time.Millisecond, "latency of every DynamoDB call")
 	providers := flag.String("providers", "0s,50ms,300ms", "payment provider latencies, comma-separated")
-	concurrency := flag.String("concurrency", "1,"+strconv.Itoa(streambatch.DefaultConcurrency), "STREAM_CONCURRENCY values, comma-separated")
+	concurrency := flag.String("concurrency", "1,"+strconv.Itoa(awslambda.DefaultConcurrency), "STREAM_CONCURRENCY values, comma-separated")
 	parallel := flag.String("parallelization", "1,2", "ParallelizationFactor values, comma-separated (with concurrency 1, only 1 is measured)")
 	target := flag.Float64("target", 100, "rentals a second to size the mapping for")
 	flag.Parse()
 	latencies, err := durations(*providers)
-	cs, err2 := ints(*concurrency, streambatch.MaxConcurrency)
+	cs, err2 := ints(*concurrency, awslambda.MaxConcurrency)
 	ps, err3 := ints(*parallel, streampoll.MaxParallelization)
 	if err == nil {
 		err = err2
