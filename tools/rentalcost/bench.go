@@ -1,6 +1,6 @@
 // Package rentalcost measures what one rental costs in DynamoDB request units, path
 // by path, by driving the real functions end to end on a local stack with a
-// capacitytest.Counter on every function's AWS clients, and turns those counts into a
+// capacity.Counter on every function's AWS clients, and turns those counts into a
 // cost per million rentals at published on-demand prices, beside the same rentals
 // with one Step Functions execution or one EventBridge Scheduler schedule each.
 package rentalcost
@@ -22,20 +22,19 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -45,7 +44,6 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/renter"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
@@ -119,13 +117,17 @@ var webhookSecret = []byte("rentalcost-bench-webhook-secret")
 // Scheduler would, once its payment is overdue. Paths must be run one at a time.
 type Bench struct {
 	opts    Options
-	counter *capacitytest.Counter
+	counter *capacity.Counter
 	store   *dynamo.Store
 	db      *dynamodb.Client
-	fns     map[string]*tracked
-	stack   *local.Stack
-	base    string
-	client  *http.Client
+	// deadlines is the Deadlines table as the bench reads it, kinds the kinds of
+	// deadline its functions declare.
+	deadlines table
+	kinds     deadlines.Kinds
+	fns       map[string]*tracked
+	stack     *local.Stack
+	base      string
+	client    *http.Client
 	// tokens fetches the bearer tokens of the bench's renters and its operator from
 	// the local stack's token issuer.
 	tokens *auth.Tokens
@@ -156,16 +158,21 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	b := &Bench{
-		opts: opts, counter: capacitytest.NewCounter(db), db: db, store: dynamo.New(db, opts.EventsTable),
-		fns: map[string]*tracked{}, client: &http.Client{Timeout: opts.Wait},
-	}
 	env := map[string]string{
 		wiring.EnvEventsTable:    opts.EventsTable,
 		wiring.EnvDeadlinesTable: opts.DeadlinesTable,
 		wiring.EnvWebhookSecret:  string(webhookSecret),
 		wiring.EnvPaymentTimeout: PaymentTimeout.String(),
 		wiring.EnvRecordingMode:  opts.RecordingMode,
+	}
+	kinds, err := wiring.DeadlineKinds(func(name string) string { return env[name] }, deadlinekinds.Receivers{})
+	if err != nil {
+		return nil, fmt.Errorf("rentalcost: %w", err)
+	}
+	b := &Bench{
+		opts: opts, counter: capacity.NewCounter(db), db: db, store: dynamo.New(db, opts.EventsTable),
+		deadlines: tableOf(db, opts.DeadlinesTable), kinds: kinds,
+		fns: map[string]*tracked{}, client: &http.Client{Timeout: opts.Wait},
 	}
 	stream := map[string]bool{}
 	for _, f := range lambdas.All() {
@@ -232,7 +239,7 @@ type Measurement struct {
 	RentalID string
 	// Calls are every request the functions made while the rental ran, until the
 	// stream consumers had handled every event it appended.
-	Calls []capacitytest.Call
+	Calls []capacity.Call
 	// Events are the events the rental appended, stream by stream: the bike's, the
 	// payment's, the rental-payment process's, the renter's and, on the webhook
 	// paths, the provider event's receipt stream, which stays empty when the event
@@ -247,7 +254,7 @@ type Measurement struct {
 	// Functions holds each function's invocations during the rental.
 	Functions map[string]FunctionStats
 	// Sweep is what the sweep reported, on the timed-out path.
-	Sweep *sweep.Summary
+	Sweep *awslambda.Summary
 	// BikeStreamBytes is the size of the bike's stream when the rental began: what
 	// its first bike command read.
 	BikeStreamBytes int
@@ -279,16 +286,16 @@ type FunctionStats struct {
 	Busy time.Duration
 }
 
-// Amortized reports whether a call is the sweep's own search for overdue payments,
-// which runs once per sweep interval whatever the number of rentals, rather than
-// work done for a rental.
-func Amortized(c capacitytest.Call) bool {
-	return c.Function == FunctionSweep && c.Operation == "Query" && len(c.Tables) == 1 && c.Tables[0].Index == schema.DeadlinesByDue
+// Amortized reports whether a call is the sweep's own search for overdue rows (a
+// query of the Deadlines table's index), which runs once per sweep interval
+// whatever the number of rentals, rather than work done for a rental.
+func Amortized(c capacity.Call) bool {
+	return c.Function == FunctionSweep && c.Operation == "Query" && len(c.Tables) == 1 && c.Tables[0].Index == deadlinesIndex
 }
 
 // TransactionPremium returns the write units the rental's TransactWriteItems calls
 // cost above writing the same items once each on their own: DynamoDB bills every
-// item of a transaction twice (capacitytest.TransactWriteUnits), so it is half of their
+// item of a transaction twice (capacity.TransactWriteUnits), so it is half of their
 // table write units (index writes are not doubled). The request appends the bike's
 // BikeRequested and the renter's RentalRequested in one transaction, so that two
 // requests by one renter that read the same state cannot both succeed. A provider's
@@ -308,8 +315,8 @@ func (m Measurement) TransactionPremium() int {
 }
 
 // PerRental returns the calls done for the rental, without the sweep's search.
-func (m Measurement) PerRental() []capacitytest.Call {
-	var out []capacitytest.Call
+func (m Measurement) PerRental() []capacity.Call {
+	var out []capacity.Call
 	for _, c := range m.Calls {
 		if !Amortized(c) {
 			out = append(out, c)
@@ -377,7 +384,7 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 	}
 	m := Measurement{Path: path}
 	for _, r := range before {
-		m.BikeStreamBytes += capacitytest.ItemSize(dynamo.EncodeRecord(r))
+		m.BikeStreamBytes += capacity.ItemSize(dynamo.EncodeRecord(r))
 	}
 	var accepted httpapi.RentalAccepted
 	body, _ := json.Marshal(httpapi.RentalRequest{BikeID: bikeID})
@@ -400,7 +407,7 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 	if err != nil {
 		return m, err
 	}
-	if err := b.settle(ctx, "the rental's end", streams, b.ended(m.RentalID, ref, final)); err != nil {
+	if err := b.settle(ctx, "the rental's end", streams, b.ended(m.RentalID, final)); err != nil {
 		return m, err
 	}
 
@@ -420,7 +427,7 @@ func (b *Bench) rent(ctx context.Context, path Path, bikeID string) (Measurement
 		}
 		m.Events = append(m.Events, records...)
 	}
-	if m.Floor, err = b.floor(ctx, ref, m.Events); err != nil {
+	if m.Floor, err = b.floor(ctx, m.RentalID, m.Events); err != nil {
 		return m, err
 	}
 	if dl := b.stack.DeadLetters(); len(dl) > 0 {
@@ -479,53 +486,36 @@ func (b *Bench) takePath(ctx context.Context, path Path, m *Measurement, bikeID,
 }
 
 // floor computes the least the rental's writes can cost, from what it stored.
-func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Record) (Floor, error) {
+func (b *Bench) floor(ctx context.Context, rentalID string, records []eventstore.Record) (Floor, error) {
 	f := Floor{Events: len(records)}
 	for _, r := range records {
-		f.EventUnits += capacitytest.WriteUnits(capacitytest.ItemSize(dynamo.EncodeRecord(r)))
+		f.EventUnits += capacity.WriteUnits(capacity.ItemSize(dynamo.EncodeRecord(r)))
 	}
-	// The payment's row and the rental's open-process row: each created with its
-	// index entry and changed once, out of the index.
-	rentalID, err := payment.RentalIDFor(ref)
-	if err != nil {
-		return f, fmt.Errorf("rentalcost: %w", err)
-	}
-	for _, key := range []string{ref, deadlinetable.OpenKey(rentalID)} {
-		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(b.opts.DeadlinesTable), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: key}},
-		})
+	// The payment's row and the rental's process row: each opened with its index
+	// entry and settled once, out of the index.
+	for _, name := range []string{deadlinekinds.Payment, deadlinekinds.Stuck} {
+		k, _ := b.kinds.ByName(name)
+		row, err := b.deadlines.item(ctx, k.Key(rentalID))
 		if err != nil {
-			return f, fmt.Errorf("rentalcost: read the pending row %s: %w", key, err)
+			return f, fmt.Errorf("rentalcost: read the %s row of %s: %w", name, rentalID, err)
 		}
-		row := out.Item
 		if len(row) == 0 {
-			return f, fmt.Errorf("rentalcost: no pending row %s", key)
+			return f, fmt.Errorf("rentalcost: no %s row of %s", name, rentalID)
 		}
-		f.ProjectionUnits += 2 * capacitytest.WriteUnits(capacitytest.ItemSize(row))
-		entry := map[string]types.AttributeValue{
-			schema.DeadlineKey: row[schema.DeadlineKey], schema.DeadlineDueAt: row[schema.DeadlineDueAt],
-			schema.DeadlineKindShard: &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Stuck).Shard(0)},
-		}
-		f.IndexUnits += 2 * capacitytest.WriteUnits(capacitytest.ItemSize(entry))
+		f.ProjectionUnits += 2 * capacity.WriteUnits(capacity.ItemSize(row))
+		f.IndexUnits += 2 * capacity.WriteUnits(capacity.ItemSize(b.deadlines.entry(row, k)))
 	}
-	// An approved rental's process row is taken over as its return due: changed once
-	// more, its index entry moved (removed and put).
+	// An approved rental's process row is taken over as its return due: written
+	// once more, its index entry moved (removed and put).
 	for _, r := range records {
 		if r.Type == (rental.RequestApproved{}).EventType() {
-			out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
-				TableName: aws.String(b.opts.DeadlinesTable), ConsistentRead: aws.Bool(true),
-				Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: deadlinetable.OpenKey(rentalID)}},
-			})
+			k, _ := b.kinds.ByName(deadlinekinds.Return)
+			row, err := b.deadlines.item(ctx, k.Key(rentalID))
 			if err != nil {
 				return f, fmt.Errorf("rentalcost: read the return row of %s: %w", rentalID, err)
 			}
-			f.ProjectionUnits += capacitytest.WriteUnits(capacitytest.ItemSize(out.Item))
-			entry := map[string]types.AttributeValue{
-				schema.DeadlineKey: out.Item[schema.DeadlineKey], schema.DeadlineDueAt: out.Item[schema.DeadlineDueAt],
-				schema.DeadlineKindShard: &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Return).Shard(0)},
-			}
-			f.IndexUnits += 2 * capacitytest.WriteUnits(capacitytest.ItemSize(entry))
+			f.ProjectionUnits += capacity.WriteUnits(capacity.ItemSize(row))
+			f.IndexUnits += 2 * capacity.WriteUnits(capacity.ItemSize(b.deadlines.entry(row, k)))
 		}
 	}
 	return f, nil
@@ -533,13 +523,13 @@ func (b *Bench) floor(ctx context.Context, ref string, records []eventstore.Reco
 
 // sweepWhenOverdue waits until the payment is overdue by the scheduler's clock
 // (whole seconds) and invokes the sweep with the input EventBridge Scheduler sends.
-func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (sweep.Summary, error) {
+func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (awslambda.Summary, error) {
 	records, err := b.store.Read(ctx, payment.StreamID(ref), 0)
 	if err != nil {
-		return sweep.Summary{}, err
+		return awslambda.Summary{}, err
 	}
 	if len(records) == 0 || records[0].Type != (payment.PaymentPrepared{}).EventType() {
-		return sweep.Summary{}, fmt.Errorf("rentalcost: payment %s was not prepared", ref)
+		return awslambda.Summary{}, fmt.Errorf("rentalcost: payment %s was not prepared", ref)
 	}
 	prepared := records[0].RecordedAt
 	var scheduled time.Time
@@ -548,14 +538,14 @@ func (b *Bench) sweepWhenOverdue(ctx context.Context, ref string) (sweep.Summary
 		return scheduled.Add(-PaymentTimeout).After(prepared), "prepared at " + prepared.Format(time.RFC3339Nano), nil
 	})
 	if err != nil {
-		return sweep.Summary{}, err
+		return awslambda.Summary{}, err
 	}
-	var sum sweep.Summary
+	var sum awslambda.Summary
 	input := map[string]string{"scheduledTime": scheduled.Format(time.RFC3339)}
 	if err := local.Call(ctx, b.fns[FunctionSweep], input, &sum); err != nil {
 		return sum, fmt.Errorf("rentalcost: sweep: %w", err)
 	}
-	if pay := sum.Of(deadlinekinds.Payment); pay.Found != 1 || pay.Acted != 1 {
+	if pay, _ := sum.Kind(deadlinekinds.Payment); pay.Found != 1 || pay.Acted != 1 {
 		return sum, fmt.Errorf("rentalcost: the sweep found %d and cancelled %d payments, want 1 and 1", pay.Found, pay.Acted)
 	}
 	return sum, nil
@@ -635,8 +625,8 @@ func (b *Bench) status(rentalID string, want rentalview.Status) condition {
 }
 
 // ended holds once the rental has its final status, its process has completed and
-// its pending row is a settled marker.
-func (b *Bench) ended(rentalID, ref string, want rentalview.Status) condition {
+// its payment's row is a settled marker.
+func (b *Bench) ended(rentalID string, want rentalview.Status) condition {
 	status := b.status(rentalID, want)
 	return func(ctx context.Context) (bool, string, error) {
 		if ok, seen, err := status(ctx); !ok || err != nil {
@@ -649,15 +639,13 @@ func (b *Bench) ended(rentalID, ref string, want rentalview.Status) condition {
 		if n := len(records); n == 0 || !rentalpayment.Ends(records[n-1].Type) {
 			return false, "the process has not completed", nil
 		}
-		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(b.opts.DeadlinesTable), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: ref}},
-		})
+		k, _ := b.kinds.ByName(deadlinekinds.Payment)
+		row, err := b.deadlines.item(ctx, k.Key(rentalID))
 		if err != nil {
 			return false, "", err
 		}
-		if _, settled := out.Item[schema.DeadlineSettled]; !settled {
-			return false, "the pending row is not settled", nil
+		if !b.deadlines.settled(row) {
+			return false, "the payment's row is not settled", nil
 		}
 		return true, "", nil
 	}

@@ -3,10 +3,10 @@ package rentalcost
 import (
 	"time"
 
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 )
 
 // Prices are on-demand list prices in US dollars per unit, for one region.
@@ -159,9 +159,9 @@ func Designs() []Design { return []Design{Sweep, StepFunctions, OneTimeSchedule}
 // invoke less).
 func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 	calls := m.PerRental()
-	all := capacitytest.Total(calls)
-	byFunction := capacitytest.GroupBy(calls, func(c capacitytest.Call, _ capacitytest.Usage) string { return c.Function })
-	pending := capacitytest.GroupBy(calls, func(c capacitytest.Call, u capacitytest.Usage) string {
+	all := capacity.Total(calls)
+	byFunction := capacity.GroupBy(calls, func(c capacity.Call, _ capacity.Usage) string { return c.Function })
+	pending := capacity.GroupBy(calls, func(c capacity.Call, u capacity.Usage) string {
 		if u.Table != "" && c.Function == FunctionProjector {
 			return "projection"
 		}
@@ -233,13 +233,13 @@ func UsageOf(m Measurement, d Design, a Assumptions) Usage {
 // invocation and one query page per shard of the index (each at least half a read
 // unit), as measured on the timed-out path.
 func SweepRun(m Measurement, a Assumptions) Usage {
-	var search []capacitytest.Call
+	var search []capacity.Call
 	for _, c := range m.Calls {
 		if Amortized(c) {
 			search = append(search, c)
 		}
 	}
-	t := capacitytest.Total(search)
+	t := capacity.Total(search)
 	return Usage{
 		ReadUnits: t.ReadUnits, Invocations: 1, SchedulerInvocations: 1,
 		Duration: a.Overhead + time.Duration(t.Calls)*a.DynamoDBCall,
@@ -259,7 +259,7 @@ func PreciseExtra(timeout float64, rowBytes int, a Assumptions) Usage {
 		// their own on the pricing page; firing does.
 		SchedulerInvocations: timeout,
 		Invocations:          timeout,
-		ReadUnits:            timeout * capacitytest.ReadUnits(rowBytes, capacitytest.Strong),
+		ReadUnits:            timeout * capacity.ReadUnits(rowBytes, capacity.Strong),
 	}
 }
 

@@ -5,15 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/schema"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
-func call(function, op, table, index string, w, iw int, r float64) capacitytest.Call {
-	return capacitytest.Call{Function: function, Service: "DynamoDB", Operation: op, Attempts: 1,
-		Tables: []capacitytest.Usage{{Table: table, Index: index, WriteUnits: w, IndexWriteUnits: iw, ReadUnits: r}}}
+func call(function, op, table, index string, w, iw int, r float64) capacity.Call {
+	return capacity.Call{Function: function, Service: "DynamoDB", Operation: op, Attempts: 1,
+		Tables: []capacity.Usage{{Table: table, Index: index, WriteUnits: w, IndexWriteUnits: iw, ReadUnits: r}}}
 }
 
 // timedOut is a timed-out rental shaped like the measured one: 7 events, one API
@@ -31,10 +31,10 @@ func timedOut() rentalcost.Measurement {
 	for range 2 {
 		m.Calls = append(m.Calls, call("process", "Query", "events", "", 0, 0, 1), call("process", "Query", "events", "", 0, 0, 1),
 			call("process", "PutItem", "events", "", 1, 0, 0), call("process", "PutItem", "events", "", 1, 0, 0),
-			call("projector", "UpdateItem", "pending", "", 1, 1, 0), call("projector", "UpdateItem", "pending", "", 1, 1, 0))
+			call("projector", "UpdateItem", "deadlines", "", 1, 1, 0), call("projector", "UpdateItem", "deadlines", "", 1, 1, 0))
 	}
 	for range 4 {
-		m.Calls = append(m.Calls, call("sweep", "Query", "pending", schema.DeadlinesByDue, 0, 0, 0.5))
+		m.Calls = append(m.Calls, call("sweep", "Query", "deadlines", *deadlinetable.Definition("deadlines").GlobalSecondaryIndexes[0].IndexName, 0, 0, 0.5))
 	}
 	m.Calls = append(m.Calls, call("sweep", "Query", "events", "", 0, 0, 1), call("sweep", "Query", "events", "", 0, 0, 1),
 		call("sweep", "PutItem", "events", "", 1, 0, 0))
@@ -145,7 +145,7 @@ func TestBatchingAtLoad(t *testing.T) {
 // units a second: 3,000 WCU and 1,286 RCU at a 70% target, for the 2.78 hours a
 // million rentals take.
 func TestProvisionedCapacityForTheMeasuredUnits(t *testing.T) {
-	m := rentalcost.Measurement{Path: rentalcost.Approved, Calls: []capacitytest.Call{call("command", "PutItem", "events", "", 21, 0, 9)}}
+	m := rentalcost.Measurement{Path: rentalcost.Approved, Calls: []capacity.Call{call("command", "PutItem", "events", "", 21, 0, 9)}}
 	pv := rentalcost.USEast1Provisioned
 	c := rentalcost.ProvisionedFor(m, pv, rentalcost.USEast1, rentalcost.Assumed, rentalcost.AtHundredPerSecond)
 	hours := 1e6 / 100.0 / 3600

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
@@ -183,7 +184,7 @@ func TestUnitsPerRental(t *testing.T) {
 
 func check(t *testing.T, m rentalcost.Measurement, w want) {
 	t.Helper()
-	got := capacitytest.Total(m.PerRental())
+	got := capacity.Total(m.PerRental())
 	if got.Calls != w.calls || got.ItemsRead != w.itemsRead || got.ItemsWritten != w.itemsWritten ||
 		got.WriteUnits != w.writeUnits || got.IndexWriteUnits != w.indexWriteUnits || got.ReadUnits != w.readUnits {
 		t.Errorf("%s: got %d calls, %d items read, %d written, %d+%d write units, %g read units; want %d, %d, %d, %d+%d, %g",
@@ -204,14 +205,14 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 	if p := m.TransactionPremium(); p != w.premium || got.AllWriteUnits()-m.Floor.Units() != p {
 		t.Errorf("%s: %d write units above the floor, a transaction premium of %d; want both %d", m.Path, got.AllWriteUnits()-m.Floor.Units(), p, w.premium)
 	}
-	by := capacitytest.GroupBy(m.PerRental(), func(c capacitytest.Call, _ capacitytest.Usage) string { return c.Function })
+	by := capacity.GroupBy(m.PerRental(), func(c capacity.Call, _ capacity.Usage) string { return c.Function })
 	for _, name := range []string{command, process, projector, sweep} {
 		f := by[name]
 		if g := (fn{f.Calls, f.AllWriteUnits(), f.ReadUnits}); g != w.functions[name] {
 			t.Errorf("%s: %s made %d calls, %d write units, %g read units; want %+v", m.Path, name, g.calls, g.writes, g.reads, w.functions[name])
 		}
 	}
-	if approx := capacitytest.Approximations(m.Calls); len(approx) > 0 {
+	if approx := capacity.Approximations(m.Calls); len(approx) > 0 {
 		t.Errorf("%s: approximate counts: %q", m.Path, approx)
 	}
 	for _, c := range m.Calls {
@@ -237,15 +238,20 @@ func check(t *testing.T, m rentalcost.Measurement, w want) {
 		}
 	}
 	if m.Path == rentalcost.TimedOut {
-		search := capacitytest.Total(filter(m.Calls, rentalcost.Amortized))
-		if search.Calls != 20 || search.ReadUnits != 10 || m.Sweep == nil || m.Sweep.Of(deadlinekinds.Payment).Acted != 1 || m.Sweep.Of(deadlinekinds.Stuck).Found != 0 {
-			t.Errorf("sweep: %d queries, %g read units, summary %+v; want 20 queries (one per shard of each lane it reads: the payments due, the stuck processes, the returns due, the owed cancellations and the parked records), 10 read units, 1 cancelled, none stuck", search.Calls, search.ReadUnits, m.Sweep)
+		search := capacity.Total(filter(m.Calls, rentalcost.Amortized))
+		var pay, stuck deadlines.KindSummary
+		if m.Sweep != nil {
+			pay, _ = m.Sweep.Kind(deadlinekinds.Payment)
+			stuck, _ = m.Sweep.Kind(deadlinekinds.Stuck)
+		}
+		if search.Calls != 20 || search.ReadUnits != 10 || pay.Acted != 1 || stuck.Found != 0 {
+			t.Errorf("sweep: %d queries, %g read units, summary %+v; want 20 queries (one per shard of each kind it sweeps: the payments due, the stuck processes, the returns due, the cancellations owed and the parked records' redeliveries), 10 read units, 1 cancelled, none stuck", search.Calls, search.ReadUnits, m.Sweep)
 		}
 	}
 }
 
-func filter(calls []capacitytest.Call, keep func(capacitytest.Call) bool) []capacitytest.Call {
-	var out []capacitytest.Call
+func filter(calls []capacity.Call, keep func(capacity.Call) bool) []capacity.Call {
+	var out []capacity.Call
 	for _, c := range calls {
 		if keep(c) {
 			out = append(out, c)
@@ -295,7 +301,7 @@ func checkHistory(ctx context.Context, t *testing.T, bench *rentalcost.Bench, fr
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := capacitytest.Total(fresh.PerRental()), capacitytest.Total(later.PerRental())
+	a, b := capacity.Total(fresh.PerRental()), capacity.Total(later.PerRental())
 	if later.BikeStreamBytes < 5*fresh.BikeStreamBytes {
 		t.Errorf("the bike stream was %d bytes at the request, want at least five rentals' worth", later.BikeStreamBytes)
 	}

@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/internal/app/bikestream"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 )
 
 // ModeRuns are the paths measured with one RECORDING_MODE.
@@ -41,7 +41,7 @@ func (r Report) Markdown(w io.Writer) error {
 	p.row("path", "calls", "items read", "items written", "write units (table + index)", "read units", "floor (write units)", "actual / floor")
 	p.rule(8)
 	for _, m := range main.Runs {
-		t := capacitytest.Total(m.PerRental())
+		t := capacity.Total(m.PerRental())
 		p.row(string(m.Path), itoa(t.Calls), itoa(t.ItemsRead), itoa(t.ItemsWritten),
 			fmt.Sprintf("%d + %d = %d", t.WriteUnits, t.IndexWriteUnits, t.AllWriteUnits()), units(t.ReadUnits),
 			itoa(m.Floor.Units()), fmt.Sprintf("%.2f", float64(t.AllWriteUnits())/float64(m.Floor.Units())))
@@ -55,7 +55,7 @@ func (r Report) Markdown(w io.Writer) error {
 	p.row(append([]string{"path"}, fns...)...)
 	p.rule(len(fns) + 1)
 	for _, m := range main.Runs {
-		by := capacitytest.GroupBy(m.PerRental(), func(c capacitytest.Call, _ capacitytest.Usage) string { return c.Function })
+		by := capacity.GroupBy(m.PerRental(), func(c capacity.Call, _ capacity.Usage) string { return c.Function })
 		cells := []string{string(m.Path)}
 		for _, f := range fns {
 			t := by[f]
@@ -72,7 +72,7 @@ func (r Report) Markdown(w io.Writer) error {
 	p.row("path", "Events", "Deadlines (index writes included)")
 	p.rule(3)
 	for _, m := range main.Runs {
-		pending := capacitytest.GroupBy(m.PerRental(), func(_ capacitytest.Call, u capacitytest.Usage) string {
+		pending := capacity.GroupBy(m.PerRental(), func(_ capacity.Call, u capacity.Usage) string {
 			if u.Table == r.DeadlinesTable {
 				return "pending"
 			}
@@ -91,7 +91,7 @@ func (r Report) Markdown(w io.Writer) error {
 	p.row("path", "events", "event writes", "row writes", "index writes", "floor", "actual", "above the floor", "of which the transaction's premium")
 	p.rule(9)
 	for _, m := range main.Runs {
-		t := capacitytest.Total(m.PerRental())
+		t := capacity.Total(m.PerRental())
 		p.row(string(m.Path), itoa(len(m.Events)), itoa(m.Floor.EventUnits), itoa(m.Floor.ProjectionUnits), itoa(m.Floor.IndexUnits),
 			itoa(m.Floor.Units()), itoa(t.AllWriteUnits()), itoa(t.AllWriteUnits()-m.Floor.Units()), itoa(m.TransactionPremium()))
 	}
@@ -105,10 +105,10 @@ func (r Report) Markdown(w io.Writer) error {
 		p.row("path", "calls", "write units", "read units", "actual / floor", "read units more than "+main.Mode)
 		p.rule(6)
 		for i, m := range mode.Runs {
-			t := capacitytest.Total(m.PerRental())
+			t := capacity.Total(m.PerRental())
 			more := "-"
 			if i < len(main.Runs) && main.Runs[i].Path == m.Path {
-				more = units(t.ReadUnits - capacitytest.Total(main.Runs[i].PerRental()).ReadUnits)
+				more = units(t.ReadUnits - capacity.Total(main.Runs[i].PerRental()).ReadUnits)
 			}
 			p.row(string(m.Path), itoa(t.Calls), itoa(t.AllWriteUnits()), units(t.ReadUnits),
 				fmt.Sprintf("%.2f", float64(t.AllWriteUnits())/float64(m.Floor.Units())), more)
@@ -119,12 +119,12 @@ func (r Report) Markdown(w io.Writer) error {
 	if hasTimedOut {
 		run := SweepRun(timedOut, r.Assumptions)
 		month := run.Price(r.Prices, r.Assumptions, r.Assumptions.SweepsPerMonth)
-		search := capacitytest.Total(filter(timedOut.Calls, Amortized))
+		search := capacity.Total(filter(timedOut.Calls, Amortized))
 		p.f("\n#### The sweep's search, per run (amortized over every rental)\n\n")
 		p.row("queries", "items read", "read units", "runs a month (rate(1 minute))", "cost a month")
 		p.rule(5)
 		p.row(itoa(search.Calls), itoa(search.ItemsRead), units(search.ReadUnits), fmt.Sprintf("%.0f", r.Assumptions.SweepsPerMonth), money(month.Total()))
-		p.f("\nOne query page per shard (DEADLINES_SHARDS=4) of each lane the sweep reads (the payments due, the processes stuck, the returns due, the cancellations owed and the parked records: docs/decisions/0026-a-deadlines-table.md), each at least half a read unit on the eventually consistent index, whether it finds anything or not; plus one Scheduler invocation and one Lambda invocation per run.\n")
+		p.f("\nOne query page per shard (DEADLINES_SHARDS=4) of each kind the sweep sweeps (the payments due, the processes stuck, the returns due, the cancellations owed to the provider and the parked records' redeliveries: docs/decisions/0026-a-deadlines-table.md), each at least half a read unit on the eventually consistent index, whether it finds anything or not; plus one Scheduler invocation and one Lambda invocation per run.\n")
 	}
 
 	if approved, ok := find(main.Runs, Approved); ok && r.History != nil {
@@ -136,7 +136,7 @@ func (r Report) Markdown(w io.Writer) error {
 			if m.RentalID != approved.RentalID {
 				prior = r.HistoryPrior
 			}
-			t := capacitytest.Total(m.PerRental())
+			t := capacity.Total(m.PerRental())
 			p.row(itoa(prior), fmt.Sprintf("%d bytes", m.BikeStreamBytes), units(t.ReadUnits), itoa(t.Calls))
 		}
 		p.f("\nBike commands read the stream's newest %d records and, for an older rental, that rental's records by key (docs/decisions/0008-bounded-bike-reads.md). The request on a bike with more than %d events reads one item more: the stream of the process its rental id would have, to know the id was never used. Longer histories: the table below, from internal/app/bikestream.\n", bikestream.TailSize, bikestream.TailSize)
@@ -246,7 +246,7 @@ func indexRatios(runs []Measurement) (string, bool) {
 	var parts []string
 	within := true
 	for _, m := range runs {
-		t := capacitytest.Total(m.PerRental())
+		t := capacity.Total(m.PerRental())
 		ratio := float64(t.AllWriteUnits()) / float64(m.Floor.Units()-m.Floor.IndexUnits)
 		within = within && ratio <= 1.5
 		parts = append(parts, fmt.Sprintf("%.2f (%s)", ratio, m.Path))
@@ -271,8 +271,8 @@ func find(runs []Measurement, p Path) (Measurement, bool) {
 	return Measurement{}, false
 }
 
-func filter(calls []capacitytest.Call, keep func(capacitytest.Call) bool) []capacitytest.Call {
-	var out []capacitytest.Call
+func filter(calls []capacity.Call, keep func(capacity.Call) bool) []capacity.Call {
+	var out []capacity.Call
 	for _, c := range calls {
 		if keep(c) {
 			out = append(out, c)
@@ -285,7 +285,7 @@ func approximations(modes []ModeRuns) []string {
 	var out []string
 	for _, mode := range modes {
 		for _, m := range mode.Runs {
-			out = append(out, capacitytest.Approximations(m.Calls)...)
+			out = append(out, capacity.Approximations(m.Calls)...)
 		}
 	}
 	return out
