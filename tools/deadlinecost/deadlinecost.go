@@ -1,6 +1,7 @@
 // Package deadlinecost measures what each way of keeping the to-do list would write
 // and read for one rental, on the local AWS emulator through the real AWS SDK, with
-// capacitytest's counter: the Deadlines table as it is, and the alternatives of
+// the deadlines module's counter (deadlines/dynamo/capacity): the Deadlines table as
+// it is (deadlines/dynamo), and the alternatives of
 // docs/decisions/0029-what-a-deadline-costs-to-keep.md (settlement by delete, expiry
 // by TTL, one row per rental, the table's own key as the index), for every rental
 // path, with every deadline a rental has (payment due, process stuck, return due).
@@ -16,14 +17,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
@@ -37,18 +38,21 @@ type Env struct {
 	// Table is the design's to-do table, Shards its write shards.
 	Table  string
 	Shards int
-	Kinds  deadline.Kinds
+	Kinds  deadlines.Kinds
 	// Between, when set, is called by a design that guards an opening with a read
 	// in the gap between that read and the write it guards: where a settlement
 	// projected at the same time falls (the tests' way of playing that race).
 	Between func(ctx context.Context)
-	// shards names the shard of a subject, as the service's table does.
-	shards *deadlinetable.Projection
 }
 
-// shardOf returns the partition of kind k's lane that a row about subject is in.
-func (e *Env) shardOf(k deadline.Kind, subject string) string {
-	return k.Lane().Prefix + e.shards.ShardOf(subject)
+// changes returns what record r means for each kind, as the projector reads it.
+func (e *Env) changes(r eventstore.Record) ([]deadlines.KindChange, error) {
+	return e.Kinds.Changes(dynamo.RecordOf(r))
+}
+
+// partitionOf returns the index partition of kind k's row about subject.
+func (e *Env) partitionOf(k deadlines.Kind, subject string) string {
+	return partition(k.Name, e.shardOf(subject))
 }
 
 // between calls Between if it is set.
@@ -67,8 +71,8 @@ type Design interface {
 	Define(name string) *dynamodb.CreateTableInput
 	// Project applies one record of the Events table, as the projector would.
 	Project(ctx context.Context, e *Env, r eventstore.Record) error
-	// Outstanding returns the kinds of subject's rows that the sweep and the
-	// listings read: every shard of every lane, with no cutoff.
+	// Outstanding returns the kinds of subject's rows that the sweep reads: every
+	// shard of every swept kind, with no cutoff.
 	Outstanding(ctx context.Context, e *Env, subject string) ([]string, error)
 }
 
@@ -84,23 +88,23 @@ const Function = rentalcost.FunctionProjector
 // design.
 type Bench struct {
 	counted        *dynamodb.Client
-	counter        *capacitytest.Counter
+	counter        *capacity.Counter
 	store          *dynamo.Store // uncounted: appends the rentals' events
 	events, prefix string
-	kinds          deadline.Kinds
+	kinds          deadlines.Kinds
 	rentals        int
 }
 
 // Start creates the Events table and one to-do table per design, named from prefix.
 func Start(ctx context.Context, cfg aws.Config, prefix string, designs []Design) (*Bench, error) {
 	plain := dynamodb.NewFromConfig(cfg)
-	counter := capacitytest.NewCounter(plain)
+	counter := capacity.NewCounter(plain)
 	counted := cfg.Copy()
 	counted.APIOptions = append(counted.APIOptions, counter.Middleware(Function))
 	b := &Bench{
 		counted: dynamodb.NewFromConfig(counted), counter: counter,
 		events: prefix + "-events", prefix: prefix,
-		kinds: deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{}),
+		kinds: deadlinekinds.MustDeclare(deadlinekinds.Policy{}, deadlinekinds.Receivers{}),
 	}
 	b.store = dynamo.New(plain, b.events)
 	if err := schema.Create(ctx, plain, schema.Events(b.events)); err != nil {
@@ -118,12 +122,8 @@ func (b *Bench) table(d Design) string { return b.prefix + "-" + d.Short() }
 
 // Env returns the environment design d runs in, counted.
 func (b *Bench) Env(d Design) *Env {
-	shards, err := deadlinetable.New(nil, b.table(d), deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
-	if err != nil {
-		panic(err) // the defaults are valid
-	}
 	return &Env{Client: b.counted, Events: dynamo.New(b.counted, b.events), Table: b.table(d),
-		Shards: deadlinetable.DefaultShards, Kinds: b.kinds, shards: shards}
+		Shards: deadlinetable.DefaultShards, Kinds: b.kinds}
 }
 
 // Rental is one rental a run appended and projected.
@@ -144,12 +144,12 @@ type Measurement struct {
 	Path   rentalcost.Path
 	// Deadlines is the to-do table's part (writes, index writes included, and
 	// reads), Events the event store's reads the design makes instead of writes.
-	Deadlines, Events capacitytest.Totals
+	Deadlines, Events capacity.Totals
 	// EventsTable names the event store's table.
 	EventsTable string
 	// Calls are the counted calls, in order; Steps the same calls by the record
 	// whose projection made them.
-	Calls []capacitytest.Call
+	Calls []capacity.Call
 	Steps []Step
 }
 
@@ -158,7 +158,7 @@ type Step struct {
 	Record string // its event type
 	// What says what the record does to which rows ("opens the payment due").
 	What  string
-	Calls []capacitytest.Call
+	Calls []capacity.Call
 }
 
 // Measure plays path for a new rental through d and counts what d wrote and read.
@@ -185,7 +185,7 @@ func (b *Bench) Measure(ctx context.Context, d Design, path rentalcost.Path) (Me
 		return Measurement{}, Rental{}, err
 	}
 	calls := b.counter.Calls()
-	by := capacitytest.GroupBy(calls, func(_ capacitytest.Call, u capacitytest.Usage) string { return u.Table })
+	by := capacity.GroupBy(calls, func(_ capacity.Call, u capacity.Usage) string { return u.Table })
 	m := Measurement{Design: d.Name(), Path: path, Deadlines: by[e.Table], Events: by[b.events], Calls: calls, Steps: steps, EventsTable: b.events}
 	return m, Rental{ID: id, Records: recs}, nil
 }
@@ -193,7 +193,7 @@ func (b *Bench) Measure(ctx context.Context, d Design, path rentalcost.Path) (Me
 // whatOf says what record r does to the to-do list's rows, from the kinds'
 // declaration.
 func whatOf(e *Env, r eventstore.Record) string {
-	changes, err := e.Kinds.Changes(r)
+	changes, err := e.changes(r)
 	if err != nil {
 		return err.Error()
 	}

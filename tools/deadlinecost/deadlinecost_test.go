@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
 	"github.com/bikerental/bikerental/tools/deadlinecost"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
@@ -57,7 +57,7 @@ var wantUnits = map[string]map[rentalcost.Path]units{
 	// A settlement that leaves the index entry is one write (keys-only index, no
 	// key changed): 2 units fewer per settlement, and the settled rows stay listed.
 	"expired": with(same(units{6, 2, 0}), approved, units{9, 4, 0}),
-	// One row per rental: every move of the row's lane or due time is 1 + 2.
+	// One row per rental: every move of the row's kind or due time is 1 + 2.
 	"onerow": with(same(units{10, 6, 0}), approved, units{13, 8, 0}),
 	// The table's own key: 1 unit a put or a delete, no index; each opening reads
 	// the streams that settle it, each settlement the stream that opened it.
@@ -107,7 +107,7 @@ func TestUnitsPerDesign(t *testing.T) {
 			if got != want[m.Path] {
 				t.Errorf("%s, %s: %+v, want %+v", r.Design.Short(), m.Path, got, want[m.Path])
 			}
-			if approx := capacitytest.Approximations(m.Calls); len(approx) > 0 {
+			if approx := capacity.Approximations(m.Calls); len(approx) > 0 {
 				t.Errorf("%s, %s: approximate counts: %v", r.Design.Short(), m.Path, approx)
 			}
 		}
@@ -130,16 +130,16 @@ var wantPromises = map[string]deadlinecost.Promises{
 	"ownkey-marked": {Removed: true, Replayed: true, Late: true, Raced: true, Unseen: false},
 }
 
-// What one read of every lane finds after a design's 11 rentals (the paths', and
-// the promises' cases): 20 Queries (5 lanes of 4 shards, each an empty page's half
-// read unit, as the idle sweep), and the rows left there for every reader. The
+// What one read of every swept kind finds after a design's 11 rentals (the paths',
+// and the promises' cases): 20 Queries (5 swept kinds of 4 shards, each an empty
+// page's half read unit, as the idle sweep), and the rows left there for it. The
 // guarded deletes leave the raced case's stuck row; the marks left to TTL leave
 // every settled row that was in the index.
 var wantLeft = map[string]int{"today": 0, "deleted": 1, "expired": 21, "onerow": 0, "ownkey": 0, "ownkey-marked": 0}
 
 func TestWhatIsLeftForTheReaders(t *testing.T) {
 	for _, r := range measured(t) {
-		got := [3]float64{float64(r.Lanes.Calls), float64(r.Lanes.ItemsRead), float64(r.Rentals)}
+		got := [3]float64{float64(r.Swept.Calls), float64(r.Swept.ItemsRead), float64(r.Rentals)}
 		if want := [3]float64{20, float64(wantLeft[r.Design.Short()]), 11}; got != want {
 			t.Errorf("%s: %v Queries, items read and rentals, want %v", r.Design.Short(), got, want)
 		}
@@ -159,8 +159,8 @@ func TestWhatEachDesignKeeps(t *testing.T) {
 // units from the Events table's measured writes.
 func TestTheLineNamesTheCheapestDesigns(t *testing.T) {
 	rentals := []rentalcost.Measurement{
-		{Path: approved, Calls: []capacitytest.Call{eventsWrite(10), deadlinesWrite(11)}, HTTPRequests: 3},
-		{Path: rejected, Calls: []capacitytest.Call{eventsWrite(9), deadlinesWrite(8)}, HTTPRequests: 2},
+		{Path: approved, Calls: []capacity.Call{eventsWrite(10), deadlinesWrite(11)}, HTTPRequests: 3},
+		{Path: rejected, Calls: []capacity.Call{eventsWrite(9), deadlinesWrite(8)}, HTTPRequests: 2},
 	}
 	rep := deadlinecost.Report{Results: measured(t), Rentals: rentals, DeadlinesTable: "deadlines",
 		Prices: rentalcost.USEast1, Assumptions: rentalcost.Assumed}
@@ -185,12 +185,12 @@ func TestTheLineNamesTheCheapestDesigns(t *testing.T) {
 	}
 }
 
-func eventsWrite(n int) capacitytest.Call {
-	return capacitytest.Call{Function: rentalcost.FunctionCommand, Service: "DynamoDB", Operation: "PutItem",
-		Tables: []capacitytest.Usage{{Table: "events", WriteUnits: n}}}
+func eventsWrite(n int) capacity.Call {
+	return capacity.Call{Function: rentalcost.FunctionCommand, Service: "DynamoDB", Operation: "PutItem",
+		Tables: []capacity.Usage{{Table: "events", WriteUnits: n}}}
 }
 
-func deadlinesWrite(n int) capacitytest.Call {
-	return capacitytest.Call{Function: rentalcost.FunctionProjector, Service: "DynamoDB", Operation: "UpdateItem",
-		Tables: []capacitytest.Usage{{Table: "deadlines", WriteUnits: n}}}
+func deadlinesWrite(n int) capacity.Call {
+	return capacity.Call{Function: rentalcost.FunctionProjector, Service: "DynamoDB", Operation: "UpdateItem",
+		Tables: []capacity.Usage{{Table: "deadlines", WriteUnits: n}}}
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
-	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
 // Today is the Deadlines table as it is (docs/decisions/0026-a-deadlines-table.md),
-// written by the service's own projection: a row per deadline keyed by kind and
+// written by the deadlines module's Table: a row per deadline keyed by kind and
 // subject, in the keys-only DueByKind index while outstanding; a settlement leaves a
 // marker out of the index (deleted by TTL, at no write cost), which a replayed
 // opening's conditional write finds.
@@ -27,23 +27,23 @@ type Today struct{}
 
 func (Today) Name() string                                  { return "today's table: the DueByKind index, settled rows kept as markers" }
 func (Today) Short() string                                 { return "today" }
-func (Today) Define(name string) *dynamodb.CreateTableInput { return schema.Deadlines(name) }
+func (Today) Define(name string) *dynamodb.CreateTableInput { return deadlinetable.Definition(name) }
 
 func (Today) Project(ctx context.Context, e *Env, r eventstore.Record) error {
-	return projection(e).Apply(ctx, r)
+	return projection(e).Apply(ctx, dynamo.RecordOf(r))
 }
 
 func (Today) Outstanding(ctx context.Context, e *Env, subject string) ([]string, error) {
 	return indexed(ctx, e, subject)
 }
 
-// projection is the service's projection of the Deadlines table, on e.
-func projection(e *Env) *deadlinetable.Projection {
-	p, err := deadlinetable.New(e.Client, e.Table, e.Shards, deadlinetable.DefaultMarkerTTL)
+// projection is the Deadlines table of the service's kinds, on e.
+func projection(e *Env) *deadlinetable.Table {
+	t, err := deadlinetable.New(e.Client, e.Table, e.Kinds, deadlinetable.WithShards(e.Shards))
 	if err != nil {
-		panic(err) // e.Shards is the default
+		panic(err) // e's settings are the defaults
 	}
-	return p.WithKinds(e.Kinds)
+	return t
 }
 
 // Deleted is today's table with every settlement a DeleteItem: no marker is left,
@@ -57,10 +57,10 @@ func (Deleted) Name() string {
 	return "settled rows deleted, openings guarded by a read of the event store"
 }
 func (Deleted) Short() string                                 { return "deleted" }
-func (Deleted) Define(name string) *dynamodb.CreateTableInput { return schema.Deadlines(name) }
+func (Deleted) Define(name string) *dynamodb.CreateTableInput { return deadlinetable.Definition(name) }
 
 func (Deleted) Project(ctx context.Context, e *Env, r eventstore.Record) error {
-	changes, err := e.Kinds.Changes(r)
+	changes, err := e.changes(r)
 	if err != nil || len(changes) == 0 {
 		return err
 	}
@@ -74,7 +74,7 @@ func (Deleted) Project(ctx context.Context, e *Env, r eventstore.Record) error {
 		}
 	}
 	e.between(ctx)
-	return projection(e).Apply(ctx, r)
+	return projection(e).Apply(ctx, dynamo.RecordOf(r))
 }
 
 func (Deleted) Outstanding(ctx context.Context, e *Env, subject string) ([]string, error) {
@@ -89,20 +89,20 @@ type Expired struct{}
 
 func (Expired) Name() string                                  { return "settled rows marked in place, their index entries left to TTL" }
 func (Expired) Short() string                                 { return "expired" }
-func (Expired) Define(name string) *dynamodb.CreateTableInput { return schema.Deadlines(name) }
+func (Expired) Define(name string) *dynamodb.CreateTableInput { return deadlinetable.Definition(name) }
 
 func (Expired) Project(ctx context.Context, e *Env, r eventstore.Record) error {
-	changes, err := e.Kinds.Changes(r)
+	changes, err := e.changes(r)
 	if err != nil || len(changes) == 0 {
 		return err
 	}
 	if !changes[0].Settled {
-		return projection(e).Apply(ctx, r)
+		return projection(e).Apply(ctx, dynamo.RecordOf(r))
 	}
 	expires := strconv.FormatInt(r.RecordedAt.Add(deadlinetable.DefaultMarkerTTL).Unix(), 10)
 	return settleEach(ctx, e, changes, func(key string) error {
 		return update(ctx, e, key, "", "SET #settled = :settled, #exp = :exp",
-			map[string]string{"#settled": schema.DeadlineSettled, "#exp": schema.DeadlineExpiresAt},
+			map[string]string{"#settled": attrSettled, "#exp": attrExpiresAt},
 			map[string]types.AttributeValue{":settled": str(changes[0].How), ":exp": num(expires)})
 	})
 }
@@ -113,7 +113,7 @@ func (Expired) Outstanding(ctx context.Context, e *Env, subject string) ([]strin
 
 // settleEach calls settle once for each key the settling changes name (kinds that
 // share a key share its settlement).
-func settleEach(ctx context.Context, e *Env, changes []deadline.KindChange, settle func(key string) error) error {
+func settleEach(ctx context.Context, e *Env, changes []deadlines.KindChange, settle func(key string) error) error {
 	var done []string
 	for _, c := range changes {
 		if !c.Settled {
@@ -132,36 +132,36 @@ func settleEach(ctx context.Context, e *Env, changes []deadline.KindChange, sett
 }
 
 // indexed returns the kinds of subject's rows in the DueByKind index: one Query of
-// every shard of every lane, as the sweep and the listings read it.
+// every shard of every swept kind, as the sweep reads it.
 func indexed(ctx context.Context, e *Env, subject string) ([]string, error) {
 	var kinds []string
-	for _, lane := range e.Kinds.Lanes() {
+	for _, k := range e.Kinds.Swept() {
 		for s := range e.Shards {
-			shard := lane.Shard(s)
 			out, err := e.Client.Query(ctx, &dynamodb.QueryInput{
-				TableName: aws.String(e.Table), IndexName: aws.String(schema.DeadlinesByDue),
+				TableName: aws.String(e.Table), IndexName: aws.String(indexName),
 				KeyConditionExpression:    aws.String("#shard = :shard"),
-				ExpressionAttributeNames:  map[string]string{"#shard": schema.DeadlineKindShard},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(shard)},
+				ExpressionAttributeNames:  map[string]string{"#shard": attrKindShard},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(partition(k.Name, s))},
 			})
 			if err != nil {
 				return nil, err
 			}
-			kinds = append(kinds, kindsOf(e, shard, out.Items, subject)...)
+			kinds = append(kinds, kindsOf(e, k, out.Items, subject)...)
 		}
 	}
 	return kinds, nil
 }
 
-// kindsOf returns the kinds of the items of shard that are about subject.
-func kindsOf(e *Env, shard string, items []map[string]types.AttributeValue, subject string) []string {
+// kindsOf returns k's name once for each item of its partitions that is about
+// subject.
+func kindsOf(e *Env, k deadlines.Kind, items []map[string]types.AttributeValue, subject string) []string {
 	var out []string
 	for _, item := range items {
-		key, _ := item[schema.DeadlineKey].(*types.AttributeValueMemberS)
+		key, _ := item[attrKey].(*types.AttributeValueMemberS)
 		if key == nil {
 			continue
 		}
-		if k, s, ok := e.Kinds.OfLaneKey(shard, key.Value); ok && s == subject {
+		if s, ok := e.subjectOf(key.Value); ok && s == subject {
 			out = append(out, k.Name)
 		}
 	}
@@ -172,7 +172,7 @@ func kindsOf(e *Env, shard string, items []map[string]types.AttributeValue, subj
 // row already reflects the record, or something later).
 func update(ctx context.Context, e *Env, key, cond, set string, names map[string]string, values map[string]types.AttributeValue) error {
 	in := &dynamodb.UpdateItemInput{
-		TableName: aws.String(e.Table), Key: map[string]types.AttributeValue{schema.DeadlineKey: str(key)},
+		TableName: aws.String(e.Table), Key: map[string]types.AttributeValue{attrKey: str(key)},
 		UpdateExpression: aws.String(set), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 	}
 	if cond != "" {
@@ -192,7 +192,7 @@ func conditionFailedIsDone(err error) error {
 
 func deleteKey(ctx context.Context, e *Env, key string) error {
 	_, err := e.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(e.Table), Key: map[string]types.AttributeValue{schema.DeadlineKey: str(key)},
+		TableName: aws.String(e.Table), Key: map[string]types.AttributeValue{attrKey: str(key)},
 	})
 	return err
 }

@@ -12,14 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
-	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// OwnKey is a to-do table whose own key is the index: partition the row's lane and
-// shard (schema.DeadlineKindShard, "payment#2"), sort key its due time and key
+// OwnKey is a to-do table whose own key is the index: partition the row's kind and
+// shard (the Deadlines table's kindShard, "payment#2"), sort key its due time and key
 // (dueKeyAttr), no secondary index. A row costs one write to put and one to delete,
 // with no index entry to keep; but its key holds its due time, so a settlement must
 // learn the due time before it can delete the row: it reads the record that opened
@@ -59,18 +58,18 @@ func (OwnKey) Define(name string) *dynamodb.CreateTableInput {
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(schema.DeadlineKindShard), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrKindShard), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(dueKeyAttr), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(schema.DeadlineKindShard), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrKindShard), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(dueKeyAttr), KeyType: types.KeyTypeRange},
 		},
 	}
 }
 
 func (d OwnKey) Project(ctx context.Context, e *Env, r eventstore.Record) error {
-	changes, err := e.Kinds.Changes(r)
+	changes, err := e.changes(r)
 	if err != nil {
 		return err
 	}
@@ -90,10 +89,10 @@ func (d OwnKey) Project(ctx context.Context, e *Env, r eventstore.Record) error 
 
 // open puts the row c opens, then checks that it has not settled already (deleting
 // it if it has), then deletes the row of the kind it takes over.
-func (d OwnKey) open(ctx context.Context, e *Env, rd *reads, c deadline.KindChange, r eventstore.Record) error {
+func (d OwnKey) open(ctx context.Context, e *Env, rd *reads, c deadlines.KindChange, r eventstore.Record) error {
 	k := c.Kind
-	row := d.rowKey(e, k, c.Subject, k.SinceFor(c.Change, r.RecordedAt))
-	item := map[string]types.AttributeValue{schema.DeadlineKey: str(k.Key(c.Subject)), schema.DeadlineSubject: str(c.Subject)}
+	row := d.rowKey(e, k, c.Subject, k.DueAt(c.Change, r.RecordedAt))
+	item := map[string]types.AttributeValue{attrKey: str(k.Key(c.Subject)), attrSubject: str(c.Subject)}
 	maps.Copy(item, row)
 	if _, err := e.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.Table), Item: item}); err != nil {
 		return err
@@ -117,8 +116,8 @@ func (d OwnKey) open(ctx context.Context, e *Env, rd *reads, c deadline.KindChan
 // settle deletes k's row about subject, whose due time it reads from the record
 // that opened it; with Markers, it writes the marker first. A row whose opening
 // the event store does not hold (an overdue return never flagged) was never put.
-func (d OwnKey) settle(ctx context.Context, e *Env, rd *reads, k deadline.Kind, subject string, r eventstore.Record) error {
-	since, err := rd.since(ctx, k, subject)
+func (d OwnKey) settle(ctx context.Context, e *Env, rd *reads, k deadlines.Kind, subject string, r eventstore.Record) error {
+	due, err := rd.due(ctx, k, subject)
 	if errors.Is(err, errNotOpened) {
 		return nil // there is no row to delete
 	}
@@ -127,17 +126,17 @@ func (d OwnKey) settle(ctx context.Context, e *Env, rd *reads, k deadline.Kind, 
 	}
 	if d.Markers {
 		marker := d.markerKey(e, k, subject)
-		marker[schema.DeadlineExpiresAt] = num(strconv.FormatInt(r.RecordedAt.Add(deadlinetable.DefaultMarkerTTL).Unix(), 10))
+		marker[attrExpiresAt] = num(strconv.FormatInt(r.RecordedAt.Add(deadlinetable.DefaultMarkerTTL).Unix(), 10))
 		if _, err := e.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.Table), Item: marker}); err != nil {
 			return err
 		}
 	}
-	return d.delete(ctx, e, d.rowKey(e, k, subject, since))
+	return d.delete(ctx, e, d.rowKey(e, k, subject, due))
 }
 
 // settled reports whether k's row about subject has settled: from its marker, or
 // from the event store.
-func (d OwnKey) settled(ctx context.Context, e *Env, rd *reads, k deadline.Kind, subject string) (bool, error) {
+func (d OwnKey) settled(ctx context.Context, e *Env, rd *reads, k deadlines.Kind, subject string) (bool, error) {
 	if !d.Markers {
 		return rd.settled(ctx, k, subject)
 	}
@@ -148,20 +147,20 @@ func (d OwnKey) settled(ctx context.Context, e *Env, rd *reads, k deadline.Kind,
 	return out.Item != nil, nil
 }
 
-// rowKey is the table key of k's row about subject, opened at since.
-func (OwnKey) rowKey(e *Env, k deadline.Kind, subject string, since time.Time) map[string]types.AttributeValue {
+// rowKey is the table key of k's row about subject, due at due.
+func (OwnKey) rowKey(e *Env, k deadlines.Kind, subject string, due time.Time) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		schema.DeadlineKindShard: str(e.shardOf(k, subject)),
-		dueKeyAttr:               str(fmt.Sprintf("%013d#%s", k.Stamp(since), k.Key(subject))),
+		attrKindShard: str(e.partitionOf(k, subject)),
+		dueKeyAttr:    str(fmt.Sprintf("%013d#%s", due.UnixMilli(), k.Key(subject))),
 	}
 }
 
 // markerKey is the table key of the marker of k's row about subject: a partition
-// per shard that no listing or sweep reads, sorted by the kind's lane and the key.
-func (OwnKey) markerKey(e *Env, k deadline.Kind, subject string) map[string]types.AttributeValue {
+// per shard that no listing or sweep reads, sorted by the kind's name and the key.
+func (OwnKey) markerKey(e *Env, k deadlines.Kind, subject string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		schema.DeadlineKindShard: str("settled#" + e.shards.ShardOf(subject)),
-		dueKeyAttr:               str(k.Lane().Prefix + k.Key(subject)),
+		attrKindShard: str(partition("settled", e.shardOf(subject))),
+		dueKeyAttr:    str(lane(k.Name) + k.Key(subject)),
 	}
 }
 
@@ -170,22 +169,22 @@ func (OwnKey) delete(ctx context.Context, e *Env, key map[string]types.Attribute
 	return err
 }
 
-// Outstanding reads every shard of every lane of the table itself, one Query each.
+// Outstanding reads every shard of every swept kind of the table itself, one
+// Query each.
 func (OwnKey) Outstanding(ctx context.Context, e *Env, subject string) ([]string, error) {
 	var kinds []string
-	for _, lane := range e.Kinds.Lanes() {
+	for _, k := range e.Kinds.Swept() {
 		for s := range e.Shards {
-			shard := lane.Shard(s)
 			out, err := e.Client.Query(ctx, &dynamodb.QueryInput{
 				TableName:                 aws.String(e.Table),
 				KeyConditionExpression:    aws.String("#shard = :shard"),
-				ExpressionAttributeNames:  map[string]string{"#shard": schema.DeadlineKindShard},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(shard)},
+				ExpressionAttributeNames:  map[string]string{"#shard": attrKindShard},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":shard": str(partition(k.Name, s))},
 			})
 			if err != nil {
 				return nil, err
 			}
-			kinds = append(kinds, kindsOf(e, shard, out.Items, subject)...)
+			kinds = append(kinds, kindsOf(e, k, out.Items, subject)...)
 		}
 	}
 	return kinds, nil

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
+	"github.com/bikerental/bikerental/deadlines/dynamo/capacity"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
@@ -17,10 +17,10 @@ type Result struct {
 	Design   Design
 	Paths    []Measurement
 	Promises Promises
-	// Lanes is one read of every shard of every lane, as the sweep and the listings
-	// read the list, after the rentals of the paths and of the promises' cases
-	// (Rentals of them): what is left there for every reader to read.
-	Lanes   capacitytest.Totals
+	// Swept is one read of every shard of every swept kind, as the sweep reads the
+	// list, after the rentals of the paths and of the promises' cases (Rentals of
+	// them): what is left there for it to read.
+	Swept   capacity.Totals
 	Rentals int
 }
 
@@ -73,7 +73,7 @@ func (b *Bench) Results(ctx context.Context, designs []Design) ([]Result, error)
 		if _, err := d.Outstanding(ctx, b.Env(d), b.NewRental()); err != nil {
 			return nil, err
 		}
-		res.Lanes = capacitytest.Total(b.counter.Calls())
+		res.Swept = capacity.Total(b.counter.Calls())
 		out = append(out, res)
 	}
 	return out, nil
@@ -100,7 +100,7 @@ type Report struct {
 func (r Report) eventsWrites(p rentalcost.Path) int {
 	for _, m := range r.Rentals {
 		if m.Path == p {
-			by := capacitytest.GroupBy(m.PerRental(), func(_ capacitytest.Call, u capacitytest.Usage) string {
+			by := capacity.GroupBy(m.PerRental(), func(_ capacity.Call, u capacity.Usage) string {
 				if u.Table == r.DeadlinesTable {
 					return "deadlines"
 				}
@@ -167,13 +167,13 @@ func (r Report) Markdown(w io.Writer) error {
 
 func (r Report) table(b *strings.Builder) {
 	fmt.Fprintf(b, "\n### The to-do list's alternatives: what each would write per rental\n\n")
-	fmt.Fprintf(b, "Each design is driven by the records the service appends for one rental, each projected once appended, on moto through the AWS SDK, counted by the same counter (tools/deadlinecost; docs/decisions/0029-what-a-deadline-costs-to-keep.md). A cell is the design's write units (index writes in brackets) and, after +, the read units it makes instead of writes (strongly consistent reads of the event store or of its own markers). The last columns add the Events table's writes as the service makes them (%d on the approved path, %d on the others), then one read of every shard of every lane (the kinds' lanes, as the sweep and the listings query them, eventually consistent) after the design's rentals, which finds what the design leaves there for every reader, and which promises the design was seen to break, each from a case played on the emulator.\n\n",
+	fmt.Fprintf(b, "Each design is driven by the records the service appends for one rental, each projected once appended, on moto through the AWS SDK, counted by the same counter (tools/deadlinecost; docs/decisions/0029-what-a-deadline-costs-to-keep.md). A cell is the design's write units (index writes in brackets) and, after +, the read units it makes instead of writes (strongly consistent reads of the event store or of its own markers). The last columns add the Events table's writes as the service makes them (%d on the approved path, %d on the others), then one read of every shard of every swept kind (as the sweep queries them, eventually consistent) after the design's rentals, which finds what the design leaves there for the sweep, and which promises the design was seen to break, each from a case played on the emulator.\n\n",
 		r.eventsWrites(rentalcost.Approved), r.eventsWrites(rentalcost.Rejected))
 	header := []string{"design"}
 	for _, p := range rentalcost.Paths() {
 		header = append(header, string(p))
 	}
-	row(b, append(header, "approved rental, all tables", "per million approved", "every lane read once: queries, items (read units)", "promises")...)
+	row(b, append(header, "approved rental, all tables", "per million approved", "every swept kind read once: queries, items (read units)", "promises")...)
 	row(b, strings.Split(strings.Repeat("---,", len(header)+3)+"---", ",")...)
 	for _, res := range r.Results {
 		cells := []string{res.Design.Name()}
@@ -189,8 +189,8 @@ func (r Report) table(b *strings.Builder) {
 		if !res.Promises.Kept() {
 			promises = "broken: " + strings.Join(res.Promises.Broken(), "; ")
 		}
-		lanes := fmt.Sprintf("%d, %d (%s) after %d rentals", res.Lanes.Calls, res.Lanes.ItemsRead, units(res.Lanes.ReadUnits), res.Rentals)
-		row(b, append(cells, fmt.Sprint(r.Total(res, rentalcost.Approved)), money(r.PerMillion(res)), lanes, promises)...)
+		swept := fmt.Sprintf("%d, %d (%s) after %d rentals", res.Swept.Calls, res.Swept.ItemsRead, units(res.Swept.ReadUnits), res.Rentals)
+		row(b, append(cells, fmt.Sprint(r.Total(res, rentalcost.Approved)), money(r.PerMillion(res)), swept, promises)...)
 	}
 }
 
@@ -224,14 +224,14 @@ func breakdown(b *strings.Builder, res Result) {
 	row(b, "---", "---", "---", "---", "---", "---")
 	for _, s := range res.Approved().Steps {
 		for _, c := range s.Calls {
-			t := capacitytest.Total([]capacitytest.Call{c})
+			t := capacity.Total([]capacity.Call{c})
 			row(b, s.Record, s.What, c.Operation+" on "+tableOf(c, res.Approved().EventsTable), fmt.Sprint(t.WriteUnits), fmt.Sprint(t.IndexWriteUnits), units(t.ReadUnits))
 		}
 	}
 }
 
 // tableOf names the table a call used: the event store or the to-do table.
-func tableOf(c capacitytest.Call, events string) string {
+func tableOf(c capacity.Call, events string) string {
 	for _, u := range c.Tables {
 		if u.Table == events {
 			return "the event store"

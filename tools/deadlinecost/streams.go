@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
@@ -77,13 +77,13 @@ func (rd *reads) stream(ctx context.Context, id string) ([]eventstore.Record, er
 
 // settled reports whether the event store holds a record that settles k's row about
 // subject, or one that takes it over.
-func (rd *reads) settled(ctx context.Context, k deadline.Kind, subject string) (bool, error) {
+func (rd *reads) settled(ctx context.Context, k deadlines.Kind, subject string) (bool, error) {
 	streams, err := settlingStreams(k.Name, subject)
 	if err != nil {
 		return false, err
 	}
 	for _, s := range streams {
-		found, err := rd.find(ctx, s, func(c deadline.KindChange) bool {
+		found, err := rd.find(ctx, s, func(c deadlines.KindChange) bool {
 			return c.Subject == subject && ((c.Kind.Name == k.Name && c.Settled) || (!c.Settled && c.Kind.Takes == k.Name))
 		})
 		if err != nil || found != nil {
@@ -93,18 +93,18 @@ func (rd *reads) settled(ctx context.Context, k deadline.Kind, subject string) (
 	return false, nil
 }
 
-// errNotOpened is since's answer for a row that no record opened.
+// errNotOpened is due's answer for a row that no record opened.
 var errNotOpened = errors.New("deadlinecost: no record opens it")
 
-// since returns when k's row about subject opened (its due time less k.After), from
-// the record that opened it.
-func (rd *reads) since(ctx context.Context, k deadline.Kind, subject string) (time.Time, error) {
+// due returns when k's row about subject falls due, from the record that opened
+// it.
+func (rd *reads) due(ctx context.Context, k deadlines.Kind, subject string) (time.Time, error) {
 	s, err := openingStream(k.Name, subject)
 	if err != nil {
 		return time.Time{}, err
 	}
-	var change deadline.KindChange
-	found, err := rd.find(ctx, s, func(c deadline.KindChange) bool {
+	var change deadlines.KindChange
+	found, err := rd.find(ctx, s, func(c deadlines.KindChange) bool {
 		change = c
 		return c.Subject == subject && c.Kind.Name == k.Name && !c.Settled
 	})
@@ -114,17 +114,17 @@ func (rd *reads) since(ctx context.Context, k deadline.Kind, subject string) (ti
 	if found == nil {
 		return time.Time{}, fmt.Errorf("%w: %s row of %s", errNotOpened, k.Name, subject)
 	}
-	return k.SinceFor(change.Change, found.RecordedAt), nil
+	return k.DueAt(change.Change, found.RecordedAt), nil
 }
 
 // find returns the first record of stream s with a change that match accepts.
-func (rd *reads) find(ctx context.Context, s string, match func(deadline.KindChange) bool) (*eventstore.Record, error) {
+func (rd *reads) find(ctx context.Context, s string, match func(deadlines.KindChange) bool) (*eventstore.Record, error) {
 	recs, err := rd.stream(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	for i := range recs {
-		changes, err := rd.e.Kinds.Changes(recs[i])
+		changes, err := rd.e.changes(recs[i])
 		if err != nil {
 			return nil, err
 		}
