@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
@@ -42,7 +41,7 @@ type LatenessConfig struct {
 	Timeout time.Duration
 	// Interval is how often the local runner sweeps.
 	Interval time.Duration
-	// Mode is the stack's DEADLINE_MODE: deadline.ModeSweep or deadline.ModePrecise.
+	// Mode is the stack's DEADLINE_MODE: wiring.ModeSweep or wiring.ModePrecise.
 	Mode string
 	// Wait bounds the wait, after the last request, for every payment to be
 	// cancelled; zero means Timeout + 3×Interval + 60s.
@@ -165,7 +164,12 @@ func Lateness(ctx context.Context, cfg LatenessConfig) (LatenessReport, error) {
 // checked returns cfg's deadline mode and cfg with its defaults (Wait, Logger,
 // Progress), or why cfg cannot run.
 func (cfg LatenessConfig) checked() (string, LatenessConfig, error) {
-	mode, err := deadline.ParseMode(cfg.Mode)
+	mode, err := wiring.DeadlineMode(func(name string) string {
+		if name == wiring.EnvDeadlineMode {
+			return cfg.Mode
+		}
+		return ""
+	})
 	switch {
 	case err != nil:
 		return "", cfg, err

@@ -16,12 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/bikerental/bikerental/deadlines/awslambda"
+
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -58,7 +59,7 @@ type SweepConfig struct {
 	// the same instant, and the sweep's now is that instant plus Timeout plus 1ms.
 	Timeout time.Duration
 	// Budget bounds one sweep, as the sweep Lambda function's timeout does (the sweep
-	// stops starting work deadline.DefaultMargin before it).
+	// stops starting work awslambda.DefaultSweepMargin before it).
 	Budget time.Duration
 	// Getenv is the environment passed on to the stack and the sweep (os.Getenv,
 	// usually); nil passes on nothing else.
@@ -76,7 +77,7 @@ type SweepRun struct {
 	Seed time.Duration
 	// Wall is how long Sweep took.
 	Wall    time.Duration
-	Summary sweep.Summary
+	Summary awslambda.Summary
 	// Calls counts the requests the sweep sent to the emulator, by operation.
 	Calls      map[string]int
 	TotalCalls int
@@ -115,7 +116,7 @@ type SweepReport struct {
 // concurrency (Repeat times, round robin) it seeds fresh tables with cfg.Payments
 // rentals whose payments were all prepared at the same instant and are outstanding,
 // runs one sweep past their deadline, built as the sweep function builds it
-// (sweepfn.Sweep, the sweep function's recipe), and measures it; then it replays the sweep's
+// (sweepfn.New, the sweep function's recipe), and measures it; then it replays the sweep's
 // calls for cfg.ReplayPayments of them with none of our code around them, and
 // deletes the tables of every run but the last. Last it measures trivial GetItem
 // calls on the last run's table. It fails if a sweep does not cancel every payment.
@@ -228,7 +229,7 @@ func (b *sweepBench) once(ctx context.Context, i, concurrency int, profile, keep
 	if err != nil {
 		return r, err
 	}
-	sweeper, err := sweepfn.Sweep(b.counted, getenv, cfg.Logger, nil)
+	sweeper, err := sweepfn.New(b.counted, getenv, cfg.Logger, nil)
 	if err != nil {
 		return r, err
 	}
@@ -249,7 +250,7 @@ func (b *sweepBench) once(ctx context.Context, i, concurrency int, profile, keep
 		}
 	}
 	started = time.Now()
-	r.Summary, err = sweeper.Sweep(sweepCtx, preparedAt.Add(cfg.Timeout+time.Millisecond))
+	r.Summary, err = sweeper.Run(sweepCtx, preparedAt.Add(cfg.Timeout+time.Millisecond))
 	r.Wall = time.Since(started)
 	if profile {
 		pprof.StopCPUProfile()
@@ -263,9 +264,9 @@ func (b *sweepBench) once(ctx context.Context, i, concurrency int, profile, keep
 	if err != nil {
 		return r, fmt.Errorf("sweep: %w", err)
 	}
-	if s, pay := r.Summary, r.Summary.Of(deadlinekinds.Payment); pay.Found != cfg.Payments || pay.Acted != cfg.Payments {
+	if pay, _ := r.Summary.Kind(deadlinekinds.Payment); pay.Found != cfg.Payments || pay.Acted != cfg.Payments {
 		return r, fmt.Errorf("the sweep found %d and cancelled %d (failed %d, incomplete %t) of %d due payments",
-			pay.Found, pay.Acted, pay.Failed, s.Incomplete, cfg.Payments)
+			pay.Found, pay.Acted, pay.Failed, r.Summary.Incomplete, cfg.Payments)
 	}
 	fmt.Fprintf(progress, "concurrency %d: swept in %s\n", concurrency, r.Wall.Round(time.Millisecond))
 
@@ -379,9 +380,12 @@ func seed(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slo
 		}
 	}
 
-	projection, err := wiring.Projection(cfg, getenv)
+	projection, err := wiring.DeadlineProjection(cfg, getenv)
 	if err != nil {
 		return nil, err
+	}
+	if projection == nil {
+		return nil, fmt.Errorf("seed: %s is not set", wiring.EnvDeadlinesTable)
 	}
 	var prepared []eventstore.Record
 	for _, r := range rec.records {
@@ -393,7 +397,7 @@ func seed(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *slo
 		return nil, fmt.Errorf("seed: %d payments prepared, want %d", len(prepared), n)
 	}
 	err = parallel(ctx, len(prepared), 8, func(ctx context.Context, i int) error {
-		return projection.Apply(ctx, prepared[i])
+		return projection.Apply(ctx, dynamo.RecordOf(prepared[i]))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("seed: project: %w", err)

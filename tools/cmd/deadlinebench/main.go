@@ -42,7 +42,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/tools/deadlinebench"
@@ -139,7 +139,7 @@ the event store): median, p90, p99 and max.
 	}
 	modeDefault := os.Getenv(wiring.EnvDeadlineMode)
 	if modeDefault == "" {
-		modeDefault = deadline.ModeSweep
+		modeDefault = wiring.ModeSweep
 	}
 	var cfg deadlinebench.LatenessConfig
 	fs.IntVar(&cfg.Rentals, "rentals", 100, "rentals to request, none ever paid")
@@ -152,8 +152,8 @@ the event store): median, p90, p99 and max.
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if _, err := deadline.ParseMode(cfg.Mode); err != nil {
-		return usageError{err}
+	if cfg.Mode != wiring.ModeSweep && cfg.Mode != wiring.ModePrecise {
+		return usageError{fmt.Errorf("--mode %q: want %s or %s", cfg.Mode, wiring.ModeSweep, wiring.ModePrecise)}
 	}
 	cfg.Getenv, cfg.Logger, cfg.Progress = os.Getenv, logger(stderr, *verbose), stderr
 	rep, err := deadlinebench.Lateness(ctx, cfg)
@@ -195,11 +195,11 @@ on both sides, and the emulator's floor for the same calls replayed without our 
 	concurrency := fs.String("concurrency", "1,4,8,16,32", "SWEEP_CONCURRENCY values, comma-separated: one seeded sweep each")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the sweep at --profile-concurrency only to this file")
 	fs.IntVar(&cfg.Payments, "payments", 1000, "outstanding payments that fall due together")
-	fs.IntVar(&cfg.ProfileConcurrency, "profile-concurrency", deadline.DefaultConcurrency, "the concurrency whose (first) sweep --cpuprofile profiles")
+	fs.IntVar(&cfg.ProfileConcurrency, "profile-concurrency", deadlines.DefaultConcurrency, "the concurrency whose (first) sweep --cpuprofile profiles")
 	fs.IntVar(&cfg.CeilingCalls, "ceiling-calls", 1000, "trivial GetItem calls that measure the emulator's ceiling, at concurrency 1 and each --concurrency (0: none)")
 	fs.IntVar(&cfg.ReplayPayments, "replay-payments", 100, "payments of each sweep whose calls are then replayed without our code, on the same table at the same concurrency (0: none)")
 	fs.IntVar(&cfg.Repeat, "repeat", 1, "times to go through the --concurrency values, round robin")
-	fs.DurationVar(&cfg.Timeout, "timeout", deadline.DefaultTimeout, "the sweep's PAYMENT_TIMEOUT (the payments were prepared that long before the sweep's now)")
+	fs.DurationVar(&cfg.Timeout, "timeout", deadlinekinds.DefaultTimeout, "the sweep's PAYMENT_TIMEOUT (the payments were prepared that long before the sweep's now)")
 	fs.DurationVar(&cfg.Budget, "budget", 30*time.Minute, "bound of one sweep, as the Lambda function's timeout (the sweep stops starting work 3s before it)")
 	verbose := fs.Bool("v", false, "log info lines (each sweep's summary) to stderr, not only warnings and errors")
 	if err := parse(fs, args); err != nil {
@@ -237,7 +237,7 @@ func printSweep(w io.Writer, rep deadlinebench.SweepReport, cfg deadlinebench.Sw
 	fmt.Fprintf(w, "%11s %9s %10s %6s %9s %6s %6s %6s %8s %9s %7s %7s %10s  %s\n", "concurrency", "wall", "payments/s", "found",
 		"cancelled", "failed", "read", "calls", "ms/call", "in flight", "Go CPU", "emu CPU", "replay", "calls by operation")
 	for _, r := range rep.Runs {
-		s := r.Summary.Of(deadlinekinds.Payment)
+		s, _ := r.Summary.Kind(deadlinekinds.Payment)
 		goCPU, emuCPU := "n/a", "n/a"
 		if r.CPUMeasured {
 			goCPU, emuCPU = pct(r.OwnCPU, r.Wall, 0), pct(r.EmulatorCPU, r.Wall, 0)

@@ -36,7 +36,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/app/sweep"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/dev/emulator"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -82,7 +82,7 @@ var functions = []function{
 	{name: lambdas.Process, pkg: pkgOf(lambdas.Process), event: `{"Records":[]}`, check: noFailures},
 	{name: lambdas.Projector, pkg: pkgOf(lambdas.Projector), event: `{"Records":[]}`, check: noFailures},
 	{name: lambdas.Sweep, pkg: pkgOf(lambdas.Sweep), event: `{"scheduledTime":"2026-01-01T00:00:00Z"}`, check: func(b []byte) error {
-		var s sweep.Summary
+		var s awslambda.Summary
 		if err := json.Unmarshal(b, &s); err != nil || s.Now.IsZero() {
 			return fmt.Errorf("want a sweep summary (err %v)", err)
 		}
