@@ -111,12 +111,12 @@ soak: moto ## long load runs on a local stack, calm and with 20% of DynamoDB req
 	$(GO) run ./tools/cmd/loadgen --rentals 400 --renters 8 --bikes 10 --faults 0.2
 
 bench-sweep: moto ## items one sweep reads vs a scan (SWEEP_BENCH_SIZES=1000,10000,100000 for more)
-	$(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 3x -timeout 60m ./internal/app/deadline/
+	$(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 3x -timeout 60m ./tools/sweepscale/
 
 # The chart needs only the items read, which do not vary between runs: one sweep per
 # size is enough. The benchmark's output is kept beside the chart as its data.
 bench-sweep-chart: moto ## bench-sweep at 1,000, 10,000 and 100,000 pending rows, charted into docs/sweep-scaling.png
-	set -o pipefail; SWEEP_BENCH_SIZES=1000,10000,100000 $(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 1x -timeout 60m ./internal/app/deadline/ | tee docs/sweep-scaling.txt.partial
+	set -o pipefail; SWEEP_BENCH_SIZES=1000,10000,100000 $(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 1x -timeout 60m ./tools/sweepscale/ | tee docs/sweep-scaling.txt.partial
 	mv docs/sweep-scaling.txt.partial docs/sweep-scaling.txt
 	$(GO) run ./tools/cmd/sweepchart -in docs/sweep-scaling.txt -out docs/sweep-scaling.png
 

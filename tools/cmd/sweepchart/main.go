@@ -1,6 +1,6 @@
 // Command sweepchart charts how many items the sweep reads against how many a
 // scan-and-filter reads as the Deadlines table grows. It reads the output of
-// internal/app/deadline's BenchmarkSweepItemsRead (`go test -bench` text), writes the
+// tools/sweepscale's BenchmarkSweepItemsRead (`go test -bench` text), writes the
 // chart as a PNG and prints the figures as a Markdown table:
 //
 //	go run ./cmd/sweepchart -in docs/sweep-scaling.txt -out docs/sweep-scaling.png

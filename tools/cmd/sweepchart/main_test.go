@@ -13,7 +13,7 @@ import (
 // output is what `go test -bench BenchmarkSweepItemsRead -v` prints, trimmed.
 const output = `goos: linux
 goarch: amd64
-pkg: github.com/bikerental/bikerental/internal/app/deadline
+pkg: github.com/bikerental/bikerental/tools/sweepscale
 cpu: Intel(R) Xeon(R) Processor
 BenchmarkSweepItemsRead
 BenchmarkSweepItemsRead/pending=1000/overdue=10
@@ -23,7 +23,7 @@ BenchmarkSweepItemsRead/pending=100000/overdue=10-2       	       3	5298518988 n
 BenchmarkSweepItemsRead/pending=10000/overdue=10
 BenchmarkSweepItemsRead/pending=10000/overdue=10-2        	       3	 547927652 ns/op	     10000 items-read/scan	        10.00 items-read/sweep	      1000 scan/sweep
 PASS
-ok  	github.com/bikerental/bikerental/internal/app/deadline	64.1s
+ok  	github.com/bikerental/bikerental/tools/sweepscale	64.1s
 `
 
 var want = []Point{

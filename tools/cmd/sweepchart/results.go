@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// benchName is the benchmark whose results the chart shows, as internal/app/deadline
+// benchName is the benchmark whose results the chart shows, as tools/sweepscale
 // names it: one sub-benchmark per table size, "pending=<n>/overdue=<m>".
 const benchName = "BenchmarkSweepItemsRead"
 
