@@ -282,10 +282,17 @@ func CheckProcess(getenv Getenv) error {
 }
 
 // CheckProjection validates the settings of the projection the projector writes:
-// DEADLINES_TABLE (required), DEADLINES_SHARDS, SETTLED_MARKER_TTL and RENTAL_PERIOD
-// (the return deadlines' due time); the projector's own STREAM_CONCURRENCY is
+// EVENTS_TABLE (where the records it cannot apply yet are parked), DEADLINES_TABLE
+// (required), DEADLINES_SHARDS, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT, STUCK_GRACE and
+// RENTAL_PERIOD (the rows' due times); the projector's own STREAM_CONCURRENCY is
 // checked by its function (StreamBatch).
 func CheckProjection(getenv Getenv) error {
+	if _, err := table(getenv, EnvEventsTable, true); err != nil {
+		return err
+	}
+	if _, err := DeadlinePolicy(getenv); err != nil {
+		return err
+	}
 	if _, err := pending(getenv, true, true); err != nil {
 		return err
 	}
