@@ -169,7 +169,7 @@ func (up *Up) start(ctx context.Context, o Options, getenv wiring.Getenv) error 
 			return err
 		}
 	}
-	if stack.Functions, err = buildFunctions(ctx, stack.AWS, getenv, o); err != nil {
+	if stack.Functions, err = buildFunctions(ctx, stack.AWS, withSweepRate(getenv, o.SweepInterval), o); err != nil {
 		return err
 	}
 	if o.PartAWS != nil {
@@ -320,4 +320,16 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// withSweepRate sets SWEEP_RATE, when getenv leaves it unset, to the local sweep's
+// interval: what the sweep's backoff counts by, as the template sets it to
+// SweepRate on AWS.
+func withSweepRate(getenv wiring.Getenv, interval time.Duration) wiring.Getenv {
+	return func(name string) string {
+		if v := getenv(name); v != "" || name != wiring.EnvSweepRate {
+			return v
+		}
+		return wiring.RateExpression(interval)
+	}
 }

@@ -131,7 +131,7 @@ func TestEveryBadSettingIsRefusedBeforeAWS(t *testing.T) {
 		{"negative rental period", map[string]string{wiring.EnvRentalPeriod: "-2h"}, wiring.EnvRentalPeriod, projector | sweep},
 		{"rental period in words", map[string]string{wiring.EnvRentalPeriod: "two hours"}, wiring.EnvRentalPeriod, projector | sweep},
 		{"no sweep concurrency", map[string]string{wiring.EnvSweepConcurrency: "0"}, wiring.EnvSweepConcurrency, sweep},
-		{"sweep rate in seconds", map[string]string{wiring.EnvSweepRate: "rate(30 seconds)"}, wiring.EnvSweepRate, sweep},
+		{"sweep rate in days", map[string]string{wiring.EnvSweepRate: "rate(1 day)"}, wiring.EnvSweepRate, sweep},
 		{"sweep rate of none", map[string]string{wiring.EnvSweepRate: "rate(0 minutes)"}, wiring.EnvSweepRate, sweep},
 		{"sweep rate as a cron", map[string]string{wiring.EnvSweepRate: "cron(* * * * ? *)"}, wiring.EnvSweepRate, sweep},
 		{"sweep rate with a leading zero", map[string]string{wiring.EnvSweepRate: "rate(01 minute)"}, wiring.EnvSweepRate, sweep},
