@@ -64,8 +64,25 @@ func wingOf(rel string) string {
 	}
 }
 
+// deadlinesModule is the deadlines module, a module of its own in this repository
+// (deadlines/go.mod) which holds itself to its own rules: its core package needs
+// the standard library alone, so the pure wings from app up may import it; its
+// other packages (the DynamoDB table, the Lambda handlers, the schedules) are to
+// the service as a third-party module's.
+const deadlinesModule = module + "/deadlines"
+
 // violation says why a package of wing may not import imp, or "" if it may.
 func violation(wing, imp string) string {
+	switch {
+	case imp == deadlinesModule && slices.Contains([]string{"domain", "lib", "eventstore"}, wing):
+		return wing + " imports the standard library only, not the deadlines module"
+	case imp == deadlinesModule:
+		return ""
+	case strings.HasPrefix(imp, deadlinesModule+"/") && slices.Contains(pure, wing):
+		return wing + " imports the standard library only, not a third-party module"
+	case strings.HasPrefix(imp, deadlinesModule+"/"):
+		return ""
+	}
 	if rel, ok := strings.CutPrefix(imp, module); ok {
 		rel = strings.TrimPrefix(rel, "/")
 		if rel == "" {
@@ -99,7 +116,7 @@ func TestTheLayersHold(t *testing.T) {
 			return nil
 		}
 		name := d.Name()
-		if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bin" || name == "vendor") {
+		if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bin" || name == "vendor" || path == "deadlines") {
 			return filepath.SkipDir
 		}
 		pkg, err := build.ImportDir(path, 0)
@@ -144,6 +161,9 @@ func TestTheLayerRulesRefuse(t *testing.T) {
 		{"cmd", module + "/internal/testkit/capacitytest"},
 		{"functions", module + "/internal/app/process"},
 		{"ops", module + "/internal/testkit/capacitytest"},
+		{"eventstore", module + "/deadlines"},
+		{"app", module + "/deadlines/dynamo"},
+		{"app", module + "/deadlines/awslambda"},
 	} {
 		if violation(c.wing, c.imp) == "" {
 			t.Errorf("%s importing %s was allowed", c.wing, c.imp)
@@ -154,6 +174,9 @@ func TestTheLayerRulesRefuse(t *testing.T) {
 		{"app", module + "/internal/domain/payment"},
 		{"ports", module + "/internal/adapters/dynamo"},
 		{"wiring", "github.com/aws/aws-sdk-go-v2/aws"},
+		{"app", module + "/deadlines"},
+		{"adapters", module + "/deadlines/dynamo"},
+		{"wiring", module + "/deadlines/awslambda"},
 	} {
 		if why := violation(c.wing, c.imp); why != "" {
 			t.Errorf("%s importing %s was refused: %s", c.wing, c.imp, why)

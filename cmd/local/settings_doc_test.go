@@ -11,14 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/dev/stripemock"
 	"github.com/bikerental/bikerental/internal/domain/renter"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/commandfn"
 	"github.com/bikerental/bikerental/internal/wiring/operatorenv"
@@ -69,7 +70,7 @@ func settingsRead(t *testing.T) map[string]bool {
 		{},
 		{paymentfn.EnvProvider: paymentfn.Stripe, paymentfn.EnvStripeAPIURL: "http://127.0.0.1:12111"},
 		{paymentfn.EnvProvider: paymentfn.Stripe, paymentfn.EnvStripeSecretID: "bikerental/stripe"},
-		{wiring.EnvDeadlineMode: deadline.ModePrecise},
+		{wiring.EnvDeadlineMode: wiring.ModePrecise},
 		{commandfn.EnvConsoleSignIn: httpapi.ConsoleSignInOIDC, commandfn.EnvConsoleIssuer: "https://issuer.example", commandfn.EnvConsoleClientID: "console"},
 	} {
 		getenv := func(name string) string {
@@ -116,18 +117,19 @@ func codeDefaults(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadlineMode, err := deadline.ParseMode("")
+	deadlineMode, err := wiring.DeadlineMode(unset)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, v := range map[string]any{
 		wiring.EnvDeadlinesShards:        deadlinetable.DefaultShards,
 		wiring.EnvMarkerTTL:              deadlinetable.DefaultMarkerTTL,
-		wiring.EnvPaymentTimeout:         deadline.DefaultTimeout,
-		wiring.EnvStuckGrace:             deadline.DefaultGrace,
+		wiring.EnvPaymentTimeout:         deadlinekinds.DefaultTimeout,
+		wiring.EnvStuckGrace:             deadlinekinds.DefaultGrace,
 		wiring.EnvRentalPeriod:           period,
-		wiring.EnvSweepConcurrency:       deadline.DefaultConcurrency,
-		wiring.EnvStreamConcurrency:      streambatch.DefaultConcurrency,
+		wiring.EnvSweepConcurrency:       deadlines.DefaultConcurrency,
+		wiring.EnvSweepRate:              "rate(1 minute)", // what SweepInterval reads an unset one as
+		wiring.EnvStreamConcurrency:      awslambda.DefaultConcurrency,
 		wiring.EnvRecordingMode:          mode,
 		wiring.EnvRentalPrice:            price.Amount,
 		wiring.EnvRentalCurrency:         price.Currency,

@@ -54,8 +54,9 @@ type Config struct {
 	// Kinds are the kinds the projection projects, all of them: those of a key
 	// prefix that a precise kind shares take its rows over.
 	Kinds deadlines.Kinds
-	// Precise names the kinds whose rows get a schedule: swept kinds with a
-	// command.
+	// Precise names the kinds whose rows get a schedule: swept kinds (the
+	// projector's declaration of them need not carry their commands, which the
+	// sweep sends).
 	Precise []string
 	// Now is the clock; nil: time.Now. A row due by the time its schedule would be
 	// made gets none: the next sweep finds it.
@@ -97,8 +98,8 @@ func New(p deadlines.Projection, cfg Config) (*Projection, error) {
 	var precise []deadlines.Kind
 	for i, name := range cfg.Precise {
 		k, ok := cfg.Kinds.ByName(name)
-		if _, sends := k.Command(); !ok || !sends || slices.Contains(cfg.Precise[:i], name) {
-			errs = append(errs, fmt.Errorf("schedules: precise kind %q: want a kind of Kinds, named once, that sends a command", name))
+		if !ok || !k.Swept() || slices.Contains(cfg.Precise[:i], name) {
+			errs = append(errs, fmt.Errorf("schedules: precise kind %q: want a swept kind of Kinds, named once", name))
 		}
 		precise = append(precise, k)
 	}

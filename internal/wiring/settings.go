@@ -282,10 +282,17 @@ func CheckProcess(getenv Getenv) error {
 }
 
 // CheckProjection validates the settings of the projection the projector writes:
-// DEADLINES_TABLE (required), DEADLINES_SHARDS, SETTLED_MARKER_TTL and RENTAL_PERIOD
-// (the return deadlines' due time); the projector's own STREAM_CONCURRENCY is
+// EVENTS_TABLE (where the records it cannot apply yet are parked), DEADLINES_TABLE
+// (required), DEADLINES_SHARDS, SETTLED_MARKER_TTL, PAYMENT_TIMEOUT, STUCK_GRACE and
+// RENTAL_PERIOD (the rows' due times); the projector's own STREAM_CONCURRENCY is
 // checked by its function (StreamBatch).
 func CheckProjection(getenv Getenv) error {
+	if _, err := table(getenv, EnvEventsTable, true); err != nil {
+		return err
+	}
+	if _, err := DeadlinePolicy(getenv); err != nil {
+		return err
+	}
 	if _, err := pending(getenv, true, true); err != nil {
 		return err
 	}
@@ -344,17 +351,18 @@ func SecretID(getenv Getenv, name string) (string, error) {
 	return v, nil
 }
 
-// SweepInterval reads SWEEP_RATE, the schedule expression the sweep runs at,
+// SweepInterval reads SWEEP_RATE, the rate expression the sweep runs at,
 // rate(1 minute) when unset, as the interval between two sweeps: what the kinds
-// whose sends back off need to know (deadlines.SweeperConfig.Every). It takes what
-// the template's SweepRate does: rate(N minute), rate(N minutes), rate(N hour) or
-// rate(N hours).
+// whose sends back off need to know (deadlines.SweeperConfig.Every). It takes
+// rate(N unit), the unit second(s), minute(s) or hour(s): the template's SweepRate
+// allows minutes and hours (EventBridge's), make run's sweep runs every few
+// seconds (RateExpression).
 func SweepInterval(getenv Getenv) (time.Duration, error) {
 	v := getenv(EnvSweepRate)
 	if v == "" {
 		return time.Minute, nil
 	}
-	want := "rate(N minute[s]) or rate(N hour[s]), N a whole number from 1"
+	want := "rate(N second[s]), rate(N minute[s]) or rate(N hour[s]), N a whole number from 1"
 	expr, ok := strings.CutPrefix(v, "rate(")
 	expr, ok2 := strings.CutSuffix(expr, ")")
 	n, unit, ok3 := strings.Cut(expr, " ")
@@ -363,10 +371,19 @@ func SweepInterval(getenv Getenv) (time.Duration, error) {
 		return 0, bad(EnvSweepRate, v, want)
 	}
 	switch unit {
+	case "second", "seconds":
+		return time.Duration(count) * time.Second, nil
 	case "minute", "minutes":
 		return time.Duration(count) * time.Minute, nil
 	case "hour", "hours":
 		return time.Duration(count) * time.Hour, nil
 	}
 	return 0, bad(EnvSweepRate, v, want)
+}
+
+// RateExpression is the rate expression of an interval, to the second (at least
+// one): what a sweep run every interval reads as SWEEP_RATE.
+func RateExpression(interval time.Duration) string {
+	n := max(int64((interval+time.Second-1)/time.Second), 1)
+	return fmt.Sprintf("rate(%d seconds)", n)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/processfn"
 	"github.com/bikerental/bikerental/internal/wiring/projectorfn"
@@ -37,9 +36,5 @@ func TestStreamFunctionsRefuseABadConcurrency(t *testing.T) {
 				t.Errorf("%s with %s=%q: err = %v, want a refusal naming the setting", name, wiring.EnvStreamConcurrency, tc.value, err)
 			}
 		}
-	}
-	opts, err := wiring.StreamBatch(env(nil), nil)
-	if err != nil || opts.Concurrency != streambatch.DefaultConcurrency {
-		t.Errorf("unset: %+v, %v; want the default %d", opts, err, streambatch.DefaultConcurrency)
 	}
 }

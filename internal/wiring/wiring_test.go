@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -105,5 +106,24 @@ func TestALowerCaseCurrencyPreparesPayments(t *testing.T) {
 	p, _, err := commands.LoadPayment(ctx, payment.ReferenceFor(id))
 	if err != nil || p.Currency != "EUR" || p.Amount != wiring.DefaultPrice.Amount {
 		t.Errorf("payment %+v, %v; want %d EUR", p, err, wiring.DefaultPrice.Amount)
+	}
+}
+
+// TestSweepIntervalReadsTheTemplatesRate: SWEEP_RATE takes the rates the template's
+// SweepRate allows, as the interval the sweep's backoff counts by.
+func TestSweepIntervalReadsTheTemplatesRate(t *testing.T) {
+	for v, want := range map[string]time.Duration{
+		"": time.Minute, "rate(1 minute)": time.Minute, "rate(5 minutes)": 5 * time.Minute, "rate(1 hour)": time.Hour, "rate(2 hours)": 2 * time.Hour,
+		"rate(5 seconds)": 5 * time.Second, wiring.RateExpression(1500 * time.Millisecond): 2 * time.Second, wiring.RateExpression(20 * time.Millisecond): time.Second,
+	} {
+		got, err := wiring.SweepInterval(env(map[string]string{wiring.EnvSweepRate: v}))
+		if err != nil || got != want {
+			t.Errorf("SWEEP_RATE=%q: %v, %v; want %v", v, got, err, want)
+		}
+	}
+	for _, v := range []string{"rate(1 day)", "rate(0 seconds)", "rate(-1 minutes)", "rate(1minute)", "1m", "rate( 1 minute)", "rate(1 minute) "} {
+		if got, err := wiring.SweepInterval(env(map[string]string{wiring.EnvSweepRate: v})); !errors.Is(err, wiring.ErrBadSetting) {
+			t.Errorf("SWEEP_RATE=%q: %v, %v; want refused", v, got, err)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"time"
 
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -50,60 +52,27 @@ func Events(name string) *dynamodb.CreateTableInput {
 	}
 }
 
-// Attribute names of the Deadlines table, the to-do list: one item per
-// outstanding deadline of every kind, per cancellation owed to the payment
-// provider and per stream record parked for delivery again; a settled marker once
-// it has settled.
+// Attribute names of the Deadlines table, the to-do list (the deadlines module's
+// table, deadlines/dynamo, whose definition it is), for the service's tools that
+// read its items themselves: one item per outstanding row of every kind, a settled
+// marker once it has settled.
 const (
-	DeadlineKey       = "key"         // partition key (S): the row's key (its kind's prefix and subject, for a deadline)
-	DeadlineSubject   = "subject"     // S: what the row is about: a rental id
-	DeadlineKindShard = "kindShard"   // S: the row's lane and write shard, "payment#2" (deadline.Lane); removed on settlement
-	DeadlineDueAt     = "dueAtMs"     // N: when the row falls due, Unix milliseconds
-	DeadlineVersion   = "version"     // N: stream version of the last event applied, for the kinds that keep it
-	DeadlineSettled   = "settled"     // S: how the row settled, on markers only
-	DeadlineExpiresAt = "expiresAt"   // N: Unix seconds when DynamoDB TTL deletes a marker
-	DeadlineAttempts  = "attempts"    // N: failed redeliveries of a parked stream record
-	DeadlineOwedSince = "owedSinceMs" // N: when an owed cancellation became owed, kept once a put-off retry moved its due time
-	DeadlinesByDue    = "DueByKind"   // the index: outstanding rows by lane and shard, soonest due first
+	DeadlineKey       = "key"       // partition key (S): the row's key (its kind's prefix and subject)
+	DeadlineSubject   = "subject"   // S: what the row is about: a rental id, a payment reference
+	DeadlineKindShard = "kindShard" // S: the row's kind and write shard, "payment#2"; removed on settlement
+	DeadlineDueAt     = "dueAtMs"   // N: when the row falls due, Unix milliseconds
+	DeadlineVersion   = "version"   // N: stream version of the last event applied, for the ordered kinds
+	DeadlineSettled   = "settled"   // S: how the row settled, on markers only
+	DeadlineExpiresAt = "expiresAt" // N: Unix seconds when DynamoDB TTL deletes a marker
+	DeadlinesByDue    = "DueByKind" // the index: outstanding rows by kind and shard, soonest due first
 )
 
-// Deadlines returns the definition of the Deadlines table named name: the to-do
-// list the projector writes and the sweep, the API and rentalctl read. Its global
-// secondary index holds only outstanding rows (the lane and shard are removed on
-// settlement, so the index is sparse), each lane's shard a partition ordered by
-// due time, and projects only keys: a reader needs the key and the due time,
-// nothing else.
-func Deadlines(name string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(DeadlineKey), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(DeadlineKindShard), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(DeadlineDueAt), AttributeType: types.ScalarAttributeTypeN},
-		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(DeadlineKey), KeyType: types.KeyTypeHash}},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(DeadlinesByDue),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(DeadlineKindShard), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(DeadlineDueAt), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
-		}},
-	}
-}
+// Deadlines returns the definition of the Deadlines table named name: the
+// deadlines module's (deadlinetable.Definition).
+func Deadlines(name string) *dynamodb.CreateTableInput { return deadlinetable.Definition(name) }
 
-// DeadlinesTTL is the TTL setting of the Deadlines table.
-func DeadlinesTTL(name string) *dynamodb.UpdateTimeToLiveInput {
-	return &dynamodb.UpdateTimeToLiveInput{
-		TableName: aws.String(name),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(DeadlineExpiresAt),
-			Enabled:       aws.Bool(true),
-		},
-	}
-}
+// DeadlinesTTL is the TTL setting of the Deadlines table (deadlinetable.TTL).
+func DeadlinesTTL(name string) *dynamodb.UpdateTimeToLiveInput { return deadlinetable.TTL(name) }
 
 // CreateDeadlines creates the Deadlines table, waits for it and turns on TTL for
 // its settled markers. Safe to call on every start.

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/onetime"
+	"github.com/bikerental/bikerental/deadlines/schedules"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -209,7 +209,7 @@ func (f *DeadlineFirer) get(ctx context.Context, name string) (*oneTime, error) 
 	if err != nil {
 		return nil, err
 	}
-	at, err := onetime.ParseAtExpression(aws.ToString(out.ScheduleExpression))
+	at, err := schedules.ParseAtExpression(aws.ToString(out.ScheduleExpression))
 	if err != nil || out.Target == nil {
 		return nil, fmt.Errorf("local scheduler: schedule %s is not one-time: %v", name, err)
 	}

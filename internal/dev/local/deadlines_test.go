@@ -19,13 +19,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
-	"github.com/bikerental/bikerental/internal/adapters/onetime"
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+	"github.com/bikerental/bikerental/deadlines/schedules"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
@@ -74,7 +74,7 @@ type preciseStack struct {
 	scheduler *scheduler.Client
 	group     string
 	// pending reads the stack's Deadlines table.
-	pending *deadlinetable.Projection
+	pending *deadlinetable.Table
 	// metrics holds what the stack's functions wrote as their metrics.
 	metrics *syncBuffer
 }
@@ -95,7 +95,7 @@ func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
 	group := emulatortest.TableName(t, "deadlines")
 	env := map[string]string{
 		wiring.EnvEventsTable: events, wiring.EnvDeadlinesTable: pending, wiring.EnvWebhookSecret: local.DefaultWebhookSecret,
-		wiring.EnvPaymentTimeout: preciseTimeout.String(), wiring.EnvDeadlineMode: deadline.ModePrecise,
+		wiring.EnvPaymentTimeout: preciseTimeout.String(), wiring.EnvDeadlineMode: wiring.ModePrecise,
 		wiring.EnvDeadlineGroup:  group,
 		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
 		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
@@ -112,7 +112,11 @@ func startPreciseWith(t *testing.T, more map[string]string) *preciseStack {
 	}
 	stack := up.Stack
 	base := serve(t, ctx, cancel, up)
-	projection, err := deadlinetable.New(dynamodb.NewFromConfig(cfg), pending, deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
+	kinds, err := wiring.DeadlineKinds(func(k string) string { return env[k] }, deadlinekinds.Receivers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	projection, err := deadlinetable.New(dynamodb.NewFromConfig(cfg), pending, kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +246,7 @@ func (p *stackClient) refundsListed() (refunds, deadlines []string) {
 func (p *preciseStack) schedule(reference string) *scheduler.GetScheduleOutput {
 	p.t.Helper()
 	out, err := p.scheduler.GetSchedule(context.Background(), &scheduler.GetScheduleInput{
-		Name: aws.String(onetime.ScheduleName(reference)), GroupName: aws.String(p.group),
+		Name: aws.String(schedules.Name(reference)), GroupName: aws.String(p.group),
 	})
 	var gone *types.ResourceNotFoundException
 	if errors.As(err, &gone) {
@@ -262,14 +266,14 @@ func TestPreciseDeadlineFiresOnTime(t *testing.T) {
 	rentalID, ref := p.rent("precise-1")
 	var s *scheduler.GetScheduleOutput
 	p.waitFor("the payment's schedule", func() bool { s = p.schedule(ref); return s != nil })
-	at, err := onetime.ParseAtExpression(aws.ToString(s.ScheduleExpression))
+	at, err := schedules.ParseAtExpression(aws.ToString(s.ScheduleExpression))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.ActionAfterCompletion != types.ActionAfterCompletionDelete || s.Target.DeadLetterConfig == nil || s.Target.RetryPolicy == nil {
 		t.Errorf("schedule %+v: want deletion after completion, a retry policy and a dead-letter queue", s)
 	}
-	var input deadline.Trigger
+	var input deadlines.Trigger
 	if err := json.Unmarshal([]byte(aws.ToString(s.Target.Input)), &input); err != nil || input.Kind != deadlinekinds.Payment || input.Key != ref || ref != payment.ReferenceFor(rentalID) {
 		t.Errorf("schedule input %s (%v): want the payment row %s of rental %s", aws.ToString(s.Target.Input), err, ref, rentalID)
 	}
@@ -314,7 +318,7 @@ func TestSettlingDeletesThePaymentsSchedule(t *testing.T) {
 	rentalID, ref := p.rent("precise-2")
 	var s *scheduler.GetScheduleOutput
 	p.waitFor("the payment's schedule", func() bool { s = p.schedule(ref); return s != nil })
-	at, err := onetime.ParseAtExpression(aws.ToString(s.ScheduleExpression))
+	at, err := schedules.ParseAtExpression(aws.ToString(s.ScheduleExpression))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,12 +347,12 @@ func TestTheSweepCatchesALostSchedule(t *testing.T) {
 	rentalID, ref := p.rent("precise-3")
 	var s *scheduler.GetScheduleOutput
 	p.waitFor("the payment's schedule", func() bool { s = p.schedule(ref); return s != nil })
-	at, err := onetime.ParseAtExpression(aws.ToString(s.ScheduleExpression))
+	at, err := schedules.ParseAtExpression(aws.ToString(s.ScheduleExpression))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.scheduler.DeleteSchedule(context.Background(), &scheduler.DeleteScheduleInput{
-		Name: aws.String(onetime.ScheduleName(ref)), GroupName: aws.String(p.group),
+		Name: aws.String(schedules.Name(ref)), GroupName: aws.String(p.group),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -356,12 +360,12 @@ func TestTheSweepCatchesALostSchedule(t *testing.T) {
 	if status := p.status(rentalID); status != "awaiting-payment" {
 		t.Fatalf("rental %s with its schedule lost and no sweep run", status)
 	}
-	var sum sweep.Summary
+	var sum awslambda.Summary
 	input := map[string]string{"scheduledTime": time.Now().UTC().Format(time.RFC3339Nano)}
 	if err := local.Call(context.Background(), p.stack.Functions.Sweep, input, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).Acted != 1 {
+	if payments, _ := sum.Kind(deadlinekinds.Payment); payments.Found != 1 || payments.Acted != 1 {
 		t.Errorf("sweep %+v: want the lost one found and cancelled", sum)
 	}
 	p.waitStatus(rentalID, "cancelled")

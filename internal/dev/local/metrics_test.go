@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
-	"github.com/bikerental/bikerental/internal/app/owed"
-	"github.com/bikerental/bikerental/internal/app/parked"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/lib/emf"
@@ -84,9 +82,8 @@ func TestQuietMetricsDropsOnlyTheDocumentsThatCountNothing(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	var out bytes.Buffer
 	w := emf.NewWriter(local.QuietMetrics(&out))
-	idle := sweepmetrics.Document(sweep.Summary{Now: at, Kinds: []deadline.KindSummary{{Kind: deadlinekinds.Payment}, {Kind: deadlinekinds.Stuck}},
-		Owed: owed.Summary{Swept: true}, Parked: parked.Summary{Swept: true}}, local.MetricsService)
-	busy := sweepmetrics.Document(sweep.Summary{Now: at, Kinds: []deadline.KindSummary{{Kind: deadlinekinds.Payment, Found: 1, Acted: 1}}}, local.MetricsService)
+	idle := sweepmetrics.Document(awslambda.Summary{Now: at, Kinds: []deadlines.KindSummary{{Kind: deadlinekinds.Payment}, {Kind: deadlinekinds.Stuck}}}, local.MetricsService)
+	busy := sweepmetrics.Document(awslambda.Summary{Now: at, Kinds: []deadlines.KindSummary{{Kind: deadlinekinds.Payment, Found: 1, Acted: 1}}}, local.MetricsService)
 	owed := emf.Document{Namespace: "BikeRental/Payments", Timestamp: at, Dimensions: []emf.Dimension{{Name: "Service", Value: local.MetricsService}},
 		Metrics: []emf.Metric{{Name: "RefundsOwed", Unit: "Count", Value: 1}}}
 	for _, d := range []emf.Document{idle, busy, idle, owed} {

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
-	"github.com/bikerental/bikerental/internal/app/sweep"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 )
 
 // SweepSchedule is the name of the sweep's schedule in the local emulator, in the
@@ -54,7 +54,7 @@ func Paused(ctx context.Context, client *scheduler.Client) (bool, error) {
 // it invokes sweep with the scheduled time of that run, as the real schedule's input
 // carries it, until ctx ends, skipping runs while paused reports true. A sweep's error
 // is its own to log; the next run goes on.
-func Schedule(ctx context.Context, interval time.Duration, paused func(context.Context) bool, sweep func(context.Context, time.Time) (sweep.Summary, error)) error {
+func Schedule(ctx context.Context, interval time.Duration, paused func(context.Context) bool, sweep func(context.Context, time.Time) (awslambda.Summary, error)) error {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {

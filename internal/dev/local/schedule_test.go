@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
-	"github.com/bikerental/bikerental/internal/app/sweep"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
 )
@@ -45,10 +45,10 @@ func TestPausingTheScheduleStopsTheLocalSweep(t *testing.T) {
 	var runs atomic.Int32
 	var lastScheduled atomic.Int64
 	paused := func(ctx context.Context) bool { p, _ := local.Paused(ctx, client); return p }
-	go local.Schedule(ctx, 20*time.Millisecond, paused, func(_ context.Context, at time.Time) (sweep.Summary, error) {
+	go local.Schedule(ctx, 20*time.Millisecond, paused, func(_ context.Context, at time.Time) (awslambda.Summary, error) {
 		runs.Add(1)
 		lastScheduled.Store(at.UnixNano())
-		return sweep.Summary{}, nil
+		return awslambda.Summary{}, nil
 	})
 	waitFor(t, "a sweep", func() bool { return runs.Load() > 0 })
 	if at := time.Unix(0, lastScheduled.Load()); time.Since(at) > time.Minute {

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
@@ -183,7 +183,7 @@ func (s *Stack) Run(ctx context.Context, l net.Listener) error {
 			Client: scheduler.NewFromConfig(s.AWS), Group: s.DeadlineGroup, Poll: s.DeadlinePoll,
 			Logger: s.Logger.With("function", "sweep"),
 			Invoke: func(ctx context.Context, input string) error {
-				var sum sweep.Summary
+				var sum awslambda.Summary
 				return Call(ctx, s.Functions.Sweep, json.RawMessage(input), &sum)
 			},
 			OnDeadLetter: func(name, input string, err error) {
@@ -255,8 +255,8 @@ func (s *Stack) paused(ctx context.Context) bool {
 }
 
 // sweep invokes the sweep function with the input EventBridge Scheduler sends.
-func (s *Stack) sweep(ctx context.Context, scheduled time.Time) (sweep.Summary, error) {
-	var sum sweep.Summary
+func (s *Stack) sweep(ctx context.Context, scheduled time.Time) (awslambda.Summary, error) {
+	var sum awslambda.Summary
 	input := map[string]string{"scheduledTime": scheduled.UTC().Format(time.RFC3339)}
 	err := Call(ctx, s.Functions.Sweep, input, &sum)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/dev/emulator"
 	"github.com/bikerental/bikerental/internal/dev/stripemock"
 	"github.com/bikerental/bikerental/internal/wiring"
@@ -134,7 +133,7 @@ func (o Options) withDefaults() Options {
 // its tables and schedules, and its functions, on the settings getenv has checked.
 // What it started is up's to Stop, also when it fails.
 func (up *Up) start(ctx context.Context, o Options, getenv wiring.Getenv) error {
-	mode, _ := deadline.ParseMode(getenv(wiring.EnvDeadlineMode)) // checked
+	mode, _ := wiring.DeadlineMode(getenv) // checked
 	progress := o.Progress
 	getenv, stripe, err := withStripe(ctx, getenv, progress)
 	if err != nil {
@@ -163,14 +162,14 @@ func (up *Up) start(ctx context.Context, o Options, getenv wiring.Getenv) error 
 	if err := CreateTables(ctx, stack.AWS, stack.EventsTable, stack.DeadlinesTable); err != nil {
 		return err
 	}
-	if mode == deadline.ModePrecise {
+	if mode == wiring.ModePrecise {
 		stack.DeadlineGroup = getenv(wiring.EnvDeadlineGroup)
 		fmt.Fprintf(progress, "precise deadlines: one-time schedules in group %s\n", stack.DeadlineGroup)
 		if err := CreateDeadlineGroup(ctx, scheduler.NewFromConfig(stack.AWS), stack.DeadlineGroup); err != nil {
 			return err
 		}
 	}
-	if stack.Functions, err = buildFunctions(ctx, stack.AWS, getenv, o); err != nil {
+	if stack.Functions, err = buildFunctions(ctx, stack.AWS, withSweepRate(getenv, o.SweepInterval), o); err != nil {
 		return err
 	}
 	if o.PartAWS != nil {
@@ -321,4 +320,16 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// withSweepRate sets SWEEP_RATE, when getenv leaves it unset, to the local sweep's
+// interval: what the sweep's backoff counts by, as the template sets it to
+// SweepRate on AWS.
+func withSweepRate(getenv wiring.Getenv, interval time.Duration) wiring.Getenv {
+	return func(name string) string {
+		if v := getenv(name); v != "" || name != wiring.EnvSweepRate {
+			return v
+		}
+		return wiring.RateExpression(interval)
+	}
 }

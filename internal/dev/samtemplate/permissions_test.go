@@ -26,12 +26,13 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	stripewebhook "github.com/stripe/stripe-go/v85/webhook"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
@@ -218,7 +219,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	w.waitFor("the rental's request to be parked", func() (bool, string) {
 		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.pending), ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{
-				Value: deadlinetable.ParkedKey(eventfilter.Process, rentalpkg.StreamID(parkedBike), 2)}}})
+				Value: deadlinekinds.RedeliveryPrefix + parked.Subject(eventfilter.Process, rentalpkg.StreamID(parkedBike), 2)}}})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -24,14 +24,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
-	"github.com/bikerental/bikerental/internal/app/owed"
-	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/process"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/dev/samtemplate"
@@ -445,7 +443,7 @@ func TestSweepTriggers(t *testing.T) {
 		if trigger.target.Get("Arn").Tag() != "!GetAtt" || trigger.target.Get("Arn").Str() != "SweepFunction.Arn" {
 			t.Errorf("%s does not invoke the sweep function", trigger.id)
 		}
-		now, err := deadline.NowFrom([]byte(trigger.input), at.Add(time.Second), deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{}))
+		now, err := deadlines.NowFrom([]byte(trigger.input), at.Add(time.Second), deadlinekinds.MustDeclare(deadlinekinds.Policy{}, deadlinekinds.Receivers{}))
 		if err != nil || !now.Equal(at) {
 			t.Errorf("%s: the input %s gives now = %v, %v; want %v", trigger.id, trigger.input, now, err, at)
 		}
@@ -616,9 +614,11 @@ func TestTheOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
 func TestEveryAlarmedSweepMetricIsWritten(t *testing.T) {
 	tpl := load(t)
 	idle := map[string]bool{}
-	for _, m := range sweepmetrics.Document(sweep.Summary{Kinds: []deadline.KindSummary{
-		{Kind: deadlinekinds.Payment}, {Kind: deadlinekinds.Stuck}, {Kind: deadlinekinds.Return}},
-		Owed: owed.Summary{Swept: true}, Parked: parked.Summary{Swept: true}}, "s").Metrics {
+	var kinds []deadlines.KindSummary
+	for _, k := range deadlinekinds.MustDeclare(deadlinekinds.Policy{}, deadlinekinds.Receivers{}).Swept() {
+		kinds = append(kinds, deadlines.KindSummary{Kind: k.Name})
+	}
+	for _, m := range sweepmetrics.Document(awslambda.Summary{Kinds: kinds}, "s").Metrics {
 		idle[m.Name] = true
 	}
 	watched := map[string][]string{}

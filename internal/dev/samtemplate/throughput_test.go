@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 )
 
 // TestStreamConsumersScaleWithTheLoad checks the settings the stream consumers'
@@ -16,7 +16,7 @@ import (
 // StreamParallelization, within Lambda's 1 to 10 and played by the local stack with
 // the same default; both functions take STREAM_CONCURRENCY from StreamConcurrency,
 // with the code's default and bound; and the provider's timeout, with
-// streambatch's margin, fits within every function that calls the provider.
+// the stream handler's margin, fits within every function that calls the provider.
 func TestStreamConsumersScaleWithTheLoad(t *testing.T) {
 	tpl := load(t)
 	params := tpl.Root().Get("Parameters")
@@ -34,11 +34,11 @@ func TestStreamConsumersScaleWithTheLoad(t *testing.T) {
 	if number("StreamParallelization", "MinValue") != 1 || number("StreamParallelization", "MaxValue") != streampoll.MaxParallelization {
 		t.Errorf("StreamParallelization is not bounded by 1 and %d, as ParallelizationFactor", streampoll.MaxParallelization)
 	}
-	if got := number("StreamConcurrency", "Default"); got != streambatch.DefaultConcurrency {
-		t.Errorf("StreamConcurrency defaults to %d, the code to %d", got, streambatch.DefaultConcurrency)
+	if got := number("StreamConcurrency", "Default"); got != awslambda.DefaultConcurrency {
+		t.Errorf("StreamConcurrency defaults to %d, the code to %d", got, awslambda.DefaultConcurrency)
 	}
-	if number("StreamConcurrency", "MinValue") != 1 || number("StreamConcurrency", "MaxValue") != streambatch.MaxConcurrency {
-		t.Errorf("StreamConcurrency is not bounded by 1 and %d, as STREAM_CONCURRENCY", streambatch.MaxConcurrency)
+	if number("StreamConcurrency", "MinValue") != 1 || number("StreamConcurrency", "MaxValue") != awslambda.MaxConcurrency {
+		t.Errorf("StreamConcurrency is not bounded by 1 and %d, as STREAM_CONCURRENCY", awslambda.MaxConcurrency)
 	}
 	for mapping, fn := range map[string]string{"ProcessStreamMapping": "ProcessFunction", "ProjectorStreamMapping": "ProjectorFunction"} {
 		factor := tpl.Resource(mapping).Get("Properties", "ParallelizationFactor")
@@ -68,8 +68,8 @@ func TestStreamConsumersScaleWithTheLoad(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: Timeout %q: %v", fn, limit, err)
 		}
-		if timeout+streambatch.DeadlineMargin >= time.Duration(seconds)*time.Second {
-			t.Errorf("%s: a provider call of %s and the %s margin do not fit its %ds timeout", fn, timeout, streambatch.DeadlineMargin, seconds)
+		if timeout+awslambda.DefaultStreamMargin >= time.Duration(seconds)*time.Second {
+			t.Errorf("%s: a provider call of %s and the %s margin do not fit its %ds timeout", fn, timeout, awslambda.DefaultStreamMargin, seconds)
 		}
 	}
 }

@@ -16,11 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
 	"github.com/bikerental/bikerental/internal/dev/streampoll/streampolltest"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
 )
 
 func keys(recs ...[]eventstore.Record) []string {
@@ -99,14 +100,14 @@ func TestPollerRedeliversFromTheFirstFailure(t *testing.T) {
 		{name: "the earliest of several failures counts", respond: failing(3, 1), wantAgain: []int64{2, 3, 4, 5}},
 		{name: "an identifier not in the batch fails it all", respond: failing(99), wantAgain: []int64{1, 2, 3, 4, 5}},
 		{
-			name: "HandleBatch with a handler failing on version 4",
+			name: "the stream functions' batch with a handler failing on version 4",
 			respond: func(call int, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-				return streambatch.HandleBatch(context.Background(), ev, func(_ context.Context, r eventstore.Record) error {
-					if call == 1 && r.Version == 4 {
+				return awslambda.Stream(dynamo.StreamRecord, func(_ context.Context, r deadlines.Record) error {
+					if call == 1 && r.Position == 4 {
 						return errors.New("not yet")
 					}
 					return nil
-				}, streambatch.Options{Logger: slog.New(slog.DiscardHandler)}), nil
+				}, awslambda.Logger(slog.New(slog.DiscardHandler)))(context.Background(), ev)
 			},
 			wantAgain: []int64{4, 5},
 		},

@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
+	"github.com/bikerental/bikerental/deadlines/schedules"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
-	"github.com/bikerental/bikerental/internal/adapters/onetime"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/eventstore"
@@ -59,9 +59,10 @@ func lambdaRecord(t *testing.T, r eventstore.Record) events.DynamoDBEventRecord 
 // the failure is logged for the sweep to make up for.
 func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
 	cfg := emulatortest.Config(t)
-	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.Deadlines, "pending")
+	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.Deadlines, "deadlines")
+	_, eventsTable := emulatortest.EventsTable(t)
 	env := map[string]string{
-		wiring.EnvDeadlinesTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise,
+		wiring.EnvEventsTable: eventsTable, wiring.EnvDeadlinesTable: pending, wiring.EnvDeadlineMode: wiring.ModePrecise,
 		wiring.EnvDeadlineGroup:  "no-such-group", // never created: every schedule is refused
 		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
 		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
@@ -82,14 +83,15 @@ func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("batch: %+v, %v; want the record handled", resp, err)
 	}
-	projection, err := wiring.DeadlinesReader(cfg, func(k string) string { return env[k] })
+	listing, err := wiring.DeadlinesReader(cfg, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := projection.Get(context.Background(), ref); err != nil || !ok {
+	paymentKind, _ := listing.Kinds.ByName(deadlinekinds.Payment)
+	if _, ok, err := listing.Index.Row(context.Background(), paymentKind, "bike-1_AAAAAAAAAAAAAAAAAAAAAA"); err != nil || !ok {
 		t.Errorf("the payment's row: outstanding %v, %v; want it projected", ok, err)
 	}
-	if !strings.Contains(logs.String(), "precise deadline not scheduled") || !strings.Contains(logs.String(), ref) {
+	if !strings.Contains(logs.String(), "precise deadline not kept") || !strings.Contains(logs.String(), ref) {
 		t.Errorf("the failure was not logged: %s", logs.String())
 	}
 }
@@ -101,14 +103,15 @@ func TestASchedulerFailureDoesNotHoldTheProjectionBack(t *testing.T) {
 func TestALatePreparedArmsNoScheduleForASettledPayment(t *testing.T) {
 	ctx := context.Background()
 	cfg := emulatortest.Config(t)
-	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.Deadlines, "pending")
+	pending := emulatortest.CreateTable(t, emulatortest.DynamoDB(t), schema.Deadlines, "deadlines")
+	_, eventsTable := emulatortest.EventsTable(t)
 	group := emulatortest.TableName(t, "deadlines")
 	client := scheduler.NewFromConfig(cfg)
 	if _, err := client.CreateScheduleGroup(ctx, &scheduler.CreateScheduleGroupInput{Name: aws.String(group)}); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		wiring.EnvDeadlinesTable: pending, wiring.EnvDeadlineMode: deadline.ModePrecise, wiring.EnvDeadlineGroup: group,
+		wiring.EnvEventsTable: eventsTable, wiring.EnvDeadlinesTable: pending, wiring.EnvDeadlineMode: wiring.ModePrecise, wiring.EnvDeadlineGroup: group,
 		wiring.EnvDeadlineTarget: "arn:aws:lambda:us-east-1:000000000000:function:sweep",
 		wiring.EnvDeadlineRole:   "arn:aws:iam::000000000000:role/scheduler",
 		wiring.EnvDeadlineDLQ:    "arn:aws:sqs:us-east-1:000000000000:deadline-dlq",
@@ -145,7 +148,7 @@ func TestALatePreparedArmsNoScheduleForASettledPayment(t *testing.T) {
 	for _, s := range out.Schedules {
 		names = append(names, aws.ToString(s.Name))
 	}
-	if len(names) != 1 || names[0] != onetime.ScheduleName(outstanding) {
+	if len(names) != 1 || names[0] != schedules.Name(outstanding) {
 		t.Errorf("schedules %v, want only %s's", names, outstanding)
 	}
 }

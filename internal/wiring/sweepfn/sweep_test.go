@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
@@ -27,7 +28,7 @@ func overdueWorld(t *testing.T) (wiring.Getenv, string, time.Time) {
 	ctx := context.Background()
 	cfg := emulatortest.Config(t)
 	client, events := emulatortest.EventsTable(t)
-	pending := emulatortest.CreateTable(t, client, schema.Deadlines, "pending")
+	pending := emulatortest.CreateTable(t, client, schema.Deadlines, "deadlines")
 	getenv := env(map[string]string{
 		wiring.EnvEventsTable: events, wiring.EnvDeadlinesTable: pending, wiring.EnvPaymentTimeout: "1s",
 	})
@@ -57,16 +58,21 @@ func overdueWorld(t *testing.T) (wiring.Getenv, string, time.Time) {
 			if err := s.Process.Handle(ctx, r); err != nil {
 				t.Fatal(err)
 			}
-			if err := projection.Apply(ctx, r); err != nil {
+			if err := projection.Apply(ctx, dynamo.RecordOf(r)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	row, ok, err := projection.Get(ctx, payment.ReferenceFor(rentalID))
+	kinds, err := wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paymentKind, _ := kinds.ByName(deadlinekinds.Payment)
+	row, ok, err := projection.Row(ctx, paymentKind, rentalID)
 	if err != nil || !ok {
 		t.Fatalf("the payment is not outstanding: %v", err)
 	}
-	return getenv, rentalID, row.PreparedAt.Add(time.Second)
+	return getenv, rentalID, row.Due
 }
 
 // TestEveryTriggerShapeSendsTheSameSweep feeds the sweep function what EventBridge
@@ -103,10 +109,11 @@ func TestEveryTriggerShapeSendsTheSameSweep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).Acted != 1 || sum.Of(deadlinekinds.Payment).Failed != 0 || sum.Incomplete {
+			payments, _ := sum.Kind(deadlinekinds.Payment)
+			if payments.Found != 1 || payments.Acted != 1 || payments.Failed != 0 || sum.Incomplete {
 				t.Errorf("summary %+v: want the overdue payment found and cancelled", sum)
 			}
-			if sum.RentalID == "" && !sum.Now.Equal(at) {
+			if sum.Subject == "" && !sum.Now.Equal(at) {
 				t.Errorf("the sweep ran as of %v, want the trigger's time %v", sum.Now, at)
 			}
 		})
