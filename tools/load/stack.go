@@ -13,6 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/dev/emulator"
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/ops/audit"
@@ -61,13 +64,17 @@ type Stack struct {
 	// EventsTable and DeadlinesTable are the stack's tables.
 	EventsTable, DeadlinesTable string
 
-	direct   aws.Config       // the emulator, without the fault proxy
-	emulator *emulator.Server // started by StartStack, or nil
-	cancel   context.CancelFunc
-	done     chan struct{}
-	mu       sync.Mutex
-	err      error
-	close    sync.Once
+	direct aws.Config // the emulator, without the fault proxy
+	// deadlineTable is the Deadlines table of the stack's kinds, read directly, which
+	// the auditor reads through its index.
+	deadlineTable *deadlinetable.Table
+	kinds         deadlines.Kinds
+	emulator      *emulator.Server // started by StartStack, or nil
+	cancel        context.CancelFunc
+	done          chan struct{}
+	mu            sync.Mutex
+	err           error
+	close         sync.Once
 }
 
 // StartStack starts a local stack as sc describes and returns once its API
@@ -136,6 +143,9 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.direct = up.Direct
+	if err := s.openDeadlines(func(k string) string { return settings[k] }); err != nil {
+		return nil, err
+	}
 	stack := up.Stack
 	listener, err := local.Listen("127.0.0.1:0")
 	if err != nil {
@@ -166,18 +176,30 @@ func StartStack(ctx context.Context, sc StackConfig) (_ *Stack, err error) {
 	return s, nil
 }
 
+// openDeadlines makes the Deadlines table the auditor reads, of the kinds the
+// stack's settings declare, read directly.
+func (s *Stack) openDeadlines(getenv wiring.Getenv) (err error) {
+	if s.kinds, err = wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{}); err != nil {
+		return err
+	}
+	s.deadlineTable, err = wiring.DeadlineTable(s.direct, getenv, s.kinds)
+	return err
+}
+
 // Audit runs the auditor (package audit) over the stack's tables, read directly
-// from the emulator, not through the fault proxy. quiet says the load has settled
-// (Settle returned): the checks that only hold then are made too. Settled means
-// every rental reads as ended; the projector may still be a poll behind, closing
-// the last processes' open rows, so a quiet audit that finds violations is run
-// again until it finds none or AuditWait has passed, and the last one counts. It
-// returns one line per violation; a load run ends with it and fails on any.
+// from the emulator, not through the fault proxy: the Events table, and the
+// Deadlines table through its index, as the stack's kinds declare it. quiet says
+// the load has settled (Settle returned): the checks that only hold then are made
+// too. Settled means every rental reads as ended; the projector may still be a
+// poll behind, closing the last processes' open rows, so a quiet audit that finds
+// violations is run again until it finds none or AuditWait has passed, and the
+// last one counts. It returns one line per violation; a load run ends with it and
+// fails on any.
 func (s *Stack) Audit(ctx context.Context, quiet bool) ([]string, error) {
-	src := audit.NewDynamo(dynamodb.NewFromConfig(s.direct), s.EventsTable, s.DeadlinesTable)
+	src := audit.NewDynamo(dynamodb.NewFromConfig(s.direct), s.EventsTable)
 	deadline := time.Now().Add(AuditWait)
 	for {
-		rep, err := audit.Run(ctx, src, src, audit.Options{Quiet: quiet})
+		rep, err := audit.Run(ctx, src, s.deadlineTable, audit.Options{Quiet: quiet, Kinds: s.kinds})
 		if err != nil {
 			return nil, fmt.Errorf("load: audit: %w", err)
 		}
