@@ -183,8 +183,9 @@ func Start(ctx context.Context, cfg aws.Config, opts Options) (*Bench, error) {
 	// reads) are not the rental's and go uncounted.
 	up, err := local.StartWith(ctx, local.Options{
 		Getenv: func(name string) string { return env[name] }, Logger: opts.Logger, AWS: &cfg,
-		// Never within a run: the timed-out path invokes the sweep itself.
-		SweepInterval: 24 * time.Hour,
+		// Never within a run: the timed-out path invokes the sweep itself. (SWEEP_RATE
+		// takes at most 10,000 seconds.)
+		SweepInterval: 2 * time.Hour,
 		PartAWS: func(part string, c aws.Config) (aws.Config, error) {
 			if part != local.Runner {
 				c.APIOptions = append(slices.Clone(c.APIOptions), b.counter.Middleware(part))
