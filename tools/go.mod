@@ -7,7 +7,6 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/aws-sdk-go-v2/service/dynamodbstreams v1.47.0
-	github.com/aws/aws-sdk-go-v2/service/scheduler v1.18.2
 	github.com/aws/smithy-go v1.28.9
 	github.com/bikerental/bikerental v0.0.0
 	github.com/bikerental/bikerental/deadlines v0.0.0
@@ -29,6 +28,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.12 // indirect
+	github.com/aws/aws-sdk-go-v2/service/scheduler v1.18.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.12 // indirect
 	github.com/aws/aws-sdk-go-v2/service/signin v1.13.1 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.5 // indirect
@@ -51,6 +51,7 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 replace (
