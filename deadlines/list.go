@@ -58,8 +58,9 @@ type token struct {
 // List returns one page of the outstanding rows of kinds in idx that q asks for,
 // soonest due first. Each read is one query of a kind's shard, from where the
 // page starts (the token's row, or the query's bound) and bounded by the limit, so
-// a page reads at most q.Limit rows, and the rows due at the token's due time
-// exactly, from each shard of each kind it lists, never a scan.
+// a page reads at most q.Limit+1 rows past where it starts (and the rows due in the
+// same millisecond as the token's row or the limit-th) from each shard of each kind
+// it lists, never a scan.
 func List(ctx context.Context, idx Index, kinds Kinds, q Query) (Page, error) {
 	listed, after, err := q.check(kinds)
 	if err != nil {
@@ -71,7 +72,13 @@ func List(ctx context.Context, idx Index, kinds Kinds, q Query) (Page, error) {
 		read int
 	)
 	for _, k := range listed {
-		span := Span{Kind: k, Page: q.Limit}
+		// A page of one more than the limit says whether the limit-th row has
+		// another due in the same millisecond after it, which the token must not
+		// leave behind; after a token, one more again, the token's own row.
+		span := Span{Kind: k, Page: q.Limit + 1}
+		if after != nil {
+			span.Page++
+		}
 		if q.Overdue != nil && *q.Overdue {
 			span.Before = q.Now
 		} else if q.Overdue != nil {
@@ -103,9 +110,10 @@ func List(ctx context.Context, idx Index, kinds Kinds, q Query) (Page, error) {
 }
 
 // listShard reads the rows of one shard in span after the row after (nil: from
-// the span's start), named as listed, until it has limit of them and every row due
-// at the same time as the limit-th: an index orders rows due at the same
-// millisecond as it likes, and the page's token must leave none of them behind.
+// the span's start), named as listed, until it has one more than limit of them, or
+// the shard has no more, and every row due at the same time as the limit-th: an
+// index orders rows due at the same millisecond as it likes, and the page's token
+// must leave none of them behind.
 func listShard(ctx context.Context, idx Index, span Span, listed string, after *Row, limit int) ([]Row, int, error) {
 	var got []Row
 	n, err := idx.Rows(ctx, span, func(page []Row) bool {
@@ -115,7 +123,7 @@ func listShard(ctx context.Context, idx Index, span Span, listed string, after *
 				got = append(got, r)
 			}
 		}
-		return len(got) < limit || !got[len(got)-1].Due.After(got[limit-1].Due)
+		return len(got) <= limit || !got[len(got)-1].Due.After(got[limit-1].Due)
 	})
 	return got, n, err
 }
@@ -144,7 +152,7 @@ func (q Query) check(kinds Kinds) ([]Kind, *Row, error) {
 	if err == nil {
 		err = json.Unmarshal(raw, &t)
 	}
-	if err != nil || !slices.Contains(kinds.Listings(), t.Kind) || t.Subject == "" || t.ListKind != q.Kind || !sameOverdue(t.Overdue, q.Overdue) {
+	if err != nil || !validSubject(kinds, t.Kind, t.Subject) || t.ListKind != q.Kind || !sameOverdue(t.Overdue, q.Overdue) {
 		return nil, nil, fmt.Errorf("%w: the token is not one this query gave", ErrBadQuery)
 	}
 	return listed, &Row{Kind: t.Kind, Subject: t.Subject, Due: time.UnixMilli(t.Due).UTC()}, nil
@@ -165,4 +173,12 @@ func latest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// validSubject reports whether subject is one a kind listed as listed makes.
+func validSubject(kinds Kinds, listed, subject string) bool {
+	return slices.ContainsFunc(kinds.ListedAs(listed), func(k Kind) bool {
+		_, ok := k.SubjectOf(k.Key(subject))
+		return ok
+	})
 }

@@ -166,17 +166,21 @@ func Declare(p Policy, r Receivers, opts ...Option) (deadlines.Kinds, error) {
 		CancellationKind(r.Retrier), RedeliveryKind(r.Redeliverer))
 }
 
-// listed is what Listed returns, from the declaration itself.
+// listed is what Listed returns, from the declaration itself: every kind's
+// listing but the owed cancellations' and the parked records', the service's own
+// retries, which the sweep works off and operators read apart (rentalctl
+// cancellations, rentalctl parked).
 var listed = func() []string {
 	ks, err := Declare(Policy{}, Receivers{})
 	if err != nil {
 		panic(err) // a mistake in the declaration, never in what is read
 	}
-	return ks.Listings()
+	return slices.DeleteFunc(ks.Listings(), func(name string) bool { return name == Cancellation || name == Redelivery })
 }()
 
 // Listed returns the names the to-do list gives its rows (GET /deadlines's kind,
-// rentalctl pending --kind), sorted, in a new slice.
+// rentalctl pending --kind), sorted, in a new slice: the operators' to-do list,
+// without the owed cancellations and the parked records.
 func Listed() []string { return slices.Clone(listed) }
 
 // Option changes a declaration.

@@ -16,9 +16,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/bikerental/bikerental/deadlines"
+
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -38,11 +39,6 @@ type Canceller interface {
 	CancelRentalPayment(ctx context.Context, rentalID string, meta command.Meta) (process.Outcome, error)
 }
 
-// PendingLister lists outstanding payments, oldest first; *deadlinetable.Projection is one.
-type PendingLister interface {
-	List(ctx context.Context, limit int) ([]deadlinekinds.Pending, error)
-}
-
 // WebhookParser verifies a payment provider's webhook and says what it reports
 // (the adapters in internal/adapters/provider).
 type WebhookParser interface {
@@ -60,11 +56,9 @@ type Config struct {
 	Stripe WebhookParser
 	// Canceller handles cancel-payment; while nil that route answers 501.
 	Canceller Canceller
-	// Pending lists outstanding payments; while nil GET /payments/pending answers 501.
-	Pending PendingLister
-	// Deadlines lists the to-do list of every kind of deadline, for GET /deadlines,
+	// Deadlines reads the to-do list, for GET /payments/pending, GET /deadlines,
 	// GET /processes/stuck and GET /refunds/owed; while nil they answer 501.
-	Deadlines deadline.Lister
+	Deadlines *deadlinekinds.Listing
 	Logger    *slog.Logger
 	// Now is the clock the webhook signatures are checked against.
 	Now func() time.Time
@@ -90,6 +84,10 @@ type API struct {
 	mux *http.ServeMux
 	// csp is the console's Content-Security-Policy.
 	csp string
+	// toDo are the kinds of cfg.Deadlines GET /deadlines lists (toDoKinds), or
+	// toDoErr why there are none.
+	toDo    deadlines.Kinds
+	toDoErr error
 }
 
 // New returns the API for cfg.
@@ -104,6 +102,9 @@ func New(cfg Config) *API {
 		cfg.OperatorScope = DefaultOperatorScope
 	}
 	a := &API{cfg: cfg, mux: http.NewServeMux(), csp: ConsoleCSP(cfg.Console)}
+	if cfg.Deadlines != nil {
+		a.toDo, a.toDoErr = toDoKinds(cfg.Deadlines)
+	}
 	a.routes = a.table()
 	for i := range a.routes {
 		rt := &a.routes[i]

@@ -22,7 +22,6 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/payment"
@@ -685,42 +684,44 @@ func TestHandleNeverPanics(t *testing.T) {
 	}
 }
 
-type fakePending struct {
-	rows   []deadlinekinds.Pending
-	limits []int
-}
-
-func (f *fakePending) List(_ context.Context, limit int) ([]deadlinekinds.Pending, error) {
-	f.limits = append(f.limits, limit)
-	if len(f.rows) > limit {
-		return f.rows[:limit], nil
-	}
-	return f.rows, nil
-}
-
+// TestOutstandingPayments: GET /payments/pending lists the outstanding payments,
+// oldest first, each prepared its kind's After (the payment timeout) before it
+// falls due, up to the limit asked for, reading about what it returns; a
+// malformed limit is refused.
 func TestOutstandingPayments(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
-	fake := &fakePending{rows: []deadlinekinds.Pending{
-		{Reference: "rp_b1_AAAAAAAAAAAAAAAAAAAAAA", RentalID: "b1_AAAAAAAAAAAAAAAAAAAAAA", PreparedAt: h.now.Add(-20 * time.Minute)},
-		{Reference: "rp_b2_AAAAAAAAAAAAAAAAAAAAAA", RentalID: "b2_AAAAAAAAAAAAAAAAAAAAAA", PreparedAt: h.now.Add(-time.Minute)},
-	}}
-	h.api = httpapi.New(httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Pending: fake, Now: func() time.Time { return h.now }})
+	h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusNotImplemented) // no to-do list configured
+	h.now = h.now.Truncate(time.Millisecond)
+	d := busyToDo(t, h.now.Add(time.Hour), 40) // none of them prepared yet
+	const old, young = "b1_AAAAAAAAAAAAAAAAAAAAAA", "b2_AAAAAAAAAAAAAAAAAAAAAA"
+	d.open("payment", young, h.now.Add(14*time.Minute))
+	d.open("payment", old, h.now.Add(-5*time.Minute))
+	h.withToDo(d)
+	h.query = map[string]string{"limit": "2"}
 	r := h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusOK)
 	payments := r.body["payments"].([]any)
 	first := payments[0].(map[string]any)
-	if len(payments) != 2 || r.body["count"] != float64(2) || first["ageSeconds"] != float64(1200) || first["rentalId"] != "b1_AAAAAAAAAAAAAAAAAAAAAA" {
+	if len(payments) != 2 || r.body["count"] != float64(2) || r.body["limit"] != float64(2) || first["ageSeconds"] != float64(1200) || first["rentalId"] != old ||
+		first["paymentReference"] != "rp_"+old || first["preparedAt"] != h.now.Add(-20*time.Minute).UTC().Format(time.RFC3339Nano) ||
+		payments[1].(map[string]any)["rentalId"] != young {
 		t.Errorf("pending: %s", r.raw)
 	}
-	req := events.APIGatewayV2HTTPRequest{RawPath: "/payments/pending", QueryStringParameters: map[string]string{"limit": "1"},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "q", Authorizer: claims("ops", true), HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}}}
-	resp, _ := h.api.Handle(context.Background(), req)
-	if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"count":1`) || fake.limits[len(fake.limits)-1] != 1 {
-		t.Errorf("limit=1: %d %s", resp.StatusCode, resp.Body)
+	calls, read := d.reads()
+	h.query = map[string]string{"limit": "1"}
+	r = h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusOK)
+	if r.body["count"] != float64(1) || r.body["payments"].([]any)[0].(map[string]any)["rentalId"] != old {
+		t.Errorf("limit=1: %s", r.raw)
+	}
+	// deadlines.List reads a shard a page of the limit at a time, and the page
+	// after the limit-th row, for the rows due in its millisecond.
+	if afterCalls, afterRead := d.reads(); afterCalls-calls != 2 || afterRead-read > 2*2 {
+		t.Errorf("a page of 1 read %d items in %d reads, want at most 2 from each of 2 shards", afterRead-read, afterCalls-calls)
 	}
 	for _, bad := range []string{"0", "1001", "ten"} {
-		req.QueryStringParameters["limit"] = bad
-		if resp, _ := h.api.Handle(context.Background(), req); resp.StatusCode != 400 {
-			t.Errorf("limit=%s: %d, want 400", bad, resp.StatusCode)
-		}
+		h.query = map[string]string{"limit": bad}
+		h.expect(http.MethodGet, "/payments/pending", "", nil, http.StatusBadRequest)
+	}
+	if afterCalls, _ := d.reads(); afterCalls-calls != 2 {
+		t.Errorf("a refused request read the to-do list")
 	}
 }

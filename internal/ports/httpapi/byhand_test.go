@@ -7,15 +7,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/bikerental/bikerental/deadlines"
 
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/ports/httpapi"
 )
 
 // owe plays what makes the rental's refund owed: its payment cancelled, then taken
@@ -150,11 +149,9 @@ func TestEachRefundOwedIsListedAndMadeByHandOnItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := deadlinekinds.UnexpectedRefundSubject(id, "pi_other")
-		fake := &fakeDeadlines{rows: []deadline.Row{
-			{Kind: "refund", Subject: id, Since: h.now.Add(-2 * time.Hour), Due: h.now.Add(-2 * time.Hour)},
-			{Kind: "refund", Subject: other, Since: h.now.Add(-time.Hour), Due: h.now.Add(-time.Hour)},
-		}}
-		h.api = httpapi.New(httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Deadlines: fake, Now: func() time.Time { return h.now }})
+		d := newToDo(t, 2)
+		d.project(store, payment.StreamID(ref)) // its own refund owed, then the other's
+		h.withToDo(d)
 		pay, _, err := h.commands.LoadPayment(context.Background(), ref)
 		if err != nil {
 			t.Fatal(err)
@@ -234,6 +231,13 @@ func TestEachRefundOwedIsListedAndMadeByHandOnItsOwn(t *testing.T) {
 			t.Fatalf("the other payment's refund made by hand: %s", r.raw)
 		}
 		h.expect(http.MethodPost, path, `{"amount":700,"reference":"bank-2","paymentId":"pi_other"}`, nil, http.StatusConflict)
+		d.project(store, payment.StreamID(ref))
+		if _, ok, err := d.index.Row(context.Background(), refundKind(t), other); ok || err != nil {
+			t.Errorf("the other payment's refund made by hand is still owed on the to-do list (%v)", err)
+		}
+		if r := h.expect(http.MethodGet, "/refunds/owed", "", nil, http.StatusOK); r.body["count"] != float64(1) || !strings.Contains(r.raw, `"paymentId":"`+pay.PaymentID+`"`) {
+			t.Errorf("GET /refunds/owed after the other payment's refund made by hand: %s, want the own one alone", r.raw)
+		}
 		v := h.expect(http.MethodGet, "/rentals/"+id, "", nil, http.StatusOK)
 		if p, _ := v.body["payment"].(map[string]any); p["refund"] != "owed" || !strings.Contains(v.raw, `"unexpectedRefunds":[{"paymentId":"pi_other","amount":700,"currency":"USD","refund":"refunded-by-hand"}]`) {
 			t.Fatalf("the rental after the other payment's refund: %s", v.raw)
@@ -268,4 +272,13 @@ func TestEachRefundOwedIsListedAndMadeByHandOnItsOwn(t *testing.T) {
 			t.Errorf("the renter's view: %s", mine.raw)
 		}
 	})
+}
+
+// refundKind is the refund owed's kind as the service declares it.
+func refundKind(t *testing.T) deadlines.Kind {
+	k, ok := deadlinekinds.MustDeclare(deadlinekinds.Policy{}, deadlinekinds.Receivers{}).ByName(deadlinekinds.Refund)
+	if !ok {
+		t.Fatal("no refund kind")
+	}
+	return k
 }

@@ -195,7 +195,7 @@ func TestABadConsoleSignInIsRefused(t *testing.T) {
 // client's tokens need no group.
 func TestConsoleTokensNeedTheOperatorsGroup(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
-	h.api = httpapi.New(httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Deadlines: &fakeDeadlines{},
+	h.api = httpapi.New(httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Deadlines: newToDo(t, 1).listing(),
 		ConsoleClientID: "console-client", OperatorGroup: "operators"})
 	call := func(claims map[string]string) int {
 		req := events.APIGatewayV2HTTPRequest{RawPath: "/deadlines", RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "g",

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,12 +13,14 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
+
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 )
 
-// DeadlineKinds are the kinds GET /deadlines takes in kind.
+// DeadlineKinds are the kinds GET /deadlines takes in kind, and lists when it is
+// given none: the operators' to-do list (deadlinekinds.Listed).
 var DeadlineKinds = deadlinekinds.Listed()
 
 // Deadline is one outstanding row in GET /deadlines: its kind, the rental it is
@@ -54,7 +57,7 @@ type RefundDebt struct {
 // payment's stream (deadlinekinds.RefundOf): one read per rental listed, a few at
 // a time, so that a listing reads about what it returns. A row whose payment
 // records no refund for it is left out of the map.
-func (a *API) refundDebts(ctx context.Context, rows []deadline.Row) (map[string]RefundDebt, error) {
+func (a *API) refundDebts(ctx context.Context, rows []deadlines.Row) (map[string]RefundDebt, error) {
 	bySubject := map[string]RefundDebt{}
 	subjects := map[string][]string{} // by rental
 	for _, row := range rows {
@@ -94,35 +97,43 @@ func (a *API) refundDebts(ctx context.Context, rows []deadline.Row) (map[string]
 // refundReads is how many payments a listing reads at once.
 const refundReads = 8
 
-// Deadlines is the answer to GET /deadlines.
+// Deadlines is the answer to GET /deadlines: a page of the to-do list.
 type Deadlines struct {
 	// Now is the time the list was read at, which its rows are overdue or not by.
 	Now       time.Time  `json:"now"`
 	Deadlines []Deadline `json:"deadlines"`
 	Count     int        `json:"count"`
 	Limit     int        `json:"limit"`
+	// NextCursor continues the list after this page's last row (GET
+	// /deadlines?cursor=, with the same kind and overdue); absent on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
-// deadlines answers GET /deadlines?kind=&overdue=&limit=: up to limit outstanding
-// rows, of one kind or every kind, overdue or not or both, the overdue first, each
-// part by due time.
+// MaxCursorLength is the longest cursor GET /deadlines takes: several times the
+// longest it gives out.
+const MaxCursorLength = 512
+
+// deadlines answers GET /deadlines?kind=&overdue=&limit=&cursor=: up to limit
+// outstanding rows, of one kind or every kind of the to-do list, overdue or not or
+// both, soonest due first (so the overdue first), from the start or after the row
+// the cursor of an earlier page names (deadlines.List).
 func (a *API) deadlines(r *request) response {
 	q, bad := deadlineQuery(r.raw.QueryStringParameters)
 	if len(bad) > 0 {
 		return invalid(bad...)
 	}
 	q.Now = a.cfg.Now()
-	rows, resp, ok := a.listDeadlines(r, q)
+	page, resp, ok := a.listDeadlines(r, q)
 	if !ok {
 		return resp
 	}
-	debts, err := a.refundDebts(r.ctx, rows)
+	debts, err := a.refundDebts(r.ctx, page.Rows)
 	if err != nil {
 		return errorResponse(err)
 	}
-	out := Deadlines{Now: q.Now.UTC(), Deadlines: make([]Deadline, len(rows)), Count: len(rows), Limit: q.Limit}
-	for i, row := range rows {
-		out.Deadlines[i] = DeadlineOf(row, q.Now)
+	out := Deadlines{Now: q.Now.UTC(), Deadlines: make([]Deadline, len(page.Rows)), Count: len(page.Rows), Limit: q.Limit, NextCursor: page.Next}
+	for i, row := range page.Rows {
+		out.Deadlines[i] = DeadlineOf(a.toDo, row, q.Now)
 		if d, ok := debts[row.Subject]; ok && row.Kind == deadlinekinds.Refund {
 			out.Deadlines[i].Refund = &d
 		}
@@ -130,16 +141,30 @@ func (a *API) deadlines(r *request) response {
 	return jsonResponse(http.StatusOK, out)
 }
 
-// DeadlineOf is row as GET /deadlines answers it at now, without what a refund
-// row owes (which its payment says).
-func DeadlineOf(row deadline.Row, now time.Time) Deadline {
+// DeadlineOf is row, named by the kind of kinds it lists as, as GET /deadlines
+// answers it at now, without what a refund row owes (which its payment says): it
+// opened its kind's After before it falls due (OpenedAt).
+func DeadlineOf(kinds deadlines.Kinds, row deadlines.Row, now time.Time) Deadline {
 	return Deadline{Kind: row.Kind, RentalID: deadlinekinds.RentalOf(row.Kind, row.Subject), DueAt: row.Due.UTC(),
-		AgeSeconds: ageSeconds(now, row.Since), Overdue: row.Due.Before(now)}
+		AgeSeconds: ageSeconds(now, OpenedAt(kinds, row)), Overdue: row.Overdue(now)}
 }
 
-// deadlineQuery reads the query string of GET /deadlines: kind, overdue and limit.
-func deadlineQuery(params map[string]string) (deadline.Query, []InvalidParam) {
-	q := deadline.Query{Limit: DefaultPendingLimit}
+// OpenedAt returns when row, named by the kind of kinds it lists as, opened: its
+// due time less that kind's After (a kind listed as another carries on from it,
+// due as long after its opening). A row of no kind of kinds opened when it falls
+// due.
+func OpenedAt(kinds deadlines.Kinds, row deadlines.Row) time.Time {
+	k, ok := kinds.ByName(row.Kind)
+	if !ok {
+		return row.Due
+	}
+	return row.Due.Add(-k.After)
+}
+
+// deadlineQuery reads the query string of GET /deadlines: kind, overdue, limit
+// and cursor.
+func deadlineQuery(params map[string]string) (deadlines.Query, []InvalidParam) {
+	q := deadlines.Query{Limit: DefaultPendingLimit}
 	var bad []InvalidParam
 	if v, ok := params["kind"]; ok {
 		if !slices.Contains(DeadlineKinds, v) {
@@ -163,26 +188,55 @@ func deadlineQuery(params map[string]string) (deadline.Query, []InvalidParam) {
 		}
 		q.Limit = n
 	}
+	if v, ok := params["cursor"]; ok {
+		if v == "" || len(v) > MaxCursorLength {
+			bad = append(bad, badCursor)
+		}
+		q.Token = v
+	}
 	return q, bad
 }
 
-// listDeadlines reads the rows q asks for, at the API's now (set in q); ok is false
-// with the answer to give when they cannot be read.
-func (a *API) listDeadlines(r *request, q deadline.Query) (rows []deadline.Row, resp response, ok bool) {
-	if a.cfg.Deadlines == nil {
-		return nil, blank(http.StatusNotImplemented, "the to-do list is not available in this deployment"), false
+// badCursor is the refusal of a cursor GET /deadlines did not give out for the
+// query it comes with: forged, altered, or another kind's or overdue's.
+var badCursor = InvalidParam{Name: "cursor", Reason: "not a cursor this API gave out for this kind and overdue"}
+
+// listDeadlines reads the page q asks for of the to-do list's kinds, at the API's
+// now (set in q); ok is false with the answer to give when it cannot be read. A
+// cursor the listing refuses (deadlines.ErrBadQuery) is a 400 naming it.
+func (a *API) listDeadlines(r *request, q deadlines.Query) (page deadlines.Page, resp response, ok bool) {
+	switch {
+	case a.cfg.Deadlines == nil:
+		return page, blank(http.StatusNotImplemented, "the to-do list is not available in this deployment"), false
+	case a.toDoErr != nil:
+		return page, internalError(a.toDoErr), false
 	}
-	rows, err := a.cfg.Deadlines.Deadlines(r.ctx, q)
-	if err != nil {
-		return nil, errorResponse(err), false
+	page, err := deadlines.List(r.ctx, a.cfg.Deadlines.Index, a.toDo, q)
+	switch {
+	case q.Token != "" && errors.Is(err, deadlines.ErrBadQuery):
+		return page, invalid(badCursor), false
+	case err != nil:
+		return page, errorResponse(err), false
 	}
-	return rows, response{}, true
+	return page, response{}, true
+}
+
+// toDoKinds returns the kinds of l whose rows GET /deadlines lists: those listed
+// as one of DeadlineKinds.
+func toDoKinds(l *deadlinekinds.Listing) (deadlines.Kinds, error) {
+	var ks []deadlines.Kind
+	for _, k := range l.Kinds.All() {
+		if slices.Contains(DeadlineKinds, k.Listed()) {
+			ks = append(ks, k)
+		}
+	}
+	return deadlines.NewKinds(ks...)
 }
 
 // kindQuery is the query of a route that lists one kind's rows (GET
 // /processes/stuck, GET /refunds/owed): its limit parameter, as GET /deadlines
 // reads it.
-func (a *API) kindQuery(r *request, kind string, overdue *bool) (deadline.Query, []InvalidParam) {
+func (a *API) kindQuery(r *request, kind string, overdue *bool) (deadlines.Query, []InvalidParam) {
 	params := map[string]string{}
 	if v, ok := r.raw.QueryStringParameters["limit"]; ok {
 		params["limit"] = v
@@ -213,21 +267,23 @@ type StuckRentals struct {
 
 // stuckRentals answers GET /processes/stuck?limit=: the rentals whose process is
 // still open past the payment timeout plus the stuck grace, the stuck kind's
-// overdue rows as the sweep finds them, oldest first.
+// overdue rows as the sweep finds them, oldest first, each requested its kind's
+// After before it fell due.
 func (a *API) stuckRentals(r *request) response {
 	overdue := true
 	q, bad := a.kindQuery(r, deadlinekinds.Stuck, &overdue)
 	if len(bad) > 0 {
 		return invalid(bad...)
 	}
-	rows, resp, ok := a.listDeadlines(r, q)
+	page, resp, ok := a.listDeadlines(r, q)
 	if !ok {
 		return resp
 	}
-	out := StuckRentals{Now: q.Now.UTC(), Rentals: make([]StuckRental, len(rows)), Count: len(rows), Limit: q.Limit}
-	for i, row := range rows {
-		out.Rentals[i] = StuckRental{RentalID: row.Subject, RequestedAt: row.Since.UTC(), StuckSince: row.Due.UTC(),
-			AgeSeconds: ageSeconds(q.Now, row.Since)}
+	out := StuckRentals{Now: q.Now.UTC(), Rentals: make([]StuckRental, len(page.Rows)), Count: len(page.Rows), Limit: q.Limit}
+	for i, row := range page.Rows {
+		requested := OpenedAt(a.toDo, row)
+		out.Rentals[i] = StuckRental{RentalID: row.Subject, RequestedAt: requested.UTC(), StuckSince: row.Due.UTC(),
+			AgeSeconds: ageSeconds(q.Now, requested)}
 	}
 	return jsonResponse(http.StatusOK, out)
 }
@@ -262,19 +318,20 @@ func (a *API) refundsOwed(r *request) response {
 	if len(bad) > 0 {
 		return invalid(bad...)
 	}
-	rows, resp, ok := a.listDeadlines(r, q)
+	page, resp, ok := a.listDeadlines(r, q)
 	if !ok {
 		return resp
 	}
-	debts, err := a.refundDebts(r.ctx, rows)
+	debts, err := a.refundDebts(r.ctx, page.Rows)
 	if err != nil {
 		return errorResponse(err)
 	}
-	out := RefundsOwed{Now: q.Now.UTC(), Refunds: make([]RefundOwed, len(rows)), Count: len(rows), Limit: q.Limit}
-	for i, row := range rows {
+	out := RefundsOwed{Now: q.Now.UTC(), Refunds: make([]RefundOwed, len(page.Rows)), Count: len(page.Rows), Limit: q.Limit}
+	for i, row := range page.Rows {
 		rentalID := deadlinekinds.RefundRental(row.Subject)
+		owed := OpenedAt(a.toDo, row)
 		out.Refunds[i] = RefundOwed{PaymentReference: payment.ReferenceFor(rentalID), RentalID: rentalID,
-			OwedSince: row.Since.UTC(), AgeSeconds: ageSeconds(q.Now, row.Since)}
+			OwedSince: owed.UTC(), AgeSeconds: ageSeconds(q.Now, owed)}
 		if d, ok := debts[row.Subject]; ok {
 			out.Refunds[i].RefundDebt = &d
 		}

@@ -9,126 +9,157 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ports/httpapi"
 )
 
-type fakeDeadlines struct {
-	rows    []deadline.Row
-	queries []deadline.Query
+// withToDo sets the harness's API to read the to-do list d.
+func (h *harness) withToDo(d *toDo) {
+	h.api = httpapi.New(httpapi.Config{Commands: h.commands, Webhook: mustVerifier(h.t), Deadlines: d.listing(), Now: func() time.Time { return h.now }})
 }
 
-// Deadlines answers with the rows of the kind asked for (every row for every kind),
-// as given: the order is the lister's.
-func (f *fakeDeadlines) Deadlines(_ context.Context, q deadline.Query) ([]deadline.Row, error) {
-	f.queries = append(f.queries, q)
-	var out []deadline.Row
-	for _, r := range f.rows {
-		if q.Kind == "" || r.Kind == q.Kind {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+// deadlinesRequest sends GET /deadlines with params as the operator.
+func (h *harness) deadlinesRequest(params map[string]string) events.APIGatewayV2HTTPResponse {
+	resp, _ := h.api.Handle(context.Background(), events.APIGatewayV2HTTPRequest{RawPath: "/deadlines", QueryStringParameters: params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "q", Authorizer: claims("ops", true), HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}}})
+	return resp
 }
 
-// TestDeadlines: GET /deadlines lists the rows of every kind the lister answers
-// with their kind, rental, due time, age and whether they are overdue; it passes
-// kind, overdue and limit on, and refuses each malformed one with 400 and an
-// invalid param naming it, asking the lister nothing.
+// TestDeadlines: GET /deadlines lists the rows of every kind of the to-do list
+// with their kind, rental, due time, age (since their opening: their kind's After
+// before their due time) and whether they are overdue, soonest due first; kind,
+// overdue and limit choose the rows, and each malformed one is refused with 400
+// and an invalid param naming it, reading nothing.
 func TestDeadlines(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
-	h.expect(http.MethodGet, "/deadlines", "", nil, http.StatusNotImplemented) // no projection configured
-	fake := &fakeDeadlines{rows: []deadline.Row{
-		{Kind: "return", Subject: "b1_AAAAAAAAAAAAAAAAAAAAAA", Since: h.now.Add(-3 * time.Hour), Due: h.now.Add(-time.Hour)},
-		{Kind: "payment", Subject: "b2_AAAAAAAAAAAAAAAAAAAAAA", Since: h.now.Add(-time.Minute), Due: h.now.Add(14 * time.Minute)},
-	}}
-	h.api = httpapi.New(httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Deadlines: fake, Now: func() time.Time { return h.now }})
+	h.expect(http.MethodGet, "/deadlines", "", nil, http.StatusNotImplemented) // no to-do list configured
+	h.now = h.now.Truncate(time.Millisecond)
+	d := newToDo(t, 2)
+	const returned, paying, flagged = "b1_AAAAAAAAAAAAAAAAAAAAAA", "b2_AAAAAAAAAAAAAAAAAAAAAA", "b3_AAAAAAAAAAAAAAAAAAAAAA"
+	d.open("return", returned, h.now.Add(-time.Hour))
+	d.open("payment", paying, h.now.Add(14*time.Minute))
+	d.open("overdue", flagged, h.now.Add(-2*time.Hour))
+	h.withToDo(d)
 	r := h.expect(http.MethodGet, "/deadlines", "", nil, http.StatusOK)
 	rows := r.body["deadlines"].([]any)
-	first := rows[0].(map[string]any)
-	if len(rows) != 2 || r.body["count"] != float64(2) || r.body["limit"] != float64(httpapi.DefaultPendingLimit) || first["kind"] != "return" ||
-		first["rentalId"] != "b1_AAAAAAAAAAAAAAAAAAAAAA" || first["ageSeconds"] != float64(3*3600) || first["overdue"] != true || rows[1].(map[string]any)["overdue"] != false {
-		t.Errorf("deadlines: %s", r.raw)
+	if len(rows) != 3 || r.body["count"] != float64(3) || r.body["limit"] != float64(httpapi.DefaultPendingLimit) || r.body["nextCursor"] != nil {
+		t.Fatalf("deadlines: %s", r.raw)
 	}
-	if q := fake.queries[0]; q.Kind != "" || q.Overdue != nil || q.Limit != httpapi.DefaultPendingLimit || !q.Now.Equal(h.now) {
-		t.Errorf("query %+v, want every kind, overdue or not, the default limit, now", q)
+	period := rental.DefaultPeriod.Seconds()
+	for i, want := range []struct {
+		kind, rental string
+		age          float64
+		overdue      bool
+	}{
+		{"return", flagged, 2*3600 + period, true}, // a flagged overdue return lists as a return
+		{"return", returned, 3600 + period, true},
+		{"payment", paying, 60, false},
+	} {
+		row := rows[i].(map[string]any)
+		if row["kind"] != want.kind || row["rentalId"] != want.rental || row["ageSeconds"] != want.age || row["overdue"] != want.overdue {
+			t.Errorf("row %d: %v, want %+v", i, row, want)
+		}
 	}
-	req := func(params map[string]string) events.APIGatewayV2HTTPResponse {
-		resp, _ := h.api.Handle(context.Background(), events.APIGatewayV2HTTPRequest{RawPath: "/deadlines", QueryStringParameters: params,
-			RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "q", Authorizer: claims("ops", true), HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET"}}})
-		return resp
+	if row := rows[2].(map[string]any); row["dueAt"] != h.now.Add(14*time.Minute).UTC().Format(time.RFC3339Nano) {
+		t.Errorf("payment due at %v, want %v", row["dueAt"], h.now.Add(14*time.Minute).UTC())
 	}
-	if resp := req(map[string]string{"kind": "return", "overdue": "true", "limit": "5"}); resp.StatusCode != 200 {
-		t.Errorf("kind=return&overdue=true&limit=5: %d %s", resp.StatusCode, resp.Body)
+	for _, c := range []struct {
+		params map[string]string
+		want   []string
+	}{
+		{map[string]string{"kind": "return", "overdue": "true", "limit": "1"}, []string{flagged}},
+		{map[string]string{"kind": "return", "overdue": "false"}, nil},
+		{map[string]string{"overdue": "false"}, []string{paying}},
+		{map[string]string{"kind": "payment"}, []string{paying}},
+		{map[string]string{"limit": "2"}, []string{flagged, returned}},
+	} {
+		h.query = c.params
+		got := rentalsOf(h.expect(http.MethodGet, "/deadlines", "", nil, http.StatusOK))
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%v: %v, want %v", c.params, got, c.want)
+		}
 	}
-	if q := fake.queries[len(fake.queries)-1]; q.Kind != "return" || q.Overdue == nil || !*q.Overdue || q.Limit != 5 {
-		t.Errorf("query %+v, want return, overdue, 5", q)
-	}
-	asked := len(fake.queries)
+	h.query = nil
+	calls, _ := d.reads()
 	for name, params := range map[string]map[string]string{
 		"kind":    {"kind": "bikes"},
 		"overdue": {"overdue": "yes"},
 		"limit":   {"limit": "1001"},
+		"cursor":  {"cursor": ""},
 	} {
-		resp := req(params)
+		resp := h.deadlinesRequest(params)
 		if resp.StatusCode != 400 || resp.Headers["Content-Type"] != "application/problem+json" || !strings.Contains(resp.Body, `"name":"`+name+`"`) {
 			t.Errorf("%v: %d %v %s, want 400 problem+json naming %s", params, resp.StatusCode, resp.Headers, resp.Body, name)
 		}
 	}
-	for _, bad := range []map[string]string{{"limit": "0"}, {"limit": "ten"}, {"overdue": "True"}, {"kind": ""}, {"kind": "<b>stuck</b>"}} {
-		if resp := req(bad); resp.StatusCode != 400 {
-			t.Errorf("%v: %d, want 400", bad, resp.StatusCode)
+	for _, bad := range []map[string]string{{"limit": "0"}, {"limit": "ten"}, {"overdue": "True"}, {"kind": ""}, {"kind": "<b>stuck</b>"},
+		{"kind": "cancellation"}, {"kind": "redelivery"}, {"kind": "overdue"}, {"cursor": strings.Repeat("A", httpapi.MaxCursorLength+1)}} {
+		resp := h.deadlinesRequest(bad)
+		if resp.StatusCode != 400 || strings.Contains(resp.Body, "<b>") {
+			t.Errorf("%v: %d %s, want 400 that does not repeat the markup", bad, resp.StatusCode, resp.Body)
 		}
 	}
-	if len(fake.queries) != asked {
-		t.Errorf("a refused request asked the lister: %+v", fake.queries[asked:])
+	if after, _ := d.reads(); after != calls {
+		t.Errorf("a refused request read the to-do list %d times", after-calls)
 	}
 }
 
+// rentalsOf returns the rentals of a GET /deadlines answer, in its order.
+func rentalsOf(r reply) []string {
+	var out []string
+	for _, row := range r.body["deadlines"].([]any) {
+		out = append(out, row.(map[string]any)["rentalId"].(string))
+	}
+	return out
+}
+
 // TestStuckRentalsAndRefundsOwed reads GET /processes/stuck, the stuck kind's
-// overdue rows, and GET /refunds/owed, the refund kind's rows, each through the
-// to-do list's lister with the route's kind and the limit asked for, oldest first
-// as the lister answers; a malformed limit is refused asking the lister nothing,
-// and without a lister both answer 501.
+// overdue rows, each requested its kind's After before it fell due, and GET
+// /refunds/owed, the refund kind's rows, oldest first, up to the limit asked for;
+// a malformed limit is refused reading nothing, and without a to-do list both
+// answer 501.
 func TestStuckRentalsAndRefundsOwed(t *testing.T) {
 	h := newHarness(t, eventstore.NewMemory(), nil)
 	for _, path := range []string{"/processes/stuck", "/refunds/owed"} {
 		h.expect(http.MethodGet, path, "", nil, http.StatusNotImplemented)
 	}
-	fake := &fakeDeadlines{}
-	h.api = httpapi.New(httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Deadlines: fake, Now: func() time.Time { return h.now }})
+	h.now = h.now.Truncate(time.Millisecond)
+	d := newToDo(t, 2)
+	const stuck, waiting, owed, owedToo = "b3_AAAAAAAAAAAAAAAAAAAAAA", "b5_AAAAAAAAAAAAAAAAAAAAAA", "b4_AAAAAAAAAAAAAAAAAAAAAA", "b6_AAAAAAAAAAAAAAAAAAAAAA"
+	d.open("stuck", stuck, h.now.Add(-5*time.Minute))
+	d.open("stuck", waiting, h.now.Add(5*time.Minute)) // not stuck yet
+	d.open("refund", owedToo, h.now.Add(-time.Minute))
+	d.open("refund", owed, h.now.Add(-time.Hour))
+	h.withToDo(d)
 
-	fake.rows = []deadline.Row{{Kind: "stuck", Subject: "b3_AAAAAAAAAAAAAAAAAAAAAA", Since: h.now.Add(-30 * time.Minute), Due: h.now.Add(-5 * time.Minute)}}
 	r := h.expect(http.MethodGet, "/processes/stuck", "", nil, http.StatusOK)
 	rentals := r.body["rentals"].([]any)
-	if len(rentals) != 1 || r.body["count"] != float64(1) {
+	if len(rentals) != 1 || r.body["count"] != float64(1) || r.body["limit"] != float64(httpapi.DefaultPendingLimit) {
 		t.Fatalf("stuck: %s", r.raw)
 	}
-	if s := rentals[0].(map[string]any); s["rentalId"] != "b3_AAAAAAAAAAAAAAAAAAAAAA" || s["ageSeconds"] != float64(1800) ||
-		s["requestedAt"] != h.now.Add(-30*time.Minute).UTC().Format(time.RFC3339Nano) || s["stuckSince"] != h.now.Add(-5*time.Minute).UTC().Format(time.RFC3339Nano) {
+	after := 25 * time.Minute // the default payment timeout and stuck grace
+	if s := rentals[0].(map[string]any); s["rentalId"] != stuck || s["ageSeconds"] != (after+5*time.Minute).Seconds() ||
+		s["requestedAt"] != h.now.Add(-after-5*time.Minute).UTC().Format(time.RFC3339Nano) || s["stuckSince"] != h.now.Add(-5*time.Minute).UTC().Format(time.RFC3339Nano) {
 		t.Errorf("stuck: %s", r.raw)
 	}
-	if q := fake.queries[len(fake.queries)-1]; q.Kind != "stuck" || q.Overdue == nil || !*q.Overdue || q.Limit != httpapi.DefaultPendingLimit || !q.Now.Equal(h.now) {
-		t.Errorf("stuck query %+v, want the stuck kind, overdue, the default limit, now", q)
-	}
 
-	fake.rows = []deadline.Row{{Kind: "refund", Subject: "b4_AAAAAAAAAAAAAAAAAAAAAA", Since: h.now.Add(-time.Hour), Due: h.now.Add(-time.Hour)}}
-	h.query = map[string]string{"limit": "7"}
+	h.query = map[string]string{"limit": "1"}
 	r = h.expect(http.MethodGet, "/refunds/owed", "", nil, http.StatusOK)
 	refunds := r.body["refunds"].([]any)
-	if len(refunds) != 1 || r.body["limit"] != float64(7) {
+	if len(refunds) != 1 || r.body["limit"] != float64(1) {
 		t.Fatalf("refunds: %s", r.raw)
 	}
-	if o := refunds[0].(map[string]any); o["rentalId"] != "b4_AAAAAAAAAAAAAAAAAAAAAA" || o["paymentReference"] != "rp_b4_AAAAAAAAAAAAAAAAAAAAAA" ||
+	if o := refunds[0].(map[string]any); o["rentalId"] != owed || o["paymentReference"] != "rp_"+owed ||
 		o["ageSeconds"] != float64(3600) || o["owedSince"] != h.now.Add(-time.Hour).UTC().Format(time.RFC3339Nano) {
 		t.Errorf("refunds: %s", r.raw)
 	}
-	if q := fake.queries[len(fake.queries)-1]; q.Kind != "refund" || q.Overdue != nil || q.Limit != 7 {
-		t.Errorf("refunds query %+v, want the refund kind, overdue or not, 7", q)
+	h.query = nil
+	if r := h.expect(http.MethodGet, "/refunds/owed", "", nil, http.StatusOK); r.body["count"] != float64(2) {
+		t.Errorf("refunds: %s, want both", r.raw)
 	}
 
-	asked := len(fake.queries)
+	calls, _ := d.reads()
 	for _, path := range []string{"/processes/stuck", "/refunds/owed"} {
 		for _, limit := range []string{"0", "1001", "ten"} {
 			h.query = map[string]string{"limit": limit}
@@ -139,7 +170,7 @@ func TestStuckRentalsAndRefundsOwed(t *testing.T) {
 	for _, path := range []string{"/processes/stuck", "/refunds/owed"} {
 		h.expect(http.MethodGet, path, "", as("alice"), http.StatusForbidden)
 	}
-	if len(fake.queries) != asked {
-		t.Errorf("a refused request asked the lister: %+v", fake.queries[asked:])
+	if after, _ := d.reads(); after != calls {
+		t.Errorf("a refused request read the to-do list %d times", after-calls)
 	}
 }

@@ -27,7 +27,8 @@ import (
 )
 
 // The world every fuzzed request meets: bike fb1 is registered and available, bike
-// fb2 is requested by alice with its payment prepared, and the clock stands still.
+// fb2 is requested by alice with its payment prepared (on the to-do list: its
+// payment overdue, its process not stuck yet), and the clock stands still.
 var (
 	fuzzNow    = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	fuzzRental = rental.NewRentalID("fb2", "FuzzFuzzFuzzFuzzFuzz00")
@@ -57,6 +58,9 @@ func fuzzWorld(t *testing.T) (*httpapi.API, *syncBuffer) {
 	if _, err := commands.Payment(ctx, prepare, command.Meta{}); err != nil {
 		t.Fatal(err)
 	}
+	todo := newToDo(t, 2)
+	todo.open(deadlinekinds.Payment, fuzzRental, fuzzNow.Add(-5*time.Minute))
+	todo.open(deadlinekinds.Stuck, fuzzRental, fuzzNow.Add(5*time.Minute))
 	verifier, err := webhook.NewVerifier(secret, webhook.DefaultTolerance)
 	if err != nil {
 		t.Fatal(err)
@@ -66,11 +70,9 @@ func fuzzWorld(t *testing.T) (*httpapi.API, *syncBuffer) {
 		Commands:  commands,
 		Webhook:   verifier,
 		Canceller: &fakeCanceller{outcome: process.OutcomeNothingToDo},
-		Pending: &fakePending{rows: []deadlinekinds.Pending{
-			{Reference: fuzzRef, RentalID: fuzzRental, PreparedAt: fuzzNow.Add(-20 * time.Minute)},
-		}},
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-		Now:    func() time.Time { return fuzzNow },
+		Deadlines: todo.listing(),
+		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
+		Now:       func() time.Time { return fuzzNow },
 	}), logs
 }
 
@@ -168,6 +170,12 @@ func FuzzHandle(f *testing.F) {
 		{"GET", "/payments/pending?limit=1", "", "", ops},
 		{"GET", "/payments/pending?limit=0&limit=2", "", "", ops},
 		{"GET", "/payments/pending", "", "", bob},
+		{"GET", "/deadlines?limit=1", "", "", ops},
+		{"GET", "/deadlines?limit=1&cursor=eyJsIjoiIiwiZCI6MCwiayI6InBheW1lbnQiLCJzIjoiPGltZz4ifQ", "", "", ops},
+		{"GET", "/deadlines?kind=stuck&overdue=false&cursor=%3Cimg%3E", "", "", ops},
+		{"GET", "/deadlines?cursor=", "", "", ops},
+		{"GET", "/processes/stuck?limit=1", "", "", ops},
+		{"GET", "/refunds/owed", "", "", alice},
 		{"POST", "/rentals", js, `{"bikeId":"fb1","x":` + arrays(httpapi.MaxJSONDepth) + `}`, bob},
 		{"POST", hook, js, `{"id":"e","type":"payment.failed","paymentReference":"` + fuzzRef + `","reason":"\"[[[[{{{{\\"}`, nobody},
 		{"POST", "/rentals", "text/plain", "bikeId=fb1", bob},

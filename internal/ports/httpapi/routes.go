@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/bikerental/bikerental/deadlines"
+
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/process"
@@ -392,10 +394,11 @@ func (a *API) applyWebhook(r *request, ev payment.ProviderEvent, ignoreUnknown b
 		Status: string(res.Payment.Status), Refund: string(res.Payment.Refund), Duplicate: res.Duplicate, Mismatch: res.Mismatch != nil})
 }
 
-// Pending-payment listing limits.
+// The to-do list's listing limits (GET /payments/pending, GET /deadlines, GET
+// /processes/stuck, GET /refunds/owed): at most a page of deadlines.List.
 const (
 	DefaultPendingLimit = 100
-	MaxPendingLimit     = 1000
+	MaxPendingLimit     = deadlines.MaxLimit
 )
 
 // OutstandingPayment is one outstanding payment in GET /payments/pending.
@@ -422,14 +425,14 @@ func (a *API) outstandingPayments(r *request) response {
 		}
 		limit = n
 	}
-	if a.cfg.Pending == nil {
-		return blank(http.StatusNotImplemented, "the pending-payment projection is not available in this deployment")
+	if a.cfg.Deadlines == nil {
+		return blank(http.StatusNotImplemented, "the to-do list is not available in this deployment")
 	}
-	rows, err := a.cfg.Pending.List(r.ctx, limit)
+	now := a.cfg.Now()
+	rows, _, err := a.cfg.Deadlines.Payments(r.ctx, false, now, limit)
 	if err != nil {
 		return errorResponse(err)
 	}
-	now := a.cfg.Now()
 	out := OutstandingPayments{Payments: make([]OutstandingPayment, len(rows)), Count: len(rows), Limit: limit}
 	for i, row := range rows {
 		out.Payments[i] = OutstandingPayment{PaymentReference: row.Reference, RentalID: row.RentalID, PreparedAt: row.PreparedAt,

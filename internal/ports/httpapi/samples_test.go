@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/local"
@@ -70,8 +69,7 @@ type sample struct {
 	caller                          httpapi.Access // Renter or Operator: the claims API Gateway's JWT authorizer verified
 	setup                           func(h *harness)
 	canceller                       httpapi.Canceller
-	pending                         httpapi.PendingLister
-	index                           *fakeDeadlines
+	index                           func(t *testing.T) *deadlinekinds.Listing // the to-do list, if any
 	status                          int
 }
 
@@ -105,10 +103,10 @@ func samples() []sample {
 			headers: map[string]string{"content-type": "application/json", "payment-signature": webhook.Sign([]byte(LocalWebhookSecret), []byte(rejectBody), sampleTime)},
 			setup:   prepared, status: 200},
 		{file: "pending-payments.json", method: "GET", route: "/payments/pending", path: "/payments/pending", caller: httpapi.Operator,
-			pending: &fakePending{rows: []deadlinekinds.Pending{{Reference: sampleRef, RentalID: sampleRental, PreparedAt: sampleTime.Add(-20 * time.Minute)}}}, status: 200},
-		{file: "deadlines.json", method: "GET", route: "/deadlines", path: "/deadlines", caller: httpapi.Operator, index: sampleIndex(), status: 200},
-		{file: "stuck-rentals.json", method: "GET", route: "/processes/stuck", path: "/processes/stuck", caller: httpapi.Operator, index: sampleIndex(), status: 200},
-		{file: "refunds-owed.json", method: "GET", route: "/refunds/owed", path: "/refunds/owed", caller: httpapi.Operator, index: sampleIndex(), status: 200},
+			index: sampleIndex, status: 200},
+		{file: "deadlines.json", method: "GET", route: "/deadlines", path: "/deadlines", caller: httpapi.Operator, index: sampleIndex, status: 200},
+		{file: "stuck-rentals.json", method: "GET", route: "/processes/stuck", path: "/processes/stuck", caller: httpapi.Operator, index: sampleIndex, status: 200},
+		{file: "refunds-owed.json", method: "GET", route: "/refunds/owed", path: "/refunds/owed", caller: httpapi.Operator, index: sampleIndex, status: 200},
 		{file: "console.json", method: "GET", route: "/console", path: "/console", status: 200},
 		{file: "console-config.json", method: "GET", route: "/console/config", path: "/console/config", status: 200},
 		{file: "console-asset.json", method: "GET", route: "/console/{asset}", path: "/console/app.js", status: 200},
@@ -117,12 +115,12 @@ func samples() []sample {
 
 // sampleIndex is a to-do list holding the sample rental's overdue payment, its
 // stuck process and a refund owed.
-func sampleIndex() *fakeDeadlines {
-	return &fakeDeadlines{rows: []deadline.Row{
-		{Kind: "payment", Subject: sampleRental, Since: sampleTime.Add(-20 * time.Minute), Due: sampleTime.Add(-5 * time.Minute)},
-		{Kind: "stuck", Subject: sampleRental, Since: sampleTime.Add(-30 * time.Minute), Due: sampleTime.Add(-5 * time.Minute)},
-		{Kind: "refund", Subject: sampleRental, Since: sampleTime.Add(-time.Hour), Due: sampleTime.Add(-time.Hour)},
-	}}
+func sampleIndex(t *testing.T) *deadlinekinds.Listing {
+	d := newToDo(t, 2)
+	d.open("payment", sampleRental, sampleTime.Add(-5*time.Minute))
+	d.open("stuck", sampleRental, sampleTime.Add(-5*time.Minute))
+	d.open("refund", sampleRental, sampleTime.Add(-time.Hour))
+	return d.listing()
 }
 
 // event builds the request exactly as API Gateway's HTTP API (payload 2.0) sends it.
@@ -211,9 +209,9 @@ func TestSampleEvents(t *testing.T) {
 				t.Fatalf("%s is not an HTTP API event: %v", s.file, err)
 			}
 			h := newHarness(t, eventstore.NewMemory(), s.canceller)
-			cfg := httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Canceller: s.canceller, Pending: s.pending, Now: func() time.Time { return sampleTime }}
+			cfg := httpapi.Config{Commands: h.commands, Webhook: mustVerifier(t), Canceller: s.canceller, Now: func() time.Time { return sampleTime }}
 			if s.index != nil {
-				cfg.Deadlines = s.index
+				cfg.Deadlines = s.index(t)
 			}
 			h.api = httpapi.New(cfg)
 			if s.setup != nil {

@@ -22,10 +22,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/bikerental/bikerental/deadlines/awslambda"
+
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/auth"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/dev/local"
@@ -150,14 +151,21 @@ func (s *stack) provider(rentalID, typ, reason string) {
 }
 
 // sweep invokes the sweep function, which then takes its clock's now.
-func (s *stack) sweep() sweep.Summary {
+func (s *stack) sweep() awslambda.Summary {
 	s.t.Helper()
-	var sum sweep.Summary
+	var sum awslambda.Summary
 	input := map[string]string{}
 	if err := local.Call(context.Background(), s.up.Stack.Functions.Sweep, input, &sum); err != nil {
 		s.t.Fatal(err)
 	}
 	return sum
+}
+
+// acted is how many commands of kind the sweep of sum sent that its receiver acted
+// on.
+func acted(sum awslambda.Summary, kind string) int {
+	k, _ := sum.Kind(kind)
+	return k.Acted
 }
 
 // browser starts one headless Chromium for the test, or skips the test when there
@@ -353,8 +361,8 @@ func TestTheConsoleInABrowser(t *testing.T) {
 		t.Errorf("countdown of an overdue payment = %q", got)
 	}
 	screenshot(t, ctx, "todo.png")
-	if sum := s.sweep(); sum.Of(deadlinekinds.Payment).Acted != 1 {
-		t.Fatalf("the sweep cancelled %d payments, want 1: %+v", sum.Of(deadlinekinds.Payment).Acted, sum)
+	if sum := s.sweep(); acted(sum, deadlinekinds.Payment) != 1 {
+		t.Fatalf("the sweep cancelled %d payments, want 1: %+v", acted(sum, deadlinekinds.Payment), sum)
 	}
 	run(t, ctx, "the rental leaves the list", waitFor(`!(`+present(row(a, "payment"))+`) && !(`+present(row(a, "stuck"))+`)`))
 

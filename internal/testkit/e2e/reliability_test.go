@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/dev/demo"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
@@ -168,20 +167,20 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	}
 	// The story is over once every rental reads as ended; the projector may still be
 	// a poll behind, closing the last processes' open rows.
-	projection, err := deadlinetable.New(client, deadlinesTable, deadlinetable.DefaultShards, deadlinetable.DefaultMarkerTTL)
+	listing, err := wiring.DeadlinesReader(cfg, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for wait := time.Now().Add(30 * time.Second); ; {
-		open, _, err := projection.OpenBefore(ctx, time.Now())
+		backlog, _, err := listing.Backlog(ctx, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(open) == 0 {
+		if len(backlog.Open) == 0 {
 			break
 		}
 		if time.Now().After(wait) {
-			t.Fatalf("processes still open after the story: %+v", open)
+			t.Fatalf("processes still open after the story: %+v", backlog.Open)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -125,12 +125,9 @@ func Build(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	apiCfg := httpapi.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Logger: logger, OperatorScope: scope}
+	apiCfg := httpapi.Config{Commands: s.Commands, Webhook: verifier, Canceller: s.Process, Deadlines: s.Deadlines, Logger: logger, OperatorScope: scope}
 	if pay.Stripe != nil {
 		apiCfg.Stripe = pay.Stripe
-	}
-	if s.Deadlines != nil {
-		apiCfg.Deadlines = s.Deadlines
 	}
 	if apiCfg.Console, err = ConsoleSignIn(getenv); err != nil {
 		return nil, err

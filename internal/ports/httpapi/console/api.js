@@ -92,9 +92,9 @@ function query(params) {
   return s ? '?' + s : '';
 }
 
-// deadlines reads the to-do list: GET /deadlines, every outstanding deadline
-// (kind, rentalId, dueAt, ageSeconds), due soonest first. params: kind, overdue,
-// limit.
+// deadlines reads a page of the to-do list: GET /deadlines, the outstanding
+// deadlines (kind, rentalId, dueAt, ageSeconds), due soonest first, and the
+// nextCursor of the page after. params: kind, overdue, limit, cursor.
 export function deadlines(params) { return call('GET', '/deadlines' + query(params)); }
 
 export function rental(id) { return call('GET', '/rentals/' + seg(id)); }

@@ -1,6 +1,9 @@
 // The to-do list: every outstanding deadline, due soonest first (the overdue ones
-// lead), with its kind, age, due time and a countdown; it reads the list again on
-// its own every few seconds while its tab is visible (poll.js).
+// lead), with its kind, age, due time and a countdown, a page at a time (PAGE rows,
+// or the n of #/todo/<n>); it reads the page on view again on its own every few
+// seconds while its tab is visible (poll.js). The next page starts after the last
+// row of the one before (GET /deadlines's nextCursor), so rows that settle meanwhile
+// never push one off a page unseen.
 
 import { deadlines } from './api.js';
 import { owedWords } from './byhand.js';
@@ -10,6 +13,17 @@ import { poll } from './poll.js';
 // REFRESH_MS keeps 20 visible tabs at about 3.3 requests a second, under GET
 // /deadlines's 5 a second (docs/decisions/0025-floods-are-refused-at-the-edge.md).
 export const REFRESH_MS = 6000;
+
+// PAGE is how many rows a page shows unless the address says (#/todo/<n>, 1 to
+// MAX_PAGE).
+const PAGE = 200;
+const MAX_PAGE = 1000;
+
+// pageSize reads the rows a page shows from the page's argument.
+function pageSize(arg) {
+  const n = /^\d{1,4}$/.test(arg) ? Number(arg) : PAGE;
+  return n >= 1 && n <= MAX_PAGE ? n : PAGE;
+}
 
 // kinds are the to-do list's kinds in an operator's words: a label, and what the
 // row means and what happens when it falls due. A kind the console does not know
@@ -38,8 +52,9 @@ function empty() {
     '; to register bikes or record a return, open ', h('a', { href: '#/actions' }, 'Actions'), '.');
 }
 
-export function todoPage(main, _arg, { describe }) {
-  const status = h('div', { class: 'muted', id: 'todo-status' }, 'Reading the to-do list…');
+export function todoPage(main, arg, { describe }) {
+  const limit = pageSize(arg);
+  const status = h('div', { class: 'muted', id: 'todo-status', tabindex: '-1' }, 'Reading the to-do list…');
   const body = h('tbody', { id: 'todo-rows' });
   const table = h('div', { class: 'table-wrap' }, h('table', { id: 'todo' },
     h('caption', { class: 'muted' }, 'Outstanding deadlines, overdue first'),
@@ -50,11 +65,18 @@ export function todoPage(main, _arg, { describe }) {
     body));
   const none = h('div', { id: 'todo-none' });
   const note = h('p', { class: 'muted', id: 'todo-twice' });
-  fill(main, h('h2', {}, 'To-do'), status, none, table, note, legend());
+  const pager = h('nav', { class: 'row', id: 'todo-pager', 'aria-label': 'Pages of the to-do list', hidden: true });
+  fill(main, h('h2', {}, 'To-do'), status, none, table, pager, note, legend());
 
   let rows = [];
   let skew = 0; // server time minus this browser's
   let stopped = false;
+  // cursors holds where each page up to the one on view starts: '' for the first,
+  // then the nextCursor of the page before; next is the page on view's.
+  let cursors = [''];
+  let next = '';
+  // asked numbers the reads, so that only the latest one's answer is shown.
+  let asked = 0;
 
   const tick = () => {
     const now = Date.now() + skew;
@@ -89,22 +111,56 @@ export function todoPage(main, _arg, { describe }) {
     tick();
   };
 
+  // go shows the page that starts at cursors' last, moving the keyboard to its
+  // first row.
+  const go = async (to) => {
+    cursors = to;
+    next = '';
+    await load();
+    const first = body.querySelector('a');
+    (first || status).focus();
+  };
+
+  const renderPager = () => {
+    const page = cursors.length;
+    fill(pager,
+      page > 1 ? h('button', { type: 'button', class: 'secondary', id: 'todo-first', onclick: () => go(['']) }, 'First page') : null,
+      page > 2 ? h('button', { type: 'button', class: 'secondary', id: 'todo-previous', onclick: () => go(cursors.slice(0, -1)) }, 'Previous page') : null,
+      next ? h('button', { type: 'button', class: 'secondary', id: 'todo-next', onclick: () => go([...cursors, next]) }, `Next ${limit}`) : null);
+    pager.hidden = page === 1 && !next;
+  };
+
+  // summary says what the page on view holds.
+  const summary = (count) => {
+    const page = cursors.length;
+    if (page === 1) return count === 0 ? 'Nothing outstanding' : `${count} outstanding${next ? ' (the first ' + count + '; more follow)' : ''}`;
+    return count === 0 ? `Page ${page}: nothing more outstanding` : `Page ${page}: ${count} more outstanding${next ? '; more follow' : ''}`;
+  };
+
   const load = async () => {
+    const mine = ++asked;
     try {
-      const list = await deadlines({ limit: 200 });
-      if (stopped) return;
+      const list = await deadlines({ limit, cursor: cursors[cursors.length - 1] });
+      if (stopped || mine !== asked) return;
       const read = Date.now();
       skew = Date.parse(list.now) - read;
+      next = list.nextCursor || '';
       rows = list.deadlines.map((r) => ({ ...r, read: read + skew }));
       render();
+      renderPager();
       table.hidden = list.count === 0;
       const rentals = new Set(rows.map((r) => r.rentalId));
       fill(note, rentals.size < rows.length ? twice : null);
-      fill(none, list.count === 0 ? empty() : null);
-      fill(status, list.count === 0 ? 'Nothing outstanding' : `${list.count} outstanding${list.count >= list.limit ? ' (the first ' + list.limit + ')' : ''}`,
-        '; read at ', time(new Date(read + skew)), '.');
+      fill(none, list.count === 0 && cursors.length === 1 ? empty() : null);
+      fill(status, summary(list.count), '; read at ', time(new Date(read + skew)), '.');
     } catch (e) {
-      if (!stopped) fill(status, describe(e, 'The to-do list could not be read; the console tries again in a few seconds.'));
+      if (stopped || mine !== asked) return;
+      if (e.status === 400 && cursors.length > 1) { // a page that no longer goes on: the first
+        cursors = [''];
+        next = '';
+        return load();
+      }
+      fill(status, describe(e, 'The to-do list could not be read; the console tries again in a few seconds.'));
     }
   };
 
