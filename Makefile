@@ -53,9 +53,9 @@ run: $(STACK_NEEDS) ## run the service locally: moto, the tables and the HTTP AP
 # The packages whose code runs goroutines (stream batches, the sweep, the process,
 # the command handler, the HTTP API, the local stack and its pollers, the table's
 # writers, the rebuild) run under the race detector; the rest without it.
-RACE_PKGS := ./internal/ports/lambda/streambatch/ ./internal/app/deadline/... ./internal/app/process/ \
+RACE_PKGS := ./internal/app/deadlinekinds/ ./internal/app/parked/ ./internal/app/process/ \
 	./internal/app/command/ ./internal/app/repair/ ./internal/ports/httpapi/ ./internal/dev/local/ \
-	./internal/dev/streampoll/... ./internal/adapters/deadlinetable/ ./internal/eventstore/... ./internal/ops/rebuild/
+	./internal/dev/streampoll/... ./internal/eventstore/... ./internal/ops/rebuild/
 TEST_ENV = RIE=$(CURDIR)/$(RIE) STRIPE_MOCK=$(CURDIR)/$(STRIPE_MOCK)
 
 test: moto rie stripe-mock chromium lint build ## make lint and every test, the DynamoDB ones against a local moto, the console's in headless Chromium, the concurrent packages under the race detector (about 11 minutes with warm Go caches, 23 on a fresh clone with empty ones, measured on a 2-core, 24 GiB machine)

@@ -381,9 +381,16 @@ func SweepInterval(getenv Getenv) (time.Duration, error) {
 	return 0, bad(EnvSweepRate, v, want)
 }
 
-// RateExpression is the rate expression of an interval, to the second (at least
-// one): what a sweep run every interval reads as SWEEP_RATE.
+// RateExpression is the rate expression of an interval, rounded up to the second
+// (at least one), in hours or minutes where it is a whole number of them: what a
+// sweep run every interval reads as SWEEP_RATE.
 func RateExpression(interval time.Duration) string {
 	n := max(int64((interval+time.Second-1)/time.Second), 1)
+	switch {
+	case n%3600 == 0:
+		return fmt.Sprintf("rate(%d hours)", n/3600)
+	case n%60 == 0:
+		return fmt.Sprintf("rate(%d minutes)", n/60)
+	}
 	return fmt.Sprintf("rate(%d seconds)", n)
 }

@@ -115,6 +115,7 @@ func TestSweepIntervalReadsTheTemplatesRate(t *testing.T) {
 	for v, want := range map[string]time.Duration{
 		"": time.Minute, "rate(1 minute)": time.Minute, "rate(5 minutes)": 5 * time.Minute, "rate(1 hour)": time.Hour, "rate(2 hours)": 2 * time.Hour,
 		"rate(5 seconds)": 5 * time.Second, wiring.RateExpression(1500 * time.Millisecond): 2 * time.Second, wiring.RateExpression(20 * time.Millisecond): time.Second,
+		wiring.RateExpression(24 * time.Hour): 24 * time.Hour, wiring.RateExpression(90 * time.Second): 90 * time.Second,
 	} {
 		got, err := wiring.SweepInterval(env(map[string]string{wiring.EnvSweepRate: v}))
 		if err != nil || got != want {
