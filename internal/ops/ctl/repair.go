@@ -8,8 +8,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/repair"
+	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ops/audit"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -31,8 +33,8 @@ type Repairs struct {
 }
 
 // Repairs opens the event store, the process (with its payment provider) and the
-// to-do table projection as the projector writes it, and checks that the
-// table's shard count is the settings'.
+// Deadlines table as the projector writes it, and checks that the table's shard
+// count is the settings'.
 func (s *Stack) Repairs(ctx context.Context) (*Repairs, error) {
 	store, err := s.store()
 	if err != nil {
@@ -42,15 +44,21 @@ func (s *Stack) Repairs(ctx context.Context) (*Repairs, error) {
 	if err != nil {
 		return nil, err
 	}
-	projection, err := wiring.DeadlineProjection(s.cfg, s.getenv)
+	table, err := wiring.DeadlineProjection(s.cfg, s.getenv)
+	if err == nil && table == nil {
+		err = wiring.ErrNoDeadlinesTable
+	}
 	if err != nil {
 		return nil, settings(err)
 	}
-	if err := projection.CheckShards(ctx); err != nil {
+	if err := table.CheckShards(ctx); err != nil {
 		return nil, err
 	}
+	// The projector's handler, as the projector function runs it: each record as
+	// the Events table's stream decoder reads it.
+	projector := func(ctx context.Context, r eventstore.Record) error { return table.Apply(ctx, dynamo.RecordOf(r)) }
 	return &Repairs{stack: s, repairer: &repair.Repairer{Store: store, Consumers: map[string]repair.Handler{
-		eventfilter.Process: process.Handle, eventfilter.Projector: projection.Apply,
+		eventfilter.Process: process.Handle, eventfilter.Projector: projector,
 	}}}, nil
 }
 
