@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/repair"
@@ -63,13 +61,12 @@ func (s *Stack) Repairs(ctx context.Context) (*Repairs, error) {
 }
 
 // Stuck returns the rentals the auditor reports stuck, each once, in the order of
-// the audit's report. It runs an audit, a scan of both tables, with the checks that
-// need a quiet service: a rental still in flight may be reported too, and
-// repairing it does what its consumers are about to do, no more.
+// the audit's report. It runs an audit (a scan of the Events table, and the
+// Deadlines table's rows through its index) with the checks that need a quiet
+// service: a rental still in flight may be reported too, and repairing it does
+// what its consumers are about to do, no more.
 func (r *Repairs) Stuck(ctx context.Context) ([]string, error) {
-	s := r.stack
-	source := audit.NewDynamo(dynamodb.NewFromConfig(s.cfg), s.eventsTable(), s.deadlinesTable())
-	report, err := audit.Run(ctx, source, source, audit.Options{Quiet: true, Now: time.Now})
+	report, err := r.stack.Audit(ctx, audit.Options{Quiet: true, Now: time.Now}, audit.DefaultScanSegments)
 	if err != nil {
 		return nil, fmt.Errorf("audit before the repair: %w", err)
 	}
