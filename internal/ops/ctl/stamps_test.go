@@ -131,9 +131,9 @@ func (sw *stampWorld) check(t *testing.T, getenv func(string) string) {
 // TestEveryWriterStampsByTheConfiguredDurations sets PAYMENT_TIMEOUT, STUCK_GRACE
 // and RENTAL_PERIOD to values other than their defaults and has each writer of
 // the Deadlines table write the rows of the same rentals into a table of its own:
-// the projector's projection, the sweep's redelivery of parked records (through
-// its repairer, which mends the stuck rentals too), rentalctl repair, rebuild and
-// a rebuild that reshards. Every row each leaves is due when the configured
+// the projector's projection, the sweep's repairer (which mends the stuck rentals,
+// and delivers the parked records again) redelivering every record, rentalctl
+// repair, rebuild and a rebuild that reshards. Every row each leaves is due when the configured
 // durations say.
 func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 	sw := newStampWorld(t)
@@ -151,7 +151,7 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 			}
 			sw.w.Project(p, sw.records...)
 		}},
-		{"the sweep's redeliveries", func(t *testing.T, getenv func(string) string) {
+		{"the sweep's repairs and redeliveries", func(t *testing.T, getenv func(string) string) {
 			// Every record the projector is woken for is parked for it, and only the
 			// parking streams' records are projected; the sweep function's recipe
 			// then delivers them again through the projector's handler.
