@@ -15,12 +15,12 @@ the provider again until it confirms the cancellation, or reports that the payme
 succeeded meanwhile (which is then refunded); the CancellationsOwed alarm reports
 them. Each row names the payment, its rental, since when the cancellation is
 owed, and when the sweep asks the provider next: at the next sweep, or later once
-the provider left retries unanswered (1 minute, doubling, up to an hour). It reads
-the Deadlines table's index, a query per shard, and each row once; it never
-scans, only reads, and is safe to run at any time.
+the provider left retries unanswered (1 minute, doubling, up to an hour, from when
+it became owed, counted in sweeps of SWEEP_RATE). They are the rows of the
+cancellation kind: it reads the Deadlines table's index, a query per shard; it
+never scans, only reads, and is safe to run at any time.
 
-Needs dynamodb:Query on the Deadlines table's DueByKind index and
-dynamodb:GetItem on the Deadlines table.
+Needs dynamodb:Query on the Deadlines table's DueByKind index.
 `
 
 func runCancellations(ctx context.Context, c *cli, args []string) error {

@@ -16,7 +16,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
@@ -24,8 +25,8 @@ import (
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/app/rentalview"
 	"github.com/bikerental/bikerental/internal/app/repair"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
@@ -106,7 +107,7 @@ var ghost = rental.NewRentalID("ghost", "AAAAAAAAAAAAAAAAAAAAAA")
 
 // prepared projects a PaymentPrepared for rentalID recorded at the given time, as
 // the projector would; a real rental's record is copied with only its time changed.
-func prepared(t *testing.T, w *rebuildtest.World, p *deadlinetable.Projection, rentalID string, at time.Time) {
+func prepared(t *testing.T, w *rebuildtest.World, p *deadlinetable.Table, rentalID string, at time.Time) {
 	t.Helper()
 	ref := payment.ReferenceFor(rentalID)
 	rec := eventstore.Record{StreamID: payment.StreamID(ref), Version: 1, Event: eventstore.Event{ID: "prepared-" + rentalID, Type: "PaymentPrepared"}}
@@ -120,24 +121,25 @@ func prepared(t *testing.T, w *rebuildtest.World, p *deadlinetable.Projection, r
 		rec.Data = data
 	}
 	rec.RecordedAt = at
-	if err := p.Apply(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
+	w.Project(p, rec)
 }
 
 // settle plays the projector and the process on everything the rental's payment
 // stream holds, as the stream consumers would after a cancellation.
-func settle(t *testing.T, w *rebuildtest.World, p *deadlinetable.Projection, rentalID string) {
+func settle(t *testing.T, w *rebuildtest.World, p *deadlinetable.Table, rentalID string) {
 	t.Helper()
 	records := w.PaymentOf(rentalID)
-	for _, r := range records {
-		if err := p.Apply(context.Background(), r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w.Project(p, records...)
 	if err := w.Process.Handle(context.Background(), records[len(records)-1]); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// kindOf is the summary of the kind named name in a sweep's summary, zero but
+// for its name if the sweep did not cover it.
+func kindOf(sum ctl.Summary, name string) deadlines.KindSummary {
+	k, _ := sum.Kind(name)
+	return k
 }
 
 func TestHistoryPrintsTheRentalsAuditTrail(t *testing.T) {
@@ -258,13 +260,16 @@ func TestPendingListsOutstandingPaymentsOldestFirst(t *testing.T) {
 	if list.Count != 1 || !list.More || !list.OverdueOnly || list.Payments[0].RentalID != ghost {
 		t.Errorf("pending --overdue --limit 1: %+v, want the oldest and more", list)
 	}
-	// The timeout comes from PAYMENT_TIMEOUT, and a flag overrides it.
+	// The timeout comes from PAYMENT_TIMEOUT, and a flag overrides it. A row is
+	// due when the projector stamped it (by 15 minutes here): the timeout read
+	// back gives the time each payment was prepared, not which are overdue.
 	e["PAYMENT_TIMEOUT"] = "1h"
 	list = decode[ctl.PendingList](t, must(t, e, "pending", "--overdue", "--json"))
-	if list.Count != 1 || list.Payments[0].RentalID != ghost || list.TimeoutMs != 3600*1000 {
-		t.Errorf("pending --overdue with PAYMENT_TIMEOUT=1h: %+v, want only the 2h old payment", list)
+	if g := list.Payments[0]; list.Count != 2 || g.RentalID != ghost || list.TimeoutMs != 3600*1000 ||
+		!g.PreparedAt.Equal(g.Deadline.Add(-time.Hour)) || g.Deadline.Sub(now.Add(-2*time.Hour)).Round(time.Minute) != 15*time.Minute {
+		t.Errorf("pending --overdue with PAYMENT_TIMEOUT=1h: %+v, want the two overdue payments, due when stamped, prepared an hour before", list)
 	}
-	if r := must(t, e, "pending", "--overdue", "--timeout", "3h"); r.stdout != "no overdue payments (payments time out after 3h0m0s)\n" {
+	if r := must(t, e, "pending", "--overdue", "--timeout", "3h"); !strings.HasSuffix(r.stdout, "(payments time out after 3h0m0s)\n") || !strings.Contains(r.stdout, "2 overdue payments") {
 		t.Errorf("pending --overdue --timeout 3h: %q", r.stdout)
 	}
 	e["PAYMENT_TIMEOUT"] = "soon"
@@ -384,8 +389,8 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 	}
 
 	// As of three hours ago nothing was overdue.
-	sum := decode[sweep.Summary](t, must(t, e, "sweep", "--json", "--at", now.Add(-3*time.Hour).Format(time.RFC3339)))
-	if sum.Of(deadlinekinds.Payment).Found != 0 || sum.Of(deadlinekinds.Payment).ItemsRead != 0 {
+	sum := decode[ctl.Summary](t, must(t, e, "sweep", "--json", "--at", now.Add(-3*time.Hour).Format(time.RFC3339)))
+	if kindOf(sum, deadlinekinds.Payment).Found != 0 || kindOf(sum, deadlinekinds.Payment).ItemsRead != 0 {
 		t.Errorf("sweep three hours ago: %+v, want nothing found", sum)
 	}
 
@@ -405,8 +410,8 @@ func TestSweepCancelsOverduePaymentsAndDryRunOnlyLists(t *testing.T) {
 		t.Errorf("after the sweep %s is %s, last event %+v", overdue, view.Status, view.History[len(view.History)-1])
 	}
 	settle(t, w, p, overdue)
-	sum = decode[sweep.Summary](t, must(t, e, "sweep", "--json"))
-	if sum.Of(deadlinekinds.Payment).Found != 1 || sum.Of(deadlinekinds.Payment).NothingToDo != 1 || sum.Of(deadlinekinds.Payment).Acted != 0 || sum.Of(deadlinekinds.Payment).OldestOverdue < 105*time.Minute || sum.Of(deadlinekinds.Payment).OldestOverdue > 106*time.Minute {
+	sum = decode[ctl.Summary](t, must(t, e, "sweep", "--json"))
+	if pay := kindOf(sum, deadlinekinds.Payment); pay.Found != 1 || pay.NothingToDo != 1 || pay.Acted != 0 || pay.OldestOverdue < 105*time.Minute || pay.OldestOverdue > 106*time.Minute {
 		t.Errorf("second sweep: %+v, want only the ghost, 1h45m overdue", sum)
 	}
 
@@ -464,7 +469,9 @@ func TestRebuildPrintsProgressAndJSON(t *testing.T) {
 		t.Errorf("pending %q, want %q", got, outstanding)
 	}
 	report := decode[audit.Report](t, must(t, e, "audit", "--quiet", "--json"))
-	if !report.OK() || report.PendingRows != 10 {
+	// The outstanding payments' and their open processes' rows, and the approved
+	// rental's return due.
+	if !report.OK() || report.DeadlineRows != 5 {
 		t.Errorf("audit after the rebuild: %+v", report)
 	}
 }
@@ -550,9 +557,12 @@ func TestRefundsListsWhatIsOwed(t *testing.T) {
 }
 
 // TestChangingTheShardCount changes DEADLINES_SHARDS from 8 to 2 and back with
-// payments outstanding: a rebuild with another count refuses until told to
-// reshard, the projector refuses to start with a count that is not the table's,
-// and after each reshard the sweep finds and cancels every outstanding payment.
+// payments outstanding and records parked: a rebuild with another count refuses
+// until told to reshard, the projector refuses to start with a count that is not
+// the table's, a reshard moves every outstanding row of every kind (the parked
+// records' included) to its shard under the new count, so that another finds none
+// to move, and after each reshard the sweep finds and cancels every outstanding
+// payment.
 func TestChangingTheShardCount(t *testing.T) {
 	w := rebuildtest.NewWorld(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
@@ -575,12 +585,23 @@ func TestChangingTheShardCount(t *testing.T) {
 			if got := len(decode[ctl.PendingList](t, must(t, e, "pending", "--json", "-shards", from)).Payments); got != 8 {
 				t.Fatalf("%d outstanding under %s shards, want 8", got, from)
 			}
+			// The projector could not handle the rentals' requests: parked, each its
+			// row under the old count.
+			parker := &parked.Parker{Store: w.Store, Consumer: eventfilter.Projector, NewID: ident.UUID}
+			for _, id := range outstanding {
+				bike, _ := rental.BikeIDOf(id)
+				requested := w.Read(rental.StreamID(bike))[1]
+				if err := parker.Park(ctx, requested); err != nil {
+					t.Fatal(err)
+				}
+				w.Project(w.Projection(leg.from), w.Read(parked.StreamOf(eventfilter.Projector, requested.StreamID))...)
+			}
 			r := wantStatus(t, 1, e, "rebuild", "-shards", to)
-			if !strings.Contains(r.err.Error(), "sharded "+from+" ways") || !strings.Contains(r.err.Error(), "-reshard") {
+			if !strings.Contains(r.err.Error(), "records "+from+" shards") || !strings.Contains(r.err.Error(), "-reshard") {
 				t.Errorf("a rebuild with another count: %v", r.err)
 			}
 			env := func(k string) string {
-				return map[string]string{wiring.EnvDeadlinesTable: w.DeadlinesTable, wiring.EnvDeadlinesShards: to}[k]
+				return map[string]string{wiring.EnvEventsTable: w.EventsTable, wiring.EnvDeadlinesTable: w.DeadlinesTable, wiring.EnvDeadlinesShards: to}[k]
 			}
 			project := func() error { // an empty batch to a fresh projector with the new count
 				h, err := projectorfn.ProjectorFunction(ctx, emulatortest.Config(t), env, slog.New(slog.DiscardHandler), nil)
@@ -593,49 +614,47 @@ func TestChangingTheShardCount(t *testing.T) {
 			if err := project(); !errors.Is(err, deadlinetable.ErrShardMismatch) {
 				t.Errorf("the projector ran with %s shards on a table of %s: %v", to, from, err)
 			}
-			// A parked record comes from no event: the reshard moves it all the same.
-			stuck := eventstore.Record{StreamID: fmt.Sprintf("bike-parked-%d-%d", leg.from, leg.to), Version: 1, Event: eventstore.Event{ID: "p", Type: "BikeRequested", RecordedAt: time.Now()}}
-			for i := 0; w.Projection(leg.from).ShardOf(stuck.StreamID) == w.Projection(leg.to).ShardOf(stuck.StreamID); i++ {
-				stuck.StreamID = fmt.Sprintf("bike-parked-%d-%d-%d", leg.from, leg.to, i) // one whose shard the new count changes
+			r = must(t, e, "rebuild", "--json", "-shards", to, "-reshard")
+			if res := decode[ctl.RebuildResult](t, r); res.Moved == 0 || !strings.Contains(r.stderr, "resharded: ") {
+				t.Errorf("the reshard to %s shards moved %d rows; want some moved, and said so:\n%s", to, res.Moved, r.stderr)
 			}
-			if err := w.Projection(leg.from).Park(ctx, eventfilter.Process, stuck, time.Now()); err != nil {
+			// Every outstanding row is on its shard under the new count: the parked
+			// records' too, which the listing reads under it, and another reshard
+			// finds nothing to move.
+			if again := decode[ctl.RebuildResult](t, must(t, e, "rebuild", "--json", "-shards", to, "-reshard")); again.Moved != 0 {
+				t.Errorf("a second reshard to %s shards moved %d rows, want none left to move", to, again.Moved)
+			}
+			listing := deadlinekinds.Listing{Index: w.Projection(leg.to), Kinds: w.Kinds}
+			parkedThere, _, err := listing.Parked(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
-			res := decode[ctl.RebuildResult](t, must(t, e, "rebuild", "--json", "-shards", to, "-reshard"))
-			if res.ParkedMoved != 1 {
-				t.Errorf("the reshard moved %d parked records, want 1", res.ParkedMoved)
-			}
-			var parkedThere []parked.Record
-			for s := range leg.to {
-				if _, err := w.Projection(leg.to).ParkedPages(ctx, s, time.Time{}, func(p []parked.Record) bool { parkedThere = append(parkedThere, p...); return true }); err != nil {
-					t.Fatal(err)
+			for _, id := range outstanding {
+				bike, _ := rental.BikeIDOf(id)
+				if !slices.ContainsFunc(parkedThere, func(p parked.Record) bool { return p.StreamID == rental.StreamID(bike) }) {
+					t.Errorf("the parked request of %s is on none of the %s shards: %+v", id, to, parkedThere)
 				}
-			}
-			if !slices.ContainsFunc(parkedThere, func(p parked.Record) bool { return p.StreamID == stuck.StreamID }) {
-				t.Errorf("the parked record %s is on none of the %s shards: %+v", stuck.StreamID, to, parkedThere)
-			}
-			if err := w.Projection(leg.to).Unpark(ctx, parked.Record{Consumer: eventfilter.Process, StreamID: stuck.StreamID, Version: 1}); err != nil {
-				t.Fatal(err)
 			}
 			if err := project(); err != nil {
 				t.Errorf("the projector with the table's new count: %v", err)
 			}
 			// The open processes moved too: the sweep's stuck query finds every one.
-			open, _, err := w.Projection(leg.to).OpenBefore(ctx, time.Now())
+			backlog, _, err := listing.Backlog(ctx, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, id := range outstanding {
-				if !slices.ContainsFunc(open, func(o deadlinekinds.Open) bool { return o.RentalID == id }) {
-					t.Errorf("rental %s's open process is not under %s shards: %+v", id, to, open)
+				if !slices.ContainsFunc(backlog.Open, func(o deadlinekinds.Open) bool { return o.RentalID == id }) {
+					t.Errorf("rental %s's open process is not under %s shards: %+v", id, to, backlog.Open)
 				}
 			}
-			sum := decode[sweep.Summary](t, must(t, e, "sweep", "--json", "-shards", to, "-timeout", "1ms"))
-			if sum.Of(deadlinekinds.Payment).Found != 8 || sum.Of(deadlinekinds.Payment).Acted != 8 {
+			sum := decode[ctl.Summary](t, must(t, e, "sweep", "--json", "-shards", to, "-timeout", "1ms"))
+			if pay := kindOf(sum, deadlinekinds.Payment); pay.Found != 8 || pay.Acted != 8 {
 				t.Errorf("the sweep under %s shards: %+v, want all 8 outstanding payments found and cancelled", to, sum)
 			}
-			// The cancellations reach the projection as the rebuild replays them, for
-			// the next leg to start with none outstanding.
+			// The cancellations, and the parked requests delivered again, reach the
+			// projection as the rebuild replays them, for the next leg to start with
+			// none outstanding.
 			must(t, e, "rebuild", "-shards", to)
 			for _, id := range outstanding {
 				if view := decode[rentalview.View](t, must(t, e, "history", "--json", id)); view.Payment == nil || view.Payment.Status != "cancelled" {

@@ -15,8 +15,10 @@ due first. Every sweep delivers the due ones to their consumer again, and puts o
 those that still fail, waiting longer each time (up to 5 minutes); the
 ParkedRecords alarm reports one still failing half an hour after it was recorded,
 and the sweep's log says why. Each row names the consumer, the record's stream
-and version, and when it is due. It reads the Deadlines table's index, a
-query per shard, and never scans; it only reads, and is safe to run at any time.
+and version, and when it is due (when it was parked). They are the rows of the
+redelivery kind, which the records of the consumer's parking stream of the
+record's stream open and settle: it reads the Deadlines table's index, a query
+per shard, and never scans; it only reads, and is safe to run at any time.
 
 Needs dynamodb:Query on the Deadlines table's DueByKind index.
 `

@@ -4,17 +4,19 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/ops/ctl"
 )
 
 // TestParkedListsWhatTheSweepRedelivers parks a bike's request for the projector,
 // as its stream function does with a record it cannot handle, lists it (text and
-// JSON), lets a sweep deliver it again, and lists nothing after.
+// JSON) once its parking stream's record reached the projection, lets a sweep
+// deliver it again, and lists nothing once that reached the projection too.
 func TestParkedListsWhatTheSweepRedelivers(t *testing.T) {
 	w, _ := world(t)
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
@@ -27,9 +29,16 @@ func TestParkedListsWhatTheSweepRedelivers(t *testing.T) {
 		t.Fatalf("bike1's stream: %d records, %v", len(recs), err)
 	}
 	requested := recs[1]
-	if err := w.Projection(2).Park(ctx, eventfilter.Projector, requested, time.Now()); err != nil {
+	parker := &parked.Parker{Store: w.Store, Consumer: eventfilter.Projector, NewID: ident.UUID}
+	if err := parker.Park(ctx, requested); err != nil {
 		t.Fatal(err)
 	}
+	// The projector takes the parking stream's records, as its stream consumer
+	// would.
+	project := func() {
+		w.Project(w.Projection(2), w.Read(parked.StreamOf(eventfilter.Projector, requested.StreamID))...)
+	}
+	project()
 	r := must(t, e, "parked")
 	if !strings.Contains(r.stdout, "projector  "+requested.StreamID+"  2") || !strings.HasSuffix(r.stdout, "1 parked stream record\n") {
 		t.Errorf("parked:\n%s", r.stdout)
@@ -43,6 +52,10 @@ func TestParkedListsWhatTheSweepRedelivers(t *testing.T) {
 	if !strings.Contains(sweep.stdout, "found 1 parked stream record: 1 redelivered, 0 still parked\n") {
 		t.Errorf("sweep (%v):\n%s\n%s", sweep.err, sweep.stdout, sweep.stderr)
 	}
+	if list := decode[ctl.ParkedList](t, must(t, e, "parked", "--json")); list.Count != 1 {
+		t.Errorf("parked after the sweep, before the projector took its redelivery: %+v, want it still listed", list)
+	}
+	project()
 	if list := decode[ctl.ParkedList](t, must(t, e, "parked", "--json")); list.Count != 0 {
 		t.Errorf("parked after the sweep: %+v", list)
 	}

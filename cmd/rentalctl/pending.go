@@ -23,7 +23,10 @@ const pendingUsage = `Usage: rentalctl pending [flags]
 Lists outstanding payments from the Deadlines table, oldest first: each one's
 payment reference, rental, when it was prepared, its age, and its deadline (the
 time it was prepared plus PAYMENT_TIMEOUT). With --overdue, only the payments past
-their deadline: those the next sweep gives up on.
+their deadline: those the next sweep gives up on. A payment's deadline is its
+row's due time, which the projector stamps by its own PAYMENT_TIMEOUT: --timeout
+must be the projector's, since the time a payment was prepared is read back as
+its deadline less the timeout.
 
 With --kind, the to-do list of one kind of deadline instead, overdue first: each
 row's rental, due time and age, as GET /deadlines answers. The kinds: %s.
@@ -80,7 +83,7 @@ func runPending(ctx context.Context, c *cli, args []string) error {
 	f := newFlags("pending", fmt.Sprintf(pendingUsage, kindWords()), c.getenv)
 	f.deadlinesTable(&deadlinesTable, "to read")
 	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table")
-	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
+	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding; must match the projector's")
 	f.fs.BoolVar(&q.Overdue, "overdue", false, "list only payments past their deadline")
 	f.fs.StringVar(&kind, "kind", "", "list the rows of this kind of deadline ("+kindWords()+") instead")
 	f.limit(&q.Limit, "payments")

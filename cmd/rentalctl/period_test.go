@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/bikerental/bikerental/internal/app/rentalview"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/ops/ctl"
 	"github.com/bikerental/bikerental/internal/testkit/rebuildtest"
 )
 
@@ -18,7 +18,7 @@ func TestSweepFlagsReturnsByTheRentalPeriod(t *testing.T) {
 	e := emulatorEnv(w, emulatortest.Server(t).Endpoint)
 	e["RENTAL_PERIOD"] = "1ms"
 	must(t, e, "rebuild")
-	sum := decode[sweep.Summary](t, must(t, e, "sweep", "--json"))
+	sum := decode[ctl.Summary](t, must(t, e, "sweep", "--json"))
 	ks, _ := sum.Kind("return")
 	v := decode[rentalview.View](t, must(t, e, "history", "--json", id))
 	if ks.Found != 1 || ks.Acted != 1 || v.Status != rentalview.StatusOverdue {

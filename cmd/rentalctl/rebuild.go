@@ -16,18 +16,21 @@ const progressEvery = 500
 const rebuildUsage = `Usage: rentalctl rebuild [flags]
 
 Replays every stream the Deadlines table is built from into it: the payment
-streams (the outstanding payments) and the bike and rental-payment process streams
-(the open processes, by which the sweep notices a stuck rental), listed in one scan
-of the Events table. Run it when the Deadlines table is new or was replaced (the
+streams (the outstanding payments, the refunds and cancellations owed), the bike
+and rental-payment process streams (the open processes, by which the sweep
+notices a stuck rental, and the returns due) and the parking streams (the stream
+records parked for the sweep to deliver again), listed in one scan of the Events
+table. Run it when the Deadlines table is new or was replaced (the
 stack does not keep it: the events rebuild it). It creates nothing: both tables
 must exist. Rows already there are kept or brought up to date, never duplicated,
 so it is safe to run over a live projection and to run again after an
 interruption. Keep the projector running meanwhile: it projects what is appended
 during the rebuild.
 
-A rebuilt row carries the time its payment was prepared (or its bike requested),
-so old payments look overdue, and old rentals stuck, until their settling events
-are replayed: the sweep's EventBridge Scheduler
+A rebuilt row is due when its events say (the time its payment was prepared, or
+its bike requested, plus PAYMENT_TIMEOUT and STUCK_GRACE), so old payments look
+overdue, and old rentals stuck, until their settling events are replayed: the
+sweep's EventBridge Scheduler
 schedule (or its EventBridge rule, for stacks deployed with SweepTrigger=rule) is
 disabled while the rebuild runs and enabled again when it ends, fails or is
 interrupted (one that was already disabled stays disabled).
@@ -37,9 +40,15 @@ while it runs. A rebuild that loses its lock (another took it over, or its lease
 out without a renewal) stops at once, fails, and leaves the sweep paused for the
 rebuild that holds the lock, or the next one, to resume.
 
+-shards must be the count the table records, or the rebuild refuses to start;
+with -reshard the rebuild first makes it the table's count, moving every
+outstanding row to its shard under it (run the projector, the sweep and every
+other writer with the new count only once it is done; one interrupted is safe to
+run again, and finishes the move), and then replays.
+
 Progress goes to stderr: a line when it starts, one every 500 streams, and one at
 the end; the result goes to stdout. SETTLED_MARKER_TTL (72h) sets how long the
-markers of settled payments are kept.
+markers of settled rows are kept.
 `
 
 func runRebuild(ctx context.Context, c *cli, args []string) error {
@@ -60,7 +69,7 @@ func runRebuild(ctx context.Context, c *cli, args []string) error {
 	}
 	f.fs.StringVar(&req.Sweep.ScheduleGroup, "schedule-group", group, "the schedule's group ["+envScheduleGroup+"]")
 	f.stringEnv(&req.Sweep.RuleName, "rule-name", envRuleName, "the sweep's EventBridge rule, for a stack deployed with SweepTrigger=rule; pauses the rule instead of a schedule")
-	f.fs.BoolVar(&req.Reshard, "reshard", false, "change the table's shard count to -shards, moving every outstanding row to its new shard")
+	f.fs.BoolVar(&req.Reshard, "reshard", false, "change the table's shard count to -shards, moving every outstanding row to its new shard, before the replay")
 	f.jsonFlag(&asJSON)
 	if _, err := f.parse(args, c); err != nil {
 		return err
@@ -99,6 +108,10 @@ type rebuildLog struct {
 
 func (l *rebuildLog) Resharding(mismatch error) { fmt.Fprintf(l.w, "resharding: %v\n", mismatch) }
 
+func (l *rebuildLog) Resharded(moved int) {
+	fmt.Fprintf(l.w, "resharded: %s moved to their shards\n", count(moved, "row"))
+}
+
 func (l *rebuildLog) Unpaused() {
 	fmt.Fprintf(l.w, "warning: no sweep schedule or rule given (-schedule-name or %s, -rule-name or %s): nothing is paused, and a sweep that runs during the rebuild may cancel payments that only look overdue\n", envScheduleName, envRuleName)
 }
@@ -112,7 +125,7 @@ func (l *rebuildLog) Resumed(sweep string) { fmt.Fprintf(l.w, "resumed %s\n", sw
 
 func (l *rebuildLog) Started() {
 	l.start = time.Now()
-	fmt.Fprintf(l.w, "rebuilding %s from the payment, bike and process streams of %s\n", l.deadlinesTable, l.eventsTable)
+	fmt.Fprintf(l.w, "rebuilding %s from the payment, bike, process and parking streams of %s\n", l.deadlinesTable, l.eventsTable)
 }
 
 func (l *rebuildLog) Progress(done int) {

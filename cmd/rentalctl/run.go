@@ -93,6 +93,9 @@ command's flags override it:
   RENTAL_PERIOD                 how long an approved rental lasts before its return
                                 is overdue (2h)
   SWEEP_CONCURRENCY             how many cancellations a sweep sends at once (8)
+  SWEEP_RATE                    how often the sweep runs (rate(1 minute)): it backs
+                                off its retries of a cancellation owed to the
+                                provider and of a parked record by it
   RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY
                                 the rental-payment process's settings
   PAYMENT_PROVIDER, STRIPE_SECRET_ID or STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/bikerental/bikerental/internal/ops/ctl"
@@ -19,19 +20,24 @@ the outcomes. Every command it sends is safe to send twice, so it may run while 
 scheduled sweep runs. A payment leaves the Deadlines table when its
 cancellation reaches the projector, not when the sweep ends.
 
-Then, as the function does, it finds the stuck rentals (a process still open more
-than PAYMENT_TIMEOUT plus STUCK_GRACE after the bike was requested) through the same
-index and repairs those that need no operator, as rentalctl repair does; with
-STUCK_REPAIR=off, or -stuck-repair off, it only counts them.
+In the same run, as the function does, it finds the stuck rentals (a process still
+open more than PAYMENT_TIMEOUT plus STUCK_GRACE after the bike was requested)
+through the same index and repairs those that need no operator, as rentalctl
+repair does (with STUCK_REPAIR=off, or -stuck-repair off, it only counts them);
+flags the returns overdue by RENTAL_PERIOD; asks the provider again for the
+cancellations owed to it (rentalctl cancellations), backing off while the provider
+leaves them unanswered (1 minute, doubling, up to an hour, counted in sweeps of
+SWEEP_RATE); and delivers the parked stream records again (rentalctl parked).
 
 --at sweeps as of an earlier time (RFC 3339, such as 2026-11-29T10:00:00Z); a time
 in the future is refused, since it would give up on payments before their deadline.
 --dry-run only lists the payments such a sweep would send CancelRentalPayment for,
 and sends nothing.
 
-Exits 1 if a query failed, any cancellation failed (the next sweep tries those
-again) or a stuck rental was left unrepaired. Needs dynamodb:Query on the Deadlines index and, unless --dry-run,
-what cancel needs on the Events table.
+Exits 1 if a query failed, any command failed (the next sweep tries those again),
+a stuck rental was left unrepaired or a cancellation is still owed to the provider.
+Needs dynamodb:Query on the Deadlines index and, unless --dry-run, what cancel
+needs on the Events table.
 `
 
 func runSweep(ctx context.Context, c *cli, args []string) error {
@@ -46,7 +52,7 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 	f.eventsTable(&eventsTable, "the process reads and appends to (not needed with --dry-run)")
 	f.deadlinesTable(&deadlinesTable, "to read")
 	f.intEnv(&shards, "shards", envShards, ctl.DefaultShards, "the index write shards of the Deadlines table")
-	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding")
+	f.durationEnv(&timeout, "timeout", envTimeout, ctl.DefaultTimeout, "how long a payment may stay outstanding; must match the projector's")
 	f.intEnv(&concurrency, "concurrency", envConcurrency, ctl.DefaultConcurrency, "how many cancellations to send at once")
 	f.durationEnv(&grace, "stuck-grace", wiring.EnvStuckGrace, ctl.DefaultGrace, "how long past the timeout a rental's process may stay open before it is stuck")
 	f.stringEnv(&stuckRepair, "stuck-repair", wiring.EnvStuckRepair, "auto (repair the stuck rentals that need no operator) or off (count them) (default auto)")
@@ -87,7 +93,7 @@ func runSweep(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	} else {
-		printSweep(c.stdout, sum, timeout)
+		printSweep(c.stdout, sum, timeout, grace)
 	}
 	return sweepStatus(sum, err)
 }
@@ -109,15 +115,17 @@ func sweepTime(f *flags, c *cli, at string) (time.Time, error) {
 	return t, nil
 }
 
-// printSweep prints what a sweep did for people: timeout is PAYMENT_TIMEOUT. The
-// payment due and the process stuck have lines of their own, as before kinds;
-// every other kind the sweep covers has one after the owed cancellations', when it
-// found some of its rows overdue.
-func printSweep(out io.Writer, sum ctl.Summary, timeout time.Duration) {
+// printSweep prints what a sweep did for people: timeout is PAYMENT_TIMEOUT, grace
+// STUCK_GRACE. The payment due, the process stuck and the cancellations owed to the
+// provider have lines of their own; every other kind the sweep covers has one
+// after them when it found some of its rows overdue, the parked records last.
+func printSweep(out io.Writer, sum ctl.Summary, timeout, grace time.Duration) {
 	pay, _ := sum.Kind(ctl.KindPayment)
 	stuck, _ := sum.Kind(ctl.KindStuck)
+	owed, _ := sum.Kind(ctl.KindCancellation)
+	parked, _ := sum.Kind(ctl.KindRedelivery)
 	fmt.Fprintf(out, "swept as of %s: payments prepared before %s are overdue (timeout %s)\n",
-		timestamp(sum.Now), timestamp(pay.Cutoff), timeout)
+		timestamp(sum.Now), timestamp(sum.Now.Add(-timeout)), timeout)
 	fmt.Fprintf(out, "found %s: %d cancelled, %d declined, %d nothing to do, %d failed\n",
 		count(pay.Found, "overdue payment"), pay.Acted, pay.Declined, pay.NothingToDo, pay.Failed)
 	fmt.Fprintf(out, "read %s", count(pay.ItemsRead, "index item"))
@@ -126,22 +134,27 @@ func printSweep(out io.Writer, sum ctl.Summary, timeout time.Duration) {
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "found %s (open since before %s): %d repaired, %d left for an operator\n",
-		count(stuck.Found, "stuck rental"), timestamp(stuck.Cutoff), stuck.Acted, stuck.Found-stuck.Acted)
+		count(stuck.Found, "stuck rental"), timestamp(sum.Now.Add(-timeout-grace)), stuck.Acted, stuck.Found-stuck.Acted)
+	// Every owed cancellation is overdue from the moment it is owed: those the
+	// backoff holds back wait for their next retry.
 	fmt.Fprintf(out, "found %s owed to the provider: %d made, %d still owed",
-		count(sum.Owed.Owed, "cancellation"), sum.Owed.Made, sum.Owed.Left)
-	if putOff := sum.Owed.Owed - sum.Owed.Due; putOff > 0 {
-		fmt.Fprintf(out, " (%d put off until their next retry)", putOff)
+		count(owed.Found, "cancellation"), owed.Acted, owed.Found-owed.Acted)
+	if owed.Waiting > 0 {
+		fmt.Fprintf(out, " (%d put off until their next retry)", owed.Waiting)
 	}
 	fmt.Fprintln(out)
 	for _, k := range sum.Kinds {
-		if k.Kind != ctl.KindPayment && k.Kind != ctl.KindStuck && k.Found > 0 {
+		if !slices.Contains([]string{ctl.KindPayment, ctl.KindStuck, ctl.KindCancellation, ctl.KindRedelivery}, k.Kind) && k.Found > 0 {
 			fmt.Fprintf(out, "found %s: %d acted, %d declined, %d nothing to do, %d failed, %d left\n",
 				count(k.Found, "overdue "+k.Kind+" row"), k.Acted, k.Declined, k.NothingToDo, k.Failed, k.Left)
 		}
 	}
-	if sum.Parked.Found > 0 {
+	if parked.Found > 0 {
+		// A parked record delivered again with an earlier one of its stream is
+		// nothing to do by the time its own row is sent.
+		redelivered := parked.Acted + parked.NothingToDo
 		fmt.Fprintf(out, "found %s: %d redelivered, %d still parked\n",
-			count(sum.Parked.Found, "parked stream record"), sum.Parked.Redelivered, sum.Parked.Left)
+			count(parked.Found, "parked stream record"), redelivered, parked.Found-redelivered)
 	}
 	if sum.Incomplete {
 		fmt.Fprintln(out, "stopped early for its deadline: the next sweep does the rest")
@@ -149,11 +162,17 @@ func printSweep(out io.Writer, sum ctl.Summary, timeout time.Duration) {
 }
 
 // sweepStatus is what sweep returns after its summary: the sweep's error, or a
-// failure for what it left undone, which the next sweep tries again.
+// failure for what it left undone, which the next sweep tries again. A parked
+// record still parked is no failure of the sweep: the next one delivers it again.
 func sweepStatus(sum ctl.Summary, sweepErr error) error {
-	pay, stuck, failed := sum.Of(ctl.KindPayment), sum.Of(ctl.KindStuck), 0
+	pay, _ := sum.Kind(ctl.KindPayment)
+	stuck, _ := sum.Kind(ctl.KindStuck)
+	owed, _ := sum.Kind(ctl.KindCancellation)
+	failed := 0
 	for _, k := range sum.Kinds {
-		failed += k.Failed
+		if k.Kind != ctl.KindCancellation && k.Kind != ctl.KindRedelivery {
+			failed += k.Failed
+		}
 	}
 	switch {
 	case sweepErr != nil:
@@ -164,8 +183,8 @@ func sweepStatus(sum ctl.Summary, sweepErr error) error {
 		return fmt.Errorf("sweep: %s failed (logged above); the next sweep tries again", count(failed, "command"))
 	case stuck.Found > stuck.Acted:
 		return fmt.Errorf("sweep: %s not repaired (logged above, with their cases): see rentalctl repair -h", count(stuck.Found-stuck.Acted, "stuck rental"))
-	case sum.Owed.Left > 0:
-		return fmt.Errorf("sweep: %s still owed to the provider (logged above); the next sweep tries again: see rentalctl cancellations", count(sum.Owed.Left, "cancellation"))
+	case owed.Found > owed.Acted:
+		return fmt.Errorf("sweep: %s still owed to the provider (logged above); the next sweep tries again: see rentalctl cancellations", count(owed.Found-owed.Acted, "cancellation"))
 	}
 	return nil
 }

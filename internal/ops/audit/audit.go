@@ -1,8 +1,9 @@
 // Package audit checks the invariants the service promises across its streams and
-// its to-do table projection: versions without gaps, one process per rental that
-// starts and ends once, one settlement per payment, no bike booked twice, a
-// projection that matches the payment streams, and bikes told how their rental ended.
-// It only reads, and reports what it finds as violations rather than failing on them.
+// the Deadlines table: versions without gaps, one process per rental that starts
+// and ends once, one settlement per payment, no bike booked twice, a row of each
+// kind of deadline for exactly what its events leave outstanding (read through the
+// table's index, never a scan of it), and bikes told how their rental ended. It
+// only reads, and reports what it finds as violations rather than failing on them.
 package audit
 
 import (
@@ -15,14 +16,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"golang.org/x/sync/errgroup"
 )
 
 // EventsSource is what an audit reads of the Events table. *Dynamo is one.
@@ -40,14 +42,6 @@ type EventsSource interface {
 	ReadStream(ctx context.Context, streamID string, fn func(Item) error) error
 }
 
-// PendingSource is what an audit reads of the Deadlines table. *Dynamo is one.
-type PendingSource interface {
-	// PendingRows calls fn once for every row of the table, outstanding rows and
-	// settled markers alike, never from two goroutines at once. It stops with fn's
-	// first error and returns it, or returns the first read error.
-	PendingRows(ctx context.Context, fn func(PendingRow) error) error
-}
-
 // Item is one stored event as the audit sees it: its key, and the record decoded
 // from it or the reason it could not be.
 type Item struct {
@@ -60,19 +54,6 @@ type Item struct {
 	// Err says why the item could not be decoded; it matches
 	// eventstore.ErrCorruptRecord.
 	Err error
-}
-
-// PendingRow is one row of the Deadlines table.
-type PendingRow struct {
-	Reference string
-	// Outstanding reports whether the row has a due shard, that is, whether it is in
-	// the sweep's index; settled markers have none.
-	Outstanding bool
-	// PreparedAt is the row's prepared-at time, zero when it has none.
-	PreparedAt time.Time
-	// Shard is the row's due shard, empty when it has none: its lane tells apart
-	// the kinds whose rows share a key (a process stuck and a return due).
-	Shard string
 }
 
 // Invariant codes, stable across releases: scripts may match on them.
@@ -96,12 +77,6 @@ const (
 	// BikeDoubleBooked: a BikeRequested while another rental of the same bike was
 	// requested or rented.
 	BikeDoubleBooked = "bike-double-booked"
-	// PendingMissing: an outstanding payment (prepared, not settled) without an
-	// outstanding to-do table row.
-	PendingMissing = "pending-missing"
-	// PendingStale: an outstanding to-do table row for a payment that has
-	// settled or is unknown.
-	PendingStale = "pending-stale"
 	// ProcessNotCompleted (quiet only): a started process whose payment settled
 	// but which recorded no completion.
 	ProcessNotCompleted = "process-not-completed"
@@ -127,11 +102,12 @@ const (
 	// than the grace period.
 	MoneyKept = "money-kept"
 	// OpenMissing: a rental requested on its bike whose process has not completed
-	// and for which the Deadlines table holds no open-process row, so the sweep cannot
-	// notice it stuck; when not quiet, only once the request is older than the grace.
+	// and for which the Deadlines table holds no outstanding row of the process
+	// stuck, so the sweep cannot notice it stuck; when not quiet, only once the
+	// request is older than the grace.
 	OpenMissing = "open-missing"
-	// OpenStale: an open-process row for a rental whose process completed; when not
-	// quiet, only once the completion is older than the grace.
+	// OpenStale: an outstanding row of the process stuck for a rental whose process
+	// completed; when not quiet, only once the completion is older than the grace.
 	OpenStale = "open-stale"
 	// RefundByHandUnfounded: a RefundMadeByHand that the service would have
 	// refused (payment.Decide): in a payment stream that owed no refund before it
@@ -146,12 +122,13 @@ const (
 	RefundByHandUnfounded = "refund-by-hand-unfounded"
 	// OwedMissing: a payment whose cancellation is owed to the provider
 	// (CancellationOwedAtProvider, neither made since nor overtaken by a late
-	// success) without an owed-cancellation row in the Deadlines table, so the sweep
-	// would never make it; when not quiet, only once it is older than the grace.
+	// success) without an outstanding row of the cancellation kind in the Deadlines
+	// table, so the sweep would never make it; when not quiet, only once it is older
+	// than the grace.
 	OwedMissing = "owed-missing"
-	// OwedStale: an owed-cancellation row for a payment that owes the provider
-	// nothing (the cancellation was made, a success overtook it, or it was never
-	// owed); when not quiet, only once that is older than the grace.
+	// OwedStale: an outstanding row of the cancellation kind for a payment that owes
+	// the provider nothing (the cancellation was made, a success overtook it, or it
+	// was never owed); when not quiet, only once that is older than the grace.
 	OwedStale = "owed-stale"
 )
 
@@ -165,7 +142,8 @@ type Violation struct {
 	Detail string `json:"detail"`
 	// Rental is the rental a stuck process belongs to, set for the violations that
 	// `rentalctl repair` mends (process-not-started, process-not-completed,
-	// bike-not-told, pending-missing, open-missing, open-stale).
+	// bike-not-told, open-missing, open-stale, owed-missing, owed-stale, and
+	// deadline-missing and deadline-stale of a rental's deadline).
 	Rental string `json:"rental,omitempty"`
 }
 
@@ -179,7 +157,7 @@ func (v Violation) String() string {
 }
 
 // Repairable lists the invariants a repair of the rental mends.
-var Repairable = []string{ProcessNotStarted, ProcessNotCompleted, BikeNotTold, PendingMissing, OpenMissing, OpenStale, OwedMissing, OwedStale, DeadlineMissing, DeadlineStale}
+var Repairable = []string{ProcessNotStarted, ProcessNotCompleted, BikeNotTold, OpenMissing, OpenStale, OwedMissing, OwedStale, DeadlineMissing, DeadlineStale}
 
 // stuck records the rental of the last violation when the repair mends it.
 func (a *auditor) stuck(rentalID string) {
@@ -200,13 +178,14 @@ type Report struct {
 	// streams; Payments counts the payment streams.
 	Rentals  int `json:"rentals"`
 	Payments int `json:"payments"`
-	// PendingRows counts the rows read of the Deadlines table, settled
-	// markers included.
-	PendingRows int `json:"pendingRows"`
-	// Parked counts the stream records parked for the sweep to deliver again
-	// (deadlinetable.ParkedKey): work a consumer has not done yet, which the sweep's
-	// redelivery does, not a violation. Whatever a parked record was to do that
-	// is overdue shows as a violation of its own (a stuck rental, a missing row).
+	// DeadlineRows counts the outstanding rows read of the Deadlines table, of
+	// every kind, through its index.
+	DeadlineRows int `json:"deadlineRows"`
+	// Parked counts the stream records parked for the sweep to deliver again (the
+	// redelivery kind's outstanding rows): work a consumer has not done yet, which
+	// the sweep's redelivery does, not a violation. Whatever a parked record was to
+	// do that is overdue shows as a violation of its own (a stuck rental, a missing
+	// row).
 	Parked int `json:"parked"`
 	// RefundsOwed counts the refunds owed that no one has recorded made yet, each
 	// on its own (a payment's own, and one per other provider payment that took
@@ -236,8 +215,9 @@ type Options struct {
 	Quiet bool
 	// Grace, when not Quiet, is how far the projector may lag: a payment prepared or
 	// settled less than Grace before the Deadlines table began to be read, or
-	// later, is not reported as drift (nor is a row of an unknown payment whose
-	// prepared-at time is that recent). DefaultGrace when zero or negative.
+	// later, is not reported as drift (nor is a row of an unknown payment opened
+	// that recently). It covers the index's reads too, which are eventually
+	// consistent. DefaultGrace when zero or negative.
 	Grace time.Duration
 	// Concurrency is how many streams are read at once. DefaultConcurrency when < 1.
 	Concurrency int
@@ -246,17 +226,20 @@ type Options struct {
 	// Progress, if not nil, is called after each stream with how many streams were
 	// read so far, never from two goroutines at once.
 	Progress func(streams int)
-	// Kinds are the kinds of deadline whose rows the audit checks against their
-	// events (DeadlineMissing, DeadlineStale); the service's when empty.
-	Kinds deadline.Kinds
+	// Kinds are the kinds of deadline whose rows the audit reads and checks against
+	// their events: the index's (the service's under the default policy when
+	// empty).
+	Kinds deadlines.Kinds
 }
 
-// Run audits the service's tables through events and pending. It first reads the
-// Deadlines table, then lists the streams of the Events table and reads them,
+// Run audits the service's tables through events and the Deadlines table's index.
+// It first reads the index, every outstanding row of each kind with a query per
+// shard of the kind's partitions (Index.Rows: never a scan, and no settled
+// marker), then lists the streams of the Events table and reads them,
 // Options.Concurrency at a time, keeping the set of stream ids and a small summary
-// per rental and per outstanding payment row, never a whole stream or table. Reading
-// the projection first means that what changes during the audit can only make a
-// payment look newer than the projection, which the grace period covers when the
+// per rental and per outstanding row, never a whole stream or table. Reading the
+// Deadlines table first means that what changes during the audit can only make a
+// payment look newer than the table, which the grace period covers when the
 // system is not quiet.
 //
 // Records that cannot be decoded are reported as corrupt-record violations and the
@@ -264,7 +247,7 @@ type Options struct {
 // error and an empty Report. Run only reads, so it is safe to run at any time and
 // any number of times; its quiet-only checks are meaningful only when the system is
 // quiet.
-func Run(ctx context.Context, events EventsSource, pending PendingSource, opts Options) (Report, error) {
+func Run(ctx context.Context, events EventsSource, index deadlines.Index, opts Options) (Report, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
 	}
@@ -274,66 +257,89 @@ func Run(ctx context.Context, events EventsSource, pending PendingSource, opts O
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &auditor{opts: opts, rentals: make(map[string]*rentalSummary), rows: make(map[string]PendingRow), open: make(map[string]PendingRow), owed: make(map[string]PendingRow),
-		kinds: kindsOf(opts), kindRows: map[deadlineKey]PendingRow{}, kindStates: map[deadlineKey]*deadlineState{}}
+	if opts.Kinds.Len() == 0 {
+		opts.Kinds = deadlinekinds.MustDeclare(deadlinekinds.Policy{}, deadlinekinds.Receivers{})
+	}
+	a := &auditor{opts: opts, rentals: make(map[string]*rentalSummary), rows: make(map[string]row), open: make(map[string]row), owed: make(map[string]row),
+		kinds: kindsOf(opts.Kinds), kindRows: map[deadlineKey]row{}, kindStates: map[deadlineKey]*deadlineState{}}
 
-	pendingStart := opts.Now()
-	err := pending.PendingRows(ctx, func(row PendingRow) error {
-		if strings.HasPrefix(row.Reference, "#") {
-			return nil // the table's own bookkeeping (its shard count, a rebuild's lock), not a payment
-		}
-		a.pendingRows++
-		if !row.Outstanding {
-			return nil
-		}
-		if strings.HasPrefix(row.Reference, deadlinetable.ParkedKeyPrefix) {
-			a.parked++ // a stream record waiting for its redelivery: expected work
-			return nil
-		}
-		if a.kindRow(a.kinds, row) {
-			return nil // a row of another kind of deadline
-		}
-		if id, ok := strings.CutPrefix(row.Reference, rentalpayment.StreamID("")); ok {
-			a.open[id] = row // a rental's open process
-			return nil
-		}
-		if ref, ok := strings.CutPrefix(row.Reference, payment.StreamID("")); ok {
-			a.owed[ref] = row // a cancellation owed to the provider
-			return nil
-		}
-		a.rows[row.Reference] = row
-		return nil
-	})
-	if err != nil {
-		return Report{}, fmt.Errorf("audit: read pending payments: %w", err)
+	start := opts.Now()
+	if err := a.readRows(ctx, index); err != nil {
+		return Report{}, fmt.Errorf("audit: read the Deadlines table's rows: %w", err)
 	}
 	if err := a.readEvents(ctx, events); err != nil {
 		return Report{}, err
 	}
-	a.crossCheck(pendingStart.Add(-opts.Grace))
-	a.checkKinds(pendingStart.Add(-opts.Grace))
+	a.crossCheck(start.Add(-opts.Grace))
+	a.checkKinds(start.Add(-opts.Grace))
 	return a.report(), nil
+}
+
+// row is an outstanding row of the Deadlines table, with when it opened: its due
+// time less its kind's After.
+type row struct {
+	deadlines.Row
+	opened time.Time
+}
+
+// readRows reads every outstanding row of every kind of the audit, each kind's
+// shards one after the other, and files it by its kind: the payments due, the
+// processes stuck and the owed cancellations under the invariants of their own,
+// the other kinds' rows for checkKinds.
+func (a *auditor) readRows(ctx context.Context, index deadlines.Index) error {
+	for _, k := range a.opts.Kinds.All() {
+		for shard := range index.Shards() {
+			_, err := index.Rows(ctx, deadlines.Span{Kind: k, Shard: shard}, func(page []deadlines.Row) bool {
+				for _, r := range page {
+					a.file(k, row{Row: r, opened: r.Due.Add(-k.After)})
+				}
+				return true
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// file files r, a row of kind k.
+func (a *auditor) file(k deadlines.Kind, r row) {
+	a.deadlineRows++
+	switch k.Name {
+	case deadlinekinds.Payment:
+		a.rows[k.Key(r.Subject)] = r // a payment's reference
+	case deadlinekinds.Stuck:
+		a.open[r.Subject] = r // a rental's open process
+	case deadlinekinds.Cancellation:
+		a.owed[r.Subject] = r // a payment's reference
+	default:
+		if k.Name == deadlinekinds.Redelivery {
+			a.parked++ // a stream record waiting for its redelivery: expected work
+		}
+		a.kindRows[deadlineKey{k.Name, k.Key(r.Subject), r.Subject}] = r
+	}
 }
 
 // auditor holds what an audit has gathered so far.
 type auditor struct {
 	opts Options
 
-	mu          sync.Mutex // guards everything below while streams are read
-	streams     int
-	records     int
-	payments    int
-	pendingRows int
-	parked      int
-	refundsOwed int
-	rentals     map[string]*rentalSummary
-	rows        map[string]PendingRow // outstanding rows by reference
-	open        map[string]PendingRow // open-process rows by rental id
-	owed        map[string]PendingRow // owed-cancellation rows by payment reference
-	violations  []Violation
+	mu           sync.Mutex // guards everything below while streams are read
+	streams      int
+	records      int
+	payments     int
+	deadlineRows int
+	parked       int
+	refundsOwed  int
+	rentals      map[string]*rentalSummary
+	rows         map[string]row // outstanding payment-due rows by payment reference
+	open         map[string]row // process-stuck rows by rental id
+	owed         map[string]row // owed-cancellation rows by payment reference
+	violations   []Violation
 
-	kinds      []deadline.Kind // the kinds checked generically (deadlines.go)
-	kindRows   map[deadlineKey]PendingRow
+	kinds      []deadlines.Kind // the kinds checked generically (deadlines.go)
+	kindRows   map[deadlineKey]row
 	kindStates map[deadlineKey]*deadlineState
 }
 
@@ -885,14 +891,14 @@ func (a *auditor) checkRentalRows(id string, r *rentalSummary, s rentalStreams, 
 	}
 	if r.prepared && r.settlements == 0 {
 		if _, ok := a.rows[reference]; !ok && (quiet || r.preparedAt.Before(recent)) {
-			a.violate(PendingMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but the Deadlines table has no outstanding row for it", reference, r.preparedAt.Format(time.RFC3339)), s.payment)
+			a.violate(DeadlineMissing, fmt.Sprintf("payment %s is outstanding (prepared %s) but the Deadlines table has no outstanding payment row for it: the sweep would never give up on it", reference, r.preparedAt.Format(time.RFC3339)), s.payment)
 			a.stuck(id)
 		}
 	}
 }
 
-// checkOutstandingRows reports the outstanding to-do table rows of payments
-// that were never prepared or have settled.
+// checkOutstandingRows reports the outstanding payment rows of payments that were
+// never prepared or have settled.
 func (a *auditor) checkOutstandingRows(recent time.Time) {
 	quiet := a.opts.Quiet
 	for _, ref := range slices.Sorted(maps.Keys(a.rows)) {
@@ -904,12 +910,12 @@ func (a *auditor) checkOutstandingRows(recent time.Time) {
 		}
 		switch {
 		case r == nil || !r.prepared:
-			if quiet || row.PreparedAt.Before(recent) {
-				a.violate(PendingStale, fmt.Sprintf("the Deadlines table has an outstanding row for %s, a payment that was never prepared", ref), stream)
+			if quiet || row.opened.Before(recent) {
+				a.violate(DeadlineStale, fmt.Sprintf("the Deadlines table has an outstanding payment row for %s, a payment that was never prepared", ref), stream)
 			}
 		case r.settlements > 0:
 			if quiet || r.settledAt.Before(recent) {
-				a.violate(PendingStale, fmt.Sprintf("the Deadlines table has an outstanding row for %s, which settled with %s at %s", ref, r.settlement, r.settledAt.Format(time.RFC3339)), stream)
+				a.violate(DeadlineStale, fmt.Sprintf("the Deadlines table has an outstanding payment row for %s, which settled with %s at %s", ref, r.settlement, r.settledAt.Format(time.RFC3339)), stream)
 			}
 		}
 	}
@@ -932,7 +938,7 @@ func (a *auditor) checkOwedRows(recent time.Time) {
 		}
 		switch {
 		case r == nil || r.cancellationOwedAt.IsZero():
-			if a.opts.Quiet || row.PreparedAt.Before(recent) {
+			if a.opts.Quiet || row.opened.Before(recent) {
 				a.violate(OwedStale, fmt.Sprintf("the Deadlines table owes the provider the cancellation of %s, which was never owed", ref), payment.StreamID(ref))
 				if r != nil {
 					a.stuck(id)
@@ -987,15 +993,15 @@ func (a *auditor) report() Report {
 		)
 	})
 	return Report{
-		Quiet:       a.opts.Quiet,
-		Streams:     a.streams,
-		Records:     a.records,
-		Rentals:     len(a.rentals),
-		Payments:    a.payments,
-		PendingRows: a.pendingRows,
-		Parked:      a.parked,
-		RefundsOwed: a.refundsOwed,
-		Violations:  v,
+		Quiet:        a.opts.Quiet,
+		Streams:      a.streams,
+		Records:      a.records,
+		Rentals:      len(a.rentals),
+		Payments:     a.payments,
+		DeadlineRows: a.deadlineRows,
+		Parked:       a.parked,
+		RefundsOwed:  a.refundsOwed,
+		Violations:   v,
 	}
 }
 

@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
@@ -151,8 +151,8 @@ func (w *world) project() {
 
 func (w *world) audit(quiet bool) audit.Report {
 	w.t.Helper()
-	source := audit.NewDynamo(w.Client, w.EventsTable, w.DeadlinesTable)
-	report, err := audit.Run(ctx, source, source, audit.Options{Quiet: quiet})
+	source := audit.NewDynamo(w.Client, w.EventsTable)
+	report, err := audit.Run(ctx, source, w.Projection(2), audit.Options{Quiet: quiet, Kinds: w.Kinds})
 	if err != nil {
 		w.t.Fatalf("audit: %v", err)
 	}
@@ -203,8 +203,47 @@ func completed(rentalID string, outcome rentalpayment.Completion) processEvent {
 	return processEvent{rentalpayment.TypeCompleted, rentalpayment.RentalPaymentProcessCompleted{RentalID: rentalID, Outcome: outcome}}
 }
 
-func (w *world) pendingKey(rentalID string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: payment.ReferenceFor(rentalID)}}
+// The Deadlines table's key attribute, and its index's partition and sort key
+// attributes, as deadlines/dynamo defines the table.
+var (
+	keyAttr   = aws.ToString(deadlinetable.Definition("").KeySchema[0].AttributeName)
+	shardAttr = aws.ToString(deadlinetable.Definition("").GlobalSecondaryIndexes[0].KeySchema[0].AttributeName)
+	dueAttr   = aws.ToString(deadlinetable.Definition("").GlobalSecondaryIndexes[0].KeySchema[1].AttributeName)
+)
+
+// rowKey is the key of the Deadlines table's item at key.
+func rowKey(key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{keyAttr: &types.AttributeValueMemberS{Value: key}}
+}
+
+// deleteRow deletes the Deadlines table's item at key, marker and all, as no
+// record would.
+func (w *world) deleteRow(key string) {
+	w.t.Helper()
+	if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: rowKey(key)}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// putRow makes the item at the key of kind's row about subject an outstanding row
+// of that kind, in its first shard, due now, over whatever is there, as no record
+// would.
+func (w *world) putRow(kind, subject string) {
+	w.t.Helper()
+	k, _ := w.Kinds.ByName(kind)
+	_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(w.DeadlinesTable),
+		Key:                      rowKey(k.Key(subject)),
+		UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
+		ExpressionAttributeNames: map[string]string{"#d": shardAttr, "#p": dueAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":d": &types.AttributeValueMemberS{Value: kind + "#0"}, // the kind's partition of shard 0 (deadlines/dynamo)
+			":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
+		},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 func processOf(rentalID string) string { return rentalpayment.StreamID(rentalID) }
@@ -229,10 +268,11 @@ func TestACleanWorldAuditsClean(t *testing.T) {
 			t.Errorf("quiet=%v: violations in a clean world:\n%s", quiet, strings.Join(lines(report), "\n"))
 		}
 		// 4 bikes with one rental each and busy with three; a process and a payment
-		// per rental; a renter per bike, with an event per rental; a Deadlines
-		// table row per payment and one per process, markers included (an approved
+		// per rental; a renter per bike, with an event per rental; an outstanding
+		// Deadlines table row for the outstanding rental's payment and its process,
+		// and one for the return due of each rental that has its bike (an approved
 		// rental's return due is its process's row, taken over).
-		want := audit.Report{Quiet: quiet, Streams: 5 + 7 + 7 + 5, Records: 19 + 13 + 13 + 7, Rentals: 7, Payments: 7, PendingRows: 14, Violations: []audit.Violation{}}
+		want := audit.Report{Quiet: quiet, Streams: 5 + 7 + 7 + 5, Records: 19 + 13 + 13 + 7, Rentals: 7, Payments: 7, DeadlineRows: 4, Violations: []audit.Violation{}}
 		if got := report; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("quiet=%v: report %+v, want %+v", quiet, got, want)
 		}
@@ -535,63 +575,31 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			detail: "version 9 requests the bike for rental " + rentalID("busy", "Intruder"),
 		},
 		{
-			name:  "a pending row missing, one stale, one for an unknown payment",
+			name:  "a payment row missing, one stale, one for an unknown payment",
 			quiet: true,
 			damage: func(w *world) {
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: w.pendingKey(w.rentals["outstanding"])}); err != nil {
-					w.t.Fatal(err)
-				}
+				w.deleteRow(payment.ReferenceFor(w.rentals["outstanding"]))
 				for _, id := range []string{w.rentals["confirmed"], rentalID("nobike", "Unknown")} {
-					_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-						TableName:        aws.String(w.DeadlinesTable),
-						Key:              w.pendingKey(id),
-						UpdateExpression: aws.String("SET #d = :d, #p = :p"),
-						ExpressionAttributeNames: map[string]string{
-							"#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt,
-						},
-						ExpressionAttributeValues: map[string]types.AttributeValue{
-							":d": &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Payment).Shard(0)},
-							":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
-						},
-					})
-					if err != nil {
-						w.t.Fatal(err)
-					}
+					w.putRow(deadlinekinds.Payment, id)
 				}
 			},
 			want: func(w *world) []string {
 				return []string{
-					"pending-missing " + paymentOf(w.rentals["outstanding"]),
-					"pending-stale " + paymentOf(rentalID("nobike", "Unknown")),
-					"pending-stale " + paymentOf(w.rentals["confirmed"]),
+					"deadline-missing " + paymentOf(w.rentals["outstanding"]),
+					"deadline-stale " + paymentOf(rentalID("nobike", "Unknown")),
+					"deadline-stale " + paymentOf(w.rentals["confirmed"]),
 				}
 			},
+			detail: "the sweep would never give up on it",
 		},
 		{
 			name:  "an open-process row missing, and one stale",
 			quiet: true,
 			damage: func(w *world) {
-				openKey := func(id string) map[string]types.AttributeValue {
-					return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: processOf(id)}}
-				}
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: openKey(w.rentals["outstanding"])}); err != nil {
-					w.t.Fatal(err)
-				}
+				w.deleteRow(processOf(w.rentals["outstanding"]))
 				// The rejected rental's process completed: its row is a marker (the
 				// confirmed one's is its return due since its approval).
-				_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName:                aws.String(w.DeadlinesTable),
-					Key:                      openKey(w.rentals["rejected"]),
-					UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
-					ExpressionAttributeNames: map[string]string{"#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt},
-					ExpressionAttributeValues: map[string]types.AttributeValue{
-						":d": &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Stuck).Shard(0)},
-						":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
-					},
-				})
-				if err != nil {
-					w.t.Fatal(err)
-				}
+				w.putRow(deadlinekinds.Stuck, w.rentals["rejected"])
 			},
 			want: func(w *world) []string {
 				return []string{"open-missing bike-outstanding", "open-stale " + processOf(w.rentals["rejected"])}
@@ -602,25 +610,8 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			name:  "a return-due row missing, and one stale",
 			quiet: true,
 			damage: func(w *world) {
-				returnKey := func(id string) map[string]types.AttributeValue {
-					return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + id}}
-				}
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: returnKey(w.rentals["confirmed"])}); err != nil {
-					w.t.Fatal(err)
-				}
-				_, err := w.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName:                aws.String(w.DeadlinesTable),
-					Key:                      returnKey(rentalID("nobike", "Unknown")),
-					UpdateExpression:         aws.String("SET #d = :d, #p = :p"),
-					ExpressionAttributeNames: map[string]string{"#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt},
-					ExpressionAttributeValues: map[string]types.AttributeValue{
-						":d": &types.AttributeValueMemberS{Value: deadline.LaneOf(deadlinekinds.Return).Shard(0)}, // a return due
-						":p": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)},
-					},
-				})
-				if err != nil {
-					w.t.Fatal(err)
-				}
+				w.deleteRow(deadlinekinds.ReturnPrefix + w.rentals["confirmed"])
+				w.putRow(deadlinekinds.Return, rentalID("nobike", "Unknown"))
 			},
 			want: func(w *world) []string {
 				return []string{"deadline-missing bike-confirmed", "deadline-stale "}
@@ -642,11 +633,8 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 						BikeID: bike, Renter: "renter-" + bike, RentalID: id, ApprovedAt: approved, DueAt: approved.Add(2 * time.Hour), FlaggedAt: time.Now(),
 					})
 				}
-				w.project() // the flags take the rows over into the overdue returns' lane
-				key := map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: deadlinekinds.ReturnPrefix + w.rentals["busy-rented"]}}
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: key}); err != nil {
-					w.t.Fatal(err)
-				}
+				w.project() // the flags take the rows over into the overdue returns' partitions
+				w.deleteRow(deadlinekinds.ReturnPrefix + w.rentals["busy-rented"])
 			},
 			want: func(w *world) []string {
 				return []string{"deadline-missing bike-busy"}
@@ -654,14 +642,10 @@ func TestEachBrokenInvariantIsReported(t *testing.T) {
 			detail: "operators would never see it listed",
 		},
 		{
-			name:  "drift younger than the grace period, not quiet",
-			quiet: false,
-			damage: func(w *world) {
-				if _, err := w.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(w.DeadlinesTable), Key: w.pendingKey(w.rentals["outstanding"])}); err != nil {
-					w.t.Fatal(err)
-				}
-			},
-			want: func(w *world) []string { return nil },
+			name:   "drift younger than the grace period, not quiet",
+			quiet:  false,
+			damage: func(w *world) { w.deleteRow(payment.ReferenceFor(w.rentals["outstanding"])) },
+			want:   func(w *world) []string { return nil },
 		},
 		{
 			name:  "a process never completed",

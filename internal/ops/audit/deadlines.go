@@ -6,33 +6,34 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
-// The deadline invariants of every declared kind that has no older, more specific
-// ones of its own (the payment due has PendingMissing and PendingStale, the process
-// stuck OpenMissing and OpenStale).
+// The deadline invariants of every declared kind: the payment due's, checked
+// against its payment's events (checkRentalRows, checkOutstandingRows), and those
+// of every kind that has no older, more specific ones of its own (the process
+// stuck has OpenMissing and OpenStale, the cancellation owed OwedMissing and
+// OwedStale), checked against the records its Changes read: a parked record's
+// row against its parking stream, a refund owed's against its payment's.
 const (
 	// DeadlineMissing: a row of a kind was opened by its events and not settled,
 	// but the Deadlines table has no outstanding row for it: the sweep would
-	// never notice it overdue.
+	// never notice it overdue (or, for a kind worked off by hand, operators would
+	// never see it listed).
 	DeadlineMissing = "deadline-missing"
 	// DeadlineStale: the Deadlines table has an outstanding row of a kind
 	// that its events never opened, or settled.
 	DeadlineStale = "deadline-stale"
 )
 
-// kindsOf returns the kinds an audit checks generically: opts.Kinds (the service's
-// under the default policy if empty) but those with invariants of their own.
-func kindsOf(opts Options) []deadline.Kind {
-	kinds := opts.Kinds
-	if len(kinds.All()) == 0 {
-		kinds = deadlinekinds.MustDeclare(deadline.Policy{}, deadlinekinds.Receivers{})
-	}
-	return slices.DeleteFunc(kinds.All(), func(k deadline.Kind) bool {
-		return k.Name == deadlinekinds.Payment || k.Name == deadlinekinds.Stuck
+// kindsOf returns the kinds an audit checks generically: kinds but those with
+// invariants of their own.
+func kindsOf(kinds deadlines.Kinds) []deadlines.Kind {
+	return slices.DeleteFunc(kinds.All(), func(k deadlines.Kind) bool {
+		return k.Name == deadlinekinds.Payment || k.Name == deadlinekinds.Stuck || k.Name == deadlinekinds.Cancellation
 	})
 }
 
@@ -49,21 +50,10 @@ type deadlineState struct {
 // subject.
 type deadlineKey struct{ kind, key, subject string }
 
-// kindRow files an outstanding row of the table under its kind, if it is one of
-// kinds', and says whether it was.
-func (a *auditor) kindRow(kinds []deadline.Kind, row PendingRow) bool {
-	lane := strings.TrimRight(row.Shard, "0123456789")
-	for _, k := range kinds {
-		if subject, ok := k.SubjectOf(row.Reference); ok && row.Shard != "" && k.Lane().Prefix == lane {
-			a.kindRows[deadlineKey{k.Name, row.Reference, subject}] = row
-			return true
-		}
-	}
-	return false
-}
-
-// observeKinds notes what r means for the rows of kinds, from stream.
-func observeKinds(kinds []deadline.Kind, states map[deadlineKey]*deadlineState, stream string, r eventstore.Record) error {
+// observeKinds notes what r means for the rows of kinds, from stream, reading it
+// as the projector does (dynamo.RecordOf).
+func observeKinds(kinds []deadlines.Kind, states map[deadlineKey]*deadlineState, stream string, rec eventstore.Record) error {
+	r := dynamo.RecordOf(rec)
 	for _, k := range kinds {
 		c, ok, err := k.Changes.Change(r)
 		if err != nil || !ok {
@@ -72,14 +62,14 @@ func observeKinds(kinds []deadline.Kind, states map[deadlineKey]*deadlineState, 
 			}
 			continue
 		}
-		note(states, deadlineKey{k.Name, k.Key(c.Subject), c.Subject}, stream, !c.Settled, r.RecordedAt)
+		note(states, deadlineKey{k.Name, k.Key(c.Subject), c.Subject}, stream, !c.Settled, r.At)
 		if s := states[deadlineKey{k.Name, k.Key(c.Subject), c.Subject}]; k.Ordered && !c.Settled && s.settled {
-			s.settled, s.opened, s.openedAt = false, true, r.RecordedAt // an ordered kind's records come in its one stream's order: a later opening opens the row again
+			s.settled, s.opened, s.openedAt = false, true, r.At // an ordered kind's records come in its one stream's order: a later opening opens the row again
 		}
 		// An opening that takes another kind's row over ends that kind's deadline:
-		// its row is now this kind's, in this kind's lane.
-		if i := slices.IndexFunc(kinds, func(o deadline.Kind) bool { return o.Name == k.Takes }); !c.Settled && i >= 0 {
-			note(states, deadlineKey{kinds[i].Name, kinds[i].Key(c.Subject), c.Subject}, stream, false, r.RecordedAt)
+		// its row is now this kind's, in this kind's partitions.
+		if i := slices.IndexFunc(kinds, func(o deadlines.Kind) bool { return o.Name == k.Takes }); !c.Settled && i >= 0 {
+			note(states, deadlineKey{kinds[i].Name, kinds[i].Key(c.Subject), c.Subject}, stream, false, r.At)
 		}
 	}
 	return nil
@@ -143,13 +133,22 @@ func (a *auditor) checkKinds(recent time.Time) {
 		switch {
 		case s != nil && s.opened && !s.settled && !outstanding && (quiet || s.openedAt.Before(recent)):
 			a.violate(DeadlineMissing, fmt.Sprintf("%s %s deadline opened at %s (%s) is not settled, but the Deadlines table has no outstanding row for it: %s", article(key.kind), key.kind, s.openedAt.Format(time.RFC3339), key.key, a.unseen(key.kind)), s.stream)
-			a.stuck(deadlinekinds.RentalOf(key.kind, key.subject))
-		case outstanding && (s == nil || !s.opened) && (quiet || row.PreparedAt.Before(recent)):
+			a.stuckRow(key)
+		case outstanding && (s == nil || !s.opened) && (quiet || row.opened.Before(recent)):
 			a.violate(DeadlineStale, fmt.Sprintf("the Deadlines table has an outstanding %s row %s that no event opened", key.kind, key.key))
 		case outstanding && s.settled && (quiet || s.settledAt.Before(recent)):
 			a.violate(DeadlineStale, fmt.Sprintf("the Deadlines table has an outstanding %s row %s, which settled at %s", key.kind, key.key, s.settledAt.Format(time.RFC3339)), s.stream)
-			a.stuck(deadlinekinds.RentalOf(key.kind, key.subject))
+			a.stuckRow(key)
 		}
+	}
+}
+
+// stuckRow names, on the last violation, the rental a repair of the row of key
+// mends: the rental it is about. A parked record's row is about no rental: its
+// parking stream is no rental's, and a rebuild mends it.
+func (a *auditor) stuckRow(key deadlineKey) {
+	if key.kind != deadlinekinds.Redelivery {
+		a.stuck(deadlinekinds.RentalOf(key.kind, key.subject))
 	}
 }
 

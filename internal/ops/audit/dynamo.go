@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,19 +27,15 @@ var _ DynamoAPI = (*dynamodb.Client)(nil)
 // DefaultScanSegments is how many parallel segments a Dynamo scans a table in.
 const DefaultScanSegments = 4
 
-// Dynamo reads the Events and Deadlines tables for an audit. It is safe for
-// concurrent use and never writes.
+// Dynamo reads the Events table for an audit (the Deadlines table is read through
+// its index, a deadlines.Index). It is safe for concurrent use and never writes.
 type Dynamo struct {
 	client   DynamoAPI
 	events   string
-	pending  string
 	segments int
 }
 
-var (
-	_ EventsSource  = (*Dynamo)(nil)
-	_ PendingSource = (*Dynamo)(nil)
-)
+var _ EventsSource = (*Dynamo)(nil)
 
 // DynamoOption configures a Dynamo.
 type DynamoOption func(*Dynamo)
@@ -51,10 +46,10 @@ func WithScanSegments(n int) DynamoOption {
 	return func(d *Dynamo) { d.segments = min(max(n, 1), dynamo.MaxScanSegments) }
 }
 
-// NewDynamo returns the sources of an audit on the Events table eventsTable and the
-// Deadlines table deadlinesTable (see package schema).
-func NewDynamo(client DynamoAPI, eventsTable, deadlinesTable string, opts ...DynamoOption) *Dynamo {
-	d := &Dynamo{client: client, events: eventsTable, pending: deadlinesTable, segments: DefaultScanSegments}
+// NewDynamo returns the source of an audit on the Events table eventsTable (see
+// package schema).
+func NewDynamo(client DynamoAPI, eventsTable string, opts ...DynamoOption) *Dynamo {
+	d := &Dynamo{client: client, events: eventsTable, segments: DefaultScanSegments}
 	for _, o := range opts {
 		o(d)
 	}
@@ -68,7 +63,7 @@ func NewDynamo(client DynamoAPI, eventsTable, deadlinesTable string, opts ...Dyn
 // consistent: a stream created while it runs may or may not be listed.
 func (d *Dynamo) StreamIDs(ctx context.Context, fn func(streamID string) error) error {
 	names := map[string]string{"#s": schema.EventsStreamID, "#v": schema.EventsVersion}
-	return scan(ctx, d, d.events, "#s, #v", names, false, func(item map[string]types.AttributeValue) (string, error) {
+	return scan(ctx, d, d.events, "#s, #v", names, func(item map[string]types.AttributeValue) (string, error) {
 		id, ok := item[schema.EventsStreamID].(*types.AttributeValueMemberS)
 		if !ok {
 			return "", fmt.Errorf("%w: scan %s: an item without a string %s", eventstore.ErrCorruptRecord, d.events, schema.EventsStreamID)
@@ -122,34 +117,11 @@ func decodeItem(streamID string, raw map[string]types.AttributeValue) Item {
 	return it
 }
 
-// PendingRows implements PendingSource with a strongly consistent, parallel Scan of
-// the Deadlines table, following pagination and projecting only the reference,
-// the due shard and the prepared-at time.
-func (d *Dynamo) PendingRows(ctx context.Context, fn func(PendingRow) error) error {
-	names := map[string]string{"#r": schema.DeadlineKey, "#d": schema.DeadlineKindShard, "#p": schema.DeadlineDueAt}
-	return scan(ctx, d, d.pending, "#r, #d, #p", names, true, func(item map[string]types.AttributeValue) (PendingRow, error) {
-		ref, ok := item[schema.DeadlineKey].(*types.AttributeValueMemberS)
-		if !ok {
-			return PendingRow{}, fmt.Errorf("scan %s: a row without a string %s", d.pending, schema.DeadlineKey)
-		}
-		row := PendingRow{Reference: ref.Value}
-		if shard, ok := item[schema.DeadlineKindShard].(*types.AttributeValueMemberS); ok {
-			row.Outstanding, row.Shard = true, shard.Value
-		}
-		if at, ok := item[schema.DeadlineDueAt].(*types.AttributeValueMemberN); ok {
-			if ms, err := strconv.ParseInt(at.Value, 10, 64); err == nil {
-				row.PreparedAt = time.UnixMilli(ms).UTC()
-			}
-		}
-		return row, nil
-	}, fn)
-}
-
 // scan reads table in d.segments parallel segments, page by page, converting each
 // item with conv and calling fn with the result, never from two goroutines at once,
 // and skipping a value equal to the one just before it in the same page. It stops
 // at the first error of conv, fn or DynamoDB and returns it.
-func scan[T comparable](ctx context.Context, d *Dynamo, table, projection string, names map[string]string, consistent bool,
+func scan[T comparable](ctx context.Context, d *Dynamo, table, projection string, names map[string]string,
 	conv func(map[string]types.AttributeValue) (T, error), fn func(T) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -170,7 +142,6 @@ func scan[T comparable](ctx context.Context, d *Dynamo, table, projection string
 				TotalSegments:            aws.Int32(int32(d.segments)),
 				ProjectionExpression:     aws.String(projection),
 				ExpressionAttributeNames: names,
-				ConsistentRead:           aws.Bool(consistent),
 			})
 			for pages.HasMorePages() {
 				page, err := pages.NextPage(ctx)

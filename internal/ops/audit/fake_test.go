@@ -5,11 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/memory"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
@@ -17,13 +22,61 @@ import (
 	"github.com/bikerental/bikerental/internal/ops/audit"
 )
 
-// tables is a hand-written stand-in for both tables: streams of items in the order
-// given, and to-do table rows.
+// kinds are the service's kinds under the default policy, as the fakes project
+// them.
+var kinds = deadlinekinds.MustDeclare(deadlinekinds.Policy{}, deadlinekinds.Receivers{})
+
+// tables is a hand-written stand-in for the Events table, streams of items in the
+// order given, and an index in memory for the Deadlines table, holding the rows of
+// the records projected into it (project), whatever the streams say.
 type tables struct {
 	streams map[string][]audit.Item
 	order   []string // the listing, duplicates included
-	rows    []audit.PendingRow
+	index   *memory.Index
 	failOn  string // a stream whose read fails
+}
+
+// rows returns the index, empty until something is projected into it.
+func (f *tables) rows() *memory.Index {
+	if f.index == nil {
+		f.index = memory.New(kinds, 2)
+	}
+	return f.index
+}
+
+// project applies records to the index, as the projector would.
+func (f *tables) project(t *testing.T, records ...eventstore.Record) {
+	t.Helper()
+	for _, r := range records {
+		if err := f.rows().Apply(context.Background(), dynamo.RecordOf(r)); err != nil {
+			t.Fatalf("project %s version %d: %v", r.StreamID, r.Version, err)
+		}
+	}
+}
+
+// projectAll projects every record of every stream, in each stream's order: a
+// projector that missed nothing.
+func (f *tables) projectAll(t *testing.T) {
+	t.Helper()
+	for _, id := range slices.Sorted(maps.Keys(f.streams)) {
+		for _, it := range f.streams[id] {
+			if it.Err == nil {
+				f.project(t, it.Record)
+			}
+		}
+	}
+}
+
+// record returns the record of stream at version.
+func (f *tables) record(t *testing.T, stream string, version int64) eventstore.Record {
+	t.Helper()
+	for _, it := range f.streams[stream] {
+		if it.Version == version {
+			return it.Record
+		}
+	}
+	t.Fatalf("no version %d in %s", version, stream)
+	return eventstore.Record{}
 }
 
 func (f *tables) StreamIDs(ctx context.Context, fn func(string) error) error {
@@ -41,15 +94,6 @@ func (f *tables) ReadStream(ctx context.Context, id string, fn func(audit.Item) 
 	}
 	for _, it := range f.streams[id] {
 		if err := fn(it); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (f *tables) PendingRows(ctx context.Context, fn func(audit.PendingRow) error) error {
-	for _, r := range f.rows {
-		if err := fn(r); err != nil {
 			return err
 		}
 	}
@@ -91,22 +135,24 @@ func run(t *testing.T, f *tables, opts audit.Options) audit.Report {
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return t0 }
 	}
-	report, err := audit.Run(context.Background(), f, f, opts)
+	opts.Kinds = kinds
+	report, err := audit.Run(context.Background(), f, f.rows(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return report
 }
 
+var _ deadlines.Index = (*memory.Index)(nil)
+
 func TestStreamsListedManyTimesAreReadOnce(t *testing.T) {
 	f := &tables{}
 	outstandingRental(f, "b1", t0.Add(-time.Hour))
 	f.order = append(f.order, f.order...)
-	f.rows = []audit.PendingRow{{Reference: payment.ReferenceFor(rentalID("b1", "Fake")), Outstanding: true, PreparedAt: t0.Add(-time.Hour)},
-		{Reference: rentalpayment.StreamID(rentalID("b1", "Fake")), Outstanding: true, PreparedAt: t0.Add(-time.Hour)}}
+	f.projectAll(t) // a payment due and a process stuck
 	report := run(t, f, audit.Options{Quiet: true})
-	if !report.OK() || report.Streams != 3 || report.Records != 4 || report.Rentals != 1 || report.Payments != 1 || report.PendingRows != 2 {
-		t.Errorf("report %+v, want 3 streams and 4 records read once, no violation", report)
+	if !report.OK() || report.Streams != 3 || report.Records != 4 || report.Rentals != 1 || report.Payments != 1 || report.DeadlineRows != 2 {
+		t.Errorf("report %+v, want 3 streams and 4 records read once, 2 rows, no violation", report)
 	}
 }
 
@@ -164,16 +210,18 @@ func TestDriftIsForgivenOnlyWithinTheGracePeriodUnlessQuiet(t *testing.T) {
 			outstandingRental(f, "b1", t0.Add(-c.age))
 			ref := payment.ReferenceFor(rentalID("b1", "Fake"))
 			report := run(t, f, audit.Options{Quiet: c.quiet, Grace: c.grace})
-			if got := slices.ContainsFunc(report.Violations, func(v audit.Violation) bool { return v.Invariant == audit.PendingMissing }); got != c.want {
-				t.Errorf("pending-missing reported: %v, want %v: %v", got, c.want, report.Violations)
+			if got := slices.ContainsFunc(report.Violations, func(v audit.Violation) bool {
+				return v.Invariant == audit.DeadlineMissing && slices.Equal(v.Streams, []string{payment.StreamID(ref)})
+			}); got != c.want {
+				t.Errorf("deadline-missing of the payment reported: %v, want %v: %v", got, c.want, report.Violations)
 			}
 
 			// The same payment, settled at that time, with its row still outstanding.
 			f.add(payment.StreamID(ref), 2, t0.Add(-c.age), payment.PaymentConfirmed{Reference: ref}, "PaymentConfirmed")
-			f.rows = []audit.PendingRow{{Reference: ref, Outstanding: true, PreparedAt: t0.Add(-time.Hour)}}
+			f.project(t, f.record(t, payment.StreamID(ref), 1))
 			report = run(t, f, audit.Options{Quiet: c.quiet, Grace: c.grace})
-			if got := slices.ContainsFunc(report.Violations, func(v audit.Violation) bool { return v.Invariant == audit.PendingStale }); got != c.want {
-				t.Errorf("pending-stale reported: %v, want %v: %v", got, c.want, report.Violations)
+			if got := slices.ContainsFunc(report.Violations, func(v audit.Violation) bool { return v.Invariant == audit.DeadlineStale }); got != c.want {
+				t.Errorf("deadline-stale reported: %v, want %v: %v", got, c.want, report.Violations)
 			}
 		})
 	}
@@ -182,7 +230,7 @@ func TestDriftIsForgivenOnlyWithinTheGracePeriodUnlessQuiet(t *testing.T) {
 func TestUndecodableItemsAreViolationsNotFailures(t *testing.T) {
 	f := &tables{}
 	id := outstandingRental(f, "b1", t0.Add(-time.Hour))
-	f.rows = []audit.PendingRow{{Reference: payment.ReferenceFor(id), Outstanding: true}, {Reference: rentalpayment.StreamID(id), Outstanding: true}}
+	f.projectAll(t)
 	bike := rental.StreamID("b1")
 	f.streams[bike] = append(f.streams[bike],
 		audit.Item{StreamID: bike, Version: 3, Err: fmt.Errorf("%w: missing data", eventstore.ErrCorruptRecord)},
@@ -211,14 +259,14 @@ func TestReadFailuresAndCancellationStopTheAudit(t *testing.T) {
 	f := &tables{}
 	outstandingRental(f, "b1", t0)
 	f.failOn = rental.StreamID("b1")
-	if _, err := audit.Run(context.Background(), f, f, audit.Options{}); err == nil || !strings.Contains(err.Error(), "throttled") {
+	if _, err := audit.Run(context.Background(), f, f.rows(), audit.Options{}); err == nil || !strings.Contains(err.Error(), "throttled") {
 		t.Errorf("Run = %v, want the read failure", err)
 	}
 
 	f.failOn = ""
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := audit.Run(cancelled, f, f, audit.Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := audit.Run(cancelled, f, f.rows(), audit.Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v, want context.Canceled", err)
 	}
 }

@@ -14,10 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/operatorenv"
@@ -28,9 +29,9 @@ import (
 // functions have them.
 const (
 	DefaultShards      = deadlinetable.DefaultShards
-	DefaultTimeout     = deadline.DefaultTimeout
-	DefaultGrace       = deadline.DefaultGrace
-	DefaultConcurrency = deadline.DefaultConcurrency
+	DefaultTimeout     = deadlinekinds.DefaultTimeout
+	DefaultGrace       = deadlinekinds.DefaultGrace
+	DefaultConcurrency = deadlines.DefaultConcurrency
 )
 
 // SettingsError is a setting a command was given that the service refuses (a
@@ -95,15 +96,18 @@ func (s *Stack) store() (*dynamo.Store, error) {
 	return store, settings(err)
 }
 
-// pendingReader is the to-do table projection, to read; nil if the settings
-// name no table.
-func (s *Stack) pendingReader() (*deadlinetable.Projection, error) {
-	p, err := wiring.DeadlinesReader(s.cfg, s.getenv)
-	return p, settings(err)
+// listing reads the Deadlines table's rows, each kind's through its own
+// partitions of the index, in the shapes operators read them.
+func (s *Stack) listing() (*deadlinekinds.Listing, error) {
+	l, err := wiring.DeadlinesReader(s.cfg, s.getenv)
+	if err == nil && l == nil {
+		err = wiring.ErrNoDeadlinesTable
+	}
+	return l, settings(err)
 }
 
 // policy is when a payment is overdue and a rental stuck.
-func (s *Stack) policy() (deadline.Policy, error) {
+func (s *Stack) policy() (deadlinekinds.Policy, error) {
 	p, err := wiring.DeadlinePolicy(s.getenv)
 	return p, settings(err)
 }

@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
@@ -67,9 +68,12 @@ func (t SweepTrigger) switchOn(cfg aws.Config) rebuild.Switch {
 
 // RebuildTrace is told what a rebuild does as it goes, for a person to follow.
 type RebuildTrace interface {
-	// Resharding: the table's shard count is not the settings', and the rebuild
-	// changes it.
+	// Resharding: the table's shard count is not the settings' (mismatch), and the
+	// rebuild changes it.
 	Resharding(mismatch error)
+	// Resharded: the table's shard count is the settings', and every outstanding
+	// row is on its shard under it: moved of them were moved there.
+	Resharded(moved int)
 	// Unpaused: no sweep trigger was given, so nothing is paused.
 	Unpaused()
 	// Inherited: an interrupted rebuild left the sweep paused; this one resumes it.
@@ -88,7 +92,8 @@ type RebuildTrace interface {
 }
 
 // RebuildRequest is how to rebuild: which trigger to pause, and whether the
-// rebuild may change the table's shard count to the settings'.
+// rebuild makes the table's shard count the settings' (Reshard), moving every
+// outstanding row to its shard under it, before it replays.
 type RebuildRequest struct {
 	Sweep   SweepTrigger
 	Reshard bool
@@ -101,18 +106,22 @@ type RebuildResult struct {
 	DeadlinesTable string `json:"deadlinesTable"`
 	Streams        int    `json:"streams"`
 	Records        int    `json:"records"`
-	// ParkedMoved is how many parked stream records the rebuild found on a shard
-	// of another count than the table's, and moved to theirs (after a reshard:
-	// parked records come from no event, so the replay does not move them).
-	ParkedMoved int   `json:"parkedMoved"`
-	DurationMs  int64 `json:"durationMs"`
+	// Moved is how many outstanding rows a rebuild with Reshard moved to their
+	// shards under the settings' count (deadlines/dynamo's Table.Reshard), before
+	// it replayed.
+	Moved      int   `json:"moved"`
+	DurationMs int64 `json:"durationMs"`
 	// Elapsed is how long the replay took.
 	Elapsed time.Duration `json:"-"`
 }
 
-// Rebuild replays every stream the Deadlines table is built from into it,
-// with the sweep's trigger paused, holding the rebuild lock in the Deadlines
-// table; see rebuild.Lock. Settings are checked and both tables looked up before
+// Rebuild replays every stream the Deadlines table is built from into it (the
+// parking streams included), with the sweep's trigger paused, holding the rebuild
+// lock in the Deadlines table; see rebuild.Lock. With req.Reshard it first makes
+// the table's shard count the settings' and moves every outstanding row to its
+// shard (deadlines/dynamo's Table.Reshard, safe to run again after an
+// interruption); without it, a table whose count is another fails the rebuild
+// before anything is touched. Settings are checked and both tables looked up before
 // anything is touched. The trigger is resumed when the rebuild ends, fails or is
 // interrupted (ctx cancelled), unless the rebuild lost its lock: it then leaves the
 // sweep paused for the lock's holder to resume, and says so in its error.
@@ -123,8 +132,8 @@ func (s *Stack) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResult,
 	}
 	// Settings are checked before anything is touched; the projection the rebuild
 	// writes through is made once it holds the lock, which fences it.
-	if _, err := wiring.DeadlineProjection(s.cfg, s.getenv); err != nil {
-		return RebuildResult{}, settings(err)
+	if table, err := wiring.DeadlineProjection(s.cfg, s.getenv); err != nil || table == nil {
+		return RebuildResult{}, settings(cmp.Or(err, wiring.ErrNoDeadlinesTable))
 	}
 	if err := req.Sweep.check(); err != nil {
 		return RebuildResult{}, settings(err)
@@ -161,8 +170,7 @@ func (s *Stack) rebuildHolding(ctx context.Context, lock *rebuild.Lock, store *d
 	if err != nil {
 		return RebuildResult{}, settings(err)
 	}
-	projector, err := s.projector(ctx, projection, req)
-	if err != nil {
+	if err := checkShards(ctx, projection, req); err != nil {
 		return RebuildResult{}, err
 	}
 	if req.Sweep.String() == "" {
@@ -179,33 +187,32 @@ func (s *Stack) rebuildHolding(ctx context.Context, lock *rebuild.Lock, store *d
 		}
 		req.Trace.Paused(req.Sweep.String())
 	}
-	res, err = s.replay(ctx, store, projector, req.Trace)
-	if err != nil {
-		return res, err
+	moved := 0
+	if req.Reshard {
+		if moved, err = projection.Reshard(ctx); err != nil {
+			return RebuildResult{Moved: moved}, fmt.Errorf("rebuild: reshard (run it again to finish): %w", err)
+		}
+		req.Trace.Resharded(moved)
 	}
-	if res.ParkedMoved, err = projection.ReshardParked(ctx); err != nil {
-		return res, fmt.Errorf("rebuild: move the parked records to their shards: %w", err)
-	}
-	return res, nil
+	res, err = s.replay(ctx, store, projection, req.Trace)
+	res.Moved = moved
+	return res, err
 }
 
-// projector is what the rebuild writes through: projection, whose table's shard
-// count must be the settings', or, with req.Reshard, be made so as the rebuild
-// moves every row.
-func (s *Stack) projector(ctx context.Context, projection *deadlinetable.Projection, req RebuildRequest) (rebuild.Projector, error) {
-	switch err := projection.CheckShards(ctx); {
+// checkShards checks, without req.Reshard, that the table's shard count is the
+// settings' (recording it in a table that records none yet), and says so in its
+// error if not. With req.Reshard it only tells the trace that the count changes:
+// the rebuild reshards once the sweep is paused.
+func checkShards(ctx context.Context, table *deadlinetable.Table, req RebuildRequest) error {
+	switch err := table.CheckShards(ctx); {
 	case errors.Is(err, deadlinetable.ErrShardMismatch) && req.Reshard:
 		req.Trace.Resharding(err)
-		if err := projection.SetShards(ctx); err != nil {
-			return nil, err
-		}
-		return rebuild.Resharding(projection), nil
 	case errors.Is(err, deadlinetable.ErrShardMismatch):
-		return nil, fmt.Errorf("%w; without -reshard nothing was changed", err)
+		return fmt.Errorf("%w; without -reshard nothing was changed", err)
 	case err != nil:
-		return nil, err
+		return err
 	}
-	return projection, nil
+	return nil
 }
 
 // replay replays the streams into projector, telling trace.

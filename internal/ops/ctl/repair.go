@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/repair"
+	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ops/audit"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
@@ -31,8 +31,8 @@ type Repairs struct {
 }
 
 // Repairs opens the event store, the process (with its payment provider) and the
-// to-do table projection as the projector writes it, and checks that the
-// table's shard count is the settings'.
+// Deadlines table as the projector writes it, and checks that the table's shard
+// count is the settings'.
 func (s *Stack) Repairs(ctx context.Context) (*Repairs, error) {
 	store, err := s.store()
 	if err != nil {
@@ -42,26 +42,31 @@ func (s *Stack) Repairs(ctx context.Context) (*Repairs, error) {
 	if err != nil {
 		return nil, err
 	}
-	projection, err := wiring.DeadlineProjection(s.cfg, s.getenv)
+	table, err := wiring.DeadlineProjection(s.cfg, s.getenv)
+	if err == nil && table == nil {
+		err = wiring.ErrNoDeadlinesTable
+	}
 	if err != nil {
 		return nil, settings(err)
 	}
-	if err := projection.CheckShards(ctx); err != nil {
+	if err := table.CheckShards(ctx); err != nil {
 		return nil, err
 	}
+	// The projector's handler, as the projector function runs it: each record as
+	// the Events table's stream decoder reads it.
+	projector := func(ctx context.Context, r eventstore.Record) error { return table.Apply(ctx, dynamo.RecordOf(r)) }
 	return &Repairs{stack: s, repairer: &repair.Repairer{Store: store, Consumers: map[string]repair.Handler{
-		eventfilter.Process: process.Handle, eventfilter.Projector: projection.Apply,
+		eventfilter.Process: process.Handle, eventfilter.Projector: projector,
 	}}}, nil
 }
 
 // Stuck returns the rentals the auditor reports stuck, each once, in the order of
-// the audit's report. It runs an audit, a scan of both tables, with the checks that
-// need a quiet service: a rental still in flight may be reported too, and
-// repairing it does what its consumers are about to do, no more.
+// the audit's report. It runs an audit (a scan of the Events table, and the
+// Deadlines table's rows through its index) with the checks that need a quiet
+// service: a rental still in flight may be reported too, and repairing it does
+// what its consumers are about to do, no more.
 func (r *Repairs) Stuck(ctx context.Context) ([]string, error) {
-	s := r.stack
-	source := audit.NewDynamo(dynamodb.NewFromConfig(s.cfg), s.eventsTable(), s.deadlinesTable())
-	report, err := audit.Run(ctx, source, source, audit.Options{Quiet: true, Now: time.Now})
+	report, err := r.stack.Audit(ctx, audit.Options{Quiet: true, Now: time.Now}, audit.DefaultScanSegments)
 	if err != nil {
 		return nil, fmt.Errorf("audit before the repair: %w", err)
 	}

@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/schema"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/dev/emulator"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
@@ -100,15 +102,11 @@ func (sw *stampWorld) check(t *testing.T, getenv func(string) string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds, err := wiring.DeadlineKinds(getenv, deadlinekinds.Receivers{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]time.Time{}
 	for _, name := range []string{deadlinekinds.Payment, deadlinekinds.Stuck, deadlinekinds.Return} {
-		k, _ := kinds.ByName(name)
+		k, _ := reader.Kinds.ByName(name)
 		for _, id := range sw.rentals {
-			row, ok, err := reader.WithKinds(kinds).Row(ctx, k, id)
+			row, ok, err := reader.Index.Row(ctx, k, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,29 +130,16 @@ func (sw *stampWorld) check(t *testing.T, getenv func(string) string) {
 
 // TestEveryWriterStampsByTheConfiguredDurations sets PAYMENT_TIMEOUT, STUCK_GRACE
 // and RENTAL_PERIOD to values other than their defaults and has each writer of
-// the to-do table write the rows of the same rentals into a table of its own: the
-// projector's projection, the sweep's repairs and its redelivery of parked
-// records, rentalctl repair, rebuild and a rebuild that reshards. Every row each
-// leaves is due when the configured durations say.
+// the Deadlines table write the rows of the same rentals into a table of its own:
+// the projector's projection, the sweep's repairer (which mends the stuck rentals,
+// and delivers the parked records again) redelivering every record, rentalctl
+// repair, rebuild and a rebuild that reshards. Every row each leaves is due when the configured
+// durations say.
 func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 	sw := newStampWorld(t)
 	ctx := context.Background()
 	cfg := emulatortest.Config(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	// redeliver gives every record to the projector through a repairer, as the
-	// sweep's repairs and redeliveries do.
-	redeliver := func(t *testing.T, r interface {
-		Redeliver(ctx context.Context, consumer, streamID string, version int64) (time.Time, error)
-	}) {
-		for _, rec := range sw.records {
-			if !eventfilter.Wakes(eventfilter.Projector, rec.Type) {
-				continue
-			}
-			if _, err := r.Redeliver(ctx, eventfilter.Projector, rec.StreamID, rec.Version); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	writers := []struct {
 		name  string
 		write func(t *testing.T, getenv func(string) string)
@@ -164,20 +149,38 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, rec := range sw.records {
-				if err := p.Apply(ctx, rec); err != nil {
-					t.Fatal(err)
-				}
-			}
+			sw.w.Project(p, sw.records...)
 		}},
 		{"the sweep's repairs and redeliveries", func(t *testing.T, getenv func(string) string) {
-			// The sweep function's recipe: its repairer mends the stuck rentals and
-			// delivers the parked records again, through the projector's handler.
-			sweeper, err := sweepfn.Sweep(cfg, getenv, logger, nil)
+			// Every record the projector is woken for is parked for it, and only the
+			// parking streams' records are projected; the sweep function's recipe
+			// then delivers them again through the projector's handler.
+			p, err := wiring.DeadlineProjection(cfg, getenv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			redeliver(t, sweeper.Parked.Redeliverer)
+			parker := &parked.Parker{Store: sw.w.Store, Consumer: eventfilter.Projector, NewID: ident.UUID}
+			streams, records := map[string]bool{}, 0
+			for _, rec := range sw.records {
+				if eventfilter.Wakes(eventfilter.Projector, rec.Type) {
+					if err := parker.Park(ctx, rec); err != nil {
+						t.Fatal(err)
+					}
+					streams[parked.StreamOf(eventfilter.Projector, rec.StreamID)] = true
+					records++
+				}
+			}
+			for stream := range streams {
+				sw.w.Project(p, sw.w.Read(stream)...)
+			}
+			sweep, err := sweepfn.New(cfg, getenv, logger, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := sweep.Run(ctx, time.Now())
+			if k, _ := sum.Kind(deadlinekinds.Redelivery); err != nil || k.Found != records || k.Acted+k.NothingToDo != k.Found {
+				t.Fatalf("the sweep: %+v, %v; want every parked record delivered again", k, err)
+			}
 		}},
 		{"rentalctl repair", func(t *testing.T, getenv func(string) string) {
 			stack, err := ctl.Open(ctx, getenv, logger)
@@ -202,7 +205,8 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 			}
 		}},
 		{"rentalctl rebuild -reshard", func(t *testing.T, getenv func(string) string) {
-			// The rows written four ways by the projector, then resharded two ways.
+			// The rows written four ways by the projector, then moved to their shards
+			// under two.
 			four := func(k string) string {
 				if k == wiring.EnvDeadlinesShards {
 					return "4"
@@ -216,23 +220,19 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 			if err := p.CheckShards(ctx); err != nil {
 				t.Fatal(err)
 			}
-			for _, rec := range sw.records {
-				if err := p.Apply(ctx, rec); err != nil {
-					t.Fatal(err)
-				}
-			}
+			sw.w.Project(p, sw.records...)
 			stack, err := ctl.Open(ctx, getenv, logger)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := stack.Rebuild(ctx, ctl.RebuildRequest{Reshard: true, Trace: quietTrace{}}); err != nil {
-				t.Fatal(err)
+			if res, err := stack.Rebuild(ctx, ctl.RebuildRequest{Reshard: true, Trace: quietTrace{}}); err != nil || res.Moved == 0 {
+				t.Fatalf("rebuild -reshard: %+v, %v; want rows moved", res, err)
 			}
 		}},
 	}
 	for _, w := range writers {
 		t.Run(w.name, func(t *testing.T) {
-			table := emulatortest.CreateTable(t, sw.w.Client, schema.Deadlines, "pending")
+			table := emulatortest.CreateTable(t, sw.w.Client, deadlinetable.Definition, "deadlines")
 			getenv := sw.env(table, 2)
 			w.write(t, getenv)
 			sw.check(t, getenv)
@@ -244,6 +244,7 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 type quietTrace struct{}
 
 func (quietTrace) Resharding(error) {}
+func (quietTrace) Resharded(int)    {}
 func (quietTrace) Unpaused()        {}
 func (quietTrace) Inherited(string) {}
 func (quietTrace) Paused(string)    {}

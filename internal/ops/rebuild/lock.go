@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/bikerental/bikerental/internal/adapters/schema"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 )
 
 // LockKey is the Deadlines table's item a rebuild holds while it runs. It has no due
@@ -40,9 +40,14 @@ const (
 	lockPaused = "pausedSweep" // BOOL: the holder paused the sweep and has not resumed it
 )
 
-// A lock written before its lease had an attribute of its own kept the lease in the
-// table's TTL attribute: Acquire takes such a lock over once that has passed.
-const legacyLease = schema.DeadlineExpiresAt
+// The Deadlines table's key attribute, and its TTL attribute, as deadlines/dynamo
+// defines the table: a lock written before its lease had an attribute of its own
+// kept the lease in the TTL attribute, and Acquire takes such a lock over once that
+// has passed.
+var (
+	tableKey    = aws.ToString(deadlinetable.Definition("").KeySchema[0].AttributeName)
+	legacyLease = aws.ToString(deadlinetable.TTL("").TimeToLiveSpecification.AttributeName)
+)
 
 // ErrLocked reports that another rebuild holds the lock.
 var ErrLocked = errors.New("rebuild: another rebuild is running")
@@ -116,9 +121,10 @@ type LockAPI interface {
 // What the local deadline cannot cover is a holder suspended after its check and
 // before its write reaches DynamoDB or the scheduler. The lock's own writes are
 // conditional on the holder's unexpired ownership, so a late one changes nothing; a
-// late projection write is as harmless as any repeated one (they are idempotent and
-// version-guarded); a late change of the schedule is the one effect left, in a
-// window no longer than one call.
+// late write of the Deadlines table is as harmless as any repeated one (a record's
+// writes are idempotent, a reshard's moves conditional on where the row was read);
+// a late change of the schedule is the one effect left, in a window no longer than
+// one call.
 type Lock struct {
 	db    LockAPI
 	table string
@@ -165,7 +171,7 @@ func Acquire(ctx context.Context, db LockAPI, table, owner string, lease time.Du
 		TableName: aws.String(table), Key: l.key(),
 		UpdateExpression:         aws.String("SET #owner = :owner, #lease = :lease REMOVE #legacy"),
 		ConditionExpression:      aws.String("attribute_not_exists(#ref) OR #lease < :now OR (attribute_not_exists(#lease) AND #legacy < :now)"),
-		ExpressionAttributeNames: map[string]string{"#ref": schema.DeadlineKey, "#owner": lockOwner, "#lease": lockLease, "#legacy": legacyLease},
+		ExpressionAttributeNames: map[string]string{"#ref": tableKey, "#owner": lockOwner, "#lease": lockLease, "#legacy": legacyLease},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":owner": &types.AttributeValueMemberS{Value: owner},
 			":lease": &types.AttributeValueMemberN{Value: strconv.FormatInt(at.Add(lease).Unix(), 10)},
@@ -206,7 +212,7 @@ func lockedBy(item map[string]types.AttributeValue) *LockedError {
 }
 
 func (l *Lock) key() map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: LockKey}}
+	return map[string]types.AttributeValue{tableKey: &types.AttributeValueMemberS{Value: LockKey}}
 }
 
 // held is the condition of every write of the holder: it owns the lock and its

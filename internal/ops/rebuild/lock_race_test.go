@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
 )
@@ -42,7 +41,7 @@ func (b *beforeFirstWrite) UpdateItem(ctx context.Context, in *dynamodb.UpdateIt
 func TestTakingTheLockKeepsAPauseWrittenJustBefore(t *testing.T) {
 	ctx := context.Background()
 	db := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
+	table := newTable(t, db)
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	clock := func(d time.Duration) func() time.Time { return func() time.Time { return start.Add(d) } }
 	slow := &beforeFirstWrite{Client: db, hook: func() {
@@ -60,7 +59,7 @@ func TestTakingTheLockKeepsAPauseWrittenJustBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: rebuild.LockKey}}})
+		Key: map[string]types.AttributeValue{keyAttr: &types.AttributeValueMemberS{Value: rebuild.LockKey}}})
 	if err != nil {
 		t.Fatal(err)
 	}

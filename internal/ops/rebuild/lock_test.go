@@ -11,8 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
-	"github.com/bikerental/bikerental/internal/adapters/schema"
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
 )
@@ -24,7 +25,7 @@ import (
 func TestOneRebuildAtATime(t *testing.T) {
 	ctx := context.Background()
 	db := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
+	table := newTable(t, db)
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	clock := func(d time.Duration) func() time.Time { return func() time.Time { return start.Add(d) } }
 
@@ -58,12 +59,13 @@ func TestOneRebuildAtATime(t *testing.T) {
 	if err := b.Renew(ctx); err != nil {
 		t.Errorf("the holder lost the lock to the expired one: %v", err)
 	}
-	projection, err := deadlinetable.New(db, table, 4, deadlinetable.DefaultMarkerTTL)
+	kinds := deadlinekinds.MustDeclare(deadlinekinds.Policy{}, deadlinekinds.Receivers{})
+	projection, err := deadlinetable.New(db, table, kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows, err := projection.List(ctx, 10); err != nil || len(rows) != 0 {
-		t.Errorf("the sweep's index lists %v (%v), want nothing: the lock is not a payment", rows, err)
+	if page, err := deadlines.List(ctx, projection, kinds, deadlines.Query{Limit: 10}); err != nil || len(page.Rows) != 0 {
+		t.Errorf("the sweep's index lists %v (%v), want nothing: the lock is no row of any kind", page.Rows, err)
 	}
 	if err := b.Paused(ctx, false); err != nil {
 		t.Fatal(err)
@@ -85,10 +87,10 @@ func TestOneRebuildAtATime(t *testing.T) {
 func TestALockKeepsItsPauseForTheNextRebuild(t *testing.T) {
 	ctx := context.Background()
 	db := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
+	table := newTable(t, db)
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	clock := func(d time.Duration) func() time.Time { return func() time.Time { return start.Add(d) } }
-	key := map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{Value: rebuild.LockKey}}
+	key := map[string]types.AttributeValue{keyAttr: &types.AttributeValueMemberS{Value: rebuild.LockKey}}
 	item := func() map[string]types.AttributeValue {
 		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
 		if err != nil {
@@ -107,15 +109,15 @@ func TestALockKeepsItsPauseForTheNextRebuild(t *testing.T) {
 	if err := a.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := item()[schema.DeadlineExpiresAt]; ok {
+	if _, ok := item()[ttlAttr]; ok {
 		t.Errorf("the lock %v carries the TTL attribute: DynamoDB would delete its pause", item())
 	}
 
 	legacy := map[string]types.AttributeValue{
-		schema.DeadlineKey:       key[schema.DeadlineKey],
-		"owner":                  &types.AttributeValueMemberS{Value: "an older rebuild"},
-		schema.DeadlineExpiresAt: &types.AttributeValueMemberN{Value: strconv.FormatInt(start.Add(time.Minute).Unix(), 10)},
-		"pausedSweep":            &types.AttributeValueMemberBOOL{Value: true},
+		keyAttr:       key[keyAttr],
+		"owner":       &types.AttributeValueMemberS{Value: "an older rebuild"},
+		ttlAttr:       &types.AttributeValueMemberN{Value: strconv.FormatInt(start.Add(time.Minute).Unix(), 10)},
+		"pausedSweep": &types.AttributeValueMemberBOOL{Value: true},
 	}
 	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: legacy}); err != nil {
 		t.Fatal(err)
@@ -129,9 +131,21 @@ func TestALockKeepsItsPauseForTheNextRebuild(t *testing.T) {
 	if err != nil || !b.Inherited {
 		t.Fatalf("acquire after the older rebuild's lease: %+v, %v; want its pause inherited", b, err)
 	}
-	if _, ok := item()[schema.DeadlineExpiresAt]; ok {
+	if _, ok := item()[ttlAttr]; ok {
 		t.Errorf("the lock taken over %v still carries the TTL attribute", item())
 	}
+}
+
+// keyAttr and ttlAttr are the Deadlines table's key and TTL attributes.
+var (
+	keyAttr = aws.ToString(deadlinetable.Definition("").KeySchema[0].AttributeName)
+	ttlAttr = aws.ToString(deadlinetable.TTL("").TimeToLiveSpecification.AttributeName)
+)
+
+// newTable creates a Deadlines table of the test's own.
+func newTable(t *testing.T, db *dynamodb.Client) string {
+	t.Helper()
+	return emulatortest.CreateTable(t, db, deadlinetable.Definition, "deadlines")
 }
 
 func TestALeaseTooShortIsRefused(t *testing.T) {

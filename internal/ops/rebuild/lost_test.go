@@ -19,8 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
-	"github.com/bikerental/bikerental/internal/adapters/schema"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
@@ -43,7 +44,7 @@ func (c *fakeClock) set(at time.Time) { c.at.Store(at.UnixNano()) }
 func lockItem(t *testing.T, db *dynamodb.Client, table string) (owner string, paused bool) {
 	t.Helper()
 	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]dynamotypes.AttributeValue{schema.DeadlineKey: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}})
+		Key: map[string]dynamotypes.AttributeValue{keyAttr: &dynamotypes.AttributeValueMemberS{Value: rebuild.LockKey}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestARebuildThatLostItsLockStops(t *testing.T) {
 	held, stop := a.Hold(ctx)
 	defer stop()
 	fenced := a.Fenced(cfg)
-	projection, err := deadlinetable.New(dynamodb.NewFromConfig(fenced), w.DeadlinesTable, 2, deadlinetable.DefaultMarkerTTL)
+	projection, err := deadlinetable.New(dynamodb.NewFromConfig(fenced), w.DeadlinesTable, w.Kinds, deadlinetable.WithShards(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,10 +176,10 @@ func TestARebuildThatLostItsLockStops(t *testing.T) {
 	if got := w.Pending(reader); !slices.Equal(got, early) {
 		t.Errorf("pending %q, want only the early rentals %q: A wrote after it lost the lock", got, early)
 	}
-	if open, _, err := reader.OpenBefore(ctx, time.Now()); err != nil || len(open) != len(early) {
-		t.Errorf("open processes %+v (%v), want the %d early rentals'", open, err, len(early))
+	if backlog, _, err := (deadlinekinds.Listing{Index: reader, Kinds: w.Kinds}).Backlog(ctx, time.Now()); err != nil || len(backlog.Open) != len(early) {
+		t.Errorf("open processes %+v (%v), want the %d early rentals'", backlog.Open, err, len(early))
 	}
-	if err := projection.Apply(ctx, w.PaymentOf(late[0])[0]); !errors.Is(err, rebuild.ErrLost) {
+	if err := projection.Apply(ctx, dynamo.RecordOf(w.PaymentOf(late[0])[0])); !errors.Is(err, rebuild.ErrLost) {
 		t.Errorf("a write through A's projection after the loss: %v, want ErrLost", err)
 	}
 	// it neither resumes the sweep nor releases the lock,
@@ -280,7 +281,7 @@ func (b *blocked) Read(ctx context.Context, streamID string, from int64) ([]even
 // says so and what the renewals met.
 func TestRenewalsThatKeepFailingLoseTheLock(t *testing.T) {
 	db := emulatortest.DynamoDB(t)
-	table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
+	table := newTable(t, db)
 	flaky := &flakyLock{LockAPI: db}
 	const lease = 4 * time.Second
 	acquired := time.Now()
@@ -361,7 +362,7 @@ func TestOnlyTheHolderResumesTheSweep(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			db := emulatortest.DynamoDB(t)
-			table := emulatortest.CreateTable(t, db, schema.Deadlines, "pending")
+			table := newTable(t, db)
 			sweep, disabled := c.sweep(t)
 			start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 			a, err := rebuild.Acquire(ctx, db, table, "rebuild-a", time.Minute, func() time.Time { return start })

@@ -1,7 +1,7 @@
-// Package rebuild restores projections from the event store, for operators: it
-// replays every stream a projection is built from into it, and pauses the schedule
-// of whatever acts on the projection while it runs (a rebuilt row carries its
-// original time, so historical payments briefly look overdue).
+// Package rebuild restores the Deadlines table from the event store, for operators:
+// it replays every stream the table is built from into it, and pauses the schedule
+// of the sweep while it runs (a rebuilt row carries its original due time, so
+// historical payments briefly look overdue).
 package rebuild
 
 import (
@@ -12,11 +12,15 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
+	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"golang.org/x/sync/errgroup"
 )
 
 // Source is what a rebuild reads: the ids of the streams to replay, and each
@@ -30,12 +34,12 @@ type Source interface {
 	Read(ctx context.Context, streamID string, fromVersion int64) ([]eventstore.Record, error)
 }
 
-// Projector applies one event record to a projection. Apply must be idempotent and
-// ignore records older than what the projection already holds, as
-// (*deadlinetable.Projection).Apply does: a rebuild applies whatever is in the store, in
-// order, over whatever the projection holds already.
+// Projector applies one record to a projection, as deadlines.Projection does (the
+// Deadlines table, deadlines/dynamo's Table): Apply is idempotent, and a settled
+// row never comes back, so a rebuild applies whatever is in the store, in order,
+// over whatever the projection holds already.
 type Projector interface {
-	Apply(ctx context.Context, r eventstore.Record) error
+	Apply(ctx context.Context, r deadlines.Record) error
 }
 
 // Settings of a rebuild.
@@ -55,20 +59,25 @@ type Result struct {
 }
 
 // projected starts the ids of the streams the Deadlines table is built from: the
-// payments' (their outstanding rows), and the bikes' and the processes' (the open
-// processes: a request opens one, the process's completion closes it).
+// payments' (their outstanding rows, refunds owed and cancellations owed to the
+// provider), and the bikes' and the processes' (the open processes: a request
+// opens one, the process's completion closes it; and the returns due).
 var projected = []string{payment.StreamID(""), rental.StreamID(""), rentalpayment.StreamID("")}
 
-// Projected reports whether a stream is one the Deadlines table is built from.
+// Projected reports whether a stream is one the Deadlines table is built from:
+// the parking streams of the parked records are (their records open and settle
+// the redelivery kind's rows), as the streams above are.
 func Projected(streamID string) bool {
-	return slices.ContainsFunc(projected, func(prefix string) bool { return strings.HasPrefix(streamID, prefix) })
+	return parked.IsParkingStream(streamID) ||
+		slices.ContainsFunc(projected, func(prefix string) bool { return strings.HasPrefix(streamID, prefix) })
 }
 
 // Deadlines replays every stream the Deadlines table is built from (every
-// payment's, bike's and rental-payment process's) into projection: it lists the
+// payment's, bike's, rental-payment process's and parking stream's) into
+// projection, each record as dynamo.RecordOf reads it: it lists the
 // streams in one pass, reads each one and applies its records in version order,
 // Concurrency streams at a time. It creates no table and
-// deletes no row; because Apply is idempotent and guarded by event versions, running
+// deletes no row; because Apply is idempotent and a settled row stays settled, running
 // it again, after an interrupted run or over a projection the projector is writing
 // at the same time, is safe and ends in the same rows. The listing is a snapshot of
 // sorts, so events appended while it runs are the live projector's to apply: keep
@@ -139,31 +148,9 @@ func replay(ctx context.Context, events Source, projection Projector, streamID s
 		return 0, fmt.Errorf("rebuild: read stream %s: %w", streamID, err)
 	}
 	for _, r := range records {
-		if err := projection.Apply(ctx, r); err != nil {
+		if err := projection.Apply(ctx, dynamo.RecordOf(r)); err != nil {
 			return 0, fmt.Errorf("rebuild: apply %s version %d (%s): %w", streamID, r.Version, r.Type, err)
 		}
 	}
 	return len(records), nil
-}
-
-// Resharder is a projection that can move the row a record created (a payment's
-// outstanding row, a rental's open process) to its shard under its own shard
-// count, as (*deadlinetable.Projection).Reshard does.
-type Resharder interface {
-	Projector
-	Reshard(ctx context.Context, r eventstore.Record) error
-}
-
-// Resharding returns a Projector that applies each record as p does and then
-// moves the row it created to its shard under p's count: a rebuild through it
-// leaves every row in the index where a sweep with p's count finds it.
-func Resharding(p Resharder) Projector { return resharding{p} }
-
-type resharding struct{ Resharder }
-
-func (r resharding) Apply(ctx context.Context, rec eventstore.Record) error {
-	if err := r.Resharder.Apply(ctx, rec); err != nil {
-		return err
-	}
-	return r.Reshard(ctx, rec)
 }

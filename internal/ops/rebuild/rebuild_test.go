@@ -11,14 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/command"
-	"github.com/bikerental/bikerental/internal/app/deadline"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
+	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/process"
-	"github.com/bikerental/bikerental/internal/app/sweep"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
+	"github.com/bikerental/bikerental/internal/domain/ident"
+	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
 	"github.com/bikerental/bikerental/internal/testkit/rebuildtest"
@@ -29,7 +32,7 @@ func TestMain(m *testing.M) { emulatortest.Main(m) }
 var ctx = context.Background()
 
 var _ rebuild.Source = (*dynamo.Store)(nil)
-var _ rebuild.Projector = (*deadlinetable.Projection)(nil)
+var _ rebuild.Projector = (*deadlinetable.Table)(nil)
 
 // recordingCanceller passes CancelRentalPayment on and remembers for which rentals.
 type recordingCanceller struct {
@@ -81,10 +84,10 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 	if got := w.Pending(projection); !slices.Equal(got, outstanding) {
 		t.Fatalf("pending after rebuild %q, want the outstanding %q", got, outstanding)
 	}
-	if open, _, err := projection.OpenBefore(ctx, time.Now()); err != nil || len(open) != len(outstanding) {
-		t.Fatalf("open processes after rebuild %+v, %v; want the %d outstanding rentals'", open, err, len(outstanding))
+	if backlog, _, err := (deadlinekinds.Listing{Index: projection, Kinds: w.Kinds}).Backlog(ctx, time.Now()); err != nil || len(backlog.Open) != len(outstanding) {
+		t.Fatalf("open processes after rebuild %+v, %v; want the %d outstanding rentals'", backlog.Open, err, len(outstanding))
 	} else {
-		for _, o := range open {
+		for _, o := range backlog.Open {
 			if !slices.Contains(outstanding, o.RentalID) {
 				t.Errorf("rental %s is open after the rebuild; only the outstanding are", o.RentalID)
 			}
@@ -109,16 +112,25 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 		before[id] = w.PaymentOf(id)
 	}
 	canceller := &recordingCanceller{Canceller: w.Process}
-	kinds := deadlinekinds.MustDeclare(deadline.Policy{Timeout: 15 * time.Minute}, deadlinekinds.Receivers{Canceller: canceller})
-	sweeper := &sweep.Sweep{Deadlines: &deadline.Sweeper{Index: projection, Kinds: kinds}, Logger: slog.New(slog.DiscardHandler)}
-	sum, err := sweeper.Sweep(ctx, time.Now().Add(time.Hour))
+	kinds := deadlinekinds.MustDeclare(deadlinekinds.Policy{Timeout: 15 * time.Minute}, deadlinekinds.Receivers{Canceller: canceller})
+	sweeper, err := deadlines.NewSweeper(deadlines.SweeperConfig{Index: projection, Kinds: kinds, Every: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, err := sweeper.Sweep(ctx, time.Now().Add(time.Hour), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// then exactly the outstanding payments are called off,
-	if sum.Of(deadlinekinds.Payment).Found != len(outstanding) || sum.Of(deadlinekinds.Payment).Acted != len(outstanding) || sum.Of(deadlinekinds.Payment).Declined+sum.Of(deadlinekinds.Payment).NothingToDo+sum.Of(deadlinekinds.Payment).Failed != 0 {
-		t.Errorf("sweep %+v, want %d found and cancelled, nothing else", sum, len(outstanding))
+	var pay deadlines.KindSummary
+	for _, k := range sums {
+		if k.Kind == deadlinekinds.Payment {
+			pay = k
+		}
+	}
+	if pay.Found != len(outstanding) || pay.Acted != len(outstanding) || pay.Declined+pay.NothingToDo+pay.Failed != 0 {
+		t.Errorf("sweep %+v, want %d found and cancelled, nothing else", sums, len(outstanding))
 	}
 	slices.Sort(canceller.asked)
 	if !slices.Equal(canceller.asked, outstanding) {
@@ -145,11 +157,7 @@ func TestRebuiltProjectionListsExactlyTheOutstandingPaymentsAndTheSweepCancelsOn
 	if _, err := rebuild.Deadlines(ctx, w.Store, projection, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range cancelled {
-		if err := projection.Apply(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w.Project(projection, cancelled...)
 	if got := w.Pending(projection); len(got) != 0 {
 		t.Errorf("pending after the cancellations %q, want none", got)
 	}
@@ -166,18 +174,33 @@ func sameRecord(a, b eventstore.Record) bool {
 	return a.StreamID == b.StreamID && a.Version == b.Version && a.ID == b.ID
 }
 
+// TestRebuildReadsOnlyTheStreamsItProjects: a rebuild reads the bike's, the
+// payment's and the process's streams, and the parking streams, whose records
+// open and settle the parked records' rows, and no other (the renter's).
 func TestRebuildReadsOnlyTheStreamsItProjects(t *testing.T) {
 	w := rebuildtest.NewWorld(t)
 	w.Rent("bike1", rebuildtest.Confirmed)
+	requested := w.Read(rental.StreamID("bike1"))[1]
+	parker := &parked.Parker{Store: w.Store, Consumer: eventfilter.Process, NewID: ident.UUID}
+	if err := parker.Park(ctx, requested); err != nil {
+		t.Fatal(err)
+	}
 	src := &fakeSource{Source: w.Store}
-	res, err := rebuild.Deadlines(ctx, src, w.Projection(1), nil)
+	projection := w.Projection(1)
+	res, err := rebuild.Deadlines(ctx, src, projection, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(src.read)
-	want := []string{"bike-bike1", "payment-rp_bike1_AAAAAAAAAAAAAAAAAAAAAA", "rentalpayment-bike1_AAAAAAAAAAAAAAAAAAAAAA"}
-	if res.Streams != 3 || !slices.Equal(src.read, want) {
-		t.Errorf("read %d streams, %q; want only the bike's, the payment's and the process's %q", res.Streams, src.read, want)
+	want := []string{"bike-bike1", parked.StreamOf(eventfilter.Process, "bike-bike1"), "payment-rp_bike1_AAAAAAAAAAAAAAAAAAAAAA", "rentalpayment-bike1_AAAAAAAAAAAAAAAAAAAAAA"}
+	slices.Sort(want)
+	if res.Streams != 4 || !slices.Equal(src.read, want) {
+		t.Errorf("read %d streams, %q; want only the bike's, the payment's, the process's and the parking stream %q", res.Streams, src.read, want)
+	}
+	// The parked record's row is rebuilt with the rest.
+	if list, _, err := (deadlinekinds.Listing{Index: projection, Kinds: w.Kinds}).Parked(ctx); err != nil || len(list) != 1 ||
+		list[0].Consumer != eventfilter.Process || list[0].StreamID != requested.StreamID || list[0].Version != requested.Version {
+		t.Errorf("parked records after the rebuild: %+v, %v; want %s version %d for the process", list, err, requested.StreamID, requested.Version)
 	}
 }
 
@@ -232,9 +255,9 @@ type projector struct {
 	calls   atomic.Int64
 }
 
-func (p *projector) Apply(ctx context.Context, r eventstore.Record) error {
+func (p *projector) Apply(ctx context.Context, r deadlines.Record) error {
 	p.calls.Add(1)
-	if r.StreamID == p.failOn {
+	if r.Stream == p.failOn {
 		return errBroken
 	}
 	p.mu.Lock()
@@ -242,7 +265,7 @@ func (p *projector) Apply(ctx context.Context, r eventstore.Record) error {
 	if p.applied == nil {
 		p.applied = map[string][]int64{}
 	}
-	p.applied[r.StreamID] = append(p.applied[r.StreamID], r.Version)
+	p.applied[r.Stream] = append(p.applied[r.Stream], r.Position)
 	return nil
 }
 

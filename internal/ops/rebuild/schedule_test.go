@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/ops/rebuild"
 	"github.com/bikerental/bikerental/internal/testkit/rebuildtest"
@@ -153,7 +152,7 @@ func TestPauseSweepLeavesAScheduleThatWasAlreadyDisabledDisabled(t *testing.T) {
 	name := createSchedule(t, client, "", types.ScheduleStateDisabled)
 	counting := &countingScheduler{Scheduler: client}
 	db := emulatortest.DynamoDB(t)
-	l, err := rebuild.Acquire(ctx, db, emulatortest.CreateTable(t, db, schema.Deadlines, "pending"), "rebuild-a", 0, nil)
+	l, err := rebuild.Acquire(ctx, db, newTable(t, db), "rebuild-a", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

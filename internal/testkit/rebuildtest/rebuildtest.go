@@ -11,11 +11,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/bikerental/bikerental/internal/adapters/deadlinetable"
+	"github.com/bikerental/bikerental/deadlines"
+	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
-	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/app/command"
+	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/process"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -36,7 +37,8 @@ const (
 )
 
 // World is an Events table and an empty Deadlines table of its own on the
-// emulator, with the command handler and the rental-payment process on them.
+// emulator, with the command handler and the rental-payment process on them, and
+// the service's kinds of deadline under the default policy.
 type World struct {
 	T           testing.TB
 	Client      *dynamodb.Client
@@ -46,6 +48,9 @@ type World struct {
 	Store          *dynamo.Store
 	Commands       *command.Handler
 	Process        *process.Process
+	// Kinds are the service's kinds of deadline under the default policy
+	// (PAYMENT_TIMEOUT, STUCK_GRACE and RENTAL_PERIOD unset), without commands.
+	Kinds deadlines.Kinds
 }
 
 // NewWorld creates the tables, deleted when the test ends, and the parts on them.
@@ -54,8 +59,9 @@ func NewWorld(t testing.TB) *World {
 	client, events := emulatortest.EventsTable(t)
 	w := &World{
 		T: t, Client: client, EventsTable: events,
-		DeadlinesTable: emulatortest.CreateTable(t, client, schema.Deadlines, "pending"),
+		DeadlinesTable: emulatortest.CreateTable(t, client, deadlinetable.Definition, "deadlines"),
 		Store:          dynamo.New(client, events),
+		Kinds:          deadlinekinds.MustDeclare(deadlinekinds.Policy{}, deadlinekinds.Receivers{}),
 	}
 	w.Commands = command.New(w.Store, command.WithProvider(generic.Provider{}))
 	var err error
@@ -69,14 +75,31 @@ func NewWorld(t testing.TB) *World {
 	return w
 }
 
-// Projection returns a projection on the world's Deadlines table.
-func (w *World) Projection(shards int) *deadlinetable.Projection {
+// Projection returns the world's Deadlines table over its kinds, its rows spread
+// over shards; it does not check or record the table's shard count.
+func (w *World) Projection(shards int) *deadlinetable.Table {
 	w.T.Helper()
-	p, err := deadlinetable.New(w.Client, w.DeadlinesTable, shards, deadlinetable.DefaultMarkerTTL)
+	p, err := deadlinetable.New(w.Client, w.DeadlinesTable, w.Kinds, deadlinetable.WithShards(shards))
 	if err != nil {
 		w.T.Fatal(err)
 	}
 	return p
+}
+
+// Projector returns p as the projector's handler of the event store's records, as
+// the projector function and a repair give them: p.Apply of dynamo.RecordOf.
+func Projector(p deadlines.Projection) func(context.Context, eventstore.Record) error {
+	return func(ctx context.Context, r eventstore.Record) error { return p.Apply(ctx, dynamo.RecordOf(r)) }
+}
+
+// Project applies records to p, in order, as the projector would.
+func (w *World) Project(p deadlines.Projection, records ...eventstore.Record) {
+	w.T.Helper()
+	for _, r := range records {
+		if err := p.Apply(context.Background(), dynamo.RecordOf(r)); err != nil {
+			w.T.Fatalf("project %s version %d (%s): %v", r.StreamID, r.Version, r.Type, err)
+		}
+	}
 }
 
 // Rent registers bikeID, requests it, and lets the process react to the request as
@@ -153,13 +176,14 @@ func (w *World) PaymentOf(rentalID string) []eventstore.Record {
 	return w.Read(payment.StreamID(payment.ReferenceFor(rentalID)))
 }
 
-// Pending returns the rental ids the projection lists as outstanding, sorted, and
-// checks that each row carries the time its PaymentPrepared was recorded.
-func (w *World) Pending(p *deadlinetable.Projection) []string {
+// Pending returns the rental ids the index lists as outstanding payments, sorted,
+// and checks that each row is due the payment timeout after its PaymentPrepared
+// was recorded.
+func (w *World) Pending(idx deadlines.Index) []string {
 	w.T.Helper()
-	rows, err := p.List(context.Background(), 10_000)
-	if err != nil {
-		w.T.Fatal(err)
+	rows, more, err := deadlinekinds.Listing{Index: idx, Kinds: w.Kinds}.Payments(context.Background(), false, time.Time{}, deadlines.MaxLimit)
+	if err != nil || more {
+		w.T.Fatalf("pending payments: %v (more than %d: %v)", err, deadlines.MaxLimit, more)
 	}
 	var ids []string
 	for _, r := range rows {

@@ -41,7 +41,7 @@ func Settings() []Setting {
 	return []Setting{
 		{Name: AWSEndpoint}, {Name: AWSRegion}, {Name: AWSKeyID}, {Name: AWSSecretKey, Secret: true}, {Name: AWSSession, Secret: true},
 		{Name: wiring.EnvEventsTable}, {Name: wiring.EnvDeadlinesTable}, {Name: wiring.EnvDeadlinesShards}, {Name: wiring.EnvMarkerTTL},
-		{Name: wiring.EnvPaymentTimeout}, {Name: wiring.EnvStuckGrace}, {Name: wiring.EnvRentalPeriod}, {Name: wiring.EnvStuckRepair}, {Name: wiring.EnvSweepConcurrency},
+		{Name: wiring.EnvPaymentTimeout}, {Name: wiring.EnvStuckGrace}, {Name: wiring.EnvRentalPeriod}, {Name: wiring.EnvStuckRepair}, {Name: wiring.EnvSweepConcurrency}, {Name: wiring.EnvSweepRate},
 		{Name: wiring.EnvRecordingMode}, {Name: wiring.EnvRentalPrice}, {Name: wiring.EnvRentalCurrency},
 		{Name: paymentfn.EnvProvider}, {Name: paymentfn.EnvProviderTimeout}, {Name: paymentfn.EnvStripeSecretID}, {Name: paymentfn.EnvStripeSecretKey, Secret: true},
 		{Name: paymentfn.EnvStripeWebhookSecret, Secret: true}, {Name: paymentfn.EnvStripeAPIURL},
