@@ -63,7 +63,7 @@ func TestARepairedRentalEndsAsItsEventsSay(t *testing.T) {
 	rentalID := stuck(t, w, "stuck")
 	projection := w.Projection(2)
 	r := &repair.Repairer{Store: w.Store, Consumers: map[string]repair.Handler{
-		eventfilter.Process: w.Process.Handle, eventfilter.Projector: projection.Apply,
+		eventfilter.Process: w.Process.Handle, eventfilter.Projector: rebuildtest.Projector(projection),
 	}}
 	count := func() int {
 		n := 0
@@ -116,7 +116,7 @@ func TestTheSweepRepairsOnlyWhatNeedsNoOperator(t *testing.T) {
 	w := rebuildtest.NewWorld(t)
 	projection := w.Projection(2)
 	r := &repair.Repairer{Store: w.Store, Consumers: map[string]repair.Handler{
-		eventfilter.Process: w.Process.Handle, eventfilter.Projector: projection.Apply,
+		eventfilter.Process: w.Process.Handle, eventfilter.Projector: rebuildtest.Projector(projection),
 	}}
 
 	notStarted := rental.NewRentalID("alone", "AAAAAAAAAAAAAAAAAAAAAA")
@@ -191,7 +191,7 @@ func TestARepairReportsOnlyTheRefundsItRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &repair.Repairer{Store: w.Store, Consumers: map[string]repair.Handler{eventfilter.Process: proc.Handle, eventfilter.Projector: w.Projection(2).Apply}}
+	r := &repair.Repairer{Store: w.Store, Consumers: map[string]repair.Handler{eventfilter.Process: proc.Handle, eventfilter.Projector: rebuildtest.Projector(w.Projection(2))}}
 
 	// Cancelled, then paid: the webhook records the late success and the refund owed.
 	owed := w.Rent("owed", rebuildtest.Cancelled)

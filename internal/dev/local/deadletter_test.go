@@ -20,6 +20,7 @@ import (
 	"github.com/bikerental/bikerental/internal/dev/local"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
+	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/wiring"
 )
 
@@ -94,11 +95,12 @@ func TestADeadLetteredRentalIsRepairedFromTheEventStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	projection, err := wiring.Projection(cfg, getenv)
+	projection, err := wiring.DeadlineProjection(cfg, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &repair.Repairer{Store: store, Consumers: map[string]repair.Handler{eventfilter.Process: process.Handle, eventfilter.Projector: projection.Apply}}
+	r := &repair.Repairer{Store: store, Consumers: map[string]repair.Handler{eventfilter.Process: process.Handle,
+		eventfilter.Projector: func(ctx context.Context, r eventstore.Record) error { return projection.Apply(ctx, dynamo.RecordOf(r)) }}}
 	res, err := r.Repair(ctx, rentalID, false)
 	if err != nil || res.Before != rentalview.StatusRequested || res.After != rentalview.StatusAwaitingPayment {
 		t.Fatalf("repair: %+v, %v; want the process started and the payment prepared", res, err)
@@ -183,7 +185,7 @@ func TestADeadLetteredRentalIsFoundAndRepairedByTheSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("the process's open row to close", 10*time.Second, func() bool {
-		open, _, err := projection.OpenBefore(ctx, time.Now())
-		return err == nil && len(open) == 0
+		backlog, _, err := projection.Backlog(ctx, time.Now().Add(24*time.Hour))
+		return err == nil && len(backlog.Open) == 0
 	})
 }

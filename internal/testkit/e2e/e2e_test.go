@@ -157,8 +157,11 @@ func TestRealBinariesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		t.Errorf("the stack stopped with %v", err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	source := audit.NewDynamo(db, eventsTable, deadlinesTable)
-	report, err := audit.Run(context.Background(), source, source, audit.Options{})
+	listing, err := wiring.DeadlinesReader(cfg, func(k string) string { return settings[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := audit.Run(context.Background(), audit.NewDynamo(db, eventsTable), listing.Index, audit.Options{Kinds: listing.Kinds})
 	if err != nil || !report.OK() {
 		t.Errorf("the auditor: %v, %v", err, report.Violations)
 	}

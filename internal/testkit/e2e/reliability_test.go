@@ -259,7 +259,7 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	}
 
 	// Once quiet, the auditor finds nothing but the poison record itself.
-	report, err := audit.Run(context.Background(), audit.NewDynamo(client, eventsTable, deadlinesTable), audit.NewDynamo(client, eventsTable, deadlinesTable), audit.Options{Quiet: true})
+	report, err := audit.Run(context.Background(), audit.NewDynamo(client, eventsTable), listing.Index, audit.Options{Quiet: true, Kinds: listing.Kinds})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestUnreliableDeliveryCrashesAndAPoisonRecord(t *testing.T) {
 	if len(report.Violations) != 1 {
 		t.Errorf("the auditor found %d violations, want only the poison record: %v", len(report.Violations), report.Violations)
 	}
-	t.Logf("audit: %d streams, %d records, %d rentals, %d payments, %d pending rows", report.Streams, report.Records, report.Rentals, report.Payments, report.PendingRows)
+	t.Logf("audit: %d streams, %d records, %d rentals, %d payments, %d pending rows", report.Streams, report.Records, report.Rentals, report.Payments, report.DeadlineRows)
 }
 
 // sequenceOf returns the sequence number of the first stream record of the table's
