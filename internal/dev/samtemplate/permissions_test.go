@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -26,6 +27,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	stripewebhook "github.com/stripe/stripe-go/v85/webhook"
 
+	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/adapters/provider/stripe"
 	"github.com/bikerental/bikerental/internal/adapters/provider/webhook"
@@ -151,7 +153,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	})
 	var stuck atomic.Value // the rental whose confirmation the process refuses
 	stuck.Store("")
-	var unavailable atomic.Value // the rental for which the process's DynamoDB calls fail
+	var unavailable atomic.Value // the rental for which the process's and the projector's DynamoDB calls fail
 	unavailable.Store("")
 	up, err := local.StartWith(ctx, local.Options{
 		AWS: &cfg, Getenv: func(k string) string { return stackEnv[k] }, Logger: slog.New(slog.DiscardHandler),
@@ -161,7 +163,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 			if part == local.Runner {
 				return c, nil
 			}
-			if part == lambdas.Process {
+			if part == lambdas.Process || part == lambdas.Projector {
 				c = failingFor(c, &unavailable)
 			}
 			return counted(part, c), nil
@@ -211,19 +213,25 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 		return false, "no dead letter"
 	})
 
-	// A rental whose request the process cannot handle (DynamoDB fails it): the
-	// record is parked, and the sweep below delivers it again.
+	// A rental whose request the process and the projector cannot handle (DynamoDB
+	// fails them): each parks the record in a parking stream of its own, and the
+	// sweep below delivers it again to each.
 	parkedBike := "bike-park-" + ident.Random(6)
 	unavailable.Store(parkedBike + "_") // in every call for its rental, in no other
 	parkedRental := w.requestBike(parkedBike, "park")
-	w.waitFor("the rental's request to be parked", func() (bool, string) {
-		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.pending), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{
-				Value: deadlinekinds.RedeliveryPrefix + parked.Subject(eventfilter.Process, rentalpkg.StreamID(parkedBike), 2)}}})
-		if err != nil {
-			return false, err.Error()
+	w.waitFor("the rental's request to be parked by the process and the projector", func() (bool, string) {
+		for _, consumer := range []string{eventfilter.Process, eventfilter.Projector} {
+			out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.pending), ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{schema.DeadlineKey: &types.AttributeValueMemberS{
+					Value: deadlinekinds.RedeliveryPrefix + parked.Subject(consumer, rentalpkg.StreamID(parkedBike), 2)}}})
+			if err != nil {
+				return false, err.Error()
+			}
+			if out.Item == nil {
+				return false, "no row of the record parked by the " + consumer
+			}
 		}
-		return out.Item != nil, "no parked row"
+		return true, ""
 	})
 	unavailable.Store("")
 
@@ -254,6 +262,13 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	// the periodic sweep does otherwise, and finds the stuck rental in either mode.
 	if precise {
 		w.waitStatus(timedOut, rentalview.StatusCancelled)
+		// Lambda delivers a record at least once: the projector given an
+		// outstanding payment's PaymentPrepared again (twice here, so that one
+		// finds its schedule made) keeps the schedule where it is.
+		again := w.request("agin")
+		for range 2 {
+			redeliverPrepared(t, up, dynamo.New(w.db, names["EventsTable"]), again)
+		}
 	}
 	stuckDue := stuckRental.requested.Add(timeout + permissionsGrace)
 	w.waitFor("the stuck rental to be due for repair", func() (bool, string) {
@@ -632,7 +647,7 @@ func checkGrants(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, use
 }
 
 // failingFor makes every DynamoDB call of c that holds the string in id fail,
-// while id holds one: the process's calls for one rental, as if DynamoDB were down
+// while id holds one: a function's calls for one rental, as if DynamoDB were down
 // for it alone.
 func failingFor(c aws.Config, id *atomic.Value) aws.Config {
 	c.APIOptions = append(slices.Clone(c.APIOptions), func(stack *middleware.Stack) error {
@@ -647,4 +662,35 @@ func failingFor(c aws.Config, id *atomic.Value) aws.Config {
 			}), middleware.After)
 	})
 	return c
+}
+
+// redeliverPrepared hands the projector function r's PaymentPrepared again, as
+// Lambda's event source mapping may, and fails unless it is handled.
+func redeliverPrepared(t *testing.T, up *local.Up, store *dynamo.Store, r rental) {
+	t.Helper()
+	records, err := store.Read(context.Background(), payment.StreamID(payment.ReferenceFor(r.id)), 0)
+	if err != nil || len(records) == 0 || records[0].Type != (payment.PaymentPrepared{}).EventType() {
+		t.Fatalf("the payment of %s: %d records, %v", r.id, len(records), err)
+	}
+	image := map[string]events.DynamoDBAttributeValue{}
+	for name, v := range dynamo.EncodeRecord(records[0]) {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			image[name] = events.NewStringAttribute(v.Value)
+		case *types.AttributeValueMemberN:
+			image[name] = events.NewNumberAttribute(v.Value)
+		case *types.AttributeValueMemberL:
+			var list []events.DynamoDBAttributeValue
+			for _, e := range v.Value {
+				list = append(list, events.NewStringAttribute(e.(*types.AttributeValueMemberS).Value))
+			}
+			image[name] = events.NewListAttribute(list)
+		}
+	}
+	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "again", EventName: "INSERT", EventSource: "aws:dynamodb",
+		Change: events.DynamoDBStreamRecord{NewImage: image, SequenceNumber: "1", StreamViewType: "NEW_IMAGE"}}}}
+	var resp events.DynamoDBEventResponse
+	if err := local.Call(context.Background(), up.Functions.Projector, ev, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("the projector given %s's PaymentPrepared again: %+v, %v", r.id, resp, err)
+	}
 }
