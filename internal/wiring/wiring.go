@@ -133,7 +133,12 @@ func Process(store eventstore.Store, commands *command.Handler, getenv Getenv, l
 // kinds, its rows spread over DEADLINES_SHARDS and its settled markers kept for
 // SETTLED_MARKER_TTL; nil when DEADLINES_TABLE is not set.
 func DeadlineTable(cfg aws.Config, getenv Getenv, kinds deadlines.Kinds) (*deadlinetable.Table, error) {
-	set, err := pending(getenv, false, true)
+	return deadlineTable(cfg, getenv, kinds, true)
+}
+
+// deadlineTable is DeadlineTable, reading SETTLED_MARKER_TTL only for a writer.
+func deadlineTable(cfg aws.Config, getenv Getenv, kinds deadlines.Kinds, writes bool) (*deadlinetable.Table, error) {
+	set, err := pending(getenv, false, writes)
 	if err != nil || set.table == "" {
 		return nil, err
 	}
@@ -162,7 +167,7 @@ func DeadlinesReader(cfg aws.Config, getenv Getenv) (*deadlinekinds.Listing, err
 	if err != nil {
 		return nil, err
 	}
-	t, err := DeadlineTable(cfg, getenv, kinds)
+	t, err := deadlineTable(cfg, getenv, kinds, false)
 	if err != nil || t == nil {
 		return nil, err
 	}

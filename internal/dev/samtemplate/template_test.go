@@ -643,9 +643,9 @@ func TestEveryAlarmedSweepMetricIsWritten(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"CancellationsStillOwedAlarm": {"OwedCancellationsLeft"},
+		"CancellationsStillOwedAlarm": {"CancellationRowsFound"},
 		"OverduePaymentAlarm":         {"PaymentRowsOldestOverdue"},
-		"ParkedRecordsAlarm":          {"ParkedRecordsOldestAge"},
+		"ParkedRecordsAlarm":          {"RedeliveryRowsOldestOverdue"},
 		"StuckRentalsAlarm":           {"StuckRowsFound"},
 		"OverdueReturnsAlarm":         {"ReturnRowsFound"},
 		"StuckLeftAlarm":              {"StuckRowsDeclined", "StuckRowsFailed", "StuckRowsLeft"},
