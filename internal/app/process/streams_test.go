@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/provider/generic"
 	"github.com/bikerental/bikerental/internal/app/command"
@@ -21,14 +21,16 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
-	"github.com/bikerental/bikerental/internal/ports/lambda/streambatch"
+	"github.com/bikerental/bikerental/internal/wiring"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
 
 // TestDrivenByRealStreamRecords runs the process the way Lambda does: from the
 // Events table's DynamoDB stream in the local emulator (GetShardIterator and
-// GetRecords), through the same batch handler the process function runs.
+// GetRecords), through the same batch handler the process function runs
+// (awslambda.Stream over dynamo.StreamRecord, the process's handler given the
+// event store's record by wiring.Handle).
 func TestDrivenByRealStreamRecords(t *testing.T) {
 	modes(t, func(t *testing.T, mode process.RecordingMode) {
 		client, table := emulatortest.EventsTable(t)
@@ -46,9 +48,7 @@ func TestDrivenByRealStreamRecords(t *testing.T) {
 		poller := &streampoll.Poller{
 			Client:    dynamodbstreams.NewFromConfig(emulatortest.Config(t)),
 			StreamARN: aws.ToString(desc.Table.LatestStreamArn),
-			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-				return streambatch.HandleBatch(ctx, ev, process.Handle, streambatch.Options{Logger: logger}), nil
-			},
+			Handler:   awslambda.Stream(dynamo.StreamRecord, wiring.Handle(process.Handle), awslambda.Logger(logger)),
 		}
 		pollUntil := func(what string, cond func() bool) {
 			t.Helper()
