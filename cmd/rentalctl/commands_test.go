@@ -587,7 +587,7 @@ func TestChangingTheShardCount(t *testing.T) {
 			}
 			// The projector could not handle the rentals' requests: parked, each its
 			// row under the old count.
-			parker := &parked.Parker{Store: w.Store, Consumer: eventfilter.Projector, NewID: ident.UUID}
+			parker := &parked.Parker{Store: w.Store, Consumer: eventfilter.Projector, NewID: ident.UUID, Known: eventfilter.Known}
 			for _, id := range outstanding {
 				bike, _ := rental.BikeIDOf(id)
 				requested := w.Read(rental.StreamID(bike))[1]

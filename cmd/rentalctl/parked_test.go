@@ -29,7 +29,7 @@ func TestParkedListsWhatTheSweepRedelivers(t *testing.T) {
 		t.Fatalf("bike1's stream: %d records, %v", len(recs), err)
 	}
 	requested := recs[1]
-	parker := &parked.Parker{Store: w.Store, Consumer: eventfilter.Projector, NewID: ident.UUID}
+	parker := &parked.Parker{Store: w.Store, Consumer: eventfilter.Projector, NewID: ident.UUID, Known: eventfilter.Known}
 	if err := parker.Park(ctx, requested); err != nil {
 		t.Fatal(err)
 	}

@@ -201,7 +201,7 @@ const DefaultMetricsService = "bikerental"
 // each record it is given is parked in its parking stream of store, for the sweep
 // to deliver again (docs/decisions/0017-parked-stream-records.md).
 func Park(store eventstore.Store, consumer string) awslambda.Handler {
-	p := &parked.Parker{Store: store, Consumer: consumer, NewID: ident.UUID}
+	p := &parked.Parker{Store: store, Consumer: consumer, NewID: ident.UUID, Known: eventfilter.Known}
 	return func(ctx context.Context, r deadlines.Record) error {
 		rec, ok := r.Source.(eventstore.Record)
 		if !ok {

@@ -65,7 +65,7 @@ func newParkings(t *testing.T) *parkings {
 func (p *parkings) park(consumer, stream string, version int64, at time.Time) {
 	p.t.Helper()
 	p.clock = at
-	if err := (&parked.Parker{Store: p.store, Consumer: consumer, NewID: ident.UUID}).Park(ctx, eventstore.Record{StreamID: stream, Version: version}); err != nil {
+	if err := (&parked.Parker{Store: p.store, Consumer: consumer, NewID: ident.UUID, Known: eventfilter.Known}).Park(ctx, eventstore.Record{StreamID: stream, Version: version}); err != nil {
 		p.t.Fatal(err)
 	}
 	p.project(parked.StreamOf(consumer, stream))

@@ -94,10 +94,18 @@ func refundSubject(rentalID string, c payment.RefundOwedChange) string {
 
 // RentalOf returns the rental a row of the kind named kind is about: its subject,
 // but for a refund owed (RefundRental), whose subject may also name the provider
-// payment the money was taken on. Listings show it, and a repair mends it.
+// payment the money was taken on, for an owed cancellation, whose subject is its
+// payment's reference, and for a parked record, which is about a stream record
+// and names no rental (""). Listings show it, and a repair mends it.
 func RentalOf(kind, subject string) string {
-	if kind == Refund {
+	switch kind {
+	case Refund:
 		return RefundRental(subject)
+	case Cancellation:
+		rentalID, _ := payment.RentalIDFor(subject)
+		return rentalID
+	case Redelivery:
+		return ""
 	}
 	return subject
 }

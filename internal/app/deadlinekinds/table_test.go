@@ -236,7 +236,7 @@ func TestAParkedRecordIsKeptUntilRedelivered(t *testing.T) {
 
 	settled := eventstore.Record{StreamID: payment.StreamID(payment.ReferenceFor(rentalID)), Version: 3}
 	stream := parked.StreamOf(eventfilter.Process, settled.StreamID)
-	parker := &parked.Parker{Store: store, Consumer: eventfilter.Process, NewID: ident.UUID}
+	parker := &parked.Parker{Store: store, Consumer: eventfilter.Process, NewID: ident.UUID, Known: eventfilter.Known}
 	projected := int64(0)
 	project := func() []eventstore.Record {
 		t.Helper()

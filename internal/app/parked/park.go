@@ -23,6 +23,10 @@ type Parker struct {
 	Consumer string
 	// NewID names each event appended (ident.UUID in the service).
 	NewID func() string
+	// Known reports whether a consumer is one of the Events table's stream's: a
+	// record parked for another would be a parking stream's record the projector
+	// refuses, and holds up its partition.
+	Known func(consumer string) bool
 }
 
 // Park keeps r for delivery again to the parker's consumer: it appends
@@ -35,6 +39,9 @@ func (p *Parker) Park(ctx context.Context, r eventstore.Record) error {
 	}
 	if r.StreamID == "" || r.Version < 1 {
 		return fmt.Errorf("parked: park: record %q version %d", r.StreamID, r.Version)
+	}
+	if p.Known == nil || !p.Known(p.Consumer) {
+		return fmt.Errorf("parked: park %s version %d: unknown consumer %q", r.StreamID, r.Version, p.Consumer)
 	}
 	e := StreamRecordParked{Consumer: p.Consumer, StreamID: r.StreamID, Version: r.Version}
 	return appendOnce(ctx, p.Store, StreamOf(p.Consumer, r.StreamID), p.NewID, e, func(parked []int64) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
+	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
 	"github.com/bikerental/bikerental/internal/domain/ident"
@@ -70,7 +71,7 @@ func parkingStream(t *testing.T, store eventstore.Store, consumer, stream string
 // consumer's own stream.
 func TestParkKeepsARecordOnce(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, store eventstore.Store) {
-		p := &parked.Parker{Store: store, Consumer: "process", NewID: ident.UUID}
+		p := &parked.Parker{Store: store, Consumer: "process", NewID: ident.UUID, Known: eventfilter.Known}
 		r := rec("payment-rp_a", 3)
 		for range 2 {
 			if err := p.Park(ctx, r); err != nil {
@@ -92,7 +93,7 @@ func TestParkKeepsARecordOnce(t *testing.T) {
 		if got := parkingStream(t, store, "process", r.StreamID); !slices.Equal(got, []string{"parked 3"}) {
 			t.Errorf("the process's parking stream: %q, want the record parked once", got)
 		}
-		other := &parked.Parker{Store: store, Consumer: "projector", NewID: ident.UUID}
+		other := &parked.Parker{Store: store, Consumer: "projector", NewID: ident.UUID, Known: eventfilter.Known}
 		if err := other.Park(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +108,7 @@ func TestParkKeepsARecordOnce(t *testing.T) {
 // open a row of a record whose own row is the problem. Nothing is appended.
 func TestAParkingStreamsRecordIsNeverParked(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, store eventstore.Store) {
-		p := &parked.Parker{Store: store, Consumer: "projector", NewID: ident.UUID}
+		p := &parked.Parker{Store: store, Consumer: "projector", NewID: ident.UUID, Known: eventfilter.Known}
 		stream := parked.StreamOf("process", "payment-rp_a")
 		if !parked.IsParkingStream(stream) || parked.IsParkingStream("payment-rp_a") {
 			t.Fatalf("IsParkingStream does not tell %q from a stream of events", stream)
@@ -126,7 +127,7 @@ func TestAParkingStreamsRecordIsNeverParked(t *testing.T) {
 // be redelivered, so it is not parked; nothing is appended.
 func TestParkRefusesWhatItCannotKey(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, store eventstore.Store) {
-		p := &parked.Parker{Store: store, Consumer: "process", NewID: ident.UUID}
+		p := &parked.Parker{Store: store, Consumer: "process", NewID: ident.UUID, Known: eventfilter.Known}
 		for name, r := range map[string]eventstore.Record{
 			"no stream":  {Version: 1},
 			"no version": {StreamID: "bike-a"},
@@ -137,6 +138,13 @@ func TestParkRefusesWhatItCannotKey(t *testing.T) {
 			if got := parkingStream(t, store, "process", r.StreamID); len(got) != 0 {
 				t.Errorf("%s: parked %q", name, got)
 			}
+		}
+		unknown := &parked.Parker{Store: store, Consumer: "auditor", NewID: ident.UUID, Known: eventfilter.Known}
+		if err := unknown.Park(ctx, eventstore.Record{StreamID: "bike-a", Version: 1}); err == nil || !strings.Contains(err.Error(), "unknown consumer") {
+			t.Errorf("a record of an unknown consumer: %v, want a refusal", err)
+		}
+		if got := parkingStream(t, store, "auditor", "bike-a"); len(got) != 0 {
+			t.Errorf("parked for an unknown consumer: %q", got)
 		}
 	})
 }
@@ -178,7 +186,7 @@ func row(consumer, stream string, version int64) deadlines.Row {
 // parkAll parks the records of stream at versions for consumer.
 func parkAll(t *testing.T, store eventstore.Store, consumer, stream string, versions ...int64) {
 	t.Helper()
-	p := &parked.Parker{Store: store, Consumer: consumer, NewID: ident.UUID}
+	p := &parked.Parker{Store: store, Consumer: consumer, NewID: ident.UUID, Known: eventfilter.Known}
 	for _, v := range versions {
 		if err := p.Park(ctx, rec(stream, v)); err != nil {
 			t.Fatal(err)
@@ -315,7 +323,7 @@ func TestAParkAndARedeliveryAtOnceAreBothRecorded(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, inner eventstore.Store) {
 		const stream = "bike-a"
 		parkAll(t, inner, "process", stream, 3)
-		p := &parked.Parker{Store: inner, Consumer: "process", NewID: ident.UUID}
+		p := &parked.Parker{Store: inner, Consumer: "process", NewID: ident.UUID, Known: eventfilter.Known}
 		store := &racing{Store: inner, typ: parked.StreamRecordRedelivered{}.EventType(), first: func() {
 			var wg sync.WaitGroup
 			for range 4 {

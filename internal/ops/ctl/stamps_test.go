@@ -159,7 +159,7 @@ func TestEveryWriterStampsByTheConfiguredDurations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			parker := &parked.Parker{Store: sw.w.Store, Consumer: eventfilter.Projector, NewID: ident.UUID}
+			parker := &parked.Parker{Store: sw.w.Store, Consumer: eventfilter.Projector, NewID: ident.UUID, Known: eventfilter.Known}
 			streams, records := map[string]bool{}, 0
 			for _, rec := range sw.records {
 				if eventfilter.Wakes(eventfilter.Projector, rec.Type) {

@@ -181,7 +181,7 @@ func TestRebuildReadsOnlyTheStreamsItProjects(t *testing.T) {
 	w := rebuildtest.NewWorld(t)
 	w.Rent("bike1", rebuildtest.Confirmed)
 	requested := w.Read(rental.StreamID("bike1"))[1]
-	parker := &parked.Parker{Store: w.Store, Consumer: eventfilter.Process, NewID: ident.UUID}
+	parker := &parked.Parker{Store: w.Store, Consumer: eventfilter.Process, NewID: ident.UUID, Known: eventfilter.Known}
 	if err := parker.Park(ctx, requested); err != nil {
 		t.Fatal(err)
 	}
