@@ -87,7 +87,7 @@ fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')
 
 bench: moto ## benchmarks of the event store (both implementations) and of the hot paths
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/eventstore/... ./internal/adapters/dynamo/ ./internal/app/command/ ./internal/ports/lambda/streambatch/ ./internal/ports/httpapi/
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./internal/eventstore/... ./internal/adapters/dynamo/ ./internal/app/command/ ./internal/app/process/ ./internal/ports/httpapi/
 
 build: ## build every Lambda function into bin/<function>/bootstrap (linux/arm64) and report sizes
 	@for f in $(FUNCTIONS); do \
