@@ -47,7 +47,8 @@ func (s *Sweeper) SweepOne(ctx context.Context, kind, key string, now time.Time,
 		one.Kind.Left = 1
 		return one, nil
 	}
-	outcome, err := sendOne(ctx, cmd, row, "deadline:"+key)
+	cause := "deadline:" + key // the row's own schedule
+	outcome, err := sendOne(ctx, cmd, row, cause)
 	one.Kind.count(outcome, err)
 	if err != nil {
 		return one, fmt.Errorf("deadlines: %s %s: %w", k.Name, subject, err)

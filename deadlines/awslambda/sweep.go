@@ -106,7 +106,8 @@ func sweepAll(ctx context.Context, s *deadlines.Sweeper, trigger deadlines.Trigg
 		work, cancel = context.WithDeadline(ctx, dl.Add(-margin))
 	}
 	defer cancel()
-	sum.Kinds, err = s.Sweep(work, now, "sweep:"+sum.Now.Format(time.RFC3339Nano))
+	cause := "sweep:" + sum.Now.Format(time.RFC3339Nano)
+	sum.Kinds, err = s.Sweep(work, now, cause)
 	sum.Incomplete = work.Err() != nil && ctx.Err() == nil
 	return sum, err
 }
