@@ -126,7 +126,7 @@ func TestTheLengthRuleBites(t *testing.T) {
 		"internal/app/process/process.go":              true,
 		"internal/app/process/process_test.go":         false,
 		"internal/eventstore/eventstoretest/suite.go":  false,
-		"internal/testkit/capacitytest/capacity.go":    false,
+		"internal/testkit/iamtest/actions.go":          false,
 		"internal/dev/local/up.go":                     false,
 		"cmd/rentalctl/main.go":                        true,
 		"functions/command/main.go":                    true,

@@ -44,7 +44,7 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	rentalpkg "github.com/bikerental/bikerental/internal/domain/rental"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
+	"github.com/bikerental/bikerental/internal/testkit/iamtest"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/lambdas"
 )
@@ -114,7 +114,7 @@ type world struct {
 // runPaths runs every rental path in the mode params set, and returns what each
 // role was used for (by the function's logical id, and "SweepSchedulerRole") and the
 // template's Env of the run.
-func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string) (map[string][]capacitytest.Use, samtemplate.Env) {
+func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string) (map[string][]iamtest.Use, samtemplate.Env) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := emulatortest.Config(t)
 	names := map[string]string{
@@ -131,7 +131,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recorder := &capacitytest.Actions{Account: samtemplate.AccountID}
+	recorder := &iamtest.Actions{Account: samtemplate.AccountID}
 	counted := func(part string, c aws.Config) aws.Config {
 		c.APIOptions = append(slices.Clone(c.APIOptions), recorder.Middleware(part))
 		return c
@@ -286,7 +286,7 @@ func runPaths(t *testing.T, tpl *samtemplate.Template, params map[string]string)
 	}
 
 	// Who used what: the functions' own calls, and what AWS does with their roles.
-	uses := map[string][]capacitytest.Use{}
+	uses := map[string][]iamtest.Use{}
 	byName := map[string]string{}
 	for _, f := range lambdas.All() {
 		byName[f.Name] = logicalID(f.Name)
@@ -546,7 +546,7 @@ func coldStarts(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, cfg 
 // scheduler's role, invokes each schedule's target and sends what it cannot deliver
 // to the schedule's dead-letter queue: the sweep's schedule where it exists, and the
 // payments' one-time schedules where the projector made some.
-func platformUses(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, uses map[string][]capacitytest.Use) {
+func platformUses(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, uses map[string][]iamtest.Use) {
 	t.Helper()
 	eval := func(n samtemplate.Node) string {
 		t.Helper()
@@ -557,7 +557,7 @@ func platformUses(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, us
 		return fmt.Sprint(v)
 	}
 	add := func(who, action, resource, why string) {
-		uses[who] = append(uses[who], capacitytest.Use{Function: who, Action: action, Resource: resource, Call: why})
+		uses[who] = append(uses[who], iamtest.Use{Function: who, Action: action, Resource: resource, Call: why})
 	}
 	for _, fn := range tpl.Resources("AWS::Serverless::Function") {
 		group := eval(tpl.Resource(fn).Get("Properties", "LoggingConfig", "LogGroup"))
@@ -587,7 +587,7 @@ func platformUses(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, us
 		add(role, "sqs:SendMessage", eval(target.Get("DeadLetterConfig", "Arn")), "Scheduler, dead letters of schedule "+s)
 	}
 	projector := functionEnvironment(t, tpl, "ProjectorFunction", e)
-	if slices.ContainsFunc(uses["ProjectorFunction"], func(u capacitytest.Use) bool { return u.Action == "scheduler:CreateSchedule" }) {
+	if slices.ContainsFunc(uses["ProjectorFunction"], func(u iamtest.Use) bool { return u.Action == "scheduler:CreateSchedule" }) {
 		if arn, _ := e.Resource(role + ".Arn"); projector[wiring.EnvDeadlineRole] != fmt.Sprint(arn) {
 			t.Fatalf("the one-time schedules assume %s, not %s", projector[wiring.EnvDeadlineRole], role)
 		}
@@ -598,7 +598,7 @@ func platformUses(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, us
 
 // checkGrants fails for each use its role does not allow, and for each action a
 // role grants that nothing used.
-func checkGrants(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, uses map[string][]capacitytest.Use) {
+func checkGrants(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, uses map[string][]iamtest.Use) {
 	t.Helper()
 	roles := map[string][]samtemplate.Statement{}
 	for _, fn := range tpl.Resources("AWS::Serverless::Function") {
@@ -619,7 +619,7 @@ func checkGrants(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, use
 		roles[who] = st
 	}
 	for _, who := range slices.Sorted(maps.Keys(roles)) {
-		st, used := roles[who], capacitytest.Sorted(uses[who])
+		st, used := roles[who], iamtest.Sorted(uses[who])
 		var lines []string
 		for _, u := range used {
 			lines = append(lines, "  "+u.String())
@@ -637,7 +637,7 @@ func checkGrants(t *testing.T, tpl *samtemplate.Template, e samtemplate.Env, use
 			for _, a := range s.Actions {
 				for _, r := range s.Resources {
 					one := samtemplate.Statement{Effect: "Allow", Actions: []string{a}, Resources: []string{r}}
-					if !slices.ContainsFunc(used, func(u capacitytest.Use) bool { return one.Matches(u.Action, u.Resource) }) {
+					if !slices.ContainsFunc(used, func(u iamtest.Use) bool { return one.Matches(u.Action, u.Resource) }) {
 						t.Errorf("%s: %s grants %s on %s, which no path uses", who, s.Sid, a, r)
 					}
 				}

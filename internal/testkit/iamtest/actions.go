@@ -1,9 +1,9 @@
-// Package capacitytest records what the service's functions ask of AWS, for the
+// Package iamtest records what the service's functions ask of AWS, for the
 // tests that check their grants: Actions, an AWS SDK middleware, names the IAM
 // action and resource of every call (DynamoDB, EventBridge Scheduler, Secrets
 // Manager). What the calls cost in request units is counted by the deadlines
 // module's counter, package github.com/bikerental/bikerental/deadlines/dynamo/capacity.
-package capacitytest
+package iamtest
 
 import (
 	"context"

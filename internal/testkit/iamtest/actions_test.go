@@ -1,4 +1,4 @@
-package capacitytest_test
+package iamtest_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/bikerental/bikerental/internal/adapters/schema"
 	"github.com/bikerental/bikerental/internal/dev/emulator/emulatortest"
-	"github.com/bikerental/bikerental/internal/testkit/capacitytest"
+	"github.com/bikerental/bikerental/internal/testkit/iamtest"
 )
 
 // TestActionsNameWhatIAMAuthorizes runs calls against the emulator and checks the
@@ -26,7 +26,7 @@ import (
 func TestActionsNameWhatIAMAuthorizes(t *testing.T) {
 	ctx := context.Background()
 	cfg := emulatortest.Config(t)
-	rec := &capacitytest.Actions{Account: "123456789012"}
+	rec := &iamtest.Actions{Account: "123456789012"}
 	c := cfg.Copy()
 	c.APIOptions = append(slices.Clone(cfg.APIOptions), rec.Middleware("fn"))
 	db := dynamodb.NewFromConfig(c)
