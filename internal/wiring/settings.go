@@ -261,14 +261,11 @@ func CheckCore(getenv Getenv) error {
 	return err
 }
 
-// CheckProcess validates the settings the process function reads: EVENTS_TABLE,
-// STREAM_CONCURRENCY, RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY and
-// METRICS_SERVICE.
+// CheckProcess validates the settings the process reads: EVENTS_TABLE,
+// RECORDING_MODE, RENTAL_PRICE_CENTS, RENTAL_CURRENCY and METRICS_SERVICE; its
+// function's STREAM_CONCURRENCY is checked by streamfn.Batch.
 func CheckProcess(getenv Getenv) error {
 	if _, err := table(getenv, EnvEventsTable, true); err != nil {
-		return err
-	}
-	if _, err := StreamBatch(getenv, "", nil); err != nil {
 		return err
 	}
 	if _, err := RecordingMode(getenv); err != nil {
@@ -393,4 +390,10 @@ func RateExpression(interval time.Duration) string {
 		return fmt.Sprintf("rate(%d minutes)", n/60)
 	}
 	return fmt.Sprintf("rate(%d seconds)", n)
+}
+
+// BoundedInt reads a whole-number setting from 1 to max, def when unset. The error
+// wraps ErrBadSetting and names the variable.
+func BoundedInt(getenv Getenv, name string, def, max int) (int, error) {
+	return boundedInt(getenv, name, def, max)
 }

@@ -10,7 +10,6 @@
 package wiring
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,15 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/bikerental/bikerental/deadlines"
-	"github.com/bikerental/bikerental/deadlines/awslambda"
 	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/app/command"
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
-	"github.com/bikerental/bikerental/internal/app/eventfilter"
-	"github.com/bikerental/bikerental/internal/app/parked"
 	"github.com/bikerental/bikerental/internal/app/process"
-	"github.com/bikerental/bikerental/internal/domain/ident"
 	"github.com/bikerental/bikerental/internal/eventstore"
 )
 
@@ -196,49 +191,6 @@ func DeadlinePolicy(getenv Getenv) (deadlinekinds.Policy, error) {
 // DefaultMetricsService is the Service dimension of the metrics when
 // METRICS_SERVICE is not set.
 const DefaultMetricsService = "bikerental"
-
-// Park returns the Park hook of consumer's stream function (awslambda.Park):
-// each record it is given is parked in its parking stream of store, for the sweep
-// to deliver again (docs/decisions/0017-parked-stream-records.md).
-func Park(store eventstore.Store, consumer string) awslambda.Handler {
-	p := &parked.Parker{Store: store, Consumer: consumer, NewID: ident.UUID, Known: eventfilter.Known}
-	return func(ctx context.Context, r deadlines.Record) error {
-		rec, ok := r.Source.(eventstore.Record)
-		if !ok {
-			return fmt.Errorf("wiring: park %s at %d: not a record of the event store", r.Stream, r.Position)
-		}
-		return p.Park(ctx, rec)
-	}
-}
-
-// StreamBatch returns how the stream functions run their batches (awslambda.Stream):
-// the Events table's records as dynamo.StreamRecord decodes them, the event types
-// consumer is woken for (eventfilter), STREAM_CONCURRENCY streams at once, logging
-// to logger. A value that is not a whole number from 1 to awslambda.MaxConcurrency
-// is refused.
-func StreamBatch(getenv Getenv, consumer string, logger *slog.Logger) ([]awslambda.StreamOption, error) {
-	n, err := boundedInt(getenv, EnvStreamConcurrency, awslambda.DefaultConcurrency, awslambda.MaxConcurrency)
-	if err != nil {
-		return nil, err
-	}
-	opts := []awslambda.StreamOption{awslambda.Concurrency(n), awslambda.Types(eventfilter.Types(consumer)...)}
-	if logger != nil {
-		opts = append(opts, awslambda.Logger(logger))
-	}
-	return opts, nil
-}
-
-// Handle is h as the Handler of a stream function's batch: the record it is given
-// is the event store's the decoder read (dynamo.StreamRecord).
-func Handle(h func(context.Context, eventstore.Record) error) awslambda.Handler {
-	return func(ctx context.Context, r deadlines.Record) error {
-		rec, ok := r.Source.(eventstore.Record)
-		if !ok {
-			return fmt.Errorf("wiring: %s at %d: not a record of the event store", r.Stream, r.Position)
-		}
-		return h(ctx, rec)
-	}
-}
 
 // Int reads a whole-number setting, def when unset; it must be at least 1. The
 // error wraps ErrBadSetting and names the variable.

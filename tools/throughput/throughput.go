@@ -42,6 +42,7 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/streamfn"
 )
 
 // Config is one measurement.
@@ -156,15 +157,15 @@ func handlers(store eventstore.Store, commands *command.Handler, table deadlinet
 	if err != nil {
 		return nil, nil, err
 	}
-	processBatch, err := wiring.StreamBatch(getenv, eventfilter.Process, logger)
+	processBatch, err := streamfn.Batch(getenv, eventfilter.Process, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	projectorBatch, err := wiring.StreamBatch(getenv, eventfilter.Projector, logger)
+	projectorBatch, err := streamfn.Batch(getenv, eventfilter.Projector, logger)
 	if err != nil {
 		return nil, nil, err
 	}
-	return awslambda.Stream(dynamo.StreamRecord, wiring.Handle(p.Handle), processBatch...),
+	return awslambda.Stream(dynamo.StreamRecord, streamfn.Handle(p.Handle), processBatch...),
 		awslambda.Projector(deadlines, dynamo.StreamRecord, projectorBatch...), nil
 }
 

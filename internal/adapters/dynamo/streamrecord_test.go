@@ -18,7 +18,7 @@ import (
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
 	"github.com/bikerental/bikerental/internal/dev/streampoll/streampolltest"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/streamfn"
 )
 
 // insertBatch appends n single events to one stream and returns them as Lambda
@@ -197,7 +197,7 @@ func TestHandleBatch(t *testing.T) {
 				return nil
 			}
 
-			resp, err := awslambda.Stream(dynamo.StreamRecord, wiring.Handle(h), awslambda.Logger(logger))(ctx, tc.batch)
+			resp, err := awslambda.Stream(dynamo.StreamRecord, streamfn.Handle(h), awslambda.Logger(logger))(ctx, tc.batch)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/bikerental/bikerental/internal/dev/streampoll"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/streamfn"
 )
 
 // parked returns the records parked in w's Events table, as the redelivery
@@ -32,7 +32,7 @@ func (w *world) parked() []parked.Record {
 // two records a batch, each function parking what it cannot handle in its parking
 // stream of the Events table (wiring.Park), the process's handler being process.
 func (w *world) parkingPollers(process func(context.Context, eventstore.Record) error) []*streampoll.Poller {
-	return w.streamPollers(map[string]awslambda.Handler{eventfilter.Process: wiring.Handle(process)}, 2, true)
+	return w.streamPollers(map[string]awslambda.Handler{eventfilter.Process: streamfn.Handle(process)}, 2, true)
 }
 
 // TestAPoisonRecordHoldsUpNoOtherRental is RELIABILITY.md's test of what a record

@@ -15,6 +15,7 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/streamfn"
 	"github.com/bikerental/bikerental/internal/wiring/sweepfn"
 )
 
@@ -53,7 +54,7 @@ func TestTheSweepsRedeliveriesStampByTheConfiguredDurations(t *testing.T) {
 
 	// Park every record the projector reads, as the projector function parks
 	// what it cannot apply, and project the parkings, as it does.
-	park := wiring.Park(w.store, eventfilter.Projector)
+	park := streamfn.Park(w.store, eventfilter.Projector)
 	projection, err := wiring.DeadlineProjection(cfg, getenv)
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/eventstore"
 	"github.com/bikerental/bikerental/internal/lib/emf"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/streamfn"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -103,7 +103,7 @@ func newWorld(t testing.TB, shards int, opts ...command.Option) *world {
 		t.Fatal(err)
 	}
 	w.listing = deadlinekinds.Listing{Index: w.table, Kinds: w.kinds}
-	w.pollers = w.streamPollers(map[string]awslambda.Handler{eventfilter.Process: wiring.Handle(w.process.Handle)}, 0, false)
+	w.pollers = w.streamPollers(map[string]awslambda.Handler{eventfilter.Process: streamfn.Handle(w.process.Handle)}, 0, false)
 	return w
 }
 
@@ -135,12 +135,12 @@ func (w *world) streamPollers(handlers map[string]awslambda.Handler, batchSize i
 	logger := slog.New(slog.DiscardHandler)
 	var pollers []*streampoll.Poller
 	for _, consumer := range eventfilter.Consumers() {
-		opts, err := wiring.StreamBatch(func(string) string { return "" }, consumer, logger)
+		opts, err := streamfn.Batch(func(string) string { return "" }, consumer, logger)
 		if err != nil {
 			w.t.Fatal(err)
 		}
 		if park {
-			opts = append(opts, awslambda.Park(wiring.Park(w.store, consumer)))
+			opts = append(opts, awslambda.Park(streamfn.Park(w.store, consumer)))
 		}
 		handler := awslambda.Projector(w.table, dynamo.StreamRecord, opts...)
 		if h, ok := handlers[consumer]; ok {

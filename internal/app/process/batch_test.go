@@ -23,7 +23,7 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
 	"github.com/bikerental/bikerental/internal/eventstore"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/streamfn"
 )
 
 // hangsOn is a provider that never answers for one payment reference and answers
@@ -71,7 +71,7 @@ func TestAProviderThatNeverAnswersFailsOnlyItsRecord(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), awslambda.DefaultStreamMargin+3*time.Second)
 	defer cancel()
 
-	resp, err := awslambda.Stream(dynamo.StreamRecord, wiring.Handle(p.Handle), awslambda.Concurrency(3), awslambda.Logger(logger))(ctx, batch)
+	resp, err := awslambda.Stream(dynamo.StreamRecord, streamfn.Handle(p.Handle), awslambda.Concurrency(3), awslambda.Logger(logger))(ctx, batch)
 
 	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != batch.Records[1].Change.SequenceNumber {
 		t.Errorf("failures %v (%v), want exactly the second record's", resp.BatchItemFailures, err)
@@ -128,7 +128,7 @@ func BenchmarkHandleBatch(b *testing.B) {
 	}
 	for _, concurrency := range []int{1, awslambda.DefaultConcurrency} {
 		handle := func(b *testing.B, h func(context.Context, eventstore.Record) error) {
-			resp, err := awslambda.Stream(dynamo.StreamRecord, wiring.Handle(h), awslambda.Concurrency(concurrency), awslambda.Logger(logger))(ctx, batch)
+			resp, err := awslambda.Stream(dynamo.StreamRecord, streamfn.Handle(h), awslambda.Concurrency(concurrency), awslambda.Logger(logger))(ctx, batch)
 			if err != nil || len(resp.BatchItemFailures) != 0 {
 				b.Fatalf("batch failed at %v (%v)", resp.BatchItemFailures, err)
 			}

@@ -21,7 +21,7 @@ import (
 	"github.com/bikerental/bikerental/internal/domain/payment"
 	"github.com/bikerental/bikerental/internal/domain/rental"
 	"github.com/bikerental/bikerental/internal/domain/rentalpayment"
-	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/streamfn"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -48,7 +48,7 @@ func TestDrivenByRealStreamRecords(t *testing.T) {
 		poller := &streampoll.Poller{
 			Client:    dynamodbstreams.NewFromConfig(emulatortest.Config(t)),
 			StreamARN: aws.ToString(desc.Table.LatestStreamArn),
-			Handler:   awslambda.Stream(dynamo.StreamRecord, wiring.Handle(process.Handle), awslambda.Logger(logger)),
+			Handler:   awslambda.Stream(dynamo.StreamRecord, streamfn.Handle(process.Handle), awslambda.Logger(logger)),
 		}
 		pollUntil := func(what string, cond func() bool) {
 			t.Helper()

@@ -15,19 +15,20 @@ const module = "github.com/bikerental/bikerental/"
 var (
 	httpAPI   = []string{module + "internal/ports/httpapi"}
 	providers = []string{module + "internal/adapters/provider/", "github.com/stripe/stripe-go/", "github.com/aws/aws-sdk-go-v2/service/secretsmanager"}
-	schedules = []string{module + "internal/adapters/onetime", "github.com/aws/aws-sdk-go-v2/service/scheduler"}
-	sweeping  = []string{module + "internal/app/sweep", module + "internal/app/repair", module + "internal/ports/lambda/sweepmetrics"}
+	schedules = []string{module + "deadlines/schedules", "github.com/aws/aws-sdk-go-v2/service/scheduler"}
+	sweeping  = []string{module + "internal/wiring/sweepfn", module + "internal/app/repair", module + "internal/ports/lambda/sweepmetrics"}
+	streams   = []string{module + "internal/wiring/streamfn"}
 )
 
 // mustNotLink is, for each function and for the package every function's recipe
 // imports (internal/wiring), the packages it must not link: each function links
 // what it runs and nothing of the others' parts.
 var mustNotLink = map[string][][]string{
-	lambdas.Command:     {schedules, sweeping},
+	lambdas.Command:     {schedules, sweeping, streams},
 	lambdas.Process:     {httpAPI, schedules, sweeping},
 	lambdas.Projector:   {httpAPI, providers, sweeping},
-	lambdas.Sweep:       {httpAPI, schedules},
-	"./internal/wiring": {httpAPI, providers, schedules, sweeping},
+	lambdas.Sweep:       {httpAPI, schedules, streams},
+	"./internal/wiring": {httpAPI, providers, schedules, sweeping, streams},
 }
 
 // TestEachFunctionLinksWhatItRuns lists each function's packages as its build

@@ -16,12 +16,16 @@ import (
 	"github.com/bikerental/bikerental/internal/lib/emf"
 	"github.com/bikerental/bikerental/internal/wiring"
 	"github.com/bikerental/bikerental/internal/wiring/paymentfn"
+	"github.com/bikerental/bikerental/internal/wiring/streamfn"
 )
 
 // Check validates, touching nothing, every setting ProcessFunction reads: the
 // process's (wiring.CheckProcess) and the payment provider's (paymentfn.Check).
 func Check(getenv wiring.Getenv) error {
 	if err := wiring.CheckProcess(getenv); err != nil {
+		return err
+	}
+	if _, err := streamfn.Batch(getenv, eventfilter.Process, nil); err != nil {
 		return err
 	}
 	return paymentfn.Check(getenv)
@@ -44,7 +48,7 @@ func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err != nil {
 		return nil, err
 	}
-	batch, err := wiring.StreamBatch(getenv, eventfilter.Process, logger)
+	batch, err := streamfn.Batch(getenv, eventfilter.Process, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +62,6 @@ func ProcessFunction(ctx context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err != nil {
 		return nil, err
 	}
-	batch = append(batch, awslambda.Park(wiring.Park(store, eventfilter.Process)))
-	return wiring.StreamHandler(awslambda.Stream(dynamo.StreamRecord, wiring.Handle(p.Handle), batch...)), nil
+	batch = append(batch, awslambda.Park(streamfn.Park(store, eventfilter.Process)))
+	return wiring.StreamHandler(awslambda.Stream(dynamo.StreamRecord, streamfn.Handle(p.Handle), batch...)), nil
 }

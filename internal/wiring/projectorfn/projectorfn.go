@@ -23,6 +23,7 @@ import (
 	"github.com/bikerental/bikerental/internal/app/deadlinekinds"
 	"github.com/bikerental/bikerental/internal/app/eventfilter"
 	"github.com/bikerental/bikerental/internal/wiring"
+	"github.com/bikerental/bikerental/internal/wiring/streamfn"
 )
 
 // timerSettings are the settings of the rows' one-time schedules; precise is false
@@ -85,13 +86,13 @@ func validARN(s string) bool {
 }
 
 // Check validates, touching nothing, every setting ProjectorFunction reads: the
-// projection's (wiring.CheckProjection), STREAM_CONCURRENCY (wiring.StreamBatch) and
+// projection's (wiring.CheckProjection), STREAM_CONCURRENCY (streamfn.Batch) and
 // those of the one-time schedules (see Projection).
 func Check(getenv wiring.Getenv) error {
 	if err := wiring.CheckProjection(getenv); err != nil {
 		return err
 	}
-	if _, err := wiring.StreamBatch(getenv, eventfilter.Projector, nil); err != nil {
+	if _, err := streamfn.Batch(getenv, eventfilter.Projector, nil); err != nil {
 		return err
 	}
 	_, err := timers(getenv)
@@ -148,11 +149,11 @@ func ProjectorFunction(_ context.Context, cfg aws.Config, getenv wiring.Getenv, 
 	if err != nil {
 		return nil, err
 	}
-	batch, err := wiring.StreamBatch(getenv, eventfilter.Projector, logger)
+	batch, err := streamfn.Batch(getenv, eventfilter.Projector, logger)
 	if err != nil {
 		return nil, err
 	}
-	project := awslambda.Projector(projection, dynamo.StreamRecord, append(batch, awslambda.Park(wiring.Park(store, eventfilter.Projector)))...)
+	project := awslambda.Projector(projection, dynamo.StreamRecord, append(batch, awslambda.Park(streamfn.Park(store, eventfilter.Projector)))...)
 	// Rows written with another shard count than the table's would land where the
 	// sweep does not look: until the table's count is this projector's, every batch
 	// fails, saying how to reshard, and is retried. The check is made once per
