@@ -29,7 +29,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/deadlines/awslambda"
 	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
@@ -294,7 +293,7 @@ func (s *slowStore) since(from int, types []string) []events.DynamoDBEventRecord
 		if !wanted[r.Type] {
 			continue
 		}
-		image := lambdaImage(dynamo.EncodeRecord(r))
+		image := dynamo.StreamImage(dynamo.EncodeRecord(r))
 		out = append(out, events.DynamoDBEventRecord{
 			EventID: strconv.Itoa(from + i), EventName: "INSERT", EventSource: "aws:dynamodb", EventVersion: "1.1",
 			Change: events.DynamoDBStreamRecord{
@@ -304,35 +303,6 @@ func (s *slowStore) since(from int, types []string) []events.DynamoDBEventRecord
 		})
 	}
 	return out
-}
-
-// lambdaImage converts an Events item into the form Lambda delivers it in.
-func lambdaImage(item map[string]types.AttributeValue) map[string]events.DynamoDBAttributeValue {
-	out := make(map[string]events.DynamoDBAttributeValue, len(item))
-	for k, v := range item {
-		out[k] = lambdaValue(v)
-	}
-	return out
-}
-
-func lambdaValue(v types.AttributeValue) events.DynamoDBAttributeValue {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return events.NewStringAttribute(v.Value)
-	case *types.AttributeValueMemberN:
-		return events.NewNumberAttribute(v.Value)
-	case *types.AttributeValueMemberL:
-		list := make([]events.DynamoDBAttributeValue, len(v.Value))
-		for i, e := range v.Value {
-			list[i] = lambdaValue(e)
-		}
-		return events.NewListAttribute(list)
-	case *types.AttributeValueMemberM:
-		return events.NewMapAttribute(lambdaImage(v.Value))
-	case *types.AttributeValueMemberBOOL:
-		return events.NewBooleanAttribute(v.Value)
-	}
-	return events.NewNullAttribute()
 }
 
 // slowProvider creates payments after a latency, as a provider that holds the

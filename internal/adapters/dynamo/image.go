@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/internal/adapters/schema"
@@ -94,4 +95,48 @@ func StreamRecord(rec events.DynamoDBEventRecord) (deadlines.Record, bool, error
 // Source the record itself.
 func RecordOf(r eventstore.Record) deadlines.Record {
 	return deadlines.Record{Stream: r.StreamID, Position: r.Version, Type: r.Type, At: r.RecordedAt, Data: r.Data, Source: r}
+}
+
+// EventRecord is r as Lambda delivers its INSERT from the Events table's stream:
+// its keys and its new image, as EncodeRecord writes it, with sequence as its
+// sequence number. It is what StreamRecord reads back: for tests and tools that
+// play the stream.
+func EventRecord(r eventstore.Record, sequence string) events.DynamoDBEventRecord {
+	image := StreamImage(EncodeRecord(r))
+	return events.DynamoDBEventRecord{
+		EventID: sequence, EventName: string(events.DynamoDBOperationTypeInsert), EventSource: "aws:dynamodb",
+		Change: events.DynamoDBStreamRecord{
+			Keys:     map[string]events.DynamoDBAttributeValue{schema.EventsStreamID: image[schema.EventsStreamID], schema.EventsVersion: image[schema.EventsVersion]},
+			NewImage: image, SequenceNumber: sequence, StreamViewType: string(events.DynamoDBStreamViewTypeNewImage),
+		},
+	}
+}
+
+// StreamImage is an item of the table as a stream record carries it.
+func StreamImage(item map[string]types.AttributeValue) map[string]events.DynamoDBAttributeValue {
+	out := make(map[string]events.DynamoDBAttributeValue, len(item))
+	for k, v := range item {
+		out[k] = streamValue(v)
+	}
+	return out
+}
+
+func streamValue(v types.AttributeValue) events.DynamoDBAttributeValue {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return events.NewStringAttribute(v.Value)
+	case *types.AttributeValueMemberN:
+		return events.NewNumberAttribute(v.Value)
+	case *types.AttributeValueMemberL:
+		list := make([]events.DynamoDBAttributeValue, len(v.Value))
+		for i, e := range v.Value {
+			list[i] = streamValue(e)
+		}
+		return events.NewListAttribute(list)
+	case *types.AttributeValueMemberM:
+		return events.NewMapAttribute(StreamImage(v.Value))
+	case *types.AttributeValueMemberBOOL:
+		return events.NewBooleanAttribute(v.Value)
+	}
+	return events.NewNullAttribute()
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -284,5 +285,19 @@ func TestStreamRecordIsTheEventStoresRecord(t *testing.T) {
 		if again := dynamo.RecordOf(want); !reflect.DeepEqual(again, got) {
 			t.Errorf("RecordOf: %+v, want what the stream gave, %+v", again, got)
 		}
+	}
+}
+
+// TestEventRecordIsWhatStreamRecordReadsBack: a record as EventRecord plays
+// Lambda's delivery of it decodes to the same record, keys and all.
+func TestEventRecordIsWhatStreamRecordReadsBack(t *testing.T) {
+	r := eventstore.Record{StreamID: "bike-1", Version: 7, Event: eventstore.Event{
+		ID: "e7", Type: "BikeRequested", Data: json.RawMessage(`{"bikeId":"bike-1"}`), Tags: []string{"bike:bike-1", "rental:r"},
+		RecordedAt: time.Date(2026, 3, 1, 12, 0, 0, 123_000_000, time.UTC), CorrelationID: "r", CausationID: "request:1",
+	}}
+	rec := dynamo.EventRecord(r, "000000000000000000007")
+	got, ok, err := dynamo.StreamRecord(rec)
+	if err != nil || !ok || !reflect.DeepEqual(got.Source, r) || rec.Change.Keys["streamId"].String() != "bike-1" || rec.Change.Keys["version"].Number() != "7" {
+		t.Errorf("StreamRecord(EventRecord(r)) = %+v, %v, %v (keys %v); want r back", got.Source, ok, err, rec.Change.Keys)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/internal/adapters/dynamo"
@@ -169,38 +168,11 @@ func bikeRequestedBatch(b testing.TB, n int) events.DynamoDBEvent {
 		if err != nil {
 			b.Fatal(err)
 		}
-		item := dynamo.EncodeRecord(eventstore.Record{StreamID: rental.StreamID(bikeID), Version: 2, Event: eventstore.Event{
+		ev.Records[i] = dynamo.EventRecord(eventstore.Record{StreamID: rental.StreamID(bikeID), Version: 2, Event: eventstore.Event{
 			ID: fmt.Sprintf("evt-%d", i), Type: "BikeRequested", Data: data,
 			Tags:       []string{"bike:" + bikeID, "rental:" + rentalID},
 			RecordedAt: at, CorrelationID: rentalID, CausationID: "request:" + strconv.Itoa(i),
-		}})
-		image := make(map[string]events.DynamoDBAttributeValue, len(item))
-		for name, v := range item {
-			image[name] = lambdaValue(b, v)
-		}
-		seq := fmt.Sprintf("%021d", i+1)
-		ev.Records[i] = events.DynamoDBEventRecord{
-			AWSRegion: "eu-west-1", EventID: "id-" + seq, EventName: "INSERT", EventSource: "aws:dynamodb", EventVersion: "1.1",
-			Change: events.DynamoDBStreamRecord{NewImage: image, SequenceNumber: seq, StreamViewType: "NEW_IMAGE"},
-		}
+		}}, fmt.Sprintf("%021d", i+1))
 	}
 	return ev
-}
-
-// lambdaValue converts the attribute values an Events item holds into Lambda's form.
-func lambdaValue(b testing.TB, v ddbtypes.AttributeValue) events.DynamoDBAttributeValue {
-	switch v := v.(type) {
-	case *ddbtypes.AttributeValueMemberS:
-		return events.NewStringAttribute(v.Value)
-	case *ddbtypes.AttributeValueMemberN:
-		return events.NewNumberAttribute(v.Value)
-	case *ddbtypes.AttributeValueMemberL:
-		list := make([]events.DynamoDBAttributeValue, len(v.Value))
-		for i, e := range v.Value {
-			list[i] = lambdaValue(b, e)
-		}
-		return events.NewListAttribute(list)
-	}
-	b.Fatalf("an Events item holds no %T", v)
-	return events.DynamoDBAttributeValue{}
 }

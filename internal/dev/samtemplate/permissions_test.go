@@ -672,23 +672,7 @@ func redeliverPrepared(t *testing.T, up *local.Up, store *dynamo.Store, r rental
 	if err != nil || len(records) == 0 || records[0].Type != (payment.PaymentPrepared{}).EventType() {
 		t.Fatalf("the payment of %s: %d records, %v", r.id, len(records), err)
 	}
-	image := map[string]events.DynamoDBAttributeValue{}
-	for name, v := range dynamo.EncodeRecord(records[0]) {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			image[name] = events.NewStringAttribute(v.Value)
-		case *types.AttributeValueMemberN:
-			image[name] = events.NewNumberAttribute(v.Value)
-		case *types.AttributeValueMemberL:
-			var list []events.DynamoDBAttributeValue
-			for _, e := range v.Value {
-				list = append(list, events.NewStringAttribute(e.(*types.AttributeValueMemberS).Value))
-			}
-			image[name] = events.NewListAttribute(list)
-		}
-	}
-	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "again", EventName: "INSERT", EventSource: "aws:dynamodb",
-		Change: events.DynamoDBStreamRecord{NewImage: image, SequenceNumber: "1", StreamViewType: "NEW_IMAGE"}}}}
+	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{dynamo.EventRecord(records[0], "1")}}
 	var resp events.DynamoDBEventResponse
 	if err := local.Call(context.Background(), up.Functions.Projector, ev, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("the projector given %s's PaymentPrepared again: %+v, %v", r.id, resp, err)

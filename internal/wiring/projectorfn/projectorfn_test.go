@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/bikerental/bikerental/deadlines/schedules"
@@ -28,29 +27,8 @@ import (
 func TestMain(m *testing.M) { emulatortest.Main(m) }
 
 // lambdaRecord is a record of the Events table as Lambda delivers it.
-func lambdaRecord(t *testing.T, r eventstore.Record) events.DynamoDBEventRecord {
-	t.Helper()
-	image := map[string]events.DynamoDBAttributeValue{}
-	for name, v := range dynamo.EncodeRecord(r) {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			image[name] = events.NewStringAttribute(v.Value)
-		case *types.AttributeValueMemberN:
-			image[name] = events.NewNumberAttribute(v.Value)
-		case *types.AttributeValueMemberL:
-			var list []events.DynamoDBAttributeValue
-			for _, e := range v.Value {
-				list = append(list, events.NewStringAttribute(e.(*types.AttributeValueMemberS).Value))
-			}
-			image[name] = events.NewListAttribute(list)
-		default:
-			t.Fatalf("attribute %s of type %T", name, v)
-		}
-	}
-	return events.DynamoDBEventRecord{
-		EventID: "1", EventName: "INSERT", EventSource: "aws:dynamodb", AWSRegion: "us-east-1",
-		Change: events.DynamoDBStreamRecord{NewImage: image, SequenceNumber: "100", StreamViewType: "NEW_IMAGE"},
-	}
+func lambdaRecord(_ *testing.T, r eventstore.Record) events.DynamoDBEventRecord {
+	return dynamo.EventRecord(r, "100")
 }
 
 // TestASchedulerFailureDoesNotHoldTheProjectionBack runs the projector in precise
