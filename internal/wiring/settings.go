@@ -178,34 +178,34 @@ func RecordingMode(getenv Getenv) (process.RecordingMode, error) {
 	return mode, nil
 }
 
-// pendingSettings are the Deadlines table's settings.
-type pendingSettings struct {
+// deadlineSettings are the Deadlines table's settings.
+type deadlineSettings struct {
 	table  string
 	shards int
 	ttl    time.Duration
 }
 
-// pending reads DEADLINES_TABLE (with need, ErrNoDeadlinesTable when unset), DEADLINES_SHARDS (1 to
+// deadlineTableSettings reads DEADLINES_TABLE (with need, ErrNoDeadlinesTable when unset), DEADLINES_SHARDS (1 to
 // deadlinetable.MaxShards) and, when writes, SETTLED_MARKER_TTL.
-func pending(getenv Getenv, need, writes bool) (pendingSettings, error) {
+func deadlineTableSettings(getenv Getenv, need, writes bool) (deadlineSettings, error) {
 	if need && getenv(EnvDeadlinesTable) == "" {
-		return pendingSettings{}, ErrNoDeadlinesTable
+		return deadlineSettings{}, ErrNoDeadlinesTable
 	}
 	t, err := table(getenv, EnvDeadlinesTable, false)
 	if err != nil {
-		return pendingSettings{}, err
+		return deadlineSettings{}, err
 	}
 	shards, err := boundedInt(getenv, EnvDeadlinesShards, deadlinetable.DefaultShards, deadlinetable.MaxShards)
 	if err != nil {
-		return pendingSettings{}, err
+		return deadlineSettings{}, err
 	}
 	ttl := deadlinetable.DefaultMarkerTTL
 	if writes {
 		if ttl, err = durationSetting(getenv, EnvMarkerTTL, deadlinetable.DefaultMarkerTTL); err != nil {
-			return pendingSettings{}, err
+			return deadlineSettings{}, err
 		}
 	}
-	return pendingSettings{table: t, shards: shards, ttl: ttl}, nil
+	return deadlineSettings{table: t, shards: shards, ttl: ttl}, nil
 }
 
 // StuckRepair reads STUCK_REPAIR: true for auto (the default), false for off.
@@ -257,7 +257,7 @@ func CheckCore(getenv Getenv) error {
 	if _, err := RentalPrice(getenv); err != nil {
 		return err
 	}
-	_, err := pending(getenv, false, false)
+	_, err := deadlineTableSettings(getenv, false, false)
 	return err
 }
 
@@ -290,7 +290,7 @@ func CheckProjection(getenv Getenv) error {
 	if _, err := DeadlinePolicy(getenv); err != nil {
 		return err
 	}
-	if _, err := pending(getenv, true, true); err != nil {
+	if _, err := deadlineTableSettings(getenv, true, true); err != nil {
 		return err
 	}
 	_, err := RentalPeriod(getenv)
@@ -318,7 +318,7 @@ func CheckSweeper(getenv Getenv) error {
 	if _, err := RentalPeriod(getenv); err != nil {
 		return err
 	}
-	if _, err := pending(getenv, true, true); err != nil {
+	if _, err := deadlineTableSettings(getenv, true, true); err != nil {
 		return err
 	}
 	if _, err := DeadlinePolicy(getenv); err != nil {

@@ -133,7 +133,7 @@ func DeadlineTable(cfg aws.Config, getenv Getenv, kinds deadlines.Kinds) (*deadl
 
 // deadlineTable is DeadlineTable, reading SETTLED_MARKER_TTL only for a writer.
 func deadlineTable(cfg aws.Config, getenv Getenv, kinds deadlines.Kinds, writes bool) (*deadlinetable.Table, error) {
-	set, err := pending(getenv, false, writes)
+	set, err := deadlineTableSettings(getenv, false, writes)
 	if err != nil || set.table == "" {
 		return nil, err
 	}
