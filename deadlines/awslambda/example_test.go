@@ -3,6 +3,7 @@ package awslambda_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -26,8 +27,13 @@ func orderKinds(send deadlines.Command) deadlines.Kinds {
 }
 
 // The projector's Lambda: each event of the orders' table stream is applied to the
-// projection of the deadlines, which keeps the orders not yet confirmed.
+// projection of the deadlines, which keeps the orders not yet confirmed. The
+// orders' table keeps one item per event, so Items decodes its stream.
 func ExampleProjector() {
+	decode, err := awslambda.Items{Stream: "stream", Position: "position", Type: "type", At: "at", Data: "data"}.Decoder()
+	if err != nil {
+		panic(err) // in a Lambda's main: log.Fatal, refusing to start
+	}
 	kinds := orderKinds(nil)
 	projection := memory.New(kinds, 1) // the DynamoDB table's projection in a service
 	placed := time.Date(2026, 5, 4, 9, 0, 0, 0, time.UTC)
@@ -37,7 +43,7 @@ func ExampleProjector() {
 		insert(deadlines.Record{Stream: "order-17", Position: 2, Type: "OrderConfirmed", At: placed.Add(2 * time.Minute)}, 3),
 	}}
 
-	handler := awslambda.Projector(projection, decodeOrderEvent,
+	handler := awslambda.Projector(projection, decode,
 		awslambda.Types("OrderPlaced", "OrderConfirmed", "OrderCancelled"),
 		awslambda.Logger(slog.New(slog.DiscardHandler)))
 	// In the Lambda's main: lambda.Start(handler).
@@ -86,4 +92,32 @@ func ExampleSweep() {
 	// Output:
 	// cancel order-18 for sweep:2026-05-04T09:20:00Z
 	// {"now":"2026-05-04T09:20:00Z","incomplete":false,"kinds":[{"kind":"unconfirmed-order","found":1,"waiting":0,"acted":1,"declined":0,"nothingToDo":0,"failed":0,"left":0,"itemsRead":1,"oldestOverdueMs":300000}]} <nil>
+}
+
+// A table of one item per event, keyed by the order and a sequence number, with
+// the time in milliseconds: Items names its attributes, and its decoder reads
+// each INSERT of the table's stream as a record. A stream record of another kind
+// is no event; an event that does not decode is a corrupt record.
+func ExampleItems_Decoder() {
+	decode, err := awslambda.Items{Stream: "orderId", Position: "seq", Type: "eventType", At: "atMs", Data: "body"}.Decoder()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	placed := events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{NewImage: map[string]events.DynamoDBAttributeValue{
+		"orderId":   events.NewStringAttribute("order-17"),
+		"seq":       events.NewNumberAttribute("1"),
+		"eventType": events.NewStringAttribute("OrderPlaced"),
+		"atMs":      events.NewNumberAttribute("1777885200000"),
+		"body":      events.NewStringAttribute(`{"total":1200}`),
+	}}}
+	r, ok, err := decode(placed)
+	fmt.Println(r.Stream, r.Position, r.Type, r.At.Format(time.RFC3339), string(r.Data), ok, err)
+
+	placed.Change.NewImage["seq"] = events.NewStringAttribute("one")
+	_, ok, err = decode(placed)
+	fmt.Println(ok, errors.Is(err, deadlines.ErrCorruptRecord))
+	// Output:
+	// order-17 1 OrderPlaced 2026-05-04T09:00:00Z {"total":1200} true <nil>
+	// false true
 }

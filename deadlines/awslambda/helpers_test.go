@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -17,41 +16,19 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/bikerental/bikerental/deadlines"
+	"github.com/bikerental/bikerental/deadlines/awslambda"
 	"github.com/bikerental/bikerental/deadlines/memory"
 )
 
 // decodeOrderEvent reads an item of an Orders events table, one event per item
-// (stream, position, type, at in RFC 3339, data), from a stream record's new
-// image: only INSERTs are events, the table being append-only.
-func decodeOrderEvent(rec events.DynamoDBEventRecord) (deadlines.Record, bool, error) {
-	if rec.EventName != string(events.DynamoDBOperationTypeInsert) {
-		return deadlines.Record{}, false, nil
+// (orderItems).
+var decodeOrderEvent = func() awslambda.Decoder {
+	d, err := orderItems.Decoder()
+	if err != nil {
+		panic(err)
 	}
-	img := rec.Change.NewImage
-	text := func(name string) string {
-		if v, ok := img[name]; ok && v.DataType() == events.DataTypeString {
-			return v.String()
-		}
-		return ""
-	}
-	r := deadlines.Record{Stream: text("stream"), Type: text("type"), Data: []byte(text("data"))}
-	var errs []error
-	if v, ok := img["position"]; ok && v.DataType() == events.DataTypeNumber {
-		p, err := v.Int64()
-		r.Position, errs = p, append(errs, err)
-	} else {
-		errs = append(errs, errors.New("no position"))
-	}
-	at, err := time.Parse(time.RFC3339Nano, text("at"))
-	r.At, errs = at, append(errs, err)
-	if r.Stream == "" || r.Type == "" {
-		errs = append(errs, errors.New("no stream or no type"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return r, false, fmt.Errorf("%w: %w", deadlines.ErrCorruptRecord, err)
-	}
-	return r, true, nil
-}
+	return d
+}()
 
 // insert returns r as the INSERT of its item that a stream delivers, with the
 // sequence number seq.
