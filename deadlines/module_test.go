@@ -80,18 +80,46 @@ func TestTheModuleKnowsNoDomain(t *testing.T) {
 // directory, as a new user would, that imports every package of this one through a
 // replace to this checkout, and builds it outside any workspace.
 func TestAModuleOutsideImportsEveryPackageAndBuilds(t *testing.T) {
+	var imports []string
+	for _, p := range goList(t, "./...") {
+		if !strings.Contains(p, "/internal/") && !strings.HasSuffix(p, "/internal") {
+			imports = append(imports, "\t_ \""+p+"\"\n")
+		}
+	}
+	buildOutside(t, "package main\n\nimport (\n"+strings.Join(imports, "")+")\n\nfunc main() {}\n")
+	t.Logf("an outside module imports and builds %d packages", len(imports))
+}
+
+// TestTheQuickStartBuilds builds the README's quick start, the first Go block of its
+// section, as a program of a module outside.
+func TestTheQuickStartBuilds(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Quick start\n")
+	_, block, ok2 := strings.Cut(section, "\n```go\n")
+	code, _, ok3 := strings.Cut(block, "\n```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md has no Go block under ## Quick start")
+	}
+	if lines := strings.Count(code, "\n") + 1; lines > 60 {
+		t.Errorf("the quick start is %d lines: a quick start is about 30 lines of code and its imports", lines)
+	}
+	buildOutside(t, code+"\n")
+}
+
+// buildOutside makes a module in a temporary directory, as a new user would, whose
+// main.go is mainGo, requiring this module through a replace to this checkout, and
+// tidies, builds and vets it outside any workspace.
+func buildOutside(t *testing.T, mainGo string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds a module of its own")
 	}
 	here, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
-	}
-	var imports []string
-	for _, p := range goList(t, "./...") {
-		if !strings.Contains(p, "/internal/") && !strings.HasSuffix(p, "/internal") {
-			imports = append(imports, "\t_ \""+p+"\"\n")
-		}
 	}
 	dir := t.TempDir()
 	write := func(name, text string) {
@@ -100,7 +128,7 @@ func TestAModuleOutsideImportsEveryPackageAndBuilds(t *testing.T) {
 		}
 	}
 	write("go.mod", "module example.com/orders\n\ngo 1.26.0\n\nrequire "+modulePath+" v0.0.0\n\nreplace "+modulePath+" => "+here+"\n")
-	write("main.go", "package main\n\nimport (\n"+strings.Join(imports, "")+")\n\nfunc main() {}\n")
+	write("main.go", mainGo)
 	for _, args := range [][]string{{"mod", "tidy"}, {"build", "./..."}, {"vet", "./..."}} {
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
@@ -109,5 +137,4 @@ func TestAModuleOutsideImportsEveryPackageAndBuilds(t *testing.T) {
 			t.Fatalf("go %v in a module outside: %v\n%s", args, err, out)
 		}
 	}
-	t.Logf("an outside module imports and builds %d packages", len(imports))
 }
