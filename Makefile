@@ -29,7 +29,7 @@ FUNCTIONS := command process projector sweep
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: chromium help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-sweep-chart bench-units bench-history bench-startup bench-throughput build moto rie clean \
+.PHONY: chromium help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-deadlines bench-sweep-chart bench-units bench-history bench-startup bench-throughput build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 STACK_NEEDS = moto $(if $(filter stripe,$(PAYMENT_PROVIDER)),$(if $(STRIPE_API_URL),,$(STRIPE_MOCK)))
@@ -119,6 +119,22 @@ bench-sweep-chart: moto ## bench-sweep at 1,000, 10,000 and 100,000 pending rows
 	set -o pipefail; SWEEP_BENCH_SIZES=1000,10000,100000 $(GO) test -run '^$$' -bench BenchmarkSweepItemsRead -benchtime 1x -timeout 60m ./tools/sweepscale/ | tee docs/sweep-scaling.txt.partial
 	mv docs/sweep-scaling.txt.partial docs/sweep-scaling.txt
 	$(GO) run ./tools/cmd/sweepchart -in docs/sweep-scaling.txt -out docs/sweep-scaling.png
+
+# The deadlines module's own benchmarks (deadlines/dynamo/bench_test.go): what a
+# deadline costs on moto, moto's pace for 2,000 writes, and the sizing at 100,000
+# deadlines on the benchmarks' in-process table. Their output is kept as
+# deadlines/docs/bench-deadlines.txt, the data of the report and of the chart.
+DEADLINES_BENCH_COSTS := -bench '^BenchmarkWhatADeadlineCosts$$' -benchtime 20x
+DEADLINES_BENCH_MOTO := -bench '^BenchmarkApplyOnMoto$$' -benchtime 2000x
+DEADLINES_BENCH_SIZING := -bench '^(BenchmarkSizing|BenchmarkSweepReads)$$' -benchtime 1x
+DEADLINES_BENCH_ROWS := 1000,10000,100000
+deadlines_bench = ($(DEADLINES) MOTO_SERVER=$${MOTO_SERVER:-$$(command -v moto_server || echo $(CURDIR)/$(VENV)/bin/moto_server)} DEADLINES_BENCH_ROWS=$(DEADLINES_BENCH_ROWS) $(GO) test -run '^$$' -timeout 60m $(1) ./dynamo/)
+bench-deadlines: moto ## what a deadline costs and the module's sizing at 100,000 deadlines, as markdown and a chart (minutes)
+	set -o pipefail; { $(call deadlines_bench,$(DEADLINES_BENCH_COSTS)) && $(call deadlines_bench,$(DEADLINES_BENCH_MOTO)) && \
+		$(call deadlines_bench,$(DEADLINES_BENCH_SIZING)); } | tee deadlines/docs/bench-deadlines.txt.partial
+	mv deadlines/docs/bench-deadlines.txt.partial deadlines/docs/bench-deadlines.txt
+	$(GO) run ./tools/cmd/deadlinesreport -in deadlines/docs/bench-deadlines.txt -md deadlines/docs/costs.md -chart deadlines/docs/sweep-reads.png \
+		-command "make bench-deadlines, which runs, in deadlines/, GOWORK=off go test -run '^$$' ./dynamo/ with $(DEADLINES_BENCH_COSTS); with $(DEADLINES_BENCH_MOTO); and with $(DEADLINES_BENCH_SIZING) and DEADLINES_BENCH_ROWS=$(DEADLINES_BENCH_ROWS); then go run ./tools/cmd/deadlinesreport -in deadlines/docs/bench-deadlines.txt -md deadlines/docs/costs.md -chart deadlines/docs/sweep-reads.png"
 
 # What an approved rental's bike commands and view read at 0 to 10,000 earlier
 # rentals of the same bike, measured on moto (a few minutes: seeding 30,000 events),

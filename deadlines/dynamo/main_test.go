@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { moto.Main(m) }
 
 // newTable creates a fresh Deadlines table on moto, deleted when the test ends,
 // and returns a client of it and its name.
-func newTable(t *testing.T) (*dynamodb.Client, string) {
+func newTable(t testing.TB) (*dynamodb.Client, string) {
 	t.Helper()
 	client := moto.DynamoDB(t)
 	name := moto.TableName(t, "deadlines")
@@ -34,7 +34,7 @@ func newTable(t *testing.T) (*dynamodb.Client, string) {
 }
 
 // open returns a Table of a fresh table over kinds.
-func open(t *testing.T, kinds deadlines.Kinds, opts ...dynamo.Option) *dynamo.Table {
+func open(t testing.TB, kinds deadlines.Kinds, opts ...dynamo.Option) *dynamo.Table {
 	t.Helper()
 	client, name := newTable(t)
 	tb, err := dynamo.New(client, name, kinds, opts...)
