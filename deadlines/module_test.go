@@ -138,3 +138,43 @@ func buildOutside(t *testing.T, mainGo string) {
 		}
 	}
 }
+
+// TestTheREADMEsFiguresAreTheBenchmarks holds the tables of the README's sections on
+// cost and sizing to the report make bench-deadlines writes from the benchmarks'
+// output (docs/costs.md): every row of them is one of the report's, so that a
+// figure is never typed by hand, nor left behind when the benchmarks run again.
+func TestTheREADMEsFiguresAreTheBenchmarks(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := os.ReadFile(filepath.Join("docs", "costs.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := map[string]bool{}
+	for _, line := range strings.Split(string(report), "\n") {
+		reported[line] = true
+	}
+	rows := 0
+	for _, section := range []string{"## What a deadline costs", "## Sizing"} {
+		_, text, ok := strings.Cut(string(readme), "\n"+section+"\n")
+		if !ok {
+			t.Errorf("README.md has no section %q", section)
+			continue
+		}
+		text, _, _ = strings.Cut(text, "\n## ")
+		for _, line := range strings.Split(text, "\n") {
+			if !strings.HasPrefix(line, "|") {
+				continue
+			}
+			rows++
+			if !reported[line] {
+				t.Errorf("README.md, %s: %q is in no table of docs/costs.md", section, line)
+			}
+		}
+	}
+	if rows < 10 {
+		t.Errorf("README.md's cost and sizing sections have %d table rows: want the report's tables", rows)
+	}
+}
