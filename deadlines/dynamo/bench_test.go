@@ -185,7 +185,11 @@ func sizing(b *testing.B, shards, rows int) {
 		b.Fatal(err)
 	}
 	quiet := awslambda.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	project := awslambda.Projector(tb, decodeBenchRecord, quiet)
+	decode, err := awslambda.Items{Stream: "stream", Position: "position", Type: "type", At: "at"}.Decoder() // what benchInsert writes
+	if err != nil {
+		b.Fatal(err)
+	}
+	project := awslambda.Projector(tb, decode, quiet)
 	rng := rand.New(rand.NewPCG(5, 6))
 	ids := make([]string, rows)
 	for i := range ids {
@@ -376,18 +380,4 @@ func benchInsert(r deadlines.Record, seq int) events.DynamoDBEventRecord {
 			},
 		},
 	}
-}
-
-// decodeBenchRecord reads what benchInsert writes.
-func decodeBenchRecord(rec events.DynamoDBEventRecord) (deadlines.Record, bool, error) {
-	img := rec.Change.NewImage
-	position, err := img["position"].Int64()
-	if err != nil {
-		return deadlines.Record{}, false, fmt.Errorf("%w: %w", deadlines.ErrCorruptRecord, err)
-	}
-	at, err := time.Parse(time.RFC3339Nano, img["at"].String())
-	if err != nil {
-		return deadlines.Record{}, false, fmt.Errorf("%w: %w", deadlines.ErrCorruptRecord, err)
-	}
-	return deadlines.Record{Stream: img["stream"].String(), Position: position, Type: img["type"].String(), At: at}, true, nil
 }
