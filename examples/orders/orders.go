@@ -196,8 +196,8 @@ const tries = 3
 // place; an append that loses to another writer is decided again on what that
 // writer appended.
 func (s *Store) run(ctx context.Context, id string, data []byte, decide func(history) (decision, error)) (deadlines.Outcome, error) {
-	if id == "" || len(id) > MaxID {
-		return "", fmt.Errorf("%w: %q", ErrBadID, id)
+	if err := checkID(id); err != nil {
+		return "", err
 	}
 	for range tries {
 		events, err := s.Read(ctx, id)
@@ -218,6 +218,13 @@ func (s *Store) run(ctx context.Context, id string, data []byte, decide func(his
 		}
 	}
 	return "", fmt.Errorf("%w: %s, %d tries", ErrConflict, id, tries)
+}
+
+func checkID(id string) error {
+	if id == "" || len(id) > MaxID {
+		return fmt.Errorf("%w: %q", ErrBadID, id)
+	}
+	return nil
 }
 
 // payload is a JSON object of one string member, or nothing for an empty value.

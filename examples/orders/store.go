@@ -78,6 +78,9 @@ func (s *Store) now() time.Time {
 // Read returns the events of the stream id in order, read strongly consistently;
 // none for a stream that does not exist.
 func (s *Store) Read(ctx context.Context, id string) ([]Event, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.Table),
 		KeyConditionExpression:    aws.String("#id = :id"),

@@ -226,8 +226,8 @@ func TestACancelAfterTheConfirmationIsDeclined(t *testing.T) {
 func TestTheReminderIsSentOnce(t *testing.T) {
 	f := newFixture(t)
 	issue := func(ctx context.Context, id string) (deadlines.Outcome, error) { return f.store.Issue(ctx, id, "o-1") }
-	f.do(t0, issue, "i-1")                    // unpaid: reminded
-	f.do(t0, issue, "i-2")                    // paid in time: never reminded
+	f.do(t0, issue, "i-1") // unpaid: reminded
+	f.do(t0, issue, "i-2") // paid in time: never reminded
 	f.do(t0.Add(time.Hour), f.store.Pay, "i-2")
 	f.do(t0.Add(2*time.Hour), issue, "i-3") // paid once overdue, before the sweep: declined
 	f.project()

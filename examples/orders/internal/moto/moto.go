@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,10 +103,12 @@ func TableName(prefix string) string {
 }
 
 type server struct {
-	endpoint string
+	endpoint string // the proxy's
+	backend  string // moto's own
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	log      string
+	proxy    *http.Server
 }
 
 func start(ctx context.Context) (*server, error) {
@@ -138,13 +142,46 @@ func start(ctx context.Context) (*server, error) {
 		os.Remove(log.Name())
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &server{endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, exited: make(chan struct{}), log: log.Name()}
+	s := &server{backend: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, exited: make(chan struct{}), log: log.Name()}
 	go func() { cmd.Wait(); close(s.exited) }()
 	if err := s.waitReady(ctx); err != nil {
 		s.stop()
 		return nil, err
 	}
+	if err := s.serveProxy(); err != nil {
+		s.stop()
+		return nil, err
+	}
 	return s, nil
+}
+
+// serveProxy puts a loopback proxy in front of moto that passes on one request at
+// a time. moto 5.2.1 checks a write's condition and then writes under no lock of
+// its own, so two conditional appends at one place could, rarely, both succeed;
+// one request at a time makes a conditional write atomic, as DynamoDB's are.
+func (s *server) serveProxy() error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	backend, err := url.Parse(s.backend)
+	if err != nil {
+		return err
+	}
+	rp := httputil.NewSingleHostReverseProxy(backend)
+	rp.Transport = &http.Transport{} // no proxy from the environment
+	var one sync.Mutex
+	s.proxy = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			one.Lock()
+			defer one.Unlock()
+			rp.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go s.proxy.Serve(l)
+	s.endpoint = "http://" + l.Addr().String()
+	return nil
 }
 
 // waitReady asks the server until it answers, the process ends, or ctx is done.
@@ -153,7 +190,7 @@ func (s *server) waitReady(ctx context.Context) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.endpoint+"/moto-api/", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.backend+"/moto-api/", nil)
 		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -164,14 +201,18 @@ func (s *server) waitReady(ctx context.Context) error {
 		case <-s.exited:
 			return fmt.Errorf("moto_server exited during start-up: %s", s.logTail())
 		case <-ctx.Done():
-			return fmt.Errorf("moto_server did not answer at %s: %w: %s", s.endpoint, ctx.Err(), s.logTail())
+			return fmt.Errorf("moto_server did not answer at %s: %w: %s", s.backend, ctx.Err(), s.logTail())
 		case <-tick.C:
 		}
 	}
 }
 
-// stop ends the server (SIGTERM, then SIGKILL after five seconds) and removes its log.
+// stop closes the proxy, ends the server (SIGTERM, then SIGKILL after five
+// seconds) and removes its log.
 func (s *server) stop() {
+	if s.proxy != nil {
+		s.proxy.Close()
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.exited:
