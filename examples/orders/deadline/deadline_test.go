@@ -24,9 +24,10 @@ import (
 	"github.com/bikerental/bikerental/examples/orders/internal/moto"
 )
 
-// t0 is when the tests' histories start: long enough ago that every sweep's
-// scheduled time is before the clock, which the sweep would take instead.
-var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+// t0 is when the tests' histories start: 30 days ago, on the hour, so that every
+// sweep's scheduled time (14 days after it at the latest) is before the clock,
+// which the sweep would take instead.
+var t0 = time.Now().UTC().Truncate(time.Hour).Add(-30 * 24 * time.Hour)
 
 // fixture is an Orders table and a Deadlines table on moto, the handlers
 // deadline.New builds over them from the environment (as the functions' mains
