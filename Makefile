@@ -23,13 +23,19 @@ PKGS := ./... ./tools/...
 # The deadlines module (deadlines/go.mod): built, vetted, linted and tested on its
 # own, outside the workspace, as a service that imports it sees it.
 DEADLINES := cd deadlines && GOWORK=off
+# The example service of another domain on the deadlines module (examples/orders,
+# a module of its own), used as an outsider would: outside the workspace too.
+EXAMPLE := cd examples/orders && GOWORK=off
+# The baseline's count of the same two deadlines kept as one EventBridge Scheduler
+# schedule per item, by the rule make example-lines counts with.
+EXAMPLE_BASELINE_LINES := 67
 
 FUNCTIONS := command process projector sweep
 # Lambda binaries: static, no RPC mode, stripped; provided.al2023 on arm64.
 LAMBDA_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_FLAGS := -tags lambda.norpc -ldflags "-s -w" -trimpath
 
-.PHONY: chromium help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-deadlines bench-sweep-chart bench-units bench-history bench-startup bench-throughput build moto rie clean \
+.PHONY: example-lines chromium help demo soak run test lint lint-openapi vet fmt staticcheck stripe-mock bench bench-sweep bench-deadline bench-deadlines bench-sweep-chart bench-units bench-history bench-startup bench-throughput build moto rie clean \
 	build-CommandFunction build-ProcessFunction build-ProjectorFunction build-SweepFunction
 
 STACK_NEEDS = moto $(if $(filter stripe,$(PAYMENT_PROVIDER)),$(if $(STRIPE_API_URL),,$(STRIPE_MOCK)))
@@ -62,15 +68,17 @@ test: moto rie stripe-mock chromium lint build ## make lint and every test, the 
 	$(TEST_ENV) $(GO) test -count=1 -race -timeout 15m $(RACE_PKGS)
 	$(TEST_ENV) $(GO) test -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -vxF -f <($(GO) list $(RACE_PKGS)))
 	$(DEADLINES) MOTO_SERVER=$${MOTO_SERVER:-$$(command -v moto_server || echo $(CURDIR)/$(VENV)/bin/moto_server)} $(GO) test -count=1 -race -timeout 10m ./...
+	$(EXAMPLE) MOTO_SERVER=$${MOTO_SERVER:-$$(command -v moto_server || echo $(CURDIR)/$(VENV)/bin/moto_server)} $(GO) test -count=1 -race -timeout 10m ./...
 
-lint: vet $(STATICCHECK) ## go vet, a gofmt check, staticcheck and cfn-lint on template.yaml, over the service, tools/ and the deadlines module
+lint: vet $(STATICCHECK) ## go vet, a gofmt check, staticcheck and cfn-lint on the templates, over the service, tools/, the deadlines module and the example
 	$(STATICCHECK) $(PKGS)
 	$(DEADLINES) ../$(STATICCHECK) ./...
+	$(EXAMPLE) ../../$(STATICCHECK) ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './$(VENV)/*')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
-	@if command -v cfn-lint >/dev/null 2>&1; then cfn-lint --include-checks I -- template.yaml && echo "cfn-lint: template.yaml ok (informational checks included)"; \
-	elif [ -x $(VENV)/bin/cfn-lint ]; then $(VENV)/bin/cfn-lint --include-checks I -- template.yaml && echo "cfn-lint: template.yaml ok (informational checks included)"; \
-	else echo "cfn-lint not found: install it with make moto (into .venv) or pip install cfn-lint"; exit 1; fi
+	@if command -v cfn-lint >/dev/null 2>&1; then cfn=cfn-lint; elif [ -x $(VENV)/bin/cfn-lint ]; then cfn=$(VENV)/bin/cfn-lint; \
+	else echo "cfn-lint not found: install it with make moto (into .venv) or pip install cfn-lint"; exit 1; fi; \
+	for t in template.yaml examples/orders/template.yaml; do $$cfn --include-checks I -- $$t && echo "cfn-lint: $$t ok (informational checks included)" || exit 1; done
 
 # Every rule at error level (recommended-strict), so that a warning fails it too.
 # Not part of make test: it needs Node.js and npm's registry. The properties tools
@@ -82,6 +90,15 @@ lint-openapi: ## lint api/openapi.yaml with Redocly's CLI at its pinned version,
 vet:
 	$(GO) vet $(PKGS)
 	$(DEADLINES) $(GO) vet ./...
+	$(EXAMPLE) $(GO) vet ./...
+
+# The files listed in examples/orders/deadline-files.txt are the example's Go for
+# its deadlines; its test TestTheDeadlineGoIsShorterThanTheBaseline counts the same
+# list the same way and fails at the baseline's count or more.
+example-lines: ## print the example service's deadline Go by the baseline's counting rule
+	@cd examples/orders && total=0; for f in $$(cat deadline-files.txt); do \
+		n=$$(grep -cvE '^\s*(//.*)?$$' $$f); total=$$((total + n)); printf '%4d %s\n' $$n $$f; \
+	done; printf '%4d in all\n%4d the baseline (one EventBridge Scheduler schedule per item)\n' $$total $(EXAMPLE_BASELINE_LINES)
 
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')
