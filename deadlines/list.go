@@ -62,6 +62,9 @@ type token struct {
 // same millisecond as the token's row or the limit-th) from each shard of each kind
 // it lists, never a scan.
 func List(ctx context.Context, idx Index, kinds Kinds, q Query) (Page, error) {
+	if noIndex(idx) {
+		return Page{}, errors.New("deadlines: list: no Index")
+	}
 	listed, after, err := q.check(kinds)
 	if err != nil {
 		return Page{}, err

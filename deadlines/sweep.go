@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -45,7 +46,7 @@ type Sweeper struct {
 // NewSweeper returns the sweeper cfg describes, or what is wrong with it.
 func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
 	var errs []error
-	if cfg.Index == nil {
+	if noIndex(cfg.Index) {
 		errs = append(errs, errors.New("deadlines: sweeper: no Index"))
 	} else if cfg.Index.Shards() < 1 {
 		errs = append(errs, fmt.Errorf("deadlines: sweeper: an index of %d shards", cfg.Index.Shards()))
@@ -296,4 +297,17 @@ func (ks *KindSummary) count(o Outcome, err error) {
 	default:
 		ks.NothingToDo++
 	}
+}
+
+// noIndex reports whether idx is nil, or a nil pointer (or map, or func) in an
+// Index: what a constructor that failed returns beside its error.
+func noIndex(idx Index) bool {
+	if idx == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(idx); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }

@@ -208,12 +208,23 @@ func TestABadSweeperIsRefused(t *testing.T) {
 		want string
 	}{
 		{deadlines.SweeperConfig{Kinds: kinds, Every: time.Minute}, "no Index"},
+		// what a constructor that failed returns, passed on before its error is read
+		{deadlines.SweeperConfig{Index: (*memory.Index)(nil), Kinds: kinds, Every: time.Minute}, "no Index"},
 		{deadlines.SweeperConfig{Index: memory.New(kinds, 1), Every: time.Minute}, "no Kinds"},
 		{deadlines.SweeperConfig{Index: memory.New(kinds, 1), Kinds: kinds}, `kind "unconfirmed-order" backs off its sends: want Every`},
 		{deadlines.SweeperConfig{Index: memory.New(kinds, 1), Kinds: kinds, Every: time.Minute, Concurrency: -1}, "neither negative"},
 	} {
 		if _, err := deadlines.NewSweeper(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("NewSweeper(%+v) = %v; want an error saying %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+func TestAListingWithoutAnIndexIsAnError(t *testing.T) {
+	kinds := deadlines.MustKinds(orderKind(&receiver{}, deadlines.Backoff{}))
+	for _, idx := range []deadlines.Index{nil, (*memory.Index)(nil)} {
+		if _, err := deadlines.List(context.Background(), idx, kinds, deadlines.Query{Limit: 1}); err == nil || !strings.Contains(err.Error(), "no Index") {
+			t.Errorf("List over %#v: %v, want an error saying no Index", idx, err)
 		}
 	}
 }
