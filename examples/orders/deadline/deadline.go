@@ -1,5 +1,5 @@
 // Package deadline is all the orders need for their deadlines: the two kinds, the
-// decoder of the Orders table's stream, and the two Lambda handlers built from
+// layout of the Orders table's items its stream is decoded by, and the two Lambda handlers built from
 // the environment (ORDERS_TABLE, DEADLINES_TABLE, and the AWS SDK's own).
 package deadline
 
@@ -42,17 +42,9 @@ func (r receiver) Send(ctx context.Context, row deadlines.Row, cause string) (de
 	return r(ctx, row.Subject, cause)
 }
 
-// Decode reads a record of the Orders table's stream: every INSERT is an event
-// (the table is only appended to), and nothing else is. Position is left out:
-// neither kind is Ordered.
-func Decode(rec events.DynamoDBEventRecord) (deadlines.Record, bool, error) {
-	if rec.EventName != "INSERT" {
-		return deadlines.Record{}, false, nil
-	}
-	img := rec.Change.NewImage
-	at, err := time.Parse(time.RFC3339Nano, img[orders.AttrAt].String())
-	return deadlines.Record{Stream: img[orders.AttrID].String(), Type: img[orders.AttrType].String(), At: at}, true, err
-}
+// Items is how the Orders table keeps its events, one item each (orders.Store), for
+// awslambda.Items to decode its stream.
+var Items = awslambda.Items{Stream: orders.AttrID, Position: orders.AttrSeq, Type: orders.AttrType, At: orders.AttrAt, Data: orders.AttrData}
 
 // Handlers are the two Lambda functions' handlers.
 type Handlers struct {
@@ -68,11 +60,12 @@ func New(ctx context.Context) (Handlers, error) {
 	store, errStore := orders.NewStore(db, os.Getenv("ORDERS_TABLE"))
 	kinds := Kinds(store)
 	table, errTable := dynamo.New(db, os.Getenv("DEADLINES_TABLE"), kinds)
-	if err = errors.Join(err, errStore, errTable); err != nil {
+	decode, errDecode := Items.Decoder()
+	if err = errors.Join(err, errStore, errTable, errDecode); err != nil {
 		return Handlers{}, err
 	}
 	sweeper, err := deadlines.NewSweeper(deadlines.SweeperConfig{Index: table, Kinds: kinds})
-	return Handlers{awslambda.Projector(table, Decode), awslambda.Sweep(sweeper)}, errors.Join(err, table.CheckShards(ctx))
+	return Handlers{awslambda.Projector(table, decode), awslambda.Sweep(sweeper)}, errors.Join(err, table.CheckShards(ctx))
 }
 
 // Main starts the handler that handler picks, and ends the process if New fails.

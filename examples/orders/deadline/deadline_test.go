@@ -3,6 +3,7 @@ package deadline_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -423,7 +424,13 @@ func TestTheSweepRefusesInputItCannotRead(t *testing.T) {
 	}
 }
 
-func TestDecode(t *testing.T) {
+// TestTheOrdersItemsDecode reads stream records of the Orders table's layout with
+// the decoder the projector is built with.
+func TestTheOrdersItemsDecode(t *testing.T) {
+	decode, err := deadline.Items.Decoder()
+	if err != nil {
+		t.Fatal(err)
+	}
 	image := func(at string) map[string]events.DynamoDBAttributeValue {
 		return map[string]events.DynamoDBAttributeValue{
 			"id": events.NewStringAttribute("o-1"), "seq": events.NewNumberAttribute("2"),
@@ -434,22 +441,23 @@ func TestDecode(t *testing.T) {
 		return events.DynamoDBEventRecord{EventName: name, Change: events.DynamoDBStreamRecord{NewImage: img}}
 	}
 	at := time.Date(2026, 3, 2, 9, 5, 0, 123e6, time.UTC)
-	r, ok, err := deadline.Decode(record("INSERT", image("2026-03-02T09:05:00.123Z")))
-	if want := (deadlines.Record{Stream: "o-1", Type: orders.OrderConfirmed, At: at}); err != nil || !ok || r.Stream != want.Stream || r.Type != want.Type || !r.At.Equal(want.At) {
+	r, ok, err := decode(record("INSERT", image("2026-03-02T09:05:00.123Z")))
+	if want := (deadlines.Record{Stream: "o-1", Position: 2, Type: orders.OrderConfirmed, At: at}); err != nil || !ok || r.Stream != want.Stream ||
+		r.Position != want.Position || r.Type != want.Type || !r.At.Equal(want.At) {
 		t.Errorf("an INSERT: %+v, %v, %v; want %+v", r, ok, err, want)
 	}
 	for _, name := range []string{"MODIFY", "REMOVE"} {
-		if _, ok, err := deadline.Decode(record(name, nil)); ok || err != nil {
+		if _, ok, err := decode(record(name, nil)); ok || err != nil {
 			t.Errorf("a %s: %v, %v; want no event, no error", name, ok, err)
 		}
 	}
 	for name, img := range map[string]map[string]events.DynamoDBAttributeValue{
 		"a bad time":  image("yesterday"),
 		"no time":     {"id": events.NewStringAttribute("o-1"), "seq": events.NewNumberAttribute("1"), "type": events.NewStringAttribute(orders.OrderPlaced)},
-		"a time in N": {"id": events.NewStringAttribute("o-1"), "seq": events.NewNumberAttribute("1"), "type": events.NewStringAttribute(orders.OrderPlaced), "at": events.NewNumberAttribute("1")},
+		"no position": {"id": events.NewStringAttribute("o-1"), "type": events.NewStringAttribute(orders.OrderPlaced), "at": events.NewStringAttribute("2026-03-02T09:05:00Z")},
 	} {
-		r, ok, err := deadline.Decode(record("INSERT", img))
-		if err == nil || !ok || r.Stream != "o-1" {
+		r, ok, err := decode(record("INSERT", img))
+		if !errors.Is(err, deadlines.ErrCorruptRecord) || ok || r.Stream != "o-1" {
 			t.Errorf("%s: %+v, %v, %v; want an error naming the stream", name, r, ok, err)
 		}
 	}
