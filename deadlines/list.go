@@ -71,7 +71,6 @@ func List(ctx context.Context, idx Index, kinds Kinds, q Query) (Page, error) {
 	}
 	var (
 		all  []Row
-		more bool
 		read int
 	)
 	for _, k := range listed {
@@ -97,13 +96,14 @@ func List(ctx context.Context, idx Index, kinds Kinds, q Query) (Page, error) {
 			if err != nil {
 				return Page{Read: read}, err
 			}
-			more = more || len(got) >= q.Limit
 			all = append(all, got...)
 		}
 	}
 	SortRows(all)
 	page := Page{Rows: all, Read: read}
-	if len(all) > q.Limit || more {
+	// Each shard gave every row it has past the page's start, or one more than the
+	// limit: more rows than the limit in all is the one sign that more follow.
+	if len(all) > q.Limit {
 		page.Rows = all[:min(len(all), q.Limit)]
 		if len(page.Rows) > 0 {
 			page.Next = q.next(page.Rows[len(page.Rows)-1])

@@ -225,7 +225,8 @@ func theListShowsTheOverdueFirst(t *testing.T, s deadlines.Projection) {
 }
 
 // pagesGoOnWhereTheTokenSays lists rows many of which fall due in the same
-// millisecond, a page at a time, and gets each once, in order.
+// millisecond, a page at a time, and gets each once, in order, every page full but
+// the last, which offers no next page.
 func pagesGoOnWhereTheTokenSays(t *testing.T, s deadlines.Projection) {
 	for i := range 12 {
 		at := t0.Add(time.Duration(i%3) * time.Minute) // four loans due in each of three milliseconds
@@ -254,6 +255,10 @@ func pagesGoOnWhereTheTokenSays(t *testing.T, s deadlines.Projection) {
 			}
 			if len(page.Rows) > limit {
 				t.Fatalf("limit %d: a page of %d rows", limit, len(page.Rows))
+			}
+			if len(page.Rows) == 0 || page.Next != "" && len(page.Rows) < limit {
+				// a page offers Next only with rows after it, and is full then
+				t.Fatalf("limit %d, page %d: %d rows and next %q", limit, pages, len(page.Rows), page.Next)
 			}
 			got = append(got, namesInOrder(page.Rows)...)
 			if page.Next == "" {
