@@ -1,6 +1,7 @@
 package orders_test
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -53,5 +54,12 @@ func TestTheDeadlineGoIsShorterThanTheBaseline(t *testing.T) {
 	t.Logf("%4d in all; the baseline %d", total, baseline)
 	if total == 0 || total >= baseline {
 		t.Errorf("the deadline Go is %d lines: want fewer than the baseline's %d", total, baseline)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if said := fmt.Sprintf("| | in all | **%d** |", total); !strings.Contains(string(readme), said) {
+		t.Errorf("README.md does not give the count, %q", said)
 	}
 }

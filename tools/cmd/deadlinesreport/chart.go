@@ -52,7 +52,7 @@ func Chart(w io.Writer, points []SweepPoint) error {
 	}
 	items, queries := plot.New(), plot.New()
 	items.Title.Text = fmt.Sprintf("Items one sweep reads (%d shards)", points[0].Shards)
-	queries.Title.Text = "Queries one sweep makes"
+	queries.Title.Text = "Queries one sweep makes: one a shard, whatever is due"
 	for _, p := range []*plot.Plot{items, queries} {
 		p.Title.TextStyle.Font.Size = vg.Points(13)
 		p.X.Label.Text = "rows open (log scale)"

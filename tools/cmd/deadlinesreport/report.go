@@ -169,7 +169,7 @@ func Report(w io.Writer, f Figures, m Machine, chart string) error {
 		dollars(2e6*p.LambdaRequest), dollars(1e6*projector.Seconds()*float64(a.MemoryMB)/1024*p.LambdaGBSecond), projector/2, a.Overhead, a.DynamoDBCall, a.MemoryMB)
 
 	pr("### A sweep a minute, for a month\n\n")
-	pr("%s sweeps (one a minute, 30 days), each one query per shard of each kind (measured per shard: %s read units, %s queries, whatever the table holds when nothing is due). The Lambda's duration is assumed: %s of handler and the queries %d at a time (`deadlines.DefaultConcurrency`), %s each, at %d MB. The Lambda's requests and duration are the sweep's, shared by every kind it covers.\n\n",
+	pr("%s sweeps (one a minute, 30 days), each one query per shard of each kind (measured, per shard: read units %s, queries %s, whatever the table holds when nothing is due). The Lambda's duration is assumed: %s of handler and the queries %d at a time (`deadlines.DefaultConcurrency`), %s each, at %d MB. The Lambda's requests and duration are the sweep's, shared by every kind it covers.\n\n",
 		thousands(sweepsPerMonth), num(c.IdleReadUnits), num(c.IdleCalls), a.Overhead, deadlines.DefaultConcurrency, a.DynamoDBCall, a.MemoryMB)
 	pr("| shards | read units / month / kind | reads $ / month / kind | Lambda requests $ / month | Lambda duration $ / month (one kind) | total $ / month (one kind) |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, s := range []int{1, 4, 16, 32, 64} {
