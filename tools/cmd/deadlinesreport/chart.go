@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bikerental/bikerental/tools/chartkit"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -56,14 +57,14 @@ func Chart(w io.Writer, points []SweepPoint) error {
 	for _, p := range []*plot.Plot{items, queries} {
 		p.Title.TextStyle.Font.Size = vg.Points(13)
 		p.X.Label.Text = "rows open (log scale)"
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, decades{}
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, chartkit.Decades{}
 		p.X.Min, p.X.Max = minX/math.Sqrt(10), maxX*math.Sqrt(10)
 		p.Add(grid())
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Legend.TextStyle.Font.Size = vg.Points(10)
 	}
 	items.Y.Label.Text = "items read (log scale)"
-	items.Y.Scale, items.Y.Tick.Marker = plot.LogScale{}, decades{}
+	items.Y.Scale, items.Y.Tick.Marker = plot.LogScale{}, chartkit.Decades{}
 	items.Y.Min, items.Y.Max = 1, math.Pow10(int(math.Ceil(math.Log10(maxItems*10))))
 	queries.Y.Label.Text = "queries"
 	queries.Y.Min, queries.Y.Max = 0, maxQueries*1.5
@@ -124,7 +125,7 @@ func series(p *plot.Plot, xys plotter.XYs, name string, c color.Color, labelled 
 	}
 	texts := make([]string, len(xys))
 	for i, xy := range xys {
-		texts[i] = thousands(xy.Y)
+		texts[i] = chartkit.Thousands(xy.Y)
 	}
 	labels, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: texts})
 	if err != nil {
@@ -139,25 +140,3 @@ func series(p *plot.Plot, xys plotter.XYs, name string, c color.Color, labelled 
 	p.Add(labels)
 	return nil
 }
-
-// decades ticks a log axis at every power of ten, labelled in full with thousands
-// separators, with minor ticks at 2 to 9 times each.
-type decades struct{}
-
-func (decades) Ticks(min, max float64) []plot.Tick {
-	var ticks []plot.Tick
-	for e := int(math.Floor(math.Log10(min))); e <= int(math.Ceil(math.Log10(max))); e++ {
-		decade := math.Pow10(e)
-		if decade >= min && decade <= max {
-			ticks = append(ticks, plot.Tick{Value: decade, Label: thousands(decade)})
-		}
-		for m := 2.0; m < 10; m++ {
-			if v := m * decade; v >= min && v <= max {
-				ticks = append(ticks, plot.Tick{Value: v})
-			}
-		}
-	}
-	return ticks
-}
-
-var _ plot.Ticker = decades{}

@@ -13,6 +13,7 @@ import (
 	"github.com/bikerental/bikerental/deadlines"
 	"github.com/bikerental/bikerental/deadlines/awslambda"
 	deadlinetable "github.com/bikerental/bikerental/deadlines/dynamo"
+	"github.com/bikerental/bikerental/tools/chartkit"
 	"github.com/bikerental/bikerental/tools/rentalcost"
 )
 
@@ -163,14 +164,14 @@ func Report(w io.Writer, f Figures, m Machine, chart string) error {
 	pr("| settle it | %s | %s | | 1 |\n", num(c.SettleTable), num(c.SettleIndex))
 	pr("| an idle sweep, per shard of a kind | | | %s | %s |\n\n", num(c.IdleReadUnits), num(c.IdleCalls))
 	wu := c.OpenTable + c.OpenIndex + c.SettleTable + c.SettleIndex
-	pr("A million deadlines opened and settled: %s write request units, **%s** at $%g per million. ", thousands(wu*1e6), dollars(wu*1e6*p.WriteRequestUnit), 1e6*p.WriteRequestUnit)
+	pr("A million deadlines opened and settled: %s write request units, **%s** at $%g per million. ", chartkit.Thousands(wu*1e6), dollars(wu*1e6*p.WriteRequestUnit), 1e6*p.WriteRequestUnit)
 	projector := 2 * (a.Overhead + a.DynamoDBCall)
 	pr("The projector's Lambda adds at most %s (a million invocations for each of the two records, unbatched) and %s of duration (%s a record: %s of handler and one DynamoDB call of %s, at %d MB); batched, as streams deliver under load, its requests cost up to a hundred times less.\n\n",
 		dollars(2e6*p.LambdaRequest), dollars(1e6*projector.Seconds()*float64(a.MemoryMB)/1024*p.LambdaGBSecond), projector/2, a.Overhead, a.DynamoDBCall, a.MemoryMB)
 
 	pr("### A sweep a minute, for a month\n\n")
 	pr("%s sweeps (one a minute, 30 days), each one query per shard of each kind (measured, per shard: read units %s, queries %s, whatever the table holds when nothing is due). The Lambda's duration is assumed: %s of handler and the queries %d at a time (`deadlines.DefaultConcurrency`), %s each, at %d MB. The Lambda's requests and duration are the sweep's, shared by every kind it covers.\n\n",
-		thousands(sweepsPerMonth), num(c.IdleReadUnits), num(c.IdleCalls), a.Overhead, deadlines.DefaultConcurrency, a.DynamoDBCall, a.MemoryMB)
+		chartkit.Thousands(sweepsPerMonth), num(c.IdleReadUnits), num(c.IdleCalls), a.Overhead, deadlines.DefaultConcurrency, a.DynamoDBCall, a.MemoryMB)
 	pr("| shards | read units / month / kind | reads $ / month / kind | Lambda requests $ / month | Lambda duration $ / month (one kind) | total $ / month (one kind) |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, s := range []int{1, 4, 16, 32, 64} {
 		ru := sweepsPerMonth * float64(s) * c.IdleReadUnits
@@ -179,7 +180,7 @@ func Report(w io.Writer, f Figures, m Machine, chart string) error {
 		requests := sweepsPerMonth * p.LambdaRequest
 		duration := sweepsPerMonth * dur.Seconds() * float64(a.MemoryMB) / 1024 * p.LambdaGBSecond
 		reads := ru * p.ReadRequestUnit
-		pr("| %d | %s | %s | %s | %s (%s each) | %s |\n", s, thousands(ru), dollars(reads), dollars(requests), dollars(duration), dur, dollars(reads+requests+duration))
+		pr("| %d | %s | %s | %s | %s (%s each) | %s |\n", s, chartkit.Thousands(ru), dollars(reads), dollars(requests), dollars(duration), dur, dollars(reads+requests+duration))
 	}
 
 	pr("\n### Beside one schedule or one execution per deadline\n\n")
@@ -213,27 +214,27 @@ func (f Figures) sizing(b *strings.Builder) error {
 	if !ok {
 		return fmt.Errorf("no shard count keeps the busiest index partition under %d write units a second at the peak, with a margin", partitionLimit)
 	}
-	pr("\n## Sizing at %s deadlines\n\n", thousands(float64(prop.Rows)))
+	pr("\n## Sizing at %s deadlines\n\n", chartkit.Thousands(float64(prop.Rows)))
 	pr("Moto took %.2f ms for each of the Table's conditional writes (`BenchmarkApplyOnMoto`, 2,000 openings): 100,000 openings and as many settlements would take about %.0f minutes there, one at a time, before any sweep (and moto reads its whole table for every query). So the sizing runs on the benchmarks' in-process table (`inProcess` in `deadlines/dynamo/inprocess_test.go`): the Table's own expressions over a map and a sorted index, with DynamoDB's accounting, held to moto call by call on a small run by `TestTheInProcessTableIsMotos` (the same items, the same units, the same index writes by partition).\n\n",
 		f.MsPerApply, f.MotoMinutes)
 	pr("`BenchmarkSizing` delivers %s openings to `awslambda.Projector` over a `dynamo.Table` in stream batches of 100, runs the sweep's Lambda handler (`awslambda.Sweep`, a 15-minute invocation) over all of them overdue, then delivers as many settlements. The index's writes are counted by partition key (kind#shard) as the in-process table makes them. At a peak of 10,000 deadlines opened and 10,000 settled a second, each a one-unit write to its partition key, the busiest key takes its share of %s units a second, against DynamoDB's %s per partition:\n\n",
-		thousands(float64(prop.Rows)), thousands(peakWritesPerSecond), thousands(partitionLimit))
-	pr("| shards | busiest key's share | an even share | busiest key at the peak (units/s) | under %s? | sweep queries | items read | read units | DynamoDB calls a row |\n| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n", thousands(partitionLimit))
+		chartkit.Thousands(float64(prop.Rows)), chartkit.Thousands(peakWritesPerSecond), chartkit.Thousands(partitionLimit))
+	pr("| shards | busiest key's share | an even share | busiest key at the peak (units/s) | under %s? | sweep queries | items read | read units | DynamoDB calls a row |\n| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n", chartkit.Thousands(partitionLimit))
 	for _, s := range f.Sizing {
 		under := "no"
 		if s.PeakWU <= partitionLimit {
 			under = "yes"
 		}
-		pr("| %d | %.3f%% | %.3f%% | %s | %s | %s | %s | %s | %s |\n", s.Shards, s.Busiest, s.Even, thousands(s.PeakWU), under,
-			thousands(s.Queries), thousands(s.ItemsRead), num(s.ReadUnits), strconv.FormatFloat(s.CallsPerRow, 'g', 3, 64))
+		pr("| %d | %.3f%% | %.3f%% | %s | %s | %s | %s | %s | %s |\n", s.Shards, s.Busiest, s.Even, chartkit.Thousands(s.PeakWU), under,
+			chartkit.Thousands(s.Queries), chartkit.Thousands(s.ItemsRead), num(s.ReadUnits), strconv.FormatFloat(s.CallsPerRow, 'g', 3, 64))
 	}
 	pr("\n**%d shards** is the smallest power of two run that keeps the busiest key under the limit with a margin of a quarter: %s units a second at the peak, %.0f%% of %s (and `BenchmarkSizing` fails if, from its proposed count up, a key would take more than %s). At 16 a sixteenth of the writes is already %s a second, however evenly they spread.\n\n",
-		prop.Shards, thousands(prop.PeakWU), 100*prop.PeakWU/partitionLimit, thousands(partitionLimit), thousands(partitionLimit), thousands(peakWritesPerSecond/16))
+		prop.Shards, chartkit.Thousands(prop.PeakWU), 100*prop.PeakWU/partitionLimit, chartkit.Thousands(partitionLimit), chartkit.Thousands(partitionLimit), chartkit.Thousands(peakWritesPerSecond/16))
 	pr("Each deadline wrote %s table units and %s index units over its life. The sweep of %s overdue rows read exactly the rows it returned (the benchmark asserts items read = rows found: the key condition bounds each query to the overdue rows, so no page reads past them), in one query per shard and one more per 1 MB page of index entries",
-		num(prop.TableWU), num(prop.IndexWU), thousands(float64(prop.Rows)))
+		num(prop.TableWU), num(prop.IndexWU), chartkit.Thousands(float64(prop.Rows)))
 	for _, s := range f.Sizing {
 		if int(s.Queries) > s.Shards {
-			pr(" (at %d shards, %s queries: each shard's rows filled more than a page)", s.Shards, thousands(s.Queries))
+			pr(" (at %d shards, %s queries: each shard's rows filled more than a page)", s.Shards, chartkit.Thousands(s.Queries))
 			break
 		}
 	}
@@ -246,7 +247,7 @@ func (f Figures) sizing(b *strings.Builder) error {
 	reach := float64(deadlines.DefaultConcurrency) * budget.Seconds() / perRow.Seconds()
 	pr("### The sweep's concurrency\n\n")
 	pr("Assumed: a DynamoDB call takes %s (`rentalcost.Assumed`; DynamoDB promises single-digit milliseconds), and a command costs its receiver %d calls (one read and one conditional write). Measured: the sweep's own calls are %s a row at %d shards. So a row takes %s of one of the sweep's slots, and %s rows in one invocation of 15 minutes less the module's margin (`awslambda.DefaultSweepMargin`, %s), %s, need a `SweeperConfig.Concurrency` of at least **%.0f**; the default, %d, sends about %s rows in that time.\n",
-		a.DynamoDBCall, CommandCalls, strconv.FormatFloat(prop.CallsPerRow, 'g', 3, 64), prop.Shards, perRow.Round(time.Microsecond), thousands(float64(prop.Rows)), margin, budget, need, deadlines.DefaultConcurrency, thousands(math.Floor(reach)))
+		a.DynamoDBCall, CommandCalls, strconv.FormatFloat(prop.CallsPerRow, 'g', 3, 64), prop.Shards, perRow.Round(time.Microsecond), chartkit.Thousands(float64(prop.Rows)), margin, budget, need, deadlines.DefaultConcurrency, chartkit.Thousands(math.Floor(reach)))
 	return nil
 }
 
@@ -260,7 +261,7 @@ func (f Figures) sweeps(b *strings.Builder, chart string) {
 	}
 	pr("| rows open | rows due | items read | queries | read units |\n| ---: | ---: | ---: | ---: | ---: |\n")
 	for _, s := range f.Sweeps {
-		pr("| %s | %s (%d%%) | %s | %s | %s |\n", thousands(float64(s.Open)), thousands(float64(s.Open*s.DuePct/100)), s.DuePct, thousands(s.Items), thousands(s.Queries), num(s.ReadUnit))
+		pr("| %s | %s (%d%%) | %s | %s | %s |\n", chartkit.Thousands(float64(s.Open)), chartkit.Thousands(float64(s.Open*s.DuePct/100)), s.DuePct, chartkit.Thousands(s.Items), chartkit.Thousands(s.Queries), num(s.ReadUnit))
 	}
 }
 
@@ -279,23 +280,9 @@ func (f Figures) largestSweep() (SweepPoint, bool) {
 // to two decimal places.
 func num(v float64) string {
 	if v == math.Trunc(v) {
-		return thousands(v)
+		return chartkit.Thousands(v)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
-}
-
-// thousands formats v, rounded to a whole number, with commas between groups of
-// three digits.
-func thousands(v float64) string {
-	n := int64(math.Round(v))
-	if n < 0 {
-		return "-" + thousands(float64(-n))
-	}
-	s := strconv.FormatInt(n, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // dollars formats an amount in US dollars: cents from ten cents up, three

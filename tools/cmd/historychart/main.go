@@ -25,6 +25,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/bikerental/bikerental/tools/chartkit"
 )
 
 func main() {
@@ -195,7 +197,7 @@ func Render(w io.Writer, before, now []Point) error {
 	for d := 0.0; d <= top10; d++ {
 		yy := y(math.Pow(10, d))
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" font-size="12" text-anchor="end">%s</text>`+"\n",
-			left, width-right, yy, yy, left-8, yy+4, thousands(math.Pow(10, d)))
+			left, width-right, yy, yy, left-8, yy+4, chartkit.Thousands(math.Pow(10, d)))
 	}
 	ticks := []int{0}
 	for d := lo + 1; d <= hi; d++ {
@@ -204,7 +206,7 @@ func Render(w io.Writer, before, now []Point) error {
 	for _, age := range ticks {
 		xx := x(age)
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" font-size="12" text-anchor="middle">%s</text>`+"\n",
-			xx, xx, top, height-bottom, xx, height-bottom+18, thousands(float64(age)))
+			xx, xx, top, height-bottom, xx, height-bottom+18, chartkit.Thousands(float64(age)))
 	}
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="13" text-anchor="middle">earlier rentals of the same bike</text>`+"\n", (left+width-right)/2, height-bottom+45)
 	fmt.Fprintf(&b, `<text x="20" y="%.0f" font-size="13" text-anchor="middle" transform="rotate(-90 20 %.0f)">read units</text>`+"\n", (top+height-bottom)/2, (top+height-bottom)/2)
@@ -223,7 +225,7 @@ func Render(w io.Writer, before, now []Point) error {
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", s.color, strings.Join(path, " "))
 		for _, p := range s.points {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/><text x="%.1f" y="%.1f" font-size="11" fill="%s" text-anchor="middle">%s</text>`+"\n",
-				x(p.Age), y(p.Units), s.color, x(p.Age), y(p.Units)-9, s.color, thousands(p.Units))
+				x(p.Age), y(p.Units), s.color, x(p.Age), y(p.Units)-9, s.color, chartkit.Thousands(p.Units))
 		}
 		ly := top + 18 + float64(i)*20
 		fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/><text x="%.0f" y="%.1f" font-size="12">%s</text>`+"\n",
@@ -232,12 +234,4 @@ func Render(w io.Writer, before, now []Point) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func thousands(v float64) string {
-	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/bikerental/bikerental/tools/chartkit"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -49,7 +50,7 @@ func Render(w io.Writer, points []Point) error {
 	p.X.Label.Text = "outstanding rows in the Deadlines table"
 	p.Y.Label.Text = "items read"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = decades{}, decades{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = chartkit.Decades{}, chartkit.Decades{}
 	p.X.Padding, p.Y.Padding = vg.Points(4), vg.Points(4)
 
 	minX, maxX := float64(points[0].Pending), float64(points[len(points)-1].Pending)
@@ -72,8 +73,8 @@ func Render(w io.Writer, points []Point) error {
 	for i, pt := range points {
 		scan[i] = plotter.XY{X: float64(pt.Pending), Y: float64(pt.Scan)}
 		sweep[i] = plotter.XY{X: float64(pt.Pending), Y: float64(pt.Sweep)}
-		scanLabels[i] = thousands(pt.Scan)
-		sweepLabels[i] = thousands(pt.Sweep)
+		scanLabels[i] = chartkit.Thousands(float64(pt.Scan))
+		sweepLabels[i] = chartkit.Thousands(float64(pt.Sweep))
 	}
 	series := []struct {
 		name   string
@@ -127,39 +128,10 @@ func title(points []Point) string {
 		if p.Overdue != overdue {
 			counts := make([]string, len(points))
 			for i, q := range points {
-				counts[i] = thousands(q.Overdue)
+				counts[i] = chartkit.Thousands(float64(q.Overdue))
 			}
 			return "Items read to find the overdue payments (" + strings.Join(counts, ", ") + " overdue)\n" + logScales
 		}
 	}
-	return fmt.Sprintf("Items read to find %s overdue payments among all pending ones\n%s", thousands(overdue), logScales)
+	return fmt.Sprintf("Items read to find %s overdue payments among all pending ones\n%s", chartkit.Thousands(float64(overdue)), logScales)
 }
-
-// decades ticks a log axis at every power of ten, labelled in full with thousands
-// separators ("100,000" rather than "1e+05"), with minor ticks at 2 to 9 times each.
-type decades struct{}
-
-func (decades) Ticks(min, max float64) []plot.Tick {
-	var ticks []plot.Tick
-	for e := int(math.Floor(math.Log10(min))); e <= int(math.Ceil(math.Log10(max))); e++ {
-		decade := math.Pow10(e)
-		if decade >= min && decade <= max {
-			ticks = append(ticks, plot.Tick{Value: decade, Label: decadeLabel(e)})
-		}
-		for m := 2.0; m < 10; m++ {
-			if v := m * decade; v >= min && v <= max {
-				ticks = append(ticks, plot.Tick{Value: v})
-			}
-		}
-	}
-	return ticks
-}
-
-func decadeLabel(e int) string {
-	if e < 0 {
-		return fmt.Sprint(math.Pow10(e))
-	}
-	return thousands(int(math.Pow10(e)))
-}
-
-var _ plot.Ticker = decades{}

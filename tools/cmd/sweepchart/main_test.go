@@ -148,22 +148,3 @@ func TestRenderRefusesWhatALogScaleCannotShow(t *testing.T) {
 		}
 	}
 }
-
-func TestDecadeTicks(t *testing.T) {
-	var labels []string
-	minor := 0
-	for _, tick := range (decades{}).Ticks(316, 316228) {
-		if tick.IsMinor() {
-			minor++
-			continue
-		}
-		labels = append(labels, tick.Label)
-	}
-	if !reflect.DeepEqual(labels, []string{"1,000", "10,000", "100,000"}) {
-		t.Errorf("major ticks %q, want 1,000, 10,000 and 100,000", labels)
-	}
-	// 400 to 900, 2,000 to 9,000, 20,000 to 90,000, 200,000 and 300,000.
-	if minor != 6+8+8+2 {
-		t.Errorf("%d minor ticks, want %d", minor, 6+8+8+2)
-	}
-}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/bikerental/bikerental/tools/chartkit"
 )
 
 // benchName is the benchmark whose results the chart shows, as tools/sweepscale
@@ -127,8 +129,8 @@ func Table(w io.Writer, points []Point) error {
 	b.WriteString("| pending rows | overdue | sweep reads | scan reads | scan / sweep |\n")
 	b.WriteString("| ---: | ---: | ---: | ---: | ---: |\n")
 	for _, p := range points {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", thousands(p.Pending), thousands(p.Overdue),
-			thousands(p.Sweep), thousands(p.Scan), ratio(p.Ratio()))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", chartkit.Thousands(float64(p.Pending)), chartkit.Thousands(float64(p.Overdue)),
+			chartkit.Thousands(float64(p.Sweep)), chartkit.Thousands(float64(p.Scan)), ratio(p.Ratio()))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -137,19 +139,7 @@ func Table(w io.Writer, points []Point) error {
 // ratio formats r as a whole number when it is one, else to one decimal place.
 func ratio(r float64) string {
 	if r == float64(int(r)) {
-		return thousands(int(r))
+		return chartkit.Thousands(r)
 	}
 	return strconv.FormatFloat(r, 'f', 1, 64)
-}
-
-// thousands formats a count with commas between groups of three digits.
-func thousands(n int) string {
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
