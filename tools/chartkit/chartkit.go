@@ -1,5 +1,6 @@
-// Package chartkit holds what the tools' charts and reports share: counts written
-// with thousands separators, and a log axis ticked at every power of ten.
+// Package chartkit holds what the tools' charts and reports share: the results of
+// `go test -bench` read back (ParseBenchmarks), counts written with thousands
+// separators, and a log axis ticked at every power of ten.
 package chartkit
 
 import (

@@ -80,11 +80,11 @@ type Figures struct {
 }
 
 // Read takes the report's figures out of r.
-func Read(r Results) (Figures, error) {
+func Read(r chartkit.Benchmarks) (Figures, error) {
 	var f Figures
 	var errs []error
 	get := func(name, unit string) float64 {
-		v, err := r.figure(name, unit)
+		v, err := r.Figure(name, unit)
 		errs = append(errs, err)
 		return v
 	}
@@ -94,7 +94,7 @@ func Read(r Results) (Figures, error) {
 		IdleReadUnits: get(costsBench, "idle-sweep-ru/shard"), IdleCalls: get(costsBench, "idle-sweep-calls/shard"),
 	}
 	f.MsPerApply, f.MotoMinutes = get(motoBench, "ms/apply"), get(motoBench, "min/200k-applies")
-	for _, p := range r.sub(sizingBench) {
+	for _, p := range r.Sub(sizingBench) {
 		shards, err1 := atoi(p, "shards")
 		rows, err2 := atoi(p, "rows")
 		errs = append(errs, err1, err2)
@@ -104,7 +104,7 @@ func Read(r Results) (Figures, error) {
 			CallsPerRow: get(n, "sweep-calls/row"), TableWU: get(n, "table-wu/deadline"), IndexWU: get(n, "index-wu/deadline"),
 			Busiest: get(n, "busiest-partition-%"), Even: get(n, "even-partition-%"), PeakWU: get(n, "busiest-partition-wu/s")})
 	}
-	for _, p := range r.sub(sweepBench) {
+	for _, p := range r.Sub(sweepBench) {
 		shards, err1 := atoi(p, "shards")
 		open, err2 := atoi(p, "open")
 		due, err3 := atoi(p, "due")

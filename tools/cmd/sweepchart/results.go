@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -32,93 +32,61 @@ type Point struct {
 func (p Point) Ratio() float64 { return float64(p.Scan) / float64(p.Sweep) }
 
 // Parse reads `go test -bench` output and returns the BenchmarkSweepItemsRead
-// results, by pending rows. Other lines are ignored. Items read are counts that do
-// not vary between runs, so a size reported more than once (-count) must report the
-// same figures every time; otherwise, and when no result is found or a result line
-// lacks a metric, Parse returns an error.
+// results, by pending rows. Other benchmarks are ignored. Items read are counts
+// that do not vary between runs, so a size reported more than once (-count) must
+// report the same figures every time; otherwise, and when no result is found or a
+// result lacks a metric, Parse returns an error.
 func Parse(r io.Reader) ([]Point, error) {
-	byPending := map[int]Point{}
-	sc := bufio.NewScanner(r)
-	line := 0
-	for sc.Scan() {
-		line++
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || !strings.HasPrefix(fields[0], benchName+"/") {
-			continue
-		}
-		if _, err := strconv.Atoi(fields[1]); err != nil {
-			continue // the name alone, as -v prints it before the result
-		}
-		p, err := parseResult(fields)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		if prev, ok := byPending[p.Pending]; ok && prev != p {
-			return nil, fmt.Errorf("line %d: pending=%d reported %+v before and %+v now; items read should not vary", line, p.Pending, prev, p)
-		}
-		byPending[p.Pending] = p
-	}
-	if err := sc.Err(); err != nil {
+	res, err := chartkit.ParseBenchmarks(r, func(unit string) bool { return unit != sweepUnit && unit != scanUnit })
+	if err != nil && !errors.Is(err, chartkit.ErrNoBenchmarks) {
 		return nil, err
 	}
-	if len(byPending) == 0 {
-		return nil, fmt.Errorf("no %s results in the input", benchName)
-	}
-	points := make([]Point, 0, len(byPending))
-	for _, p := range byPending {
+	var points []Point
+	for _, parts := range res.Sub(benchName) {
+		p, err := point(res, parts)
+		if err != nil {
+			return nil, err
+		}
 		points = append(points, p)
+	}
+	if len(points) == 0 {
+		return nil, fmt.Errorf("no %s results in the input", benchName)
 	}
 	sort.Slice(points, func(i, j int) bool { return points[i].Pending < points[j].Pending })
 	return points, nil
 }
 
-// parseResult reads one result line split into fields: the name, the iteration
-// count, then value-unit pairs.
-func parseResult(fields []string) (Point, error) {
+// point reads one sub-benchmark's result: its name's pending= and overdue=, and
+// the items the sweep and the scan read.
+func point(res chartkit.Benchmarks, parts map[string]string) (Point, error) {
+	name := parts["name"]
 	var p Point
-	name := strings.TrimPrefix(fields[0], benchName+"/")
-	if i := strings.LastIndexByte(name, '-'); i > 0 {
-		if _, err := strconv.Atoi(name[i+1:]); err == nil {
-			name = name[:i] // the GOMAXPROCS suffix
+	for _, c := range []struct {
+		key string
+		n   *int
+	}{{"pending", &p.Pending}, {"overdue", &p.Overdue}} {
+		v, ok := parts[c.key]
+		if !ok {
+			return Point{}, fmt.Errorf("%s: the name lacks pending= or overdue=", name)
 		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return Point{}, fmt.Errorf("%s: %q is not <name>=<positive count>", name, c.key+"="+v)
+		}
+		*c.n = n
 	}
-	for part := range strings.SplitSeq(name, "/") {
-		key, value, ok := strings.Cut(part, "=")
-		n, err := strconv.Atoi(value)
-		if !ok || err != nil || n <= 0 {
-			return Point{}, fmt.Errorf("%s: %q is not <name>=<positive count>", fields[0], part)
+	for _, c := range []struct {
+		unit string
+		n    *int
+	}{{sweepUnit, &p.Sweep}, {scanUnit, &p.Scan}} {
+		v, err := res.Figure(name, c.unit)
+		if err != nil {
+			return Point{}, err
 		}
-		switch key {
-		case "pending":
-			p.Pending = n
-		case "overdue":
-			p.Overdue = n
+		if v < 1 || v != float64(int(v)) {
+			return Point{}, fmt.Errorf("%s: %s %v is not a positive whole number", name, c.unit, v)
 		}
-	}
-	if p.Pending == 0 || p.Overdue == 0 {
-		return Point{}, fmt.Errorf("%s: the name lacks pending= or overdue=", fields[0])
-	}
-	metrics := fields[2:]
-	if len(metrics)%2 != 0 {
-		return Point{}, fmt.Errorf("%s: metrics are not value-unit pairs", fields[0])
-	}
-	for i := 0; i < len(metrics); i += 2 {
-		unit := metrics[i+1]
-		if unit != sweepUnit && unit != scanUnit {
-			continue
-		}
-		v, err := strconv.ParseFloat(metrics[i], 64)
-		if err != nil || v < 1 || v != float64(int(v)) {
-			return Point{}, fmt.Errorf("%s: %s %q is not a positive whole number", fields[0], unit, metrics[i])
-		}
-		if unit == sweepUnit {
-			p.Sweep = int(v)
-		} else {
-			p.Scan = int(v)
-		}
-	}
-	if p.Sweep == 0 || p.Scan == 0 {
-		return Point{}, fmt.Errorf("%s: %s or %s is missing", fields[0], sweepUnit, scanUnit)
+		*c.n = int(v)
 	}
 	return p, nil
 }
